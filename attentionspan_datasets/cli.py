@@ -1,0 +1,57 @@
+"""The `attentionspan` command line.
+
+    attentionspan generate addition_ood -n 5 --format text
+    attentionspan show reversal_id
+    attentionspan --help
+
+Each command module offers `add_parser(subparsers)`; its parser sets `func`. Modules are
+named here as strings and imported on start, so a command's heavy imports (torch,
+transformers) must stay inside its run function: `generate` never loads torch.
+Errors a user can fix (`ValueError`, `UsageError`) print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+COMMAND_MODULES = [
+    "attentionspan_datasets.commands.generate",
+]
+
+
+class UsageError(Exception):
+    """A problem with the user's input that is not a bad task parameter."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attentionspan",
+        description="Algorithmic tasks with reference attention masks: generate data, "
+        "export it, train and evaluate models, and analyse their attention.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (ValueError, UsageError, FileNotFoundError, FileExistsError) as error:
+        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+            raise
+        print(f"attentionspan {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"attentionspan {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

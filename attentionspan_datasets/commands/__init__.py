@@ -1,0 +1,1 @@
+"""Subcommands of the `attentionspan` CLI, one module each."""

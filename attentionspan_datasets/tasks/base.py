@@ -1,0 +1,215 @@
+"""The task contract: an Instance, a self-validating config base class, and the registry.
+
+Every task module defines a `@dataclass` config deriving from `TaskConfig`, a pure
+`generate(rng, config) -> Instance`, an `oracle(visible, params, i) -> str` that recomputes
+`target[i]` from the characters a `sufficient` mask references, and registers all three
+with `register_task`. Nothing here knows about models, tokenizers, torch or datasets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+MASK_VARIANTS = ("paper", "sufficient")
+
+
+@dataclass
+class Instance:
+    """One row of the data contract (see docs/tasks.md).
+
+    `reference[i]` lists the positions in `prompt + target` that predicting `target[i]`
+    must attend to; positions are character indices, one character per token.
+    """
+
+    task: str
+    prompt: str
+    target: str
+    reference: list[list[int]]
+    params: dict[str, Any] = field(default_factory=dict)
+    config: str = ""
+    index: int = -1
+
+    @property
+    def text(self) -> str:
+        return self.prompt + self.target
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", str(annotation))
+
+
+@dataclass
+class TaskConfig:
+    """Base class of every task config: type checks, range checks, conversion from text.
+
+    Subclasses add fields and override `check()` to validate ranges; every error is a
+    `ValueError` that names the field and what is allowed.
+    """
+
+    mask: str = "paper"
+
+    task_name: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        self._check_types()
+        self.check_choice("mask", MASK_VARIANTS)
+        self.check()
+
+    # --- subclasses override -------------------------------------------------------
+    def check(self) -> None:
+        """Validate value ranges and consistency; raise ValueError naming the field."""
+
+    def length_bucket(self, params: dict[str, Any]) -> int:
+        """The length an instance is bucketed by in per-length metrics (see docs/tasks.md)."""
+        return int(params["length"])
+
+    # --- helpers for subclasses ----------------------------------------------------
+    def fail(self, name: str, allowed: str) -> None:
+        value = getattr(self, name)
+        raise ValueError(
+            f"{self.task_name}: invalid value {value!r} for field '{name}': {allowed}"
+        )
+
+    def check_range(self, name: str, low: int, high: int | None = None) -> None:
+        value = getattr(self, name)
+        if value < low or (high is not None and value > high):
+            allowed = f"allowed: {low} <= {name}" + (f" <= {high}" if high is not None else "")
+            self.fail(name, allowed)
+
+    def check_min_max(self, low_name: str, high_name: str) -> None:
+        low, high = getattr(self, low_name), getattr(self, high_name)
+        if low > high:
+            raise ValueError(
+                f"{self.task_name}: '{low_name}' ({low}) must not exceed '{high_name}' ({high})"
+            )
+
+    def check_choice(self, name: str, choices: tuple[str, ...]) -> None:
+        if getattr(self, name) not in choices:
+            self.fail(name, f"allowed values: {', '.join(repr(c) for c in choices)}")
+
+    def check_charset(self, name: str, minimum: int, reserved: str = "") -> None:
+        """A charset: distinct, non-whitespace characters, none of them reserved."""
+        chars = getattr(self, name)
+        if len(set(chars)) != len(chars):
+            self.fail(name, "characters must be distinct")
+        if any(c.isspace() for c in chars):
+            self.fail(name, "whitespace characters are not allowed")
+        bad = sorted(set(chars) & set(reserved))
+        if bad:
+            self.fail(name, f"must not contain the reserved characters {''.join(bad)!r}")
+        if len(chars) < minimum:
+            self.fail(name, f"needs at least {minimum} distinct characters")
+
+    def _check_types(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            expected = hints[f.name]
+            value = getattr(self, f.name)
+            # bool is an int subclass; a flag and a count must not be confused.
+            ok = isinstance(value, expected) and not (
+                expected is int and isinstance(value, bool)
+            )
+            if not ok:
+                raise ValueError(
+                    f"{self.task_name}: field '{f.name}' must be of type "
+                    f"{_type_name(expected)}, got {type(value).__name__} {value!r}"
+                )
+
+    # --- construction from user input ---------------------------------------------
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> "TaskConfig":
+        """Build a config, refusing unknown keys with the list of allowed ones."""
+        allowed = cls.field_names()
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise ValueError(
+                f"{cls.task_name}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                f"allowed: {', '.join(allowed)}"
+            )
+        return cls(**params)
+
+    @classmethod
+    def parse_value(cls, name: str, text: str) -> Any:
+        """Convert a command-line string to the field's type (`max_length=12`)."""
+        hints = typing.get_type_hints(cls)
+        if name not in hints or name not in cls.field_names():
+            raise ValueError(
+                f"{cls.task_name}: unknown parameter {name!r}; "
+                f"allowed: {', '.join(cls.field_names())}"
+            )
+        expected = hints[name]
+        if expected is bool:
+            lowered = text.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"{cls.task_name}: field '{name}' must be true or false, got {text!r}")
+        if expected is int:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(
+                    f"{cls.task_name}: field '{name}' must be an integer, got {text!r}"
+                ) from None
+        return text
+
+    def to_params(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+GenerateFn = Callable[[random.Random, Any], Instance]
+OracleFn = Callable[[list, dict, int], str]
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    config_class: type[TaskConfig]
+    generate: GenerateFn
+    oracle: OracleFn
+    description: str
+
+
+TASKS: dict[str, Task] = {}
+
+
+def register_task(
+    name: str, config_class: type, generate: GenerateFn, oracle: OracleFn
+) -> Task:
+    """Add a task to the registry; refuses duplicates and configs that are not dataclasses."""
+    if name in TASKS:
+        raise ValueError(f"task {name!r} is already registered")
+    if not (dataclasses.is_dataclass(config_class) and issubclass(config_class, TaskConfig)):
+        raise TypeError(f"config of task {name!r} must be a TaskConfig dataclass")
+    config_class.task_name = name
+    doc = (generate.__module__ and __import__(generate.__module__, fromlist=["_"]).__doc__) or ""
+    task = Task(name, config_class, generate, oracle, doc.strip().splitlines()[0] if doc else "")
+    TASKS[name] = task
+    return task
+
+
+def get_task(name: str) -> Task:
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; allowed: {', '.join(sorted(TASKS))}")
+    return TASKS[name]
+
+
+def visible_text(instance: Instance, row: int) -> list[str | None]:
+    """`prompt + target` with every character not referenced by `reference[row]` hidden.
+
+    This is what an oracle sees: it must recompute `target[row]` from it alone.
+    """
+    shown = set(instance.reference[row])
+    return [c if i in shown else None for i, c in enumerate(instance.text)]

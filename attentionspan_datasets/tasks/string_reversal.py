@@ -1,0 +1,49 @@
+"""String reversal: write the input string backwards.
+
+Examples:
+    dh13h82hj283j23H= -> H32j382jh28h31hd
+
+Mask rule (both variants): target[i] references the mirrored input character,
+position `length - 1 - i`. Nothing else is needed, so `paper` and `sufficient` agree.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from dataclasses import dataclass
+
+from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
+
+NAME = "string_reversal"
+SEPARATOR = "="
+# 62 characters: the paper asks for a charset of at least 50 unique characters.
+DEFAULT_CHARSET = string.ascii_letters + string.digits
+
+
+@dataclass
+class ReversalConfig(TaskConfig):
+    min_length: int = 1
+    max_length: int = 10
+    charset: str = DEFAULT_CHARSET
+
+    def check(self) -> None:
+        self.check_range("min_length", 1)
+        self.check_range("max_length", 1)
+        self.check_min_max("min_length", "max_length")
+        self.check_charset("charset", minimum=1, reserved=SEPARATOR)
+
+
+def generate(rng: random.Random, config: ReversalConfig) -> Instance:
+    length = rng.randint(config.min_length, config.max_length)
+    chars = "".join(rng.choices(config.charset, k=length))
+    target = chars[::-1]
+    reference = [[length - 1 - i] for i in range(length)]
+    return Instance(NAME, chars + SEPARATOR, target, reference, {"length": length})
+
+
+def oracle(visible: list, params: dict, i: int) -> str:
+    return visible[params["length"] - 1 - i]
+
+
+register_task(NAME, ReversalConfig, generate, oracle)
