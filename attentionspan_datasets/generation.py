@@ -43,9 +43,7 @@ def resolve_config(name: str, **overrides: Any) -> TaskConfig:
     else:
         task_name = SHORT_TASK_NAMES.get(name, name)
         if task_name not in TASKS:
-            raise ValueError(
-                f"unknown config {name!r}; allowed: {', '.join(config_names())}"
-            )
+            raise ValueError(f"unknown config {name!r}; allowed: {', '.join(config_names())}")
         params = {}
     return get_task(task_name).config_class.from_params({**params, **overrides})
 
@@ -56,8 +54,13 @@ def config_label(name: str | TaskConfig) -> str:
     return name
 
 
-def generate(config: str | TaskConfig, seed: int = DEFAULT_SEED, index: int = 0,
-             stream: str = "", **overrides: Any) -> Instance:
+def generate(
+    config: str | TaskConfig,
+    seed: int = DEFAULT_SEED,
+    index: int = 0,
+    stream: str = "",
+    **overrides: Any,
+) -> Instance:
     """The instance at `index` of the stream for (config, seed, stream)."""
     cfg = resolve_config(config, **overrides)
     return _generate(cfg, config_label(config), seed, index, stream)
@@ -70,9 +73,14 @@ def _generate(cfg: TaskConfig, label: str, seed: int, index: int, stream: str) -
     return instance
 
 
-def iter_instances(config: str | TaskConfig, seed: int = DEFAULT_SEED, start: int = 0,
-                   stop: int | None = None, stream: str = "",
-                   **overrides: Any) -> Iterator[Instance]:
+def iter_instances(
+    config: str | TaskConfig,
+    seed: int = DEFAULT_SEED,
+    start: int = 0,
+    stop: int | None = None,
+    stream: str = "",
+    **overrides: Any,
+) -> Iterator[Instance]:
     """Instances `start, start+1, ...` up to `stop` (forever when `stop` is None)."""
     cfg = resolve_config(config, **overrides)
     label = config_label(config)

@@ -38,9 +38,11 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     # F.5: start 1-90 and 2-4 numbers in distribution; start 100-900 and 5-6 numbers out.
     "successor_id": (
-        "successor", {"min_start": 1, "max_start": 90, "min_count": 2, "max_count": 4}
+        "successor",
+        {"min_start": 1, "max_start": 90, "min_count": 2, "max_count": 4},
     ),
     "successor_ood": (
-        "successor", {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6}
+        "successor",
+        {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6},
     ),
 }

@@ -19,9 +19,13 @@ def to_json_line(instance: Instance) -> str:
 def render_mask(instance: Instance) -> str:
     text = instance.text
     offset = len(instance.prompt)
-    lines = [f"{instance.config or instance.task} #{instance.index}  params={instance.params}",
-             f"prompt: {instance.prompt}", f"target: {instance.target}", "",
-             "   " + text]
+    lines = [
+        f"{instance.config or instance.task} #{instance.index}  params={instance.params}",
+        f"prompt: {instance.prompt}",
+        f"target: {instance.target}",
+        "",
+        "   " + text,
+    ]
     for i, row in enumerate(instance.reference):
         query = offset + i  # the position whose next-token prediction is target[i]
         marks = set(row)

@@ -1,8 +1,8 @@
 """`attentionspan generate` and `attentionspan show`: instances from the command line.
 
-    attentionspan generate addition_ood -n 1000 --seed 0 > data.jsonl
-    attentionspan generate addition -n 3 --param num_operands=3 --param max_digits=12
-    attentionspan show reversal_id --index 4
+attentionspan generate addition_ood -n 1000 --seed 0 > data.jsonl
+attentionspan generate addition -n 3 --param num_operands=3 --param max_digits=12
+attentionspan show reversal_id --index 4
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from attentionspan_datasets.generation import (
     iter_instances,
     resolve_config,
 )
+from attentionspan_datasets.presets import PRESETS
 from attentionspan_datasets.rendering import render_mask, render_text, to_json_line
 from attentionspan_datasets.tasks import get_task
 
@@ -48,10 +49,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("-n", "--num", type=int, default=10, help="how many instances (default 10)")
     gen.add_argument("--seed", type=int, default=DEFAULT_SEED, help="stream seed")
     gen.add_argument("--start", type=int, default=0, help="index of the first instance")
-    gen.add_argument("--format", choices=["jsonl", "text"], default="jsonl",
-                     help="jsonl: one Instance per line; text: prompt+target and the mask")
-    gen.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a config field, e.g. --param max_digits=12 (repeatable)")
+    gen.add_argument(
+        "--format",
+        choices=["jsonl", "text"],
+        default="jsonl",
+        help="jsonl: one Instance per line; text: prompt+target and the mask",
+    )
+    gen.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --param max_digits=12 (repeatable)",
+    )
     gen.set_defaults(func=run_generate)
 
     show = subparsers.add_parser(
@@ -59,7 +69,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="draw one instance with its reference mask as a character grid",
         description=f"Draw an instance of CONFIG with its mask. Configs: {configs}.",
     )
-    show.add_argument("config", metavar="CONFIG")
+    show.add_argument("config", metavar="CONFIG", nargs="?", help="preset or task; omit with --all")
+    show.add_argument("--all", action="store_true", help="draw the first instances of every preset")
+    show.add_argument(
+        "-n", "--num", type=int, default=1, help="how many instances to draw per config (default 1)"
+    )
     show.add_argument("--seed", type=int, default=DEFAULT_SEED)
     show.add_argument("--index", type=int, default=0)
     show.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
@@ -73,11 +87,15 @@ def run_generate(args: argparse.Namespace) -> int:
         raise ValueError(f"--start must be >= 0, got {args.start}")
     params = parse_params(args.config, args.param)
     render = to_json_line if args.format == "jsonl" else render_text
-    instances = iter_instances(args.config, args.seed, args.start, args.start + args.num,
-                               **params)
+    instances = iter_instances(args.config, args.seed, args.start, args.start + args.num, **params)
     out = sys.stdout
-    for instance in tqdm(instances, total=args.num, desc=f"generate {args.config}",
-                         disable=args.num < PROGRESS_THRESHOLD, file=sys.stderr):
+    for instance in tqdm(
+        instances,
+        total=args.num,
+        desc=f"generate {args.config}",
+        disable=args.num < PROGRESS_THRESHOLD,
+        file=sys.stderr,
+    ):
         out.write(render(instance) + "\n")
     return 0
 
@@ -85,8 +103,14 @@ def run_generate(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     if args.index < 0:
         raise ValueError(f"--index must be >= 0, got {args.index}")
-    params = parse_params(args.config, args.param)
-    instance = next(iter_instances(args.config, args.seed, args.index, args.index + 1,
-                                   **params))
-    print(render_mask(instance))
+    if args.num < 1:
+        raise ValueError(f"-n/--num must be >= 1, got {args.num}")
+    if args.all == (args.config is not None):
+        raise ValueError("give either CONFIG or --all")
+    configs = list(PRESETS) if args.all else [args.config]
+    for config in configs:
+        params = parse_params(config, args.param)
+        stop = args.index + args.num
+        for instance in iter_instances(config, args.seed, args.index, stop, **params):
+            print(render_mask(instance), end="\n\n")
     return 0

@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import random
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 MASK_VARIANTS = ("paper", "sufficient")
 
@@ -73,9 +74,7 @@ class TaskConfig:
     # --- helpers for subclasses ----------------------------------------------------
     def fail(self, name: str, allowed: str) -> None:
         value = getattr(self, name)
-        raise ValueError(
-            f"{self.task_name}: invalid value {value!r} for field '{name}': {allowed}"
-        )
+        raise ValueError(f"{self.task_name}: invalid value {value!r} for field '{name}': {allowed}")
 
     def check_range(self, name: str, low: int, high: int | None = None) -> None:
         value = getattr(self, name)
@@ -113,9 +112,7 @@ class TaskConfig:
             expected = hints[f.name]
             value = getattr(self, f.name)
             # bool is an int subclass; a flag and a count must not be confused.
-            ok = isinstance(value, expected) and not (
-                expected is int and isinstance(value, bool)
-            )
+            ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
             if not ok:
                 raise ValueError(
                     f"{self.task_name}: field '{f.name}' must be of type "
@@ -128,7 +125,7 @@ class TaskConfig:
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> "TaskConfig":
+    def from_params(cls, params: dict[str, Any]) -> TaskConfig:
         """Build a config, refusing unknown keys with the list of allowed ones."""
         allowed = cls.field_names()
         unknown = sorted(set(params) - set(allowed))
@@ -185,9 +182,7 @@ class Task:
 TASKS: dict[str, Task] = {}
 
 
-def register_task(
-    name: str, config_class: type, generate: GenerateFn, oracle: OracleFn
-) -> Task:
+def register_task(name: str, config_class: type, generate: GenerateFn, oracle: OracleFn) -> Task:
     """Add a task to the registry; refuses duplicates and configs that are not dataclasses."""
     if name in TASKS:
         raise ValueError(f"task {name!r} is already registered")

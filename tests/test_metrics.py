@@ -1,0 +1,45 @@
+"""Metrics on inputs whose scores are known exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from attentionspan_datasets.metrics import (
+    bucket_metric_name,
+    clean_prediction,
+    exact_match,
+    partial_accuracy,
+    score,
+)
+
+
+@pytest.mark.parametrize(
+    "prediction, target, em, partial",
+    [
+        ("8916", "8916", 1.0, 1.0),
+        ("8917", "8916", 0.0, 0.75),  # right but the last character
+        ("", "8916", 0.0, 0.0),  # empty
+        (None, "8916", 0.0, 0.0),
+        ("89", "8916", 0.0, 0.5),  # too short: missing characters are wrong
+        ("89160000", "8916", 0.0, 1.0),  # too long: right prefix, but not exact
+        ("  8916 \n", "8916", 1.0, 1.0),  # stray whitespace
+        ("8916</s>junk", "8916", 1.0, 1.0),  # EOS text
+        ("8916<|im_end|>", "8916", 1.0, 1.0),
+        ("8916\n12+3=", "8916", 1.0, 1.0),  # the model runs on into a new line
+        ("235 236", "235 236", 1.0, 1.0),  # inner spaces are part of some targets
+        ("9916", "8916", 0.0, 0.75),
+    ],
+)
+def test_scores(prediction, target, em, partial):
+    assert exact_match(prediction, target) == em
+    assert partial_accuracy(prediction, target) == partial
+    assert score(prediction, target) == {"exact_match": em, "partial_acc": partial}
+
+
+def test_clean_prediction_keeps_inner_text():
+    assert clean_prediction(" a b </s> c") == "a b"
+
+
+def test_bucket_metric_name_sorts_by_length():
+    names = [bucket_metric_name("exact_match", n) for n in (10, 2, 1)]
+    assert sorted(names) == ["exact_match_len_01", "exact_match_len_02", "exact_match_len_10"]

@@ -1,0 +1,166 @@
+"""Checks that run over the whole registry, so a new task is covered the day it is added."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from attentionspan_datasets import PRESETS, generate, iter_instances, resolve_config
+from attentionspan_datasets.tasks import TASKS, get_task, register_task, visible_text
+
+ORACLE_INSTANCES = 2000  # per preset: thousands of random instances, as the issue asks
+
+
+def check_instance(instance) -> None:
+    """The data contract: one reference row per target character, causal positions only."""
+    assert instance.prompt.endswith("="), instance.prompt
+    assert instance.target, "every task has a non-empty target"
+    assert len(instance.reference) == len(instance.target)
+    for i, row in enumerate(instance.reference):
+        assert row == sorted(set(row)), f"row {i} not sorted/unique: {row}"
+        assert all(0 <= p < len(instance.prompt) + i for p in row), (i, row)
+    assert isinstance(instance.params.get("length"), int)
+    json.dumps(instance.params)  # params must serialise as the `params` JSON column
+
+
+def check_oracle(instance) -> None:
+    oracle = get_task(instance.task).oracle
+    for i, expected in enumerate(instance.target):
+        got = oracle(visible_text(instance, i), instance.params, i)
+        assert got == expected, (
+            f"{instance.config}#{instance.index}: oracle gave {got!r} for target[{i}] "
+            f"= {expected!r}\n{instance.prompt}{instance.target}\n{instance.reference[i]}"
+        )
+
+
+def test_every_task_has_presets_for_id_and_ood():
+    for task in TASKS:
+        presets = {name for name, (t, _) in PRESETS.items() if t == task}
+        assert any(p.endswith("_id") for p in presets), f"{task} has no _id preset"
+        assert any(p.endswith("_ood") for p in presets), f"{task} has no _ood preset"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_preset_generates_valid_instances(preset):
+    if PRESETS[preset][0] not in TASKS:
+        pytest.skip(f"task {PRESETS[preset][0]} not registered")
+    for instance in iter_instances(preset, seed=0, stop=200):
+        check_instance(instance)
+        assert instance.config == preset
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_sufficient_mask_passes_oracle(preset):
+    if PRESETS[preset][0] not in TASKS:
+        pytest.skip(f"task {PRESETS[preset][0]} not registered")
+    for instance in iter_instances(preset, seed=1, stop=ORACLE_INSTANCES, mask="sufficient"):
+        check_oracle(instance)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_paper_mask_is_within_sufficient(preset):
+    """`sufficient` adds to `paper`; it never drops a published reference."""
+    if PRESETS[preset][0] not in TASKS:
+        pytest.skip(f"task {PRESETS[preset][0]} not registered")
+    for index in range(300):
+        paper = generate(preset, seed=2, index=index)
+        sufficient = generate(preset, seed=2, index=index, mask="sufficient")
+        assert paper.text == sufficient.text
+        for row_p, row_s in zip(paper.reference, sufficient.reference):
+            assert set(row_p) <= set(row_s)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_instances_are_independent_of_order_and_stream(preset):
+    if PRESETS[preset][0] not in TASKS:
+        pytest.skip(f"task {PRESETS[preset][0]} not registered")
+    forward = list(iter_instances(preset, seed=5, start=10, stop=20))
+    alone = [generate(preset, seed=5, index=i) for i in range(19, 9, -1)][::-1]
+    assert forward == alone
+    other_seed = list(iter_instances(preset, seed=6, start=10, stop=20))
+    other_stream = list(iter_instances(preset, seed=5, start=10, stop=20, stream="test"))
+    assert [x.text for x in forward] != [x.text for x in other_seed]
+    assert [x.text for x in forward] != [x.text for x in other_stream]
+
+
+def digest_all_presets() -> str:
+    h = hashlib.sha256()
+    for preset in sorted(PRESETS):
+        if PRESETS[preset][0] not in TASKS:
+            continue
+        for instance in iter_instances(preset, seed=3, stop=30):
+            h.update(json.dumps(instance.to_dict(), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def test_determinism_across_processes_and_hash_seeds():
+    code = "from tests.test_registry import digest_all_presets; print(digest_all_presets())"
+    here = digest_all_presets()
+    for hash_seed in ("0", "12345", "random"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(os.path.dirname(__file__)),
+        )
+        assert out.stdout.strip() == here
+
+
+def test_generation_touches_no_global_rng():
+    import random
+
+    random.seed(99)
+    before = random.getstate()
+    for preset in PRESETS:
+        if PRESETS[preset][0] in TASKS:
+            generate(preset, seed=0, index=1)
+    assert random.getstate() == before
+
+
+def test_registry_refuses_duplicates_and_non_dataclasses():
+    task = next(iter(TASKS.values()))
+    with pytest.raises(ValueError, match="already registered"):
+        register_task(task.name, task.config_class, task.generate, task.oracle)
+
+    class PlainConfig:
+        max_length: int = 3
+
+    for bad in (dict, PlainConfig):
+        with pytest.raises(TypeError, match="dataclass"):
+            register_task("brand_new_task", bad, task.generate, task.oracle)
+    assert "brand_new_task" not in TASKS
+
+
+def test_unknown_config_lists_allowed_names():
+    with pytest.raises(ValueError, match="unknown config 'addition_oodd'.*reversal_id"):
+        resolve_config("addition_oodd")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_task_rejects_unknown_and_mistyped_parameters(task):
+    config_class = get_task(task).config_class
+    with pytest.raises(ValueError, match="unknown parameter.*'no_such_field'.*allowed: mask"):
+        config_class.from_params({"no_such_field": 1})
+    with pytest.raises(ValueError, match="'mask'.*allowed values: 'paper', 'sufficient'"):
+        config_class.from_params({"mask": "dense"})
+    for field in config_class.field_names():
+        default = getattr(config_class(), field)
+        wrong = 1.5 if not isinstance(default, float) else "x"
+        with pytest.raises(ValueError, match=f"field '{field}' must be of type"):
+            config_class.from_params({field: wrong})
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_task_has_a_documented_format(task):
+    module = sys.modules[get_task(task).generate.__module__]
+    assert "Examples:" in (module.__doc__ or ""), f"{task}: docstring needs an Examples: block"
+    docs = open(os.path.join(os.path.dirname(__file__), "..", "docs", "tasks.md")).read()
+    assert f"`{task}`" in docs, f"docs/tasks.md has no section naming `{task}`"
