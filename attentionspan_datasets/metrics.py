@@ -9,6 +9,8 @@ number means the same thing everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 # End-of-sequence texts that models print; everything from the first one on is dropped.
 EOS_TEXTS = ("</s>", "<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<eos>", "<end_of_turn>")
 
@@ -51,6 +53,34 @@ def score(prediction: str, target: str) -> dict[str, float]:
     }
 
 
-def bucket_metric_name(metric: str, bucket: int) -> str:
-    """The name of a per-length metric, e.g. `exact_match_len_07`."""
-    return f"{metric}_len_{bucket:02d}"
+def bucket_metric_name(metric: str, bucket: int, last: int | None = None) -> str:
+    """The name of a per-length metric, e.g. `exact_match_len_07`, or for a bucket of
+    lengths `bucket..last`, `exact_match_len_11_14`."""
+    if last is None or last == bucket:
+        return f"{metric}_len_{bucket:02d}"
+    return f"{metric}_len_{bucket:02d}_{last:02d}"
+
+
+def length_bins(lengths: Iterable[int], max_bins: int = 10) -> list[tuple[int, int]]:
+    """Split the range min(lengths)..max(lengths) into at most `max_bins` equal-width bins.
+
+    A range of at most `max_bins` lengths gets one bin per length; a wider one (string
+    reversal OOD: 11-50) gets bins of ceil(span / max_bins) lengths, so each bin holds
+    enough instances to be worth a number. Returns inclusive (first, last) pairs.
+    """
+    if max_bins < 1:
+        raise ValueError(f"max_bins must be >= 1, got {max_bins}")
+    values = list(lengths)
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    width = -(-(high - low + 1) // max_bins)
+    return [(start, min(start + width - 1, high)) for start in range(low, high + 1, width)]
+
+
+def bin_of(length: int, bins: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """The bin that holds `length`, or None when it lies outside all of them."""
+    for first, last in bins:
+        if first <= length <= last:
+            return first, last
+    return None

@@ -1,0 +1,119 @@
+"""`--model attnspan-hf`: lm-eval's HF model with the task text one token per character.
+
+    lm_eval --model attnspan-hf --model_args pretrained=DIR --tasks 'attnspan_*'
+    lm_eval --model attnspan-hf --model_args pretrained=DIR --tasks attnspan \\
+        --apply_chat_template --num_fewshot 3
+
+The paper fine-tunes models on task text split into single characters (the instruction
+excepted); such a model scores near zero when the same text reaches it as BPE merges. This
+subclass of lm-eval's `HFLM` builds each attnspan prompt with `harness.tokenization`, the
+module the harness trains with, so evaluation sees the token ids training saw: the
+instruction tokenised normally, each few-shot example and the prompt one token per
+character, and, with `--apply_chat_template`, all of it as the user's message of the
+tokenizer's chat template. Batching, generation and stop sequences are HFLM's own; requests
+of other tasks (no attnspan document) are encoded as HFLM would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from lm_eval.api.registry import register_model
+from lm_eval.models.huggingface import HFLM
+
+from harness.tokenization import SHOT_SEPARATOR, CharTokenizer, encode_prompt
+
+# lm-eval renders a chat prompt by calling `apply_chat_template` and passes the string back
+# as the context; ours returns the plain prompt text behind this mark, and the encoding
+# step below applies the template the way the harness does.
+CHAT_MARK = "\x00attnspan-chat\x00"
+
+
+@register_model("attnspan-hf")
+class AttnspanHFLM(HFLM):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.char_tok = CharTokenizer(self.tokenizer)
+        self._encoded: dict[str, list[int]] = {}  # context string -> token ids
+
+    # --- building the ids of one request ---------------------------------------------
+    def encode_request(self, context: str, doc: dict[str, Any]) -> list[int]:
+        """Token ids for an attnspan context: "[instruction\\n](shot\\n)*prompt"."""
+        chat = context.startswith(CHAT_MARK)
+        text = context[len(CHAT_MARK) :] if chat else context
+        prompt = doc["prompt"]
+        if not text.endswith(prompt):
+            raise ValueError(f"attnspan-hf: the context does not end with the prompt {prompt!r}")
+        head = text[: len(text) - len(prompt)]
+        instruction = doc.get("instruction") or ""
+        if instruction:
+            # Everything up to the task's instruction (a --system_instruction, if any, comes
+            # before it) is tokenised normally.
+            cut = head.find(instruction + SHOT_SEPARATOR)
+            if cut < 0:
+                raise ValueError(
+                    f"attnspan-hf: the context does not contain the instruction {instruction!r}"
+                )
+            end = cut + len(instruction)
+            instruction, head = head[:end], head[end + len(SHOT_SEPARATOR) :]
+        shots = head.split(SHOT_SEPARATOR)[:-1] if head else []
+        return encode_prompt(self.char_tok, prompt, instruction or None, shots, chat=chat)
+
+    def generate_until(self, requests: list, disable_tqdm: bool = False) -> list[str]:
+        for request in requests:
+            doc = request.doc
+            if isinstance(doc, dict) and "prompt" in doc and "length_bins" in doc:
+                context = request.args[0]
+                self._encoded[context] = self.encode_request(context, doc)
+        try:
+            return super().generate_until(requests, disable_tqdm=disable_tqdm)
+        finally:
+            self._encoded.clear()
+
+    # --- HFLM's hooks ------------------------------------------------------------------
+    def apply_chat_template(
+        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
+        # lm-eval gives system(instruction) + user/assistant turns; with
+        # --fewshot_as_multiturn the shots are separate turns, each answer losing its "\n".
+        parts = []
+        for message in chat_history:
+            parts.append(message["content"])
+            if message["role"] == "assistant":
+                parts.append(SHOT_SEPARATOR)
+        return CHAT_MARK + "".join(parts)
+
+    def tok_encode(
+        self, string: str, add_special_tokens: bool | None = None, left_truncate_len=None, **kw
+    ) -> list[int]:
+        if string in self._encoded:
+            ids = self._encoded[string]
+            return ids[-left_truncate_len:] if left_truncate_len else list(ids)
+        return super().tok_encode(string, add_special_tokens, left_truncate_len, **kw)
+
+    def tok_batch_encode(
+        self,
+        strings: list[str],
+        padding_side: str = "left",
+        left_truncate_len: int | None = None,
+        truncation: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not any(s in self._encoded for s in strings):
+            return super().tok_batch_encode(strings, padding_side, left_truncate_len, truncation)
+        rows = [self.tok_encode(s, left_truncate_len=left_truncate_len) for s in strings]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.char_tok.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            span = slice(width - len(row), width) if padding_side == "left" else slice(0, len(row))
+            ids[i, span] = torch.tensor(row, dtype=torch.long)
+            mask[i, span] = 1
+        return ids, mask
+
+    def tok_decode(self, tokens, skip_special_tokens: bool = True) -> str:
+        if not self._encoded:  # not an attnspan request: decode as HFLM does
+            return super().tok_decode(tokens, skip_special_tokens=skip_special_tokens)
+        if isinstance(tokens, int):
+            tokens = [tokens]
+        return self.char_tok.decode(tokens, skip_special_tokens=skip_special_tokens)

@@ -1,0 +1,78 @@
+"""Let lm-eval find the attnspan tasks and the `attnspan-hf` model type without flags.
+
+    lm_eval --model hf --model_args pretrained=DIR --tasks 'attnspan_*'
+
+lm-eval 0.4.13 finds external tasks only through `--include_path` and has no plug-in entry
+points. The package's post-import hook (`attentionspan_datasets/startup.py`, armed by a .pth
+file in the wheel; off with ATTENTIONSPAN_NO_AUTOREGISTER=1) therefore runs these right
+after lm-eval imports the modules they patch:
+
+    "lm_eval.tasks": "lm_eval_tasks.registration:patch_task_manager"
+    "lm_eval.api.registry": "lm_eval_tasks.registration:register_model_type"
+
+Both are idempotent and cheap: neither imports torch, transformers or the tasks' data code.
+Without the hook, `--include_path "$(python -c 'import lm_eval_tasks;
+print(lm_eval_tasks.TASKS_DIR)')"` finds the tasks, and `register()` does both by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any
+
+from lm_eval_tasks import TASKS_DIR
+
+MODEL_NAME = "attnspan-hf"
+MODEL_TARGET = "lm_eval_tasks.models:AttnspanHFLM"
+
+
+def with_tasks_dir(include_path: Any) -> list:
+    """`include_path` as a list that starts with this folder (once). Ours goes first, so a
+    folder the user names can still override one of our tasks."""
+    if include_path is None:
+        paths = []
+    elif isinstance(include_path, (list, tuple)):
+        paths = list(include_path)
+    else:
+        paths = [include_path]
+    ours = Path(TASKS_DIR)
+    if any(Path(p).expanduser().resolve() == ours for p in paths):
+        return paths
+    return [TASKS_DIR, *paths]
+
+
+def patch_task_manager(module: Any = None) -> None:
+    """Make every `lm_eval.tasks.TaskManager` that includes lm-eval's own tasks include ours."""
+    from lm_eval.tasks.manager import TaskManager
+
+    original = TaskManager.__init__
+    if getattr(original, "_attnspan_patched", False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        if bound.arguments["include_defaults"]:
+            bound.arguments["include_path"] = with_tasks_dir(bound.arguments["include_path"])
+        original(*bound.args, **bound.kwargs)
+
+    __init__._attnspan_patched = True
+    TaskManager.__init__ = __init__
+
+
+def register_model_type(module: Any = None) -> None:
+    """Register `--model attnspan-hf` lazily: the class is imported when a run asks for it."""
+    from lm_eval.api.registry import model_registry
+
+    if MODEL_NAME not in model_registry:
+        model_registry.register(MODEL_NAME, target=MODEL_TARGET)
+
+
+def register() -> None:
+    """Both of the above, for a Python session where the start-up hook is off."""
+    register_model_type()
+    patch_task_manager()
