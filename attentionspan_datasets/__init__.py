@@ -2,7 +2,13 @@
 
     import attentionspan_datasets as asd
     asd.generate("addition_ood", seed=0, index=3)
+    asd.load("addition_ood", num_train=1000)    # a datasets.DatasetDict (imports datasets)
+
+Importing the package also makes `datasets.load_dataset("attentionspan", ...)` work: see
+attentionspan_datasets.startup (it never imports datasets itself).
 """
+
+from typing import Any
 
 from attentionspan_datasets.generation import (  # noqa: F401
     DEFAULT_SEED,
@@ -15,3 +21,17 @@ from attentionspan_datasets.presets import PRESETS  # noqa: F401
 from attentionspan_datasets.tasks import TASKS, Instance, TaskConfig  # noqa: F401
 
 __version__ = "0.1.0"
+
+
+def load(config: str = "reversal_id", **kwargs: Any) -> Any:
+    """`datasets.load_dataset("attentionspan", config, **kwargs)` through public builder
+    methods only: `split`, `streaming`, `cache_dir`, `num_proc`, `download_mode`, and the
+    config keywords (task fields, `mask`, `seed`, `num_train`, ...). See builder.load."""
+    from attentionspan_datasets.builder import load as load_builder
+
+    return load_builder(config, **kwargs)
+
+
+from attentionspan_datasets import startup as _startup  # noqa: E402
+
+_startup.arm()
