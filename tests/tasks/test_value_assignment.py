@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from attentionspan_datasets import generate, iter_instances
@@ -114,6 +116,18 @@ def test_format(preset, table_range, length_range):
         lengths.add(len(symbols))
     assert (min(sizes), max(sizes)) == table_range
     assert (min(lengths), max(lengths)) == length_range
+
+
+def test_keys_are_drawn_uniformly_without_replacement():
+    anywhere, first = Counter(), Counter()
+    for instance in iter_instances("value_assignment_id", seed=8, stop=3000):
+        keys = split(instance)[0][0::2]
+        anywhere.update(keys)
+        first[keys[0]] += 1
+    # 15,000 keys over 52 letters: about 288 each (sd 17); first keys: about 58 (sd 7.5).
+    assert set(anywhere) == set(DEFAULT_INPUT_ALPHABET)
+    assert all(200 < anywhere[c] < 380 for c in DEFAULT_INPUT_ALPHABET), anywhere
+    assert all(25 < first[c] < 95 for c in DEFAULT_INPUT_ALPHABET), first
 
 
 def test_not_every_key_has_to_appear_in_the_string():
