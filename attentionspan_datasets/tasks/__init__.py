@@ -11,5 +11,8 @@ from attentionspan_datasets.tasks.base import (  # noqa: F401
     visible_text,
 )
 from attentionspan_datasets.tasks import string_reversal  # noqa: F401,E402
+from attentionspan_datasets.tasks import long_addition  # noqa: F401,E402
+from attentionspan_datasets.tasks import long_multiplication  # noqa: F401,E402
+from attentionspan_datasets.tasks import successor  # noqa: F401,E402
 from attentionspan_datasets.tasks import flip_flop  # noqa: F401,E402
 from attentionspan_datasets.tasks import value_assignment  # noqa: F401,E402
