@@ -33,6 +33,8 @@ ENV_DISABLE = "ATTENTIONSPAN_NO_AUTOREGISTER"
 # {imported module: "dotted.module:function"}; the function runs right after the import.
 POST_IMPORT_HOOKS: dict[str, str] = {
     "datasets": "attentionspan_datasets.registration:register",
+    "lm_eval.tasks": "lm_eval_tasks.registration:patch_task_manager",
+    "lm_eval.api.registry": "lm_eval_tasks.registration:register_model_type",
 }
 
 PTH_NAME = "attentionspan_autoregister.pth"

@@ -16,5 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 TASKS_DIR = str(Path(__file__).resolve().parent)
+# `evaluate.load(EVALUATE_METRIC)`: the same scores as an `evaluate` metric, offline.
+EVALUATE_METRIC = str(Path(TASKS_DIR, "attentionspan_accuracy.py"))
 
-__all__ = ["TASKS_DIR"]
+__all__ = ["EVALUATE_METRIC", "TASKS_DIR"]
