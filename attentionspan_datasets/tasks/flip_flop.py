@@ -117,19 +117,17 @@ def _render(
     chars[0::3], chars[1::3], chars[2::3] = ops, registers, bits
     state = dict.fromkeys(REGISTER_NAMES, "0")  # never-written registers hold 0
     last_write, flips = -1, []
-    for k, op in enumerate(ops):
+    for k, (op, reg, bit) in enumerate(zip(ops, registers, bits)):
         if op == "w":
-            reg = registers[k]
-            state[reg] = bits[k]
+            state[reg] = bit
             if reg == read_register:
                 last_write, flips = k, []
         elif op == "f":
-            reg = registers[k]
             state[reg] = FLIPPED[state[reg]]
             if reg == read_register:
                 flips.append(k)
         elif op == "r":
-            chars[3 * k + 2] = state[registers[k]]
+            chars[3 * k + 2] = state[reg]
     if last_write < 0:
         raise ValueError(f"{NAME}: the program reads register {read_register} but never writes it")
     prompt = "".join(chars) + "r" + read_register + SEPARATOR
