@@ -47,6 +47,7 @@ import datasets
 import pyarrow as pa
 from datasets.builder import Key
 from datasets.download.streaming_download_manager import StreamingDownloadManager
+from datasets.iterable_dataset import ExamplesIterable
 
 from attentionspan_datasets import __version__
 from attentionspan_datasets.generation import (
@@ -262,9 +263,12 @@ def _config_names() -> list[str]:
 class AttentionSpan(datasets.ArrowBasedBuilder):
     """Algorithmic tasks with reference attention masks ("Attend or Perish").
 
-    Arrow-based rather than example-based: datasets encodes and decodes every yielded
-    example against the features, which cost 2-3x the generation itself when streaming
-    (measured: 3.2k vs 17.5k addition_ood instances/s); Arrow batches skip that.
+    Why not a plain GeneratorBasedBuilder: datasets encodes and decodes every yielded
+    example against the features, and converts nested lists to and from Arrow; for the
+    `reference` column that costs 2-5x the generation itself (measured while streaming:
+    3.2k vs 17.5k addition_ood instances/s). So a build writes Arrow tables made in
+    batches (`_generate_tables`), and a stream yields the rows as plain Python, already of
+    the feature types (`_get_examples_iterable_for_split` marks them typed).
     """
 
     VERSION = VERSION
@@ -378,30 +382,69 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
         )
         return frozenset() if exhausted else prompts
 
-    def _generate_tables(
+    def _get_examples_iterable_for_split(self, split_generator: datasets.SplitGenerator):
+        return _TypedRows(self._generate_rows, split_generator.gen_kwargs)
+
+    def _generate_rows(
         self, split: str, shards: list, task_config: TaskConfig, held_out: frozenset[str]
-    ) -> Iterator[tuple[Key, pa.Table]]:
+    ) -> Iterator[tuple[Key, dict[str, Any]]]:
+        """The rows of `split`, one shard after the other; Python values of FEATURES."""
         name, seed = self.config.name, self.config.seed
-        schema = FEATURES.arrow_schema
         for position, (start, stop) in enumerate(shards):
-            indices = itertools.count(start) if stop is None else iter(range(start, stop))
-            for batch_id in itertools.count():
-                batch = list(itertools.islice(indices, BATCH_SIZE))
-                if not batch:
-                    break
-                instances = [split_instance(task_config, split, i, seed, held_out) for i in batch]
-                columns = {
-                    "task": [instance.task for instance in instances],
-                    "config": [name] * len(batch),
-                    "index": batch,
-                    "prompt": [instance.prompt for instance in instances],
-                    "target": [instance.target for instance in instances],
-                    "reference": [instance.reference for instance in instances],
-                    "params": [
-                        json.dumps(instance.params, sort_keys=True) for instance in instances
-                    ],
-                }
-                yield Key(position, batch_id), pa.Table.from_pydict(columns, schema=schema)
+            indices = itertools.count(start) if stop is None else range(start, stop)
+            for index in indices:
+                instance = split_instance(task_config, split, index, seed, held_out)
+                yield (
+                    Key(position, index),
+                    {
+                        "task": instance.task,
+                        "config": name,
+                        "index": index,
+                        "prompt": instance.prompt,
+                        "target": instance.target,
+                        "reference": instance.reference,
+                        "params": json.dumps(instance.params, sort_keys=True),
+                    },
+                )
+
+    def _generate_tables(self, **gen_kwargs: Any) -> Iterator[tuple[Key, pa.Table]]:
+        """The same rows as Arrow tables of BATCH_SIZE rows (keys: shard, batch)."""
+        schema = FEATURES.arrow_schema
+        rows = self._generate_rows(**gen_kwargs)
+        for batch_id in itertools.count():
+            batch = list(itertools.islice(rows, BATCH_SIZE))
+            if not batch:
+                return
+            # A batch may span two shards; the key names the shard of its first row.
+            columns = {name: [row[name] for _, row in batch] for name in FEATURES}
+            table = pa.Table.from_pydict(columns, schema=schema)
+            yield Key(batch[0][0].original_shard_id, batch_id), table
+
+
+class _TypedRows(ExamplesIterable):
+    """Rows that already have the feature types: datasets passes them through unchanged
+    (no per-row encode/decode). Sharding and shuffling keep the class."""
+
+    @property
+    def is_typed(self) -> bool:
+        return True
+
+    @property
+    def features(self) -> datasets.Features:
+        return FEATURES
+
+    def _retyped(self, iterable: ExamplesIterable) -> _TypedRows:
+        iterable.__class__ = _TypedRows
+        return iterable
+
+    def shuffle_data_sources(self, generator: Any) -> _TypedRows:
+        return self._retyped(super().shuffle_data_sources(generator))
+
+    def shard_data_sources(self, num_shards: int, index: int, contiguous: bool = True):
+        return self._retyped(super().shard_data_sources(num_shards, index, contiguous))
+
+    def reshard_data_sources(self) -> _TypedRows:
+        return self._retyped(super().reshard_data_sources())
 
 
 def load(

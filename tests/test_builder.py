@@ -1,0 +1,333 @@
+"""The datasets builder, instantiated directly with cache_dir=tmp_path (no registration)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from itertools import islice
+
+import datasets
+import pytest
+
+from attentionspan_datasets import builder as builder_module
+from attentionspan_datasets.builder import (
+    FEATURES,
+    NUM_SHARDS,
+    STREAM_SHARD_SPAN,
+    AttentionSpan,
+    source_hash,
+    split_instance,
+)
+from attentionspan_datasets.generation import SHORT_TASK_NAMES, generate, resolve_config
+from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.tasks import TASKS
+
+REGISTERED_PRESETS = [name for name, (task, _) in PRESETS.items() if task in TASKS]
+SMALL = {"num_train": 40, "num_validation": 10, "num_test": 10}
+
+
+def build(tmp_path, config="reversal_ood", num_proc=None, **kwargs):
+    builder = AttentionSpan(config_name=config, cache_dir=str(tmp_path), **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # small-space warnings: tested below
+        builder.download_and_prepare(num_proc=num_proc)
+    return builder.as_dataset()
+
+
+def stream(tmp_path, config="reversal_ood", split="train", **kwargs):
+    builder = AttentionSpan(config_name=config, cache_dir=str(tmp_path), **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return builder.as_streaming_dataset(split=split)
+
+
+def test_configs_cover_presets_tasks_and_short_names():
+    names = [config.name for config in AttentionSpan.BUILDER_CONFIGS]
+    assert len(names) == len(set(names))
+    expected = set(REGISTERED_PRESETS) | set(TASKS)
+    expected |= {short for short, full in SHORT_TASK_NAMES.items() if full in TASKS}
+    assert set(names) == expected
+    assert AttentionSpan.DEFAULT_CONFIG_NAME in names
+
+
+@pytest.mark.parametrize("config", REGISTERED_PRESETS)
+def test_every_preset_builds_rows_of_the_contract(tmp_path, config):
+    ds = build(tmp_path, config, **SMALL)
+    assert set(ds) == {"train", "validation", "test"}
+    assert {split: ds[split].num_rows for split in ds} == {
+        "train": 40,
+        "validation": 10,
+        "test": 10,
+    }
+    for split in ds:
+        assert ds[split].features == FEATURES
+        rows = ds[split].to_list()
+        assert [row["index"] for row in rows] == list(range(len(rows)))
+        for row in rows:
+            assert row["config"] == config
+            assert row["prompt"].endswith("=")
+            assert len(row["reference"]) == len(row["target"])
+            text_length = len(row["prompt"]) + len(row["target"])
+            assert all(0 <= pos < text_length for refs in row["reference"] for pos in refs)
+            assert "length" in json.loads(row["params"])
+
+
+def test_rows_are_the_generator_streams_of_each_split(tmp_path):
+    ds = build(tmp_path, "reversal_ood", **SMALL)
+    cfg = resolve_config("reversal_ood")
+    for split in ds:
+        for row in ds[split].select(range(5)):
+            instance = generate(cfg, builder_module.DEFAULT_SEED, row["index"], stream=split)
+            assert (row["prompt"], row["target"]) == (instance.prompt, instance.target)
+            assert row["reference"] == instance.reference
+            assert json.loads(row["params"]) == instance.params
+    # Different streams: the three splits do not start with the same instance.
+    assert len({ds[split][0]["prompt"] for split in ds}) == 3
+
+
+def test_seed_changes_rows_and_the_same_seed_repeats_them(tmp_path):
+    a = build(tmp_path / "a", "reversal_ood", seed=1, **SMALL)["train"]["prompt"]
+    b = build(tmp_path / "b", "reversal_ood", seed=1, **SMALL)["train"]["prompt"]
+    c = build(tmp_path / "c", "reversal_ood", seed=2, **SMALL)["train"]["prompt"]
+    assert a == b
+    assert a != c
+
+
+def test_default_split_sizes():
+    config = AttentionSpan.builder_configs["reversal_id"]
+    assert [config.split_size(split) for split in ("train", "validation", "test")] == [
+        10_000,
+        1_000,
+        1_000,
+    ]
+    assert config.split_size("train", streaming=True) is None  # unlimited
+
+
+def test_no_validation_or_test_prompt_in_train_and_a_warning_names_the_space(tmp_path):
+    # reversal_id draws lengths 1-10 from 62 characters: 2,000 held-out draws cover
+    # nearly all 62 one-character prompts, so train must redraw about 10% of its draws.
+    builder = AttentionSpan(config_name="reversal_id", cache_dir=str(tmp_path), num_train=3000)
+    with pytest.warns(UserWarning, match=r"'reversal_id'.*length 1: about \d+") as record:
+        builder.download_and_prepare()
+    message = str(record[0].message)
+    assert "redrawn" in message and "overlaps" not in message
+    ds = builder.as_dataset()
+    train, validation, test = (set(ds[s]["prompt"]) for s in ("train", "validation", "test"))
+    assert ds["train"].num_rows == 3000
+    assert not train & (validation | test)
+    assert not test & validation
+    lengths = [json.loads(p)["length"] for p in ds["train"]["params"]]
+    assert lengths.count(1) < 30  # 300 expected without the filter
+
+
+def test_an_exhausted_space_overlaps_with_a_warning(tmp_path):
+    # Six one-character prompts cannot be split apart: warn and let the splits overlap.
+    with pytest.warns(UserWarning, match="overlaps"):
+        ds = AttentionSpan(
+            config_name="reversal",
+            cache_dir=str(tmp_path),
+            max_length=1,
+            charset="abcdef",
+            **SMALL,
+        )
+        ds.download_and_prepare()
+    assert ds.as_dataset()["train"].num_rows == 40
+
+
+def test_large_space_gives_no_warning(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        AttentionSpan(
+            config_name="reversal_ood", cache_dir=str(tmp_path), **SMALL
+        ).download_and_prepare()
+
+
+def test_split_instance_redraws_held_out_prompts():
+    cfg = resolve_config("reversal", max_length=2, charset="ab")
+    first = generate(cfg, 7, 3, stream="train")
+    redrawn = split_instance(cfg, "train", 3, seed=7, held_out=frozenset({first.prompt}))
+    assert redrawn.prompt != first.prompt
+    assert split_instance(cfg, "train", 3, seed=7).prompt == first.prompt
+    with pytest.raises(ValueError, match="input space is too small"):
+        split_instance(
+            cfg, "train", 3, seed=7, held_out=frozenset({"a=", "b=", "ab=", "ba=", "aa=", "bb="})
+        )
+
+
+def test_kwargs_reach_the_task_and_key_the_cache(tmp_path):
+    plain = AttentionSpan(config_name="reversal", cache_dir=str(tmp_path))
+    short = AttentionSpan(
+        config_name="reversal", cache_dir=str(tmp_path), max_length=3, mask="sufficient"
+    )
+    other = AttentionSpan(config_name="reversal", cache_dir=str(tmp_path), max_length=4)
+    assert short.config.max_length == 3 and plain.config.max_length == 10
+    assert short.config.task_config().mask == "sufficient"
+    assert len({plain.cache_dir, short.cache_dir, other.cache_dir}) == 3
+    assert "max_length=3" in short.config_id
+    again = AttentionSpan(
+        config_name="reversal", cache_dir=str(tmp_path), mask="sufficient", max_length=3
+    )
+    assert again.cache_dir == short.cache_dir
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        short.download_and_prepare()
+    lengths = {json.loads(p)["length"] for p in short.as_dataset()["train"]["params"]}
+    assert lengths <= {1, 2, 3}
+
+
+def test_preset_values_are_readable_and_overridable():
+    config = AttentionSpan.builder_configs["reversal_ood"]
+    assert (config.min_length, config.max_length) == (11, 50)
+    builder = AttentionSpan(config_name="reversal_ood", max_length=20)
+    assert builder.config.task_config().min_length == 11
+    assert builder.config.task_config().max_length == 20
+
+
+def test_cache_keys_on_the_generator_sources(tmp_path, monkeypatch):
+    builder = AttentionSpan(config_name="reversal_id", cache_dir=str(tmp_path))
+    assert source_hash() in builder.cache_dir
+    module = tmp_path / "fake_task_source.py"
+    module.write_text("# a task module\n")
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("fake_task_source", module)
+    monkeypatch.setitem(sys.modules, "fake_task_source", importlib.util.module_from_spec(spec))
+    before = source_hash()
+    task = next(iter(TASKS.values()))
+    fake_generate = type("F", (), {"__module__": "fake_task_source"})()
+    monkeypatch.setitem(
+        TASKS, "fake", type(task)("fake", task.config_class, fake_generate, task.oracle, "")
+    )
+    with_task = source_hash()
+    module.write_text("# a task module, edited\n")
+    assert len({before, with_task, source_hash()}) == 3
+
+
+@pytest.mark.parametrize(
+    ("config", "kwargs", "message"),
+    [
+        ("reversal_idd", {}, r"BuilderConfig 'reversal_idd' not found. Available: .*reversal_id"),
+        ("reversal", {"max_lenght": 3}, r"allowed keys: min_length, max_length.*'max_lenght'"),
+        ("reversal", {"max_length": "3"}, r"field 'max_length' must be of type int"),
+        ("reversal", {"max_length": 0}, r"invalid value 0 for field 'max_length'"),
+        ("reversal", {"num_train": -1}, r"'num_train' must be a non-negative integer or None"),
+        ("reversal", {"num_test": 2.5}, r"'num_test' must be a non-negative integer, got 2.5"),
+        ("reversal", {"seed": "1"}, r"'seed' must be an int"),
+        ("reversal", {"mask": "full"}, r"invalid mask 'full'; allowed values: 'paper'"),
+    ],
+)
+def test_bad_input_names_the_problem_and_the_allowed_values(tmp_path, config, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        AttentionSpan(config_name=config, cache_dir=str(tmp_path), **kwargs)
+
+
+def test_num_proc_2_writes_the_same_rows_as_num_proc_1(tmp_path):
+    sizes = {"num_train": 1500, "num_validation": 300, "num_test": 300}
+    one = build(tmp_path / "one", "reversal_id", **sizes)
+    two = build(tmp_path / "two", "reversal_id", num_proc=2, **sizes)
+    for split in one:
+        assert two[split].to_list() == one[split].to_list()
+    # ... and the build really was split in two jobs (shards written per job).
+    assert len(two["train"].cache_files) == 2
+
+
+def test_shards_are_contiguous_blocks_or_unlimited_spans():
+    assert builder_module._shards(10) == [(i, i + 1) for i in range(10)]
+    blocks = builder_module._shards(1000)
+    assert len(blocks) == NUM_SHARDS
+    assert blocks[0][0] == 0 and blocks[-1][1] == 1000
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert builder_module._shards(0) == [(0, 0)]
+    spans = builder_module._shards(None)
+    assert spans[1] == (STREAM_SHARD_SPAN, 2 * STREAM_SHARD_SPAN)
+    assert spans[-1] == ((NUM_SHARDS - 1) * STREAM_SHARD_SPAN, None)
+
+
+# --- streaming ----------------------------------------------------------------------------
+
+
+def test_streamed_train_is_unlimited_and_starts_as_the_built_train(tmp_path):
+    built = build(tmp_path, "reversal_ood", **SMALL)["train"].to_list()
+    sizes = {"num_validation": 10, "num_test": 10}
+    train = stream(tmp_path, "reversal_ood", **sizes)
+    assert train.num_shards == NUM_SHARDS
+    assert list(train.take(40)) == built
+    # It goes on beyond the 10,000 rows of a built train split.
+    cheap = stream(tmp_path, "reversal", max_length=2, num_validation=0, num_test=0)
+    assert [row["index"] for row in cheap.skip(10_000).take(3)] == [10_000, 10_001, 10_002]
+
+
+def test_streamed_validation_and_test_are_finite_and_equal_the_built_ones(tmp_path):
+    built = build(tmp_path, "reversal_ood", **SMALL)
+    for split in ("validation", "test"):
+        rows = list(stream(tmp_path, "reversal_ood", split=split, **SMALL))
+        assert rows == built[split].to_list()
+
+
+def test_stream_take_skip_shuffle_map(tmp_path):
+    train = stream(tmp_path, "reversal_ood", num_validation=5, num_test=5)
+    first = [row["index"] for row in train.take(10)]
+    assert first == list(range(10))
+    assert [row["index"] for row in train.skip(3).take(2)] == [3, 4]
+    shuffled = [row["index"] for row in train.shuffle(seed=0, buffer_size=50).take(20)]
+    again = [row["index"] for row in train.shuffle(seed=0, buffer_size=50).take(20)]
+    assert shuffled == again and len(set(shuffled)) == 20 and shuffled != list(range(20))
+    mapped = train.map(lambda row: {"text": row["prompt"] + row["target"]}).take(3)
+    for row in mapped:
+        assert row["text"] == row["prompt"] + row["target"]
+    assert [row["index"] for row in train.filter(lambda row: row["index"] % 2).take(3)] == [
+        1,
+        3,
+        5,
+    ]
+
+
+def test_torch_dataloader_workers_get_different_rows(tmp_path):
+    torch = pytest.importorskip("torch")
+    train = stream(tmp_path, "reversal_ood", num_validation=5, num_test=5)
+    loader = torch.utils.data.DataLoader(
+        train.select_columns(["index", "prompt"]), batch_size=None, num_workers=2
+    )
+    indices = []
+    for row in loader:
+        indices.append(int(row["index"]))
+        if len(indices) == 200:
+            break
+    assert len(set(indices)) == 200
+    # Each worker reads its own shards: both halves of the shard range appear.
+    assert min(indices) < STREAM_SHARD_SPAN <= max(indices)
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_split_dataset_by_node_gives_disjoint_rows(tmp_path, world_size):
+    from datasets.distributed import split_dataset_by_node
+
+    train = stream(tmp_path, "reversal_ood", num_validation=5, num_test=5)
+    seen = []
+    for rank in range(world_size):
+        node = split_dataset_by_node(train, rank=rank, world_size=world_size)
+        # islice, not take(): on a node split by steps, datasets applies take() to the
+        # whole stream before the split.
+        seen.append({row["prompt"] + str(row["index"]) for row in islice(node, 100)})
+    union = set().union(*seen)
+    assert len(union) == 100 * world_size  # no row is read by two nodes
+
+
+def test_stream_of_a_finite_train_split(tmp_path):
+    rows = list(stream(tmp_path, "reversal_ood", **SMALL))
+    assert [row["index"] for row in rows] == list(range(40))
+
+
+def test_features_are_the_data_contract():
+    assert list(FEATURES) == [
+        "task",
+        "config",
+        "index",
+        "prompt",
+        "target",
+        "reference",
+        "params",
+    ]
+    assert FEATURES["reference"] == datasets.List(datasets.List(datasets.Value("int32")))
+    assert FEATURES["index"] == datasets.Value("int64")
