@@ -59,6 +59,9 @@ class CharTokenizer:
         self._vocab: dict[str, int] = tokenizer.get_vocab()
         self._probe: tuple[int, str] | None = None
         self._probe = self._find_probe()
+        self._bos_prefix: list[int] | None = None
+        self._text_cache: dict[str, list[int]] = {}
+        self._chat: tuple[str, str] | None = None
 
     # --- public API -------------------------------------------------------------------
     @property
@@ -117,6 +120,11 @@ class CharTokenizer:
 
     def bos_prefix(self) -> list[int]:
         """The ids the tokenizer itself puts before text (usually [bos] or nothing)."""
+        if self._bos_prefix is None:
+            self._bos_prefix = self._find_bos_prefix()
+        return list(self._bos_prefix)
+
+    def _find_bos_prefix(self) -> list[int]:
         plain = self.tokenizer("x", add_special_tokens=False)["input_ids"]
         full = self.tokenizer("x", add_special_tokens=True)["input_ids"]
         for start in range(len(full) - len(plain) + 1):
@@ -124,11 +132,20 @@ class CharTokenizer:
                 return list(full[:start])
         return []
 
+    def chat_pieces(self) -> tuple[str, str]:
+        if self._chat is None:
+            self._chat = _chat_pieces(self.tokenizer)
+        return self._chat
+
     def encode_text(self, text: str) -> list[int]:
         """Normal tokenisation without special tokens (instructions, template pieces)."""
         if not text:
             return []
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        # Instructions and template pieces repeat for every instance: tokenise them once.
+        if text not in self._text_cache:
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            self._text_cache[text] = list(ids)
+        return list(self._text_cache[text])
 
     # --- finding the token of a character ----------------------------------------------
     def _find_probe(self) -> tuple[int, str] | None:
@@ -239,7 +256,7 @@ def _layout(
         prefix = char_tok.bos_prefix()
         ids = prefix + task_ids
         return ids, len(prefix) + prompt_start, len(ids)
-    before, after = _chat_pieces(char_tok.tokenizer)
+    before, after = char_tok.chat_pieces()
     ids = char_tok.encode_text(before) + task_ids + char_tok.encode_text(after)
     start = len(char_tok.encode_text(before))
     return ids, start + prompt_start, len(ids)

@@ -1,0 +1,208 @@
+"""Instance streams and batches: from the generator or from `datasets`, padded, with the
+reference masks made dense only here, per batch.
+
+    source = GeneratorSource("reversal_id", seed=0, stream="train")
+    instances = [source[i] for i in range(8)]
+    batch = collate([encode_instance(char_tok, x) for x in instances], pad_id, "left")
+
+Every source is indexed, so a training run stores the next index and resumes there, and
+any process of a distributed run can take its share without talking to the others.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from attentionspan_datasets.generation import DEFAULT_SEED, generate, resolve_config
+from attentionspan_datasets.tasks.base import Instance
+from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding, encode_instance
+
+FEWSHOT_STREAM = "fewshot"  # few-shot examples never come from the train or test streams
+
+PADDING_SIDES = ("left", "right")
+
+
+@dataclass
+class GeneratorSource:
+    """Instances of a preset or task config, drawn by (config, seed, stream, index)."""
+
+    config: str
+    seed: int = DEFAULT_SEED
+    stream: str = ""
+    size: int | None = None  # None: endless
+
+    def __post_init__(self) -> None:
+        # Resolved once (this also fails now for an unknown name, listing the allowed ones).
+        self._resolved = resolve_config(self.config)
+
+    def __getitem__(self, index: int) -> Instance:
+        if self.size is not None and not 0 <= index < self.size:
+            raise IndexError(index)
+        instance = generate(self._resolved, seed=self.seed, index=index, stream=self.stream)
+        instance.config = self.config  # the preset's name, not the bare task's
+        return instance
+
+    def __len__(self) -> int:
+        if self.size is None:
+            raise TypeError("an endless generator source has no length")
+        return self.size
+
+
+@dataclass
+class PromptConfig:
+    """How an instance is shown to the model; saved with every run and reused by eval."""
+
+    instruction: str | None = None
+    num_fewshot: int = 0
+    chat: bool = False
+    fewshot_seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        if self.num_fewshot < 0:
+            raise ValueError(f"num_fewshot must be >= 0, got {self.num_fewshot}")
+
+    def fewshot_for(self, instance: Instance) -> list[Instance]:
+        """k examples of the instance's own config, fixed by its index, from their own stream."""
+        if not self.num_fewshot:
+            return []
+        k = self.num_fewshot
+        return [
+            generate(
+                instance.config or instance.task,
+                seed=self.fewshot_seed,
+                index=max(instance.index, 0) * k + j,
+                stream=FEWSHOT_STREAM,
+            )
+            for j in range(k)
+        ]
+
+    def encode(self, char_tok: CharTokenizer, instance: Instance, add_eos: bool = True):
+        return encode_instance(
+            char_tok,
+            instance,
+            instruction=self.instruction,
+            fewshot=self.fewshot_for(instance),
+            chat=self.chat,
+            add_eos=add_eos,
+        )
+
+
+def instance_from_row(row: dict[str, Any]) -> Instance:
+    """A `datasets` row of the data contract (docs/tasks.md) as an Instance."""
+    params = row.get("params", {})
+    if isinstance(params, str):
+        params = json.loads(params)
+    return Instance(
+        task=row["task"],
+        prompt=row["prompt"],
+        target=row["target"],
+        reference=[list(map(int, r)) for r in row["reference"]],
+        params=dict(params),
+        config=row.get("config", ""),
+        index=int(row.get("index", -1)),
+    )
+
+
+class DatasetSource:
+    """Instances from a `datasets.Dataset` (map-style, so it can be indexed)."""
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+        self.size = len(dataset)
+
+    @classmethod
+    def load(cls, path: str, name: str | None = None, split: str = "train", **kwargs: Any):
+        from datasets import load_dataset
+
+        return cls(load_dataset(path, name, split=split, **kwargs))
+
+    def __getitem__(self, index: int) -> Instance:
+        return instance_from_row(self.dataset[int(index)])
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def shard_indices(start: int, count: int, num_processes: int, process_index: int) -> range:
+    """This process's contiguous share of `start, ..., start + count - 1` (sizes differ by at
+    most one, earlier processes take the extra ones)."""
+    base, extra = divmod(count, num_processes)
+    first = start + process_index * base + min(process_index, extra)
+    return range(first, first + base + (1 if process_index < extra else 0))
+
+
+def training_indices(
+    next_index: int, batch_size: int, num_processes: int, process_index: int
+) -> Iterator[range]:
+    """The stream indices of this process's micro-batches, from `next_index` on.
+
+    Micro-batch m of the run covers indices `next_index + m * batch_size * num_processes`
+    onwards, each process taking `batch_size` of them; so after a resume at any index the
+    data order is the one an uninterrupted run would have seen.
+    """
+    step = batch_size * num_processes
+    start = next_index
+    while True:
+        first = start + process_index * batch_size
+        yield range(first, first + batch_size)
+        start += step
+
+
+def collate(
+    encodings: Sequence[Encoding],
+    pad_id: int,
+    padding_side: str = "right",
+    masks: bool = False,
+) -> dict[str, Any]:
+    """Tensors for a batch: input_ids, attention_mask, position_ids, labels (and with
+    `masks=True`, `reference_mask` [batch, query_pos, key_pos], bool).
+
+    `reference_mask[b, q, k]` is True when key position k is referenced by the target token
+    that query q predicts, i.e. the token at q + 1. `target_start[b]` is where the answer
+    starts in row b (after padding), the split point for generation.
+    """
+    import torch
+
+    if padding_side not in PADDING_SIDES:
+        raise ValueError(f"padding_side must be one of {PADDING_SIDES}, got {padding_side!r}")
+    length = max(len(e.input_ids) for e in encodings)
+    batch = len(encodings)
+    input_ids = torch.full((batch, length), pad_id, dtype=torch.long)
+    labels = torch.full((batch, length), IGNORE_INDEX, dtype=torch.long)
+    attention = torch.zeros((batch, length), dtype=torch.long)
+    shifts = []
+    for b, enc in enumerate(encodings):
+        n = len(enc.input_ids)
+        shift = length - n if padding_side == "left" else 0
+        shifts.append(shift)
+        input_ids[b, shift : shift + n] = torch.tensor(enc.input_ids)
+        labels[b, shift : shift + n] = torch.tensor(enc.labels)
+        attention[b, shift : shift + n] = 1
+    # Positions count real tokens only, so a left-padded row sees the positions it would
+    # see alone (transformers does the same in generate()).
+    position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+    out = {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "position_ids": position_ids,
+        "labels": labels,
+        "target_start": torch.tensor([s + e.target_offset for s, e in zip(shifts, encodings)]),
+    }
+    if masks:
+        out["reference_mask"] = dense_reference_mask(encodings, shifts, length)
+    return out
+
+
+def dense_reference_mask(encodings: Sequence[Encoding], shifts: Sequence[int], length: int):
+    import torch
+
+    mask = torch.zeros((len(encodings), length, length), dtype=torch.bool)
+    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
+        for i, row in enumerate(enc.reference):
+            query = shift + enc.target_offset + i - 1  # the position that predicts target[i]
+            if row:
+                mask[b, query, [shift + k for k in row]] = True
+    return mask

@@ -1,0 +1,359 @@
+"""Evaluate a causal LM on ID and OOD presets: greedy generation and teacher forcing.
+
+    attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
+    accelerate launch --num_processes 2 --cpu -m harness.evaluate --model runs/rev/final ...
+
+For each config: exact match and partial accuracy of the greedy answer (the definitions in
+`attentionspan_datasets.metrics`, shared with lm-eval), teacher-forced token accuracy (the
+share of target characters that are the argmax when the true prefix is given), all three
+per length (`params["length"]`). Writes `results.json`, `results.md` and one
+`predictions-<config>.jsonl` per config (every instance, its answer, and which target tokens
+were right under generation and under teacher forcing) for later analysis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attentionspan_datasets.generation import DEFAULT_SEED
+from attentionspan_datasets.metrics import score
+from harness.data import GeneratorSource, PromptConfig, collate
+from harness.tokenization import CharTokenizer
+
+RUN_CONFIG_FILE = "attentionspan_run.json"  # written beside every checkpoint by train
+EVAL_STREAM = "test"  # the train stream is "train": the two never share an instance
+
+
+@dataclass
+class EvalConfig:
+    model: str = ""
+    configs: list[str] = field(default_factory=list)
+    num: int = 200  # instances per config
+    seed: int = DEFAULT_SEED
+    stream: str = EVAL_STREAM
+    batch_size: int = 32
+    output: str | None = None
+    mixed_precision: str = "no"  # "no" or "bf16"
+    prompt: PromptConfig | None = None  # None: the one saved with the model, else plain
+
+    def __post_init__(self) -> None:
+        if self.num < 1:
+            raise ValueError(f"-n/--num must be >= 1, got {self.num}")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.mixed_precision not in ("no", "bf16"):
+            raise ValueError(
+                f"mixed_precision must be 'no' or 'bf16', got {self.mixed_precision!r}"
+            )
+
+
+def saved_run_config(model_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(model_dir) / RUN_CONFIG_FILE
+    if path.is_file():
+        return json.loads(path.read_text())
+    return None
+
+
+def default_configs(run: dict[str, Any] | None) -> list[str]:
+    """The training config and its OOD twin (`reversal_id` -> `reversal_ood`)."""
+    from attentionspan_datasets.presets import PRESETS
+
+    if not run:
+        return []
+    name = run["train"]["config"]
+    configs = [name]
+    if name.endswith("_id") and name[:-3] + "_ood" in PRESETS:
+        configs.append(name[:-3] + "_ood")
+    return configs
+
+
+# --- one batch ------------------------------------------------------------------------
+def _autocast(mixed_precision: str):
+    import contextlib
+
+    import torch
+
+    if mixed_precision == "bf16":
+        return torch.autocast("cpu" if not torch.cuda.is_available() else "cuda", torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def generate_batch(
+    model, char_tok: CharTokenizer, encodings, max_new_tokens: int, mixed_precision: str = "no"
+) -> list[list[int]]:
+    """Greedy continuations of left-padded prompts, each cut at its first EOS."""
+    import torch
+
+    prompts = [
+        dataclasses.replace(
+            e, input_ids=e.input_ids[: e.target_offset], labels=e.labels[: e.target_offset]
+        )
+        for e in encodings
+    ]
+    batch = collate(prompts, char_tok.pad_id, padding_side="left")
+    with torch.inference_mode(), _autocast(mixed_precision):
+        out = model.generate(
+            input_ids=batch["input_ids"].to(model.device),
+            attention_mask=batch["attention_mask"].to(model.device),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=char_tok.pad_id,
+            eos_token_id=char_tok.eos_id,
+        )
+    new = out[:, batch["input_ids"].shape[1] :].tolist()
+    result = []
+    for ids in new:
+        if char_tok.eos_id in ids:
+            ids = ids[: ids.index(char_tok.eos_id)]
+        result.append(ids)
+    return result
+
+
+def teacher_forced_batch(
+    model, char_tok: CharTokenizer, encodings, mixed_precision: str = "no"
+) -> list[list[bool]]:
+    """For each instance, whether each target character is the argmax given the true prefix
+    (the EOS label is left out: it is not a character of the answer)."""
+    import torch
+
+    batch = collate(encodings, char_tok.pad_id, padding_side="right")
+    with torch.inference_mode(), _autocast(mixed_precision):
+        logits = model(
+            input_ids=batch["input_ids"].to(model.device),
+            attention_mask=batch["attention_mask"].to(model.device),
+            position_ids=batch["position_ids"].to(model.device),
+        ).logits
+    predicted = logits.argmax(-1).cpu()
+    result = []
+    for b, enc in enumerate(encodings):
+        start = enc.target_offset
+        rows = range(start - 1, start - 1 + enc.target_len)  # query q predicts token q + 1
+        result.append([bool(predicted[b, q] == enc.input_ids[q + 1]) for q in rows])
+    return result
+
+
+def score_instances(
+    model,
+    char_tok: CharTokenizer,
+    instances,
+    prompt: PromptConfig,
+    batch_size: int,
+    mixed_precision: str = "no",
+) -> list[dict[str, Any]]:
+    """One record per instance: answer, exact match, partial accuracy, token correctness."""
+    records = []
+    for first in range(0, len(instances), batch_size):
+        chunk = instances[first : first + batch_size]
+        encodings = [prompt.encode(char_tok, x) for x in chunk]
+        # One token past the longest target decides exact match for every row: an answer
+        # that goes on without EOS is already wrong at that token.
+        max_new = max(e.target_len for e in encodings) + 1
+        generated = generate_batch(model, char_tok, encodings, max_new, mixed_precision)
+        forced = teacher_forced_batch(model, char_tok, encodings, mixed_precision)
+        for instance, ids, tf in zip(chunk, generated, forced):
+            answer = char_tok.decode(ids, skip_special_tokens=True)
+            scores = score(answer, instance.target)
+            records.append(
+                {
+                    "config": instance.config,
+                    "index": instance.index,
+                    "length": int(instance.params["length"]),
+                    "prompt": instance.prompt,
+                    "target": instance.target,
+                    "prediction": answer,
+                    "exact_match": scores["exact_match"],
+                    "partial_acc": scores["partial_acc"],
+                    "tf_token_acc": sum(tf) / len(tf) if tf else 1.0,
+                    "gen_correct": [
+                        int(i < len(answer) and answer[i] == t)
+                        for i, t in enumerate(instance.target)
+                    ],
+                    "tf_correct": [int(x) for x in tf],
+                }
+            )
+    return records
+
+
+# --- aggregation and reports --------------------------------------------------------------
+METRICS = ("exact_match", "partial_acc", "tf_token_acc")
+
+
+def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over instances, overall and per length."""
+
+    def means(rows):
+        return {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+
+    by_length = defaultdict(list)
+    for r in records:
+        by_length[r["length"]].append(r)
+    return {
+        "n": len(records),
+        **means(records),
+        "per_length": {
+            str(length): {"n": len(rows), **means(rows)}
+            for length, rows in sorted(by_length.items())
+        },
+    }
+
+
+def markdown_table(results: dict[str, dict[str, Any]]) -> str:
+    lines = ["| config | n | exact match | partial acc | TF token acc |", "|---|---|---|---|---|"]
+    for name, res in results.items():
+        lines.append(
+            f"| {name} | {res['n']} | {res['exact_match']:.3f} | "
+            f"{res['partial_acc']:.3f} | {res['tf_token_acc']:.3f} |"
+        )
+    for name, res in results.items():
+        lines += [
+            "",
+            f"Per length, {name}:",
+            "",
+            "| length | n | exact match | partial acc | TF token acc |",
+            "|---|---|---|---|---|",
+        ]
+        for length, row in res["per_length"].items():
+            lines.append(
+                f"| {length} | {row['n']} | {row['exact_match']:.3f} | "
+                f"{row['partial_acc']:.3f} | {row['tf_token_acc']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_reports(
+    out_dir: Path, config: EvalConfig, results, records_by_config, elapsed: float
+) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = {
+        "eval_config": dataclasses.asdict(config),
+        "results": results,
+        "time_s": round(elapsed, 2),
+    }
+    _write_atomic(out_dir / "results.json", json.dumps(report, indent=2) + "\n")
+    _write_atomic(out_dir / "results.md", markdown_table(results))
+    for name, records in records_by_config.items():
+        lines = "".join(json.dumps(r) + "\n" for r in records)
+        _write_atomic(out_dir / f"predictions-{name}.jsonl", lines)
+
+
+# --- the run ------------------------------------------------------------------------------
+def evaluate_model(
+    model,
+    tokenizer,
+    configs: list[str],
+    num: int,
+    seed: int = DEFAULT_SEED,
+    stream: str = EVAL_STREAM,
+    batch_size: int = 32,
+    prompt: PromptConfig | None = None,
+    mixed_precision: str = "no",
+    accelerator=None,
+) -> tuple[dict, dict]:
+    """(results per config, records per config). With an accelerator, each process scores
+    a share of the instances and every process gets the gathered results."""
+    char_tok = CharTokenizer(tokenizer)
+    prompt = prompt or PromptConfig()
+    sources = {name: GeneratorSource(name, seed=seed, stream=stream) for name in configs}
+    was_training = model.training
+    model.eval()
+    results, all_records = {}, {}
+    try:
+        for name, source in sources.items():
+            instances = [source[i] for i in range(num)]
+            for x in instances:  # fail before any model call, naming the character
+                char_tok.check_text(x.text)
+            if accelerator is not None and accelerator.num_processes > 1:
+                from harness.data import shard_indices
+
+                share = shard_indices(0, num, accelerator.num_processes, accelerator.process_index)
+                mine = score_instances(
+                    model,
+                    char_tok,
+                    [instances[i] for i in share],
+                    prompt,
+                    batch_size,
+                    mixed_precision,
+                )
+                from accelerate.utils import gather_object
+
+                records = gather_object([mine])
+                records = [r for part in records for r in part]
+            else:
+                records = score_instances(
+                    model, char_tok, instances, prompt, batch_size, mixed_precision
+                )
+            records.sort(key=lambda r: r["index"])
+            results[name] = aggregate(records)
+            all_records[name] = records
+    finally:
+        model.train(was_training)
+    return results, all_records
+
+
+def run(config: EvalConfig) -> dict[str, Any]:
+    """Load the model, evaluate every config, write the reports (main process only)."""
+    from accelerate import Accelerator
+
+    from harness.models import load_model
+
+    run_config = saved_run_config(config.model) if Path(config.model).is_dir() else None
+    if config.prompt is None:
+        config.prompt = PromptConfig(**run_config["prompt"]) if run_config else PromptConfig()
+    if not config.configs:
+        config.configs = default_configs(run_config)
+        if not config.configs:
+            raise ValueError("no --configs given and the model has no saved training config")
+    for name in config.configs:
+        GeneratorSource(name)  # unknown preset: one line, before loading the model
+    accelerator = Accelerator(cpu=True) if _cpu_only() else Accelerator()
+    model, tokenizer = load_model(config.model)
+    model.to(accelerator.device)
+    start = time.perf_counter()
+    results, records = evaluate_model(
+        model,
+        tokenizer,
+        config.configs,
+        config.num,
+        config.seed,
+        config.stream,
+        config.batch_size,
+        config.prompt,
+        config.mixed_precision,
+        accelerator,
+    )
+    elapsed = time.perf_counter() - start
+    if accelerator.is_main_process:
+        if config.output:
+            write_reports(Path(config.output), config, results, records, elapsed)
+        print(markdown_table(results), end="")
+        print(
+            f"({sum(r['n'] for r in results.values())} instances in {elapsed:.1f} s on "
+            f"{accelerator.num_processes} process(es))"
+        )
+    return results
+
+
+def _cpu_only() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+if __name__ == "__main__":
+    import sys
+
+    from harness.cli import main_module
+
+    sys.exit(main_module("eval"))

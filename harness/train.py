@@ -1,0 +1,506 @@
+"""Train a causal LM on a task, one token per character, with accelerate.
+
+    attentionspan train --model scratch --config reversal_id --output runs/rev --lr 1e-3
+    attentionspan train --model smollm2-135m-instruct --config addition_id --lr 5e-5 \\
+        --instruction "Add the two numbers." --max-steps 600 --output runs/add
+    attentionspan train --output runs/rev --resume          # after an interruption
+    accelerate launch --num_processes 2 --cpu -m harness.train --model scratch ...
+
+Defaults are the paper's (Appendix E): AdamW, lr 5e-6, betas (0.95, 0.999), weight decay
+0.2, batch 4, 1 epoch; every one is an option. Loss is on the target tokens and the EOS
+after them. Data come from the generator (config, seed, stream "train", index) or from a
+`datasets` dataset; both are indexed, so a checkpoint stores the next index and a resumed
+run sees exactly the data an uninterrupted one would have. Each checkpoint folder holds the
+model (safetensors), the tokenizer, the run configuration (`attentionspan_run.json`) and the
+optimizer and scheduler state; folders are written under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attentionspan_datasets.generation import DEFAULT_SEED
+from harness.data import DatasetSource, GeneratorSource, PromptConfig, collate, training_indices
+from harness.evaluate import RUN_CONFIG_FILE, evaluate_model
+from harness.models import ScratchConfig
+from harness.tokenization import CharTokenizer
+
+SCHEDULES = ("linear", "cosine", "constant")
+MIXED_PRECISION = ("auto", "no", "bf16")
+TRAINING_STATE_FILE = "training_state.pt"
+CHECKPOINT_PREFIX = "checkpoint-"
+TRAIN_STREAM = "train"
+VALIDATION_STREAM = "validation"
+# bf16 autocast pays off for large matrices (2.5x for the 135M model, FINDINGS.md); for a
+# model this small the casts cost more than they save (docs/performance.md).
+AUTO_BF16_MIN_PARAMS = 20_000_000
+
+
+@dataclass
+class TrainConfig:
+    model: str = "scratch"
+    output: str = "runs/train"
+    config: str = "reversal_id"  # preset or task name of the training data
+    dataset: str | None = None  # instead of the generator: a `load_dataset` path or name
+    dataset_config: str | None = None
+    dataset_split: str = "train"
+    seed: int = DEFAULT_SEED  # of the data stream
+    train_size: int = 10_000  # instances in one epoch of generated data
+    epochs: int = 1
+    max_steps: int = 0  # optimizer steps; 0: as many as `epochs` take
+    batch_size: int = 4  # per process and micro-batch
+    grad_accum: int = 1
+    lr: float = 5e-6
+    beta1: float = 0.95
+    beta2: float = 0.999
+    weight_decay: float = 0.2
+    adam_eps: float = 1e-8
+    schedule: str = "linear"
+    warmup_ratio: float = 0.05
+    max_grad_norm: float = 1.0
+    mixed_precision: str = "auto"
+    eval_every: int = 0  # optimizer steps between ID evaluations; 0: only at the end
+    eval_size: int = 200
+    eval_batch_size: int = 32
+    save_every: int = 0  # optimizer steps between checkpoints; 0: only the final model
+    keep_checkpoints: int = 2
+    log_every: int = 10
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    scratch: ScratchConfig = field(default_factory=ScratchConfig)
+
+    def __post_init__(self) -> None:
+        positive = (
+            "train_size",
+            "epochs",
+            "batch_size",
+            "grad_accum",
+            "eval_size",
+            "eval_batch_size",
+            "keep_checkpoints",
+            "log_every",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
+        for name in ("max_steps", "eval_every", "save_every", "weight_decay", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"'{name}' must be >= 0, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"'lr' must be > 0, got {self.lr}")
+        for name in ("beta1", "beta2", "warmup_ratio"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"'{name}' must be in [0, 1), got {getattr(self, name)}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(
+                f"'schedule' must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}"
+            )
+        if self.mixed_precision not in MIXED_PRECISION:
+            raise ValueError(
+                f"'mixed_precision' must be one of {', '.join(MIXED_PRECISION)}, "
+                f"got {self.mixed_precision!r}"
+            )
+        if isinstance(self.prompt, dict):
+            self.prompt = PromptConfig(**self.prompt)
+        if isinstance(self.scratch, dict):
+            self.scratch = ScratchConfig(**self.scratch)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(f"unknown training option(s) {', '.join(unknown)}")
+        return cls(**values)
+
+
+@dataclass
+class TrainState:
+    step: int = 0  # optimizer steps done
+    next_index: int = 0  # the first stream index not yet trained on
+    total_steps: int = 0
+    elapsed_s: float = 0.0
+    tokens: int = 0
+
+
+# --- pieces -----------------------------------------------------------------------------
+def make_source(config: TrainConfig):
+    if config.dataset:
+        return DatasetSource.load(config.dataset, config.dataset_config, config.dataset_split)
+    return GeneratorSource(
+        config.config, seed=config.seed, stream=TRAIN_STREAM, size=config.train_size
+    )
+
+
+def make_optimizer(model, config: TrainConfig):
+    """AdamW; as in Hugging Face's Trainer, biases and norm weights (1-D) are not decayed."""
+    import torch
+
+    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    kwargs = dict(lr=config.lr, betas=(config.beta1, config.beta2), eps=config.adam_eps)
+    try:
+        return torch.optim.AdamW(groups, fused=True, **kwargs)  # 2.5x faster step on CPU
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(groups, **kwargs)
+
+
+def make_scheduler(optimizer, config: TrainConfig, total_steps: int):
+    from transformers import get_scheduler
+
+    warmup = int(config.warmup_ratio * total_steps)
+    name = "constant_with_warmup" if config.schedule == "constant" else config.schedule
+    return get_scheduler(name, optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)
+
+
+def resolve_mixed_precision(setting: str, model) -> str:
+    if setting != "auto":
+        return setting
+    params = sum(p.numel() for p in model.parameters())
+    return "bf16" if params >= AUTO_BF16_MIN_PARAMS else "no"
+
+
+def autocast(mode: str, device):
+    import torch
+
+    if mode == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    import torch
+
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    text = str(error)
+    return "out of memory" in text or "can't allocate memory" in text
+
+
+def latest_checkpoint(output: Path) -> Path | None:
+    found = []
+    for path in output.glob(f"{CHECKPOINT_PREFIX}*"):
+        suffix = path.name[len(CHECKPOINT_PREFIX) :]
+        if suffix.isdigit() and (path / RUN_CONFIG_FILE).is_file():
+            found.append((int(suffix), path))
+    return max(found)[1] if found else None
+
+
+def _write_run_file(folder: Path, config: TrainConfig, state: TrainState, **extra) -> None:
+    import accelerate
+    import torch
+    import transformers
+
+    info = {
+        "train": {k: v for k, v in config.to_dict().items() if k not in ("prompt", "scratch")},
+        "prompt": dataclasses.asdict(config.prompt),
+        "scratch": dataclasses.asdict(config.scratch),
+        "state": dataclasses.asdict(state),
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "accelerate": accelerate.__version__,
+        },
+        **extra,
+    }
+    (folder / RUN_CONFIG_FILE).write_text(json.dumps(info, indent=2) + "\n")
+
+
+def save_checkpoint(
+    accelerator,
+    model,
+    tokenizer,
+    optimizer,
+    scheduler,
+    config: TrainConfig,
+    state: TrainState,
+    name: str,
+    with_optimizer: bool = True,
+    **extra,
+) -> Path:
+    """Write `output/name` atomically (staging folder, then rename); main process only."""
+    import torch
+
+    output = Path(config.output)
+    target = output / name
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        output.mkdir(parents=True, exist_ok=True)
+        staging = output / f".{name}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        accelerator.unwrap_model(model).save_pretrained(
+            staging, state_dict=accelerator.get_state_dict(model), safe_serialization=True
+        )
+        tokenizer.save_pretrained(staging)
+        if with_optimizer:
+            torch.save(
+                {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
+                staging / TRAINING_STATE_FILE,
+            )
+        _write_run_file(staging, config, state, **extra)
+        if target.exists():
+            old = output / f".{name}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+        _prune_checkpoints(output, config.keep_checkpoints)
+    accelerator.wait_for_everyone()
+    return target
+
+
+def _prune_checkpoints(output: Path, keep: int) -> None:
+    numbered = sorted(
+        (int(p.name[len(CHECKPOINT_PREFIX) :]), p)
+        for p in output.glob(f"{CHECKPOINT_PREFIX}*")
+        if p.name[len(CHECKPOINT_PREFIX) :].isdigit()
+    )
+    for _, path in numbered[:-keep]:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
+    checkpoint = latest_checkpoint(output)
+    if checkpoint is None:
+        raise ValueError(
+            f"--resume: no checkpoint to resume in {str(output)!r} "
+            f"(checkpoints are written with --save-every N)"
+        )
+    info = json.loads((checkpoint / RUN_CONFIG_FILE).read_text())
+    values = {**info["train"], "prompt": info["prompt"], "scratch": info["scratch"]}
+    config = TrainConfig.from_dict(values)
+    config.output = str(output)
+    return config, TrainState(**info["state"]), checkpoint
+
+
+# --- the loop ---------------------------------------------------------------------------
+def train(
+    config: TrainConfig, resume: bool = False, stop_after: int | None = None, progress: bool = True
+) -> Path:
+    """Run (or resume) training; returns the folder of the final model.
+
+    `stop_after` ends the run after that many optimizer steps of this invocation, as an
+    interruption would (tests use it to check that resuming gives the same run).
+    """
+    import torch
+    from accelerate import Accelerator
+    from tqdm.auto import tqdm
+
+    from harness.models import load_model
+
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    output = Path(config.output)
+    state = TrainState()
+    checkpoint = None
+    if resume:
+        config, state, checkpoint = load_resume(output)
+    model, tokenizer = load_model(
+        str(checkpoint) if checkpoint else config.model, scratch=config.scratch
+    )
+    char_tok = CharTokenizer(tokenizer)
+    source = make_source(config)
+    epoch_size = len(source)
+    world = accelerator.num_processes
+    per_step = config.batch_size * config.grad_accum * world
+    total_steps = config.max_steps or math.ceil(epoch_size * config.epochs / per_step)
+    state.total_steps = total_steps
+    for i in range(min(epoch_size, 50)):  # a character the tokenizer lacks: fail now
+        char_tok.check_text(source[i].text)
+    precision = resolve_mixed_precision(config.mixed_precision, model)
+
+    optimizer = make_optimizer(model, config)
+    scheduler = make_scheduler(optimizer, config, total_steps)
+    if checkpoint is not None:
+        saved = torch.load(checkpoint / TRAINING_STATE_FILE, weights_only=True)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+    model, optimizer = accelerator.prepare(model, optimizer)
+    model.train()
+
+    main = accelerator.is_main_process
+    log_path = output / "log.jsonl"
+    if main:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "train_config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    bar = tqdm(
+        total=total_steps,
+        initial=state.step,
+        disable=not (main and progress),
+        desc="train",
+        dynamic_ncols=True,
+    )
+    micro_batches = training_indices(
+        state.next_index, config.batch_size, world, accelerator.process_index
+    )
+    run_start = time.perf_counter() - state.elapsed_s
+    window_tokens, window_start, window_loss, window_steps = 0, time.perf_counter(), 0.0, 0
+    steps_this_run = 0
+    eval_results: dict[str, Any] = {}
+
+    def run_eval() -> dict[str, Any]:
+        results, _ = evaluate_model(
+            accelerator.unwrap_model(model),
+            tokenizer,
+            [config.config],
+            config.eval_size,
+            seed=config.seed,
+            stream=VALIDATION_STREAM,
+            batch_size=config.eval_batch_size,
+            prompt=config.prompt,
+            mixed_precision=precision,
+            accelerator=accelerator,
+        )
+        return results[config.config]
+
+    while state.step < total_steps:
+        step_loss = torch.zeros((), dtype=torch.float32)
+        step_tokens = 0
+        try:
+            for micro in range(config.grad_accum):
+                indices = next(micro_batches)
+                instances = [source[i % epoch_size] for i in indices]
+                batch = collate(
+                    [config.prompt.encode(char_tok, x) for x in instances],
+                    char_tok.pad_id,
+                    padding_side="right",
+                )
+                step_tokens += int(batch["attention_mask"].sum())
+                inputs = {
+                    k: batch[k].to(accelerator.device)
+                    for k in ("input_ids", "attention_mask", "position_ids", "labels")
+                }
+                last = micro == config.grad_accum - 1
+                sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
+                with sync:
+                    with autocast(precision, accelerator.device):
+                        loss = model(**inputs).loss / config.grad_accum
+                    accelerator.backward(loss)
+                step_loss += loss.detach().float().cpu()
+            if config.max_grad_norm > 0:
+                accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+        except RuntimeError as error:
+            if is_out_of_memory(error):
+                smaller = max(1, config.batch_size // 2)
+                raise ValueError(
+                    f"out of memory at --batch-size {config.batch_size}; try --batch-size "
+                    f"{smaller} --grad-accum {config.grad_accum * 2} (same effective batch)"
+                ) from None
+            raise
+        state.step += 1
+        state.next_index += per_step
+        steps_this_run += 1
+        window_tokens += step_tokens
+        window_loss += float(step_loss)
+        window_steps += 1
+        bar.update(1)
+
+        if state.step % config.log_every == 0 or state.step == total_steps:
+            counts = accelerator.reduce(torch.tensor([window_tokens, window_loss]), "sum")
+            seconds = time.perf_counter() - window_start
+            tokens_per_s = float(counts[0]) / max(seconds, 1e-9)
+            mean_loss = float(counts[1]) / (window_steps * world)
+            state.tokens += int(counts[0])
+            state.elapsed_s = time.perf_counter() - run_start
+            bar.set_postfix(loss=f"{mean_loss:.4f}", tok_s=f"{tokens_per_s:.0f}")
+            record = {
+                "step": state.step,
+                "loss": mean_loss,
+                "lr": scheduler.get_last_lr()[0],
+                "tokens_per_s": tokens_per_s,
+                "next_index": state.next_index,
+                "elapsed_s": round(state.elapsed_s, 2),
+            }
+            if main:
+                with log_path.open("a") as log:
+                    log.write(json.dumps(record) + "\n")
+            window_tokens, window_start, window_loss, window_steps = 0, time.perf_counter(), 0, 0
+
+        if config.eval_every and state.step % config.eval_every == 0 and state.step < total_steps:
+            eval_results = run_eval()
+            if main:
+                bar.write(
+                    f"step {state.step}: ID exact match {eval_results['exact_match']:.3f}, "
+                    f"TF token acc {eval_results['tf_token_acc']:.3f}"
+                )
+                with log_path.open("a") as log:
+                    log.write(
+                        json.dumps(
+                            {
+                                "step": state.step,
+                                "eval": {
+                                    k: eval_results[k]
+                                    for k in ("exact_match", "partial_acc", "tf_token_acc")
+                                },
+                            }
+                        )
+                        + "\n"
+                    )
+            window_start = time.perf_counter()  # evaluation time is not training throughput
+        if config.save_every and state.step % config.save_every == 0:
+            state.elapsed_s = time.perf_counter() - run_start
+            save_checkpoint(
+                accelerator,
+                model,
+                tokenizer,
+                optimizer,
+                scheduler,
+                config,
+                state,
+                f"{CHECKPOINT_PREFIX}{state.step}",
+            )
+        if stop_after is not None and steps_this_run >= stop_after and state.step < total_steps:
+            bar.close()
+            return output
+    bar.close()
+
+    state.elapsed_s = time.perf_counter() - run_start
+    eval_results = run_eval()
+    if main:
+        print(
+            f"final ID ({config.config}, {config.eval_size} validation instances): exact match "
+            f"{eval_results['exact_match']:.3f}, TF token acc {eval_results['tf_token_acc']:.3f}"
+            f"; {state.step} steps in {state.elapsed_s:.0f} s",
+            file=sys.stderr,
+        )
+    final = save_checkpoint(
+        accelerator,
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        config,
+        state,
+        "final",
+        with_optimizer=False,
+        final_eval={
+            k: eval_results[k] for k in ("n", "exact_match", "partial_acc", "tf_token_acc")
+        },
+    )
+    return final
+
+
+if __name__ == "__main__":
+    from harness.cli import main_module
+
+    sys.exit(main_module("train"))
