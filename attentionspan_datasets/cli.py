@@ -19,6 +19,7 @@ import sys
 
 COMMAND_MODULES = [
     "attentionspan_datasets.commands.generate",
+    "attentionspan_datasets.commands.export",
     "harness.cli",
 ]
 

@@ -1,0 +1,69 @@
+"""`attentionspan export`: fixed splits as Hub-style parquet with a dataset card.
+
+attentionspan export addition_id addition_ood --out attentionspan-data
+attentionspan export reversal_id --out data --num-train 50000 --seed 0 --overwrite
+attentionspan export addition_ood --out data --push-to-hub ORG/attentionspan
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from attentionspan_datasets.generation import DEFAULT_SEED
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="write configs as Hub parquet (the push_to_hub layout) plus a dataset card",
+        description="Build the train/validation/test splits of each CONFIG and write them as "
+        "CONFIG/SPLIT-00000-of-0000N.parquet with a README.md dataset card, the layout "
+        "push_to_hub writes; load it back with datasets.load_dataset(DIR, CONFIG).",
+    )
+    parser.add_argument(
+        "configs",
+        metavar="CONFIG",
+        nargs="+",
+        help="preset (addition_ood) or task (addition) names",
+    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder to write")
+    parser.add_argument("--num-train", type=int, metavar="N", help="train rows (10,000)")
+    parser.add_argument("--num-validation", type=int, metavar="N", help="validation rows (1,000)")
+    parser.add_argument("--num-test", type=int, metavar="N", help="test rows (1,000)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="generation seed")
+    parser.add_argument(
+        "--num-proc",
+        type=int,
+        metavar="N",
+        help="processes that build each split (datasets num_proc)",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace DIR if it is not empty")
+    parser.add_argument(
+        "--push-to-hub",
+        metavar="ORG/NAME",
+        help="also upload to this Hub dataset repository (checked first)",
+    )
+    parser.add_argument("--cache-dir", metavar="DIR", help="datasets cache folder")
+    parser.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from attentionspan_datasets.hub_export import HubError, export
+
+    try:
+        out = export(
+            args.configs,
+            args.out,
+            num_train=args.num_train,
+            num_validation=args.num_validation,
+            num_test=args.num_test,
+            seed=args.seed,
+            overwrite=args.overwrite,
+            push_to_hub=args.push_to_hub,
+            cache_dir=args.cache_dir,
+            num_proc=args.num_proc,
+        )
+    except HubError as error:
+        raise ValueError(str(error)) from None  # the CLI prints one line, exit status 2
+    print(f"wrote {out}" + (f" and pushed to {args.push_to_hub}" if args.push_to_hub else ""))
+    return 0

@@ -1,0 +1,382 @@
+"""Fixed splits as Hub parquet: the layout `push_to_hub(config_name=...)` writes, plus a card.
+
+    attentionspan export addition_id addition_ood --out attentionspan-data --num-train 50000
+    attentionspan export addition_ood --out attentionspan-data --push-to-hub ORG/attentionspan
+
+    from datasets import load_dataset
+    load_dataset("attentionspan-data", "addition_ood")   # the same rows and features
+
+For each config the folder gets `{config}/{split}-{i:05d}-of-{n:05d}.parquet` (n from the
+500 MB shard size push_to_hub uses) and README.md gets `configs:` (data_files globs) and
+`dataset_info:` (features, split sizes) in its YAML, as push_to_hub would write them, below
+which the card explains the tasks, the `reference` column with an example, the presets and
+how the data were generated. Everything is written into a temporary folder next to DIR and
+renamed at the end, so an interrupted export never leaves a folder that looks complete.
+`--push-to-hub` checks that the Hub answers before anything is built or written, then calls
+datasets' own `push_to_hub` per config and uploads the card.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from attentionspan_datasets import __version__
+from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.tasks import TASKS
+
+SPLITS = ("train", "validation", "test")
+CARD_TAGS = ["synthetic", "algorithmic-reasoning", "attention", "interpretability"]
+
+
+class HubError(RuntimeError):
+    """The Hub cannot be reached or refused the upload."""
+
+
+def check_hub(repo_id: str) -> None:
+    """Fail with one line, before anything is built, when a push cannot work."""
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ValueError(f"--push-to-hub expects ORG/NAME, got {repo_id!r}")
+    from huggingface_hub import HfApi, constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise HubError("cannot push to the Hub: offline mode is on (HF_HUB_OFFLINE is set)")
+    try:
+        HfApi().whoami()
+    except Exception as error:  # no network, no token, bad token: all end the same way
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise HubError(f"cannot push to the Hub: {type(error).__name__}: {reason}") from None
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it")
+
+
+def build_config(
+    config: str, cache_dir: str | None = None, num_proc: int | None = None, **kwargs: Any
+):
+    """The DatasetDict of one config, through the builder."""
+    from attentionspan_datasets.builder import AttentionSpan
+
+    builder = AttentionSpan(config_name=config, cache_dir=cache_dir, **kwargs)
+    builder.download_and_prepare(num_proc=num_proc)
+    return builder.as_dataset()
+
+
+def write_parquet(dataset_dict: Any, folder: Path, config: str) -> dict[str, int]:
+    """`{config}/{split}-{i:05d}-of-{n:05d}.parquet` as push_to_hub names them; returns
+    the parquet bytes written per split."""
+    from datasets import config as datasets_config
+    from datasets.utils.py_utils import convert_file_size_to_int
+
+    max_shard_size = convert_file_size_to_int(datasets_config.MAX_SHARD_SIZE)
+    (folder / config).mkdir(parents=True, exist_ok=True)
+    written = {}
+    for split, dataset in dataset_dict.items():
+        num_shards = int(dataset.data.nbytes / max_shard_size) + 1  # push_to_hub's rule
+        written[split] = 0
+        for index in range(num_shards):
+            path = folder / config / f"{split}-{index:05d}-of-{num_shards:05d}.parquet"
+            shard = dataset.shard(num_shards=num_shards, index=index, contiguous=True)
+            shard.to_parquet(str(path))
+            written[split] += path.stat().st_size
+    return written
+
+
+def card_metadata(infos: dict[str, Any]) -> Any:
+    """The YAML block: `configs:` and `dataset_info:` as push_to_hub writes them, plus
+    licence, tags and a name."""
+    from datasets.info import DatasetInfo, DatasetInfosDict
+    from datasets.splits import SplitDict, SplitInfo
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    data = DatasetCardData(
+        license="apache-2.0",
+        pretty_name="AttentionSpan",
+        task_categories=["text-generation"],
+        tags=CARD_TAGS,
+    )
+    dataset_infos, configs = {}, {}
+    for config, (dataset_dict, written) in infos.items():
+        first = next(iter(dataset_dict.values()))
+        info = DatasetInfo(
+            config_name=config,
+            features=first.features,
+            splits=SplitDict(),
+            download_size=0,
+            dataset_size=0,
+        )
+        for split, dataset in dataset_dict.items():
+            split_info = SplitInfo(
+                name=split, num_bytes=dataset.data.nbytes, num_examples=len(dataset)
+            )
+            info.splits.add(split_info)
+            info.download_size += written[split]
+            info.dataset_size += split_info.num_bytes
+        info.size_in_bytes = info.download_size + info.dataset_size
+        dataset_infos[config] = info
+        configs[config] = {
+            "data_files": [
+                {"split": split, "path": f"{config}/{split}-*"} for split in dataset_dict
+            ]
+        }
+    DatasetInfosDict(dataset_infos).to_dataset_card_data(data)
+    MetadataConfigs(configs).to_dataset_card_data(data)
+    return data
+
+
+def _reference_example(dataset_dict: Any, config: str) -> str:
+    """A worked example of the reference column, from the first validation row."""
+    split = "validation" if len(dataset_dict.get("validation", [])) else next(iter(dataset_dict))
+    row = dataset_dict[split][0]
+    text = row["prompt"] + row["target"]
+    offset = len(row["prompt"])
+    lines = [
+        f"The first `{split}` row of `{config}`:",
+        "",
+        "```",
+        f"prompt    = {row['prompt']!r}",
+        f"target    = {row['target']!r}",
+        f"reference = {json.dumps(row['reference'])}",
+        "```",
+        "",
+        "Positions count characters of `prompt + target`:",
+        "",
+        "| i | target[i] | its position | reference[i] | characters there |",
+        "|---|---|---|---|---|",
+    ]
+    for i, positions in enumerate(row["reference"][:6]):
+        chars = ", ".join(f"`{text[p]}`@{p}" for p in positions)
+        lines.append(f"| {i} | `{row['target'][i]}` | {offset + i} | {positions} | {chars} |")
+    if len(row["reference"]) > 6:
+        lines.append(f"| ... | | | | ({len(row['reference'])} rows in all) |")
+    return "\n".join(lines)
+
+
+def card_text(
+    infos: dict[str, Any],
+    seed: int,
+    sizes: dict[str, int | None],
+    source_hash: str,
+    repo_id: str | None,
+) -> str:
+    """The card below the YAML: tasks, columns, a worked example, presets, provenance."""
+    from attentionspan_datasets.builder import CITATION, DEFAULT_SPLIT_SIZES
+
+    configs = list(infos)
+    first = configs[0]
+    where = repo_id or "path/to/this/folder"
+    config_rows = "\n".join(
+        f"| `{config}` | {next(iter(dd.values()))[0]['task']} | "
+        + " | ".join(str(len(dd[split])) if split in dd else "0" for split in SPLITS)
+        + " |"
+        for config, (dd, _) in infos.items()
+    )
+    used_tasks = sorted({next(iter(dd.values()))[0]["task"] for dd, _ in infos.values()})
+    task_lines = "\n".join(
+        f"- `{name}`: {TASKS[name].description}" for name in used_tasks if name in TASKS
+    )
+    preset_lines = "\n".join(
+        f"| `{name}` | {task} | {', '.join(f'{k}={v}' for k, v in params.items())} |"
+        for name, (task, params) in PRESETS.items()
+    )
+    shown_sizes = {
+        split: sizes.get(split) if sizes.get(split) is not None else DEFAULT_SPLIT_SIZES[split]
+        for split in SPLITS
+    }
+    return CARD_TEMPLATE.format(
+        where=where,
+        first=first,
+        config_rows=config_rows,
+        task_lines=task_lines,
+        reference_example=_reference_example(infos[first][0], first),
+        preset_lines=preset_lines,
+        version=__version__,
+        seed=seed,
+        source_hash=source_hash[:16],
+        train=shown_sizes["train"],
+        validation=shown_sizes["validation"],
+        test=shown_sizes["test"],
+        configs=" ".join(configs),
+        size_options=" ".join(f"--num-{split} {size}" for split, size in shown_sizes.items()),
+        citation=CITATION.strip(),
+    )
+
+
+CARD_TEMPLATE = """\
+# AttentionSpan
+
+Algorithmic reasoning tasks with **reference attention masks**, from "Attend or Perish:
+Benchmarking Attention in Algorithmic Reasoning". Every row is one task instance: the prompt
+a model reads, the target it must write, and for each target character the positions it has
+to attend to. Generated by the `attentionspan` package; these are fixed splits of its
+generator (which can also stream unlimited training data).
+
+```python
+from datasets import load_dataset
+ds = load_dataset("{where}", "{first}")
+```
+
+## Configs in this repository
+
+| config | task | train | validation | test |
+|---|---|---|---|---|
+{config_rows}
+
+## Tasks
+
+{task_lines}
+
+## Columns
+
+| column | type | meaning |
+|---|---|---|
+| task | string | registry name of the task |
+| config | string | preset or task name the row was generated for |
+| index | int64 | position in the split's stream; (config, seed, split, index) fixes the row |
+| prompt | string | the task input exactly as the model sees it (ends with `=`) |
+| target | string | the expected output |
+| reference | list of list of int32 | row i: positions in `prompt + target` that `target[i]` needs |
+| params | string (JSON) | the sampled parameters; `length` is the bucket of per-length metrics |
+
+## What `reference` means
+
+Text is tokenised one character per token, so a position is a character index in
+`prompt + target`. `target[i]` sits at position `len(prompt) + i` and is predicted from the
+token before it; `reference[i]` lists the positions whose characters that prediction
+depends on. Prepending an instruction or few-shot examples shifts every position by the
+length of that prefix.
+
+{reference_example}
+
+## Presets
+
+In-distribution (`_id`) and out-of-distribution (`_ood`) parameters of the paper's
+Appendix F:
+
+| preset | task | parameters |
+|---|---|---|
+{preset_lines}
+
+## How it was generated
+
+- `attentionspan` {version}, seed {seed}, generator source hash `{source_hash}`.
+- Split sizes requested: train {train}, validation {validation}, test {test}. Each split is
+  drawn from its own seeded stream. No train prompt equals a validation or test prompt, and
+  no test prompt a validation prompt: draws that would repeat one are redrawn (where a
+  config's input space is too small even for that, the export warned and the splits overlap).
+- Re-create with `attentionspan export {configs} --out DIR --seed {seed} {size_options}`.
+
+## Licence
+
+Apache-2.0.
+
+## Citation
+
+```bibtex
+{citation}
+```
+"""
+
+
+def export(
+    configs: list[str],
+    out: str | os.PathLike,
+    *,
+    num_train: int | None = None,
+    num_validation: int | None = None,
+    num_test: int | None = None,
+    seed: int | None = None,
+    overwrite: bool = False,
+    push_to_hub: str | None = None,
+    cache_dir: str | None = None,
+    num_proc: int | None = None,
+) -> Path:
+    """Write `configs` to `out` (atomically); push them when `push_to_hub` is ORG/NAME."""
+    from attentionspan_datasets.builder import AttentionSpan, source_hash
+    from attentionspan_datasets.generation import DEFAULT_SEED
+
+    if not configs:
+        raise ValueError("give at least one CONFIG")
+    allowed = list(AttentionSpan.builder_configs)
+    unknown = [config for config in configs if config not in allowed]
+    if unknown:
+        raise ValueError(f"unknown config(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    if len(set(configs)) != len(configs):
+        raise ValueError(f"a config is listed twice: {' '.join(configs)}")
+    sizes = {"train": num_train, "validation": num_validation, "test": num_test}
+    for split, size in sizes.items():
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+            raise ValueError(f"--num-{split} must be a non-negative integer, got {size!r}")
+    seed = DEFAULT_SEED if seed is None else seed
+    out = Path(out)
+    if push_to_hub:
+        check_hub(push_to_hub)  # before anything is built or written
+    _check_out(out, overwrite)
+
+    kwargs = {f"num_{split}": size for split, size in sizes.items() if size is not None}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        infos = {}
+        for config in configs:
+            dataset_dict = build_config(config, cache_dir, num_proc, seed=seed, **kwargs)
+            infos[config] = (dataset_dict, write_parquet(dataset_dict, staging, config))
+        _write_card(staging, infos, seed, sizes, source_hash(), push_to_hub)
+        _replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if push_to_hub:
+        _push(infos, out, push_to_hub)
+    return out
+
+
+def _write_card(
+    folder: Path, infos: dict, seed: int, sizes: dict, source_hash: str, repo_id: str | None
+) -> None:
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard(
+        f"---\n{card_metadata(infos).to_yaml()}\n---\n\n"
+        + card_text(infos, seed, sizes, source_hash, repo_id)
+    )
+    (folder / "README.md").write_text(str(card), encoding="utf-8")
+
+
+def _replace(staging: Path, out: Path) -> None:
+    """Put the finished folder in place; an old `out` is moved aside first, then removed."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        os.rename(out, old / "data")
+    os.rename(staging, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _push(infos: dict, out: Path, repo_id: str) -> None:
+    """datasets' own push_to_hub per config, then our card over the README it wrote."""
+    from huggingface_hub import HfApi
+
+    try:
+        for config, (dataset_dict, _) in infos.items():
+            dataset_dict.push_to_hub(repo_id, config_name=config)
+        HfApi().upload_file(
+            path_or_fileobj=str(out / "README.md"),
+            path_in_repo="README.md",
+            repo_id=repo_id,
+            repo_type="dataset",
+            commit_message="AttentionSpan dataset card",
+        )
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise HubError(f"push to {repo_id} failed: {type(error).__name__}: {reason}") from None
