@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
@@ -83,15 +84,22 @@ def make_instance(table: str, symbols: str, config: ValueAssignmentConfig) -> In
     """The instance translating `symbols` through `table` (`B1E0D1A1C0`, key+value pairs)."""
     keys, values = table[0::2], table[1::2]
     pair_of = {key: j for j, key in enumerate(keys)}
-    if len(table) % 2 or len(pair_of) != len(keys) or not set(symbols) <= pair_of.keys():
+    if (
+        not symbols
+        or len(table) % 2
+        or len(pair_of) != len(keys)
+        or not set(symbols) <= pair_of.keys()
+    ):
         raise ValueError(
             f"{NAME}: table {table!r} must be key+value pairs with distinct keys that "
-            f"cover every symbol of {symbols!r}"
+            f"cover every symbol of the (non-empty) string {symbols!r}"
         )
     return _render(keys, values, [pair_of[s] for s in symbols], config)
 
 
-def _render(keys, values, pairs: list[int], config: ValueAssignmentConfig) -> Instance:
+def _render(
+    keys: Sequence[str], values: Sequence[str], pairs: list[int], config: ValueAssignmentConfig
+) -> Instance:
     table = "".join(map(str.__add__, keys, values))
     symbols = "".join([keys[j] for j in pairs])
     target = "".join([values[j] for j in pairs])
@@ -105,10 +113,13 @@ def _render(keys, values, pairs: list[int], config: ValueAssignmentConfig) -> In
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:
+    """The value after the visible key that equals the visible symbol s_i."""
     start = 2 * params["table_size"]
     symbol = visible[start + i]
+    if symbol is None:
+        return None
     for pos in range(0, start, 2):
-        if symbol is not None and visible[pos] == symbol:
+        if visible[pos] == symbol:
             return visible[pos + 1]
     return None
 

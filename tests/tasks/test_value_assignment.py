@@ -171,7 +171,7 @@ def test_table_of_one_pair():
 
 def test_make_instance_rejects_bad_tables():
     config = ValueAssignmentConfig()
-    for table, symbols in [("B1E", "B"), ("B1B0", "B"), ("B1E0", "BA")]:
+    for table, symbols in [("B1E", "B"), ("B1B0", "B"), ("B1E0", "BA"), ("B1", "")]:
         with pytest.raises(ValueError, match="value_assignment: table"):
             make_instance(table, symbols, config)
 
