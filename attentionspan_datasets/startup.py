@@ -13,7 +13,8 @@ Adding a hook is one line in POST_IMPORT_HOOKS, e.g. for lm-eval:
     "lm_eval.tasks": "lm_eval_tasks.registration:register",
 
 Rules the hooks live by:
-- cheap at start-up: only `sys`, `os` and `importlib.util` (already loaded by `site`);
+- cheap at start-up: this file imports only `sys` and `os`; importlib and warnings are
+  imported when a hook runs or fails;
 - a hook never breaks the host import: the module is imported exactly as without us, and an
   exception from the patch function becomes a RuntimeWarning;
 - `ATTENTIONSPAN_NO_AUTOREGISTER=1` turns all of it off (the .pth, and the arming on package
@@ -21,12 +22,8 @@ Rules the hooks live by:
 - a module that is already imported when `arm()` runs gets its hook at once.
 """
 
-from __future__ import annotations
-
-import importlib.util
 import os
 import sys
-import warnings
 
 ENV_DISABLE = "ATTENTIONSPAN_NO_AUTOREGISTER"
 
@@ -41,16 +38,24 @@ PTH_NAME = "attentionspan_autoregister.pth"
 
 # Executed by `site` for each start-up: a .pth line that starts with "import" is run with
 # exec(). It finds the installed package without importing it, loads this file under its
-# own name and arms the hooks; any failure is a warning, never a broken interpreter.
+# own name and arms the hooks; any failure is a warning, never a broken interpreter. It uses
+# the import system's own frozen modules (what importlib.util re-exports): importing
+# importlib.util would cost about 10 ms per start-up where site has not loaded it.
 _BOOT = (
+    "_p = None\n"
     "try:\n"
-    "    import importlib.util as _u, sys as _s\n"
-    "    _p = _u.find_spec('attentionspan_datasets')\n"
+    "    import sys as _s\n"
+    "    _x = _s.modules['_frozen_importlib_external']\n"
+    "    _i = _s.modules['_frozen_importlib']\n"
+    "    for _f in _s.meta_path:\n"
+    "        _p = hasattr(_f, 'find_spec') and _f.find_spec('attentionspan_datasets', None)\n"
+    "        if _p:\n"
+    "            break\n"
     "    if _p and _p.submodule_search_locations and"
     " 'attentionspan_datasets.startup' not in _s.modules:\n"
     "        _f = os.path.join(list(_p.submodule_search_locations)[0], 'startup.py')\n"
-    "        _m = _u.spec_from_file_location('attentionspan_datasets.startup', _f)\n"
-    "        _s.modules[_m.name] = _o = _u.module_from_spec(_m)\n"
+    "        _m = _x.spec_from_file_location('attentionspan_datasets.startup', _f)\n"
+    "        _s.modules[_m.name] = _o = _i.module_from_spec(_m)\n"
     "        _m.loader.exec_module(_o)\n"
     "        _o.arm()\n"
     "except Exception as _e:\n"
@@ -73,8 +78,12 @@ def run_hook(module_name: str) -> None:
         return
     path, _, function = target.partition(":")
     try:
+        import importlib
+
         getattr(importlib.import_module(path), function)()
     except Exception as error:  # never break the host import
+        import warnings
+
         warnings.warn(
             f"attentionspan: post-import hook {target} for {module_name!r} failed: {error!r}; "
             f"set {ENV_DISABLE}=1 to turn the hooks off",
@@ -110,11 +119,13 @@ class _PostImportFinder:
     attentionspan_post_import_hooks = True  # how arm() recognises an installed finder
 
     def __init__(self) -> None:
-        self._searching: set[str] = set()
+        self._searching = set()
 
     def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001, ANN201
         if fullname not in POST_IMPORT_HOOKS or fullname in self._searching or disabled():
             return None
+        import importlib.util
+
         self._searching.add(fullname)  # the search below must not find us again
         try:
             spec = importlib.util.find_spec(fullname)
