@@ -53,3 +53,24 @@ def save_tiny_llama(folder, tokenizer) -> str:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
     return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"), make_char_tokenizer())
+
+
+@pytest.fixture(scope="session")
+def save_llama():
+    """`save_llama(folder, tokenizer) -> folder`: a tiny random Llama for that tokenizer."""
+    return save_tiny_llama
+
+
+def our_task_manager(metadata=None):
+    """A TaskManager over our folder only: indexing lm-eval's 340 folders costs seconds."""
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_tasks import TASKS_DIR
+
+    return TaskManager(include_path=TASKS_DIR, include_defaults=False, metadata=metadata)
+
+
+@pytest.fixture(scope="session")
+def task_manager_for():
+    """`task_manager_for(metadata=None)`: see our_task_manager."""
+    return our_task_manager

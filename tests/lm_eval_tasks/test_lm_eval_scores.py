@@ -10,7 +10,6 @@ import math
 
 import pytest
 
-from lm_eval_tasks import TASKS_DIR
 from lm_eval_tasks.dataset import custom_dataset
 
 lm_eval = pytest.importorskip("lm_eval")
@@ -56,16 +55,9 @@ class StandIn(LM):
         raise NotImplementedError
 
 
-def our_task_manager(metadata=None):
-    """A TaskManager over our folder only: indexing lm-eval's 340 folders costs seconds."""
-    from lm_eval.tasks import TaskManager
-
-    return TaskManager(include_path=TASKS_DIR, include_defaults=False, metadata=metadata)
-
-
 @pytest.fixture(scope="module")
-def task_manager():
-    return our_task_manager()
+def task_manager(task_manager_for):
+    return task_manager_for()
 
 
 def expected_scores(task: str, mode: str) -> dict[str, float]:
@@ -137,14 +129,14 @@ def test_prompt_layout_zero_and_few_shot(task_manager):
     assert len(lines) == 5 and all(line in fewshot for line in lines[1:4])
 
 
-def test_metadata_and_model_args_through_lm_eval():
+def test_metadata_and_model_args_through_lm_eval(task_manager_for):
     """As the CLI does it: the TaskManager gets `model_args | metadata` as its metadata."""
     model_args = {"mode": "right", "max_length": 2048}  # max_length: a reversal field too
     results = lm_eval.simple_evaluate(
         model="attnspan-test-standin",
         model_args=model_args,
         tasks=["attnspan_reversal_id"],
-        task_manager=our_task_manager(model_args | {"size": 5, "seed": 3}),
+        task_manager=task_manager_for(model_args | {"size": 5, "seed": 3}),
         bootstrap_iters=0,
         log_samples=True,
     )
@@ -155,10 +147,10 @@ def test_metadata_and_model_args_through_lm_eval():
     assert docs[0]["prompt"] == custom_dataset("reversal_id", seed=3)["test"][0]["prompt"]
 
 
-def test_unknown_metadata_is_refused_by_name():
+def test_unknown_metadata_is_refused_by_name(task_manager_for):
     with pytest.raises(ValueError, match="unknown --metadata key.*'sise'.*allowed: seed, size"):
         lm_eval.simple_evaluate(
             model=StandIn("right"),
             tasks=["attnspan_reversal_id"],
-            task_manager=our_task_manager({"sise": 5}),
+            task_manager=task_manager_for({"sise": 5}),
         )

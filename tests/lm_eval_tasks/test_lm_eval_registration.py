@@ -1,0 +1,99 @@
+"""lm-eval finds our tasks and model type: the patches, in-process and in a fresh install."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lm_eval_tasks import TASKS_DIR, registration
+
+pytest.importorskip("lm_eval")
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, [TASKS_DIR]),
+        ("/my/tasks", [TASKS_DIR, "/my/tasks"]),
+        (["/a", Path("/b")], [TASKS_DIR, "/a", Path("/b")]),
+        ([TASKS_DIR + "/"], [TASKS_DIR + "/"]),  # already there: not twice
+        (Path(TASKS_DIR), [Path(TASKS_DIR)]),
+    ],
+)
+def test_with_tasks_dir(given, expected):
+    assert registration.with_tasks_dir(given) == expected
+
+
+@pytest.fixture
+def recorded_task_manager(monkeypatch):
+    """lm-eval's TaskManager with an __init__ that records its arguments instead of indexing."""
+    from lm_eval.tasks.manager import TaskManager
+
+    calls = []
+
+    def fake_init(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
+        calls.append({"include_path": include_path, "include_defaults": include_defaults})
+
+    monkeypatch.setattr(TaskManager, "__init__", fake_init)
+    return TaskManager, calls
+
+
+def test_patched_task_manager_includes_our_folder(recorded_task_manager):
+    TaskManager, calls = recorded_task_manager
+    registration.patch_task_manager()
+    registration.patch_task_manager()  # idempotent
+    TaskManager()
+    TaskManager(None, "/mine", metadata={"x": 1})
+    TaskManager(include_path=TASKS_DIR)
+    TaskManager(include_path="/only", include_defaults=False)  # the user asked for only these
+    assert [c["include_path"] for c in calls] == [
+        [TASKS_DIR],
+        [TASKS_DIR, "/mine"],
+        [TASKS_DIR],
+        "/only",
+    ]
+
+
+def test_model_type_is_registered_lazily():
+    from lm_eval.api.registry import get_model, model_registry
+
+    registration.register_model_type()
+    registration.register_model_type()
+    assert registration.MODEL_NAME in model_registry
+    from lm_eval_tasks.models import AttnspanHFLM
+
+    assert get_model("attnspan-hf") is AttnspanHFLM
+
+
+def test_hooks_are_in_the_startup_table():
+    from attentionspan_datasets.startup import POST_IMPORT_HOOKS
+
+    assert POST_IMPORT_HOOKS["lm_eval.tasks"] == "lm_eval_tasks.registration:patch_task_manager"
+    assert (
+        POST_IMPORT_HOOKS["lm_eval.api.registry"]
+        == "lm_eval_tasks.registration:register_model_type"
+    )
+
+
+@pytest.mark.slow
+def test_found_without_flags_after_pip_install(request, tmp_path):
+    """A wheel installed into a fresh venv: `lm-eval ls` and the registry see our names."""
+    try:
+        python = request.getfixturevalue("installed_python")
+    except pytest.FixtureLookupError:
+        pytest.skip("needs the installed_python fixture (tests/conftest.py)")
+    script = (
+        "import lm_eval_tasks, lm_eval.tasks, lm_eval.api.registry as r\n"
+        "tm = lm_eval.tasks.TaskManager()\n"
+        "print(lm_eval_tasks.TASKS_DIR)\n"
+        "print(' '.join(tm.match_tasks(['attnspan_*'])))\n"
+        "print('attnspan' in tm.all_groups, 'attnspan-hf' in r.model_registry)\n"
+    )
+    out = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert "site-packages" in out[0]
+    assert len(out[1].split()) == 12 and "attnspan_addition_ood" in out[1].split()
+    assert out[2] == "True True"
