@@ -1,0 +1,60 @@
+"""`attentionspan export`: files written, and bad input as one line with exit status 2."""
+
+from __future__ import annotations
+
+import datasets
+import pytest
+
+from attentionspan_datasets.cli import main
+
+SIZE_ARGS = ["--num-train", "12", "--num-validation", "4", "--num-test", "4"]
+
+
+def run_cli(capsys, *argv):
+    code = main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_export_writes_a_folder_load_dataset_reads(tmp_path, capsys):
+    out = tmp_path / "data"
+    code, stdout, _ = run_cli(
+        capsys, "export", "reversal_ood", "--out", out, "--seed", "3",
+        "--cache-dir", tmp_path / "cache", *SIZE_ARGS,
+    )  # fmt: skip
+    assert code == 0 and stdout.strip() == f"wrote {out}"
+    ds = datasets.load_dataset(str(out), "reversal_ood", cache_dir=str(tmp_path / "read"))
+    assert ds.num_rows == {"train": 12, "validation": 4, "test": 4}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["reversal_idd"], "unknown config(s) reversal_idd; allowed: reversal_id"),
+        (["reversal_id", "--num-train", "-5"], "--num-train must be a non-negative integer"),
+        (["reversal_id", "--push-to-hub", "org/name"], "cannot push to the Hub"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    code, _, err = run_cli(capsys, "export", *args, "--out", tmp_path / "data")
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("attentionspan export: error: ")
+    assert message in err
+    assert not (tmp_path / "data").exists()
+
+
+def test_non_empty_folder_needs_overwrite(tmp_path, capsys):
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "x").write_text("x")
+    code, _, err = run_cli(capsys, "export", "reversal_ood", "--out", out, *SIZE_ARGS)
+    assert code == 2 and "pass --overwrite" in err
+    code, _, _ = run_cli(
+        capsys, "export", "reversal_ood", "--out", out, "--overwrite",
+        "--cache-dir", tmp_path / "cache", *SIZE_ARGS,
+    )  # fmt: skip
+    assert code == 0 and not (out / "x").exists()
