@@ -85,7 +85,7 @@ def make_instance(operands: list[int], config: AdditionConfig) -> Instance:
     return Instance(NAME, prompt, result, reference, params)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=2048)
 def references(
     widths: tuple[int, ...], result_width: int, sufficient: bool
 ) -> tuple[list[int], ...]:

@@ -68,7 +68,7 @@ def make_instance(start: int, count: int, config: SuccessorConfig) -> Instance:
     return Instance(NAME, prompt, target, reference, params)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=2048)
 def references(widths: tuple[int, ...], sufficient: bool) -> tuple[list[int], ...]:
     """The mask rule. It depends on the layout alone (every number's width), never on digit
     values, so it is computed once per layout (make_instance copies it)."""
