@@ -130,3 +130,8 @@ def test_cached_masks_are_not_shared_between_instances():
     first = make_instance(12, 2, PAPER)
     first.reference[0].append(99)
     assert make_instance(45, 2, PAPER).reference[0] == [0]
+
+
+def test_the_instance_drawn_in_docs_is_still_generated():
+    """docs/tasks.md pastes this instance; a change to drawing must regenerate the docs."""
+    assert generate("successor_id", index=27).text == "8=9 10 11"
