@@ -30,6 +30,7 @@ from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_tas
 
 NAME = "long_addition"
 MAX_OPERANDS = 10  # the sufficient oracle recovers each carry mod 10: carries must stay < 10
+MAX_DIGITS = 1000  # far past any use; Python refuses str() of ints over 4300 digits
 
 
 @dataclass
@@ -41,8 +42,8 @@ class AdditionConfig(TaskConfig):
 
     def check(self) -> None:
         self.check_range("num_operands", 2, MAX_OPERANDS)
-        self.check_range("min_digits", 1)
-        self.check_range("max_digits", 1)
+        self.check_range("min_digits", 1, MAX_DIGITS)
+        self.check_range("max_digits", 1, MAX_DIGITS)
         self.check_min_max("min_digits", "max_digits")
 
 
