@@ -331,3 +331,10 @@ def test_features_are_the_data_contract():
     ]
     assert FEATURES["reference"] == datasets.List(datasets.List(datasets.Value("int32")))
     assert FEATURES["index"] == datasets.Value("int64")
+
+
+@pytest.mark.parametrize("config", REGISTERED_PRESETS)
+def test_params_json_is_json_dumps_sorted(config):
+    for index in range(20):
+        params = generate(config, index=index).params
+        assert builder_module.params_json(params) == json.dumps(params, sort_keys=True)
