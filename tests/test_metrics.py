@@ -43,3 +43,18 @@ def test_clean_prediction_keeps_inner_text():
 def test_bucket_metric_name_sorts_by_length():
     names = [bucket_metric_name("exact_match", n) for n in (10, 2, 1)]
     assert sorted(names) == ["exact_match_len_01", "exact_match_len_02", "exact_match_len_10"]
+
+
+def test_length_bins():
+    from attentionspan_datasets.metrics import bin_of, length_bins
+
+    assert length_bins([3, 1, 2]) == [(1, 1), (2, 2), (3, 3)]
+    assert length_bins(range(11, 51)) == [(s, s + 3) for s in range(11, 51, 4)]
+    assert length_bins([11, 100]) == [(s, min(s + 8, 100)) for s in range(11, 101, 9)]
+    assert length_bins([10, 20]) == [(10, 11), (12, 13), (14, 15), (16, 17), (18, 19), (20, 20)]
+    assert length_bins([]) == []
+    bins = length_bins(range(11, 51))
+    assert bin_of(12, bins) == (11, 14) and bin_of(50, bins) == (47, 50)
+    assert bin_of(51, bins) is None
+    assert bucket_metric_name("exact_match", 11, 14) == "exact_match_len_11_14"
+    assert bucket_metric_name("exact_match", 7, 7) == "exact_match_len_07"

@@ -7,6 +7,11 @@ import string
 import pytest
 
 CHARSET = string.printable  # letters, digits, punctuation, space and "\n"
+# A minimal chat template, so that --apply_chat_template can be tested.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
 
 
 def make_char_tokenizer():
@@ -19,13 +24,15 @@ def make_char_tokenizer():
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Split(Regex("(?m)."), behavior="isolated")
     backend.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         pad_token="<pad>",
         bos_token="<s>",
         eos_token="</s>",
         unk_token="<unk>",
     )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 def save_tiny_llama(folder, tokenizer) -> str:
