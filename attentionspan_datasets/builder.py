@@ -66,6 +66,7 @@ DATASET_NAME = "attentionspan"
 SPLITS = ("train", "validation", "test")
 DEFAULT_SPLIT_SIZES = {"train": 10_000, "validation": 1_000, "test": 1_000}
 NUM_SHARDS = 64  # enough for num_proc, DataLoader workers and nodes to divide the work
+MIN_SHARD_ROWS = 1_000  # smaller finite shards cost more in process start-up than they save
 STREAM_SHARD_SPAN = 2**40  # indices per shard of the unlimited train stream
 MAX_REDRAWS = 100  # a prompt still held out after this many redraws: the space is exhausted
 PROBE_SIZE = 2_000  # draws checked against the held-out prompts before a split is made
@@ -262,7 +263,7 @@ def _shards(size: int | None) -> list[tuple[int, int | None]]:
         spans = [(s * STREAM_SHARD_SPAN, (s + 1) * STREAM_SHARD_SPAN) for s in range(NUM_SHARDS)]
         spans[-1] = (spans[-1][0], None)
         return spans
-    count = max(1, min(NUM_SHARDS, size))
+    count = max(1, min(NUM_SHARDS, -(-size // MIN_SHARD_ROWS)))
     bounds = [size * s // count for s in range(count + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
 
@@ -352,6 +353,7 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
                 },
             )
             for split in SPLITS
+            if sizes[split] != 0  # datasets cannot read back an empty split: leave it out
         ]
 
     def _held_out(

@@ -233,10 +233,11 @@ def test_num_proc_2_writes_the_same_rows_as_num_proc_1(tmp_path):
 
 
 def test_shards_are_contiguous_blocks_or_unlimited_spans():
-    assert builder_module._shards(10) == [(i, i + 1) for i in range(10)]
-    blocks = builder_module._shards(1000)
+    assert builder_module._shards(10) == [(0, 10)]
+    assert builder_module._shards(2500) == [(0, 833), (833, 1666), (1666, 2500)]
+    blocks = builder_module._shards(1_000_000)
     assert len(blocks) == NUM_SHARDS
-    assert blocks[0][0] == 0 and blocks[-1][1] == 1000
+    assert blocks[0][0] == 0 and blocks[-1][1] == 1_000_000
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
     assert builder_module._shards(0) == [(0, 0)]
     spans = builder_module._shards(None)
@@ -338,3 +339,8 @@ def test_params_json_is_json_dumps_sorted(config):
     for index in range(20):
         params = generate(config, index=index).params
         assert builder_module.params_json(params) == json.dumps(params, sort_keys=True)
+
+
+def test_a_split_of_size_zero_is_left_out(tmp_path):
+    ds = build(tmp_path, "reversal_ood", num_train=5, num_validation=0, num_test=2)
+    assert ds.num_rows == {"train": 5, "test": 2}
