@@ -73,7 +73,7 @@ def make_instance(operands: list[int], config: AdditionConfig) -> Instance:
     texts = [str(v).zfill(width)[::-1] for v in operands]
     result = str(sum(operands)).zfill(width)[::-1]
     prompt = "+".join(texts) + "="
-    widths = tuple(len(t) for t in texts)
+    widths = tuple(map(len, texts))
     layout = (widths, len(result), config.mask == "sufficient")
     reference = list(map(list.copy, references(*layout)))  # fresh lists: the cache stays intact
     digits = [len(str(v)) for v in operands]

@@ -75,7 +75,7 @@ def make_instance(a: int, b: int, config: MultiplicationConfig) -> Instance:
     target = "+".join(rows) + "=" + product
 
     wa, wb = len(a_text), len(b_text)
-    row_widths = tuple(len(row) for row in rows)
+    row_widths = tuple(map(len, rows))
     layout = (wa, wb, row_widths, len(product), config.mask == "sufficient")
     reference = list(map(list.copy, references(*layout)))  # fresh lists: the cache stays intact
     da, db = len(str(a)), len(str(b))

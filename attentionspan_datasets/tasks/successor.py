@@ -62,7 +62,7 @@ def make_instance(start: int, count: int, config: SuccessorConfig) -> Instance:
     prompt = numbers[0] + "="
     target = " ".join(numbers[1:])
 
-    widths = tuple(len(n) for n in numbers)
+    widths = tuple(map(len, numbers))
     reference = list(map(list.copy, references(widths, config.mask == "sufficient")))
     params = {"length": count, "count": count, "widths": list(widths)}
     return Instance(NAME, prompt, target, reference, params)
