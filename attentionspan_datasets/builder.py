@@ -392,16 +392,16 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
         others = "validation" if split == "test" else "validation/test"
         exhausted = total / probe > MAX_HIT_RATE
         consequence = (
-            f"so {split} overlaps {others}; use smaller num_validation / num_test or a preset "
-            f"with more lengths"
+            f", so {split} overlaps {others}; use smaller num_validation / num_test or a preset "
+            f"with a larger input space"
             if exhausted
-            else f"they are redrawn, so {split} has fewer instances of these lengths than the "
+            else f" and are redrawn, so {split} has fewer instances of these lengths than the "
             f"preset's distribution"
         )
         warnings.warn(
             f"attentionspan config {self.config.name!r}: the input space is too small to keep "
             f"{others} prompts out of {split} by chance (distinct prompts, estimated: {space}): "
-            f"{total} of the first {probe} {split} draws ({total / probe:.1%}) repeat one; "
+            f"{total} of the first {probe} {split} draws ({total / probe:.1%}) repeat one"
             f"{consequence}",
             UserWarning,
             stacklevel=2,
