@@ -240,10 +240,11 @@ def split_instance(
     index: int,
     seed: int = DEFAULT_SEED,
     held_out: frozenset[str] = frozenset(),
+    first: Instance | None = None,
 ) -> Instance:
     """Row `index` of `split`: the first draw from streams `split`, `split#1`, ... whose
-    prompt is not in `held_out`."""
-    instance = generate(task_config, seed, index, stream=split)
+    prompt is not in `held_out`. `first`, if given, is the draw from stream `split`."""
+    instance = first or generate(task_config, seed, index, stream=split)
     attempt = 0
     while instance.prompt in held_out:
         attempt += 1
@@ -419,8 +420,8 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
         for position, (start, stop) in enumerate(shards):
             for instance in iter_instances(task_config, seed, start, stop, stream=split):
                 index = instance.index
-                if instance.prompt in held_out:  # rare: redraw as split_instance does
-                    instance = split_instance(task_config, split, index, seed, held_out)
+                if instance.prompt in held_out:
+                    instance = split_instance(task_config, split, index, seed, held_out, instance)
                 yield (
                     Key(position, index),
                     {
@@ -434,18 +435,19 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
                     },
                 )
 
-    def _generate_tables(self, **gen_kwargs: Any) -> Iterator[tuple[Key, pa.Table]]:
-        """The same rows as Arrow tables of BATCH_SIZE rows (keys: shard, batch)."""
+    def _generate_tables(
+        self, split: str, shards: list, task_config: TaskConfig, held_out: frozenset[str]
+    ) -> Iterator[tuple[Key, pa.Table]]:
+        """The same rows as Arrow tables of up to BATCH_SIZE rows, keyed (shard, batch)."""
         schema = FEATURES.arrow_schema
-        rows = self._generate_rows(**gen_kwargs)
-        for batch_id in itertools.count():
-            batch = list(itertools.islice(rows, BATCH_SIZE))
-            if not batch:
-                return
-            # A batch may span two shards; the key names the shard of its first row.
-            columns = {name: [row[name] for _, row in batch] for name in FEATURES}
-            table = pa.Table.from_pydict(columns, schema=schema)
-            yield Key(batch[0][0].original_shard_id, batch_id), table
+        for position, shard in enumerate(shards):
+            rows = self._generate_rows(split, [shard], task_config, held_out)
+            for batch_id in itertools.count():
+                batch = [row for _, row in itertools.islice(rows, BATCH_SIZE)]
+                if not batch:
+                    break
+                columns = {name: [row[name] for row in batch] for name in FEATURES}
+                yield Key(position, batch_id), pa.Table.from_pydict(columns, schema=schema)
 
 
 class _TypedRows(ExamplesIterable):
