@@ -75,8 +75,9 @@ def generate(rng: random.Random, config: FlipFlopConfig) -> Instance:
 
 @functools.lru_cache(maxsize=64)
 def _instruction_heads(weights: tuple[int, ...], num_registers: int) -> tuple[str, ...]:
-    """Every operation+register pair, each op repeated by its weight: drawing uniformly
-    from this list is twice as fast as weighted draws of op and register apart."""
+    """Every operation+register pair, each op repeated by its weight: one uniform draw
+    from this tuple replaces a weighted draw of the op (a bisect) and a draw of the register,
+    at a quarter of their cost."""
     registers = REGISTER_NAMES[:num_registers]
     return tuple(
         op + reg
@@ -89,8 +90,8 @@ def _instruction_heads(weights: tuple[int, ...], num_registers: int) -> tuple[st
 def make_instance(program: str, config: FlipFlopConfig) -> Instance:
     """The instance of a program in the paper's notation (`w11i11f10r10f10r1`, no "=").
 
-    A mid-sequence read's bit is set to the value its register holds (the character given
-    there is replaced), so the prompt is always consistent with the state.
+    A mid-sequence read's bit (given as 0 or 1) is replaced by the value its register holds,
+    so the prompt is always consistent with the state.
     """
     body, read_op, read_register = program[:-2], program[-2:-1], program[-1:]
     ops, registers, bits = body[0::3], body[1::3], body[2::3]
