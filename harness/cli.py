@@ -39,7 +39,8 @@ TRAIN_HELP = {
     "schedule": "learning-rate decay after warm-up",
     "warmup_ratio": "share of the steps spent warming up",
     "max_grad_norm": "gradient clipping norm (0: off)",
-    "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more",
+    "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more on "
+    "hardware with bf16 support (not AVX2-only CPUs, where it is slower)",
     "eval_every": "optimizer steps between ID evaluations (0: only at the end)",
     "eval_size": "validation instances per evaluation",
     "eval_batch_size": "batch size of evaluation",

@@ -1,7 +1,7 @@
 """Evaluate a causal LM on ID and OOD presets: greedy generation and teacher forcing.
 
     attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
-    accelerate launch --num_processes 2 --cpu -m harness.evaluate --model runs/rev/final ...
+    accelerate launch --multi_gpu --num_processes 2 -m harness.evaluate --model runs/rev/final ...
 
 For each config: exact match and partial accuracy of the greedy answer (the definitions in
 `attentionspan_datasets.metrics`, shared with lm-eval), teacher-forced token accuracy (the
@@ -156,8 +156,10 @@ def score_instances(
         max_new = max(e.target_len for e in encodings) + 1
         generated = generate_batch(model, char_tok, encodings, max_new, mixed_precision)
         forced = teacher_forced_batch(model, char_tok, encodings, mixed_precision)
-        for instance, ids, tf in zip(chunk, generated, forced):
-            answer = char_tok.decode(ids, skip_special_tokens=True)
+        for instance, enc, ids, tf in zip(chunk, encodings, generated, forced):
+            # Each answer is cut at its own target length + 1, so that what is saved does
+            # not depend on which other instances shared the batch.
+            answer = char_tok.decode(ids[: enc.target_len + 1], skip_special_tokens=True)
             scores = score(answer, instance.target)
             records.append(
                 {

@@ -4,7 +4,7 @@
     attentionspan train --model smollm2-135m-instruct --config addition_id --lr 5e-5 \\
         --instruction "Add the two numbers." --max-steps 600 --output runs/add
     attentionspan train --output runs/rev --resume          # after an interruption
-    accelerate launch --num_processes 2 --cpu -m harness.train --model scratch ...
+    accelerate launch --multi_gpu --num_processes 2 -m harness.train --model scratch ...
 
 Defaults are the paper's (Appendix E): AdamW, lr 5e-6, betas (0.95, 0.999), weight decay
 0.2, batch 4, 1 epoch; every one is an option. Loss is on the target tokens and the EOS
@@ -41,8 +41,9 @@ TRAINING_STATE_FILE = "training_state.pt"
 CHECKPOINT_PREFIX = "checkpoint-"
 TRAIN_STREAM = "train"
 VALIDATION_STREAM = "validation"
-# bf16 autocast pays off for large matrices (2.5x for the 135M model, FINDINGS.md); for a
-# model this small the casts cost more than they save (docs/performance.md).
+# bf16 autocast pays off for large matrices on hardware with bf16 units (2.5x for the 135M
+# model on an AVX512-BF16 CPU, FINDINGS.md); on an AVX2-only CPU it is emulated and several
+# times slower, and for tiny models the casts cost more than they save (docs/performance.md).
 AUTO_BF16_MIN_PARAMS = 20_000_000
 
 
@@ -169,11 +170,23 @@ def make_scheduler(optimizer, config: TrainConfig, total_steps: int):
     return get_scheduler(name, optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)
 
 
+def bf16_is_fast() -> bool:
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # AVX512-BF16 or AMX
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def resolve_mixed_precision(setting: str, model) -> str:
+    """`auto`: bf16 for models of 20M parameters or more where bf16 has hardware support."""
     if setting != "auto":
         return setting
     params = sum(p.numel() for p in model.parameters())
-    return "bf16" if params >= AUTO_BF16_MIN_PARAMS else "no"
+    return "bf16" if params >= AUTO_BF16_MIN_PARAMS and bf16_is_fast() else "no"
 
 
 def autocast(mode: str, device):

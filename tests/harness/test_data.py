@@ -1,0 +1,102 @@
+"""harness.data: indexed sources, shares per process, resumable order, collation and the
+dense reference masks built per batch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attentionspan_datasets import generate, iter_instances
+from harness.data import (
+    DatasetSource,
+    GeneratorSource,
+    PromptConfig,
+    collate,
+    instance_from_row,
+    shard_indices,
+    training_indices,
+)
+from harness.tokenization import IGNORE_INDEX, CharTokenizer, encode_instance
+
+
+@pytest.mark.parametrize("count,world", [(10, 1), (10, 2), (7, 2), (5, 3), (1, 2)])
+def test_shards_cover_the_range_once(count, world):
+    shares = [shard_indices(3, count, world, rank) for rank in range(world)]
+    assert [i for share in shares for i in share] == list(range(3, 3 + count))
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+def test_training_order_survives_a_resume_and_splits_between_processes():
+    def take(iterator, n):
+        return [list(next(iterator)) for _ in range(n)]
+
+    full = take(training_indices(0, 4, 1, 0), 6)
+    assert full[3:] == take(training_indices(12, 4, 1, 0), 3)
+    two = [take(training_indices(0, 2, 2, rank), 3) for rank in range(2)]
+    # Two processes with batch 2 see, step by step, what one process with batch 4 sees.
+    assert [a + b for a, b in zip(*two)] == full[:3]
+
+
+def test_generator_source_is_the_generator():
+    source = GeneratorSource("reversal_id", seed=5, stream="train", size=3)
+    assert source[2] == generate("reversal_id", seed=5, index=2, stream="train")
+    assert len(source) == 3
+    with pytest.raises(IndexError):
+        source[3]
+    with pytest.raises(ValueError, match="unknown config 'reversal_idd'; allowed: .*reversal_id"):
+        GeneratorSource("reversal_idd")
+
+
+def test_rows_of_the_data_contract_become_instances(tmp_path):
+    import json
+
+    from datasets import Dataset
+
+    instances = list(iter_instances("reversal_ood", stop=4))
+    rows = [{**x.to_dict(), "params": json.dumps(x.params)} for x in instances]
+    assert [instance_from_row(r) for r in rows] == instances
+    source = DatasetSource(Dataset.from_list(rows))
+    assert len(source) == 4 and source[3] == instances[3]
+
+
+def test_fewshot_examples_are_fixed_and_from_their_own_stream():
+    prompt = PromptConfig(num_fewshot=2, instruction="Reverse.")
+    instance = generate("reversal_id", index=4, stream="train")
+    shots = prompt.fewshot_for(instance)
+    assert shots == prompt.fewshot_for(instance) and len(shots) == 2
+    assert shots[0] == generate("reversal_id", index=8, stream="fewshot")
+    with pytest.raises(ValueError, match="num_fewshot"):
+        PromptConfig(num_fewshot=-1)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_collate_pads_and_shifts_masks(side, char_tokenizer):
+    char_tok = CharTokenizer(char_tokenizer)
+    instances = [generate("reversal_id", index=i) for i in range(6)]
+    encodings = [encode_instance(char_tok, x, instruction="Rev") for x in instances]
+    batch = collate(encodings, char_tok.pad_id, padding_side=side, masks=True)
+    length = max(len(e.input_ids) for e in encodings)
+    assert batch["input_ids"].shape == (6, length)
+    mask = batch["reference_mask"]
+    assert mask.shape == (6, length, length) and mask.dtype == torch.bool
+    for b, (x, enc) in enumerate(zip(instances, encodings)):
+        row = batch["attention_mask"][b]
+        real = row.nonzero().flatten().tolist()
+        assert batch["input_ids"][b, real].tolist() == enc.input_ids
+        assert (real[0] == 0) if side == "right" else (real[-1] == length - 1)
+        assert batch["position_ids"][b, real].tolist() == list(range(len(enc.input_ids)))
+        labels = batch["labels"][b]
+        assert labels[row == 0].eq(IGNORE_INDEX).all()
+        start = int(batch["target_start"][b])
+        assert batch["input_ids"][b, start : start + len(x.target)].tolist() == (
+            char_tok.encode_chars(x.target)
+        )
+        for i, ref in enumerate(x.reference):
+            query = start + i - 1  # predicts target[i]
+            keys = mask[b, query].nonzero().flatten().tolist()
+            assert [char_tok.decode([batch["input_ids"][b, k]]) for k in keys] == [
+                x.text[p] for p in sorted(ref)
+            ]
+        assert int(mask[b].sum()) == sum(len(r) for r in x.reference)
+    with pytest.raises(ValueError, match="padding_side"):
+        collate(encodings, 0, padding_side="middle")

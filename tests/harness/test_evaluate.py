@@ -1,0 +1,233 @@
+"""harness.evaluate: left-padded batched generation equals one-at-a-time generation on
+Llama, Qwen2 and Gemma3; metrics checked exactly with stand-in models whose answers are
+known; reports; and two processes under accelerate give the one-process results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from attentionspan_datasets import iter_instances
+from harness.data import PromptConfig
+from harness.evaluate import (
+    EvalConfig,
+    aggregate,
+    evaluate_model,
+    generate_batch,
+    markdown_table,
+    write_reports,
+)
+from harness.models import load_model
+from harness.tokenization import CharTokenizer, encode_instance
+
+REPO = Path(__file__).resolve().parents[2]
+# `--cpu --num_processes 2` starts ONE process in accelerate 1.15 (its multi-CPU path is
+# mpirun); `--multi_gpu` on a machine without GPUs runs torch.distributed on CPU (gloo).
+ACCELERATE_TWO_CPU_PROCESSES = [
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+]
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2", "gemma3"])
+def test_batched_left_padded_generation_equals_one_at_a_time(kind, tiny_model_dirs):
+    model, tokenizer = load_model(str(tiny_model_dirs[kind]))
+    model.eval()
+    char_tok = CharTokenizer(tokenizer)
+    # Lengths 1-30 make the left padding long (and cross Gemma3's sliding window of 16).
+    instances = list(iter_instances("string_reversal", stop=8, max_length=30))
+    encodings = [encode_instance(char_tok, x) for x in instances]
+    batched = generate_batch(model, char_tok, encodings, max_new_tokens=6)
+    alone = [generate_batch(model, char_tok, [e], max_new_tokens=6)[0] for e in encodings]
+    assert batched == alone
+    assert any(len(ids) > 0 for ids in batched)
+
+
+class StandInLM(torch.nn.Module):
+    """A "model" that answers `answer(instance)` and, teacher-forced, predicts the true next
+    token except where `tf_wrong(i, target)` says; enough to check the metric plumbing."""
+
+    def __init__(self, char_tok, instances, answer, tf_wrong=lambda i, target: False):
+        super().__init__()
+        self.char_tok = char_tok
+        self.by_prompt = {tuple(char_tok.encode_chars(x.prompt)): x for x in instances}
+        self.answer, self.tf_wrong = answer, tf_wrong
+        self.vocab = len(char_tok.tokenizer)
+        self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+    def _instance(self, ids):
+        for n in range(len(ids), 0, -1):
+            for start in range(len(ids) - n + 1):
+                x = self.by_prompt.get(tuple(ids[start : start + n]))
+                if x is not None and start + n == len(ids):
+                    return x
+        raise AssertionError("unknown prompt")
+
+    def generate(self, input_ids, attention_mask, max_new_tokens, **kwargs):
+        rows = []
+        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist()):
+            real = [i for i, m in zip(ids, mask) if m]
+            new = self.char_tok.encode_chars(self.answer(self._instance(real)))
+            new = (new + [self.char_tok.eos_id])[:max_new_tokens]
+            new += [self.char_tok.pad_id] * (max_new_tokens - len(new))
+            rows.append(ids + new)
+        return torch.tensor(rows)
+
+    def forward(self, input_ids, attention_mask, position_ids=None):
+        logits = torch.zeros(*input_ids.shape, self.vocab)
+        for b, ids in enumerate(input_ids.tolist()):
+            for q in range(len(ids) - 1):
+                logits[b, q, ids[q + 1]] = 1.0
+        # Mark the chosen target characters wrong: find each row's target after its prompt.
+        for b, ids in enumerate(input_ids.tolist()):
+            real = [i for i, m in zip(ids, attention_mask[b].tolist()) if m]
+            for x in self.by_prompt.values():
+                p = self.char_tok.encode_chars(x.prompt)
+                t = self.char_tok.encode_chars(x.target)
+                if real[-len(t) - 1 - len(p) : -len(t) - 1] == p and real[-len(t) - 1 : -1] == t:
+                    start = len(real) - len(t) - 1
+                    for i in range(len(t)):
+                        if self.tf_wrong(i, x.target):
+                            logits[b, start + i - 1] = 0
+                            logits[b, start + i - 1, self.char_tok.eos_id] = 1.0
+        return SimpleNamespace(logits=logits)
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+
+def run_stand_in(char_tokenizer, answer, tf_wrong=lambda i, t: False, num=12):
+    char_tok = CharTokenizer(char_tokenizer)
+    from harness.data import GeneratorSource
+
+    source = GeneratorSource("reversal_id", stream="test")
+    instances = [source[i] for i in range(num)]
+    model = StandInLM(char_tok, instances, answer, tf_wrong)
+    results, records = evaluate_model(
+        model, char_tokenizer, ["reversal_id"], num, batch_size=5, prompt=PromptConfig()
+    )
+    return instances, results["reversal_id"], records["reversal_id"]
+
+
+def test_metrics_of_a_perfect_model(char_tokenizer):
+    instances, res, records = run_stand_in(char_tokenizer, lambda x: x.target)
+    assert (res["exact_match"], res["partial_acc"], res["tf_token_acc"]) == (1.0, 1.0, 1.0)
+    assert [r["index"] for r in records] == list(range(12))
+    assert all(r["gen_correct"] == [1] * len(r["target"]) for r in records)
+
+
+def test_metrics_of_a_model_wrong_on_the_last_character(char_tokenizer):
+    def answer(x):
+        return x.target[:-1] + ("a" if x.target[-1] != "a" else "b")
+
+    instances, res, records = run_stand_in(
+        char_tokenizer, answer, tf_wrong=lambda i, t: i == len(t) - 1
+    )
+    assert res["exact_match"] == 0.0
+    expected = sum((len(x.target) - 1) / len(x.target) for x in instances) / len(instances)
+    assert res["partial_acc"] == pytest.approx(expected)
+    assert res["tf_token_acc"] == pytest.approx(expected)
+    for r in records:
+        assert r["tf_correct"] == [1] * (len(r["target"]) - 1) + [0]
+        assert r["gen_correct"] == r["tf_correct"]
+    # Per length: the mean over the instances of that length.
+    by_length = {}
+    for x in instances:
+        by_length.setdefault(x.params["length"], []).append((len(x.target) - 1) / len(x.target))
+    for length, values in by_length.items():
+        row = res["per_length"][str(length)]
+        assert row["n"] == len(values)
+        assert row["partial_acc"] == pytest.approx(sum(values) / len(values))
+
+
+def test_metrics_of_empty_and_too_long_answers(char_tokenizer):
+    _, res, _ = run_stand_in(char_tokenizer, lambda x: "")
+    assert (res["exact_match"], res["partial_acc"]) == (0.0, 0.0)
+    _, res, records = run_stand_in(char_tokenizer, lambda x: x.target + "zz")
+    # Generation stops one token past the target: already wrong, still fully "partial".
+    assert (res["exact_match"], res["partial_acc"]) == (0.0, 1.0)
+    assert all(r["prediction"] == r["target"] + "z" for r in records)
+
+
+def test_reports(tmp_path, char_tokenizer):
+    _, res, records = run_stand_in(char_tokenizer, lambda x: x.target)
+    config = EvalConfig(model="m", configs=["reversal_id"], num=12, output=str(tmp_path))
+    write_reports(tmp_path, config, {"reversal_id": res}, {"reversal_id": records}, 1.5)
+    report = json.loads((tmp_path / "results.json").read_text())
+    assert report["results"]["reversal_id"]["exact_match"] == 1.0
+    lines = (tmp_path / "predictions-reversal_id.jsonl").read_text().splitlines()
+    assert [json.loads(line)["index"] for line in lines] == list(range(12))
+    table = (tmp_path / "results.md").read_text()
+    assert "| reversal_id | 12 | 1.000 | 1.000 | 1.000 |" in table
+    assert table == markdown_table({"reversal_id": res})
+    assert aggregate(records)["n"] == 12
+
+
+def test_eval_config_is_validated():
+    with pytest.raises(ValueError, match="--num"):
+        EvalConfig(model="m", num=0)
+    with pytest.raises(ValueError, match="mixed_precision"):
+        EvalConfig(model="m", mixed_precision="fp8")
+
+
+@pytest.mark.slow
+def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
+    model = str(tiny_model_dirs["llama"])
+    common = [
+        "--model",
+        model,
+        "--configs",
+        "reversal_id",
+        "reversal_ood",
+        "-n",
+        "9",
+        "--batch-size",
+        "4",
+    ]
+    one = subprocess.run(
+        [sys.executable, "-m", "harness.evaluate", *common, "--output", str(tmp_path / "one")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            *ACCELERATE_TWO_CPU_PROCESSES,
+            "-m",
+            "harness.evaluate",
+            *common,
+            "--output",
+            str(tmp_path / "two"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert two.returncode == 0, two.stderr[-3000:]
+    for name in ("predictions-reversal_id.jsonl", "predictions-reversal_ood.jsonl"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
+    results = [
+        json.loads((tmp_path / d / "results.json").read_text())["results"] for d in ("one", "two")
+    ]
+    assert results[0] == results[1]
+    assert "2 process(es)" in two.stdout

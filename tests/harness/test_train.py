@@ -1,0 +1,233 @@
+"""harness.train on a tiny scratch Llama: files written, resume equals an uninterrupted run,
+data from `datasets`, gradient accumulation, bad input, and two DDP processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from harness.data import PromptConfig
+from harness.models import ScratchConfig
+from harness.train import TrainConfig, train
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ScratchConfig(
+    hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=128
+)
+ACCELERATE_TWO_CPU_PROCESSES = [
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+]
+
+
+def tiny_config(output, **overrides) -> TrainConfig:
+    values = dict(
+        model="scratch",
+        output=str(output),
+        config="reversal_id",
+        lr=1e-3,
+        batch_size=4,
+        max_steps=6,
+        log_every=2,
+        eval_size=8,
+        eval_batch_size=8,
+        scratch=TINY,
+    )
+    return TrainConfig(**{**values, **overrides})
+
+
+def log_lines(output):
+    return [json.loads(line) for line in (Path(output) / "log.jsonl").read_text().splitlines()]
+
+
+def weights(folder):
+    return load_file(str(Path(folder) / "model.safetensors"))
+
+
+def test_a_run_writes_model_config_log_and_keeps_the_last_checkpoints(tmp_path):
+    final = train(tiny_config(tmp_path, save_every=2, keep_checkpoints=2), progress=False)
+    assert final == tmp_path / "final"
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["checkpoint-4", "checkpoint-6", "final", "log.jsonl", "train_config.json"]
+    run = json.loads((final / "attentionspan_run.json").read_text())
+    assert run["state"]["step"] == 6 and run["state"]["next_index"] == 24
+    assert run["train"]["lr"] == 1e-3 and run["scratch"]["hidden_size"] == 32
+    assert set(run["final_eval"]) == {"n", "exact_match", "partial_acc", "tf_token_acc"}
+    assert (final / "model.safetensors").is_file() and (final / "tokenizer.json").is_file()
+    assert not (final / "training_state.pt").exists()
+    assert (tmp_path / "checkpoint-6" / "training_state.pt").is_file()
+    steps = [r for r in log_lines(tmp_path) if "loss" in r]
+    assert [r["step"] for r in steps] == [2, 4, 6]
+    assert [r["next_index"] for r in steps] == [8, 16, 24]
+    assert all(r["tokens_per_s"] > 0 and r["loss"] > 0 for r in steps)
+    assert steps[-1]["lr"] == 0.0  # linear decay to zero
+
+
+def test_resume_gives_the_uninterrupted_run(tmp_path):
+    straight = train(tiny_config(tmp_path / "a", save_every=3), progress=False)
+    interrupted = tiny_config(tmp_path / "b", save_every=3)
+    train(interrupted, stop_after=3, progress=False)
+    assert not (tmp_path / "b" / "final").exists()
+    resumed = train(TrainConfig(output=str(tmp_path / "b")), resume=True, progress=False)
+    a, b = weights(straight), weights(resumed)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.allclose(a[name], b[name], atol=1e-6), name
+    indices = [[r["next_index"] for r in log_lines(tmp_path / d) if "loss" in r] for d in "ab"]
+    assert indices[0] == indices[1]
+
+
+def test_resume_without_checkpoint_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="no checkpoint to resume"):
+        train(tiny_config(tmp_path), resume=True, progress=False)
+
+
+def test_train_from_a_dataset_with_a_prompt(tmp_path):
+    from datasets import Dataset
+
+    from attentionspan_datasets import iter_instances
+    from harness.evaluate import EvalConfig, run
+
+    rows = [
+        {**x.to_dict(), "params": json.dumps(x.params)}
+        for x in iter_instances("reversal_id", stop=12, stream="elsewhere")
+    ]
+    (tmp_path / "data").mkdir()
+    Dataset.from_list(rows).to_parquet(str(tmp_path / "data" / "train.parquet"))
+    prompt = PromptConfig(instruction="Reverse.", num_fewshot=1)
+    config = tiny_config(
+        tmp_path / "run",
+        dataset=str(tmp_path / "data"),
+        max_steps=0,
+        epochs=2,
+        prompt=prompt,
+        grad_accum=2,
+        batch_size=3,
+    )
+    final = train(config, progress=False)
+    state = json.loads((final / "attentionspan_run.json").read_text())["state"]
+    assert state["step"] == 4  # 2 epochs of 12 rows, 6 rows per optimizer step
+    assert state["next_index"] == 24
+    # eval reuses the prompt the model was trained with
+    run(EvalConfig(model=str(final), configs=["reversal_id"], num=4, output=str(tmp_path / "eval")))
+    report = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert report["eval_config"]["prompt"]["instruction"] == "Reverse."
+    assert report["eval_config"]["prompt"]["num_fewshot"] == 1
+
+
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("lr", 0.0, "'lr' must be > 0"),
+        ("beta1", 1.0, r"'beta1' must be in \[0, 1\)"),
+        ("batch_size", 0, "'batch_size' must be >= 1"),
+        ("schedule", "step", "'schedule' must be one of linear, cosine, constant"),
+        ("mixed_precision", "fp8", "'mixed_precision' must be one of auto, no, bf16"),
+    ],
+)
+def test_options_are_validated(tmp_path, field, value, match):
+    with pytest.raises(ValueError, match=match):
+        tiny_config(tmp_path, **{field: value})
+
+
+def test_a_character_the_tokenizer_lacks_is_named(tmp_path):
+    scratch = ScratchConfig(**{**TINY.__dict__, "charset": "0123456789="})
+    with pytest.raises(ValueError, match=r"no single token for the character '[A-Za-z]'"):
+        train(tiny_config(tmp_path, scratch=scratch), progress=False)
+
+
+def test_out_of_memory_suggests_a_smaller_batch(tmp_path, monkeypatch):
+    import harness.train
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: "
+            "can't allocate memory: you tried to allocate 123456789 bytes"
+        )
+
+    monkeypatch.setattr(harness.train, "collate", no_memory)
+    with pytest.raises(
+        ValueError, match="out of memory at --batch-size 4; try --batch-size 2 --grad-accum 2"
+    ):
+        train(tiny_config(tmp_path), progress=False)
+
+
+@pytest.mark.slow
+def test_two_ddp_processes_train_and_evaluate(tmp_path):
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        *ACCELERATE_TWO_CPU_PROCESSES,
+        "-m",
+        "harness.train",
+        "--model",
+        "scratch",
+        "--output",
+        str(tmp_path),
+        "--lr",
+        "1e-3",
+        "--max-steps",
+        "4",
+        "--batch-size",
+        "2",
+        "--log-every",
+        "2",
+        "--eval-size",
+        "6",
+        "--save-every",
+        "2",
+        "--no-progress",
+        "--scratch-hidden-size",
+        "32",
+        "--scratch-num-layers",
+        "2",
+        "--scratch-num-heads",
+        "2",
+        "--scratch-intermediate-size",
+        "64",
+    ]
+    done = subprocess.run(
+        command,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads((tmp_path / "final" / "attentionspan_run.json").read_text())
+    # Two processes of batch 2: 4 instances per step, each process its own share.
+    assert run["state"]["next_index"] == 16
+    assert run["final_eval"]["n"] == 6  # the evaluation was gathered from both processes
+    steps = [r for r in log_lines(tmp_path) if "loss" in r]
+    assert [r["next_index"] for r in steps] == [8, 16]
+    # A DDP checkpoint resumes in one process.
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.train",
+            "--output",
+            str(tmp_path),
+            "--resume",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
