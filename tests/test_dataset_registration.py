@@ -184,3 +184,17 @@ def test_environment_variable_turns_the_hook_off(installed_python, tmp_path):
 def test_the_wheel_installs_the_start_up_line(installed_python):
     (pth,) = installed_python.parents[1].glob(f"lib/python*/site-packages/{startup.PTH_NAME}")
     assert pth.read_text() == startup.PTH_LINE
+
+
+@pytest.mark.slow
+def test_editable_install_gets_the_start_up_hook_too(tmp_path_factory, tmp_path):
+    from conftest import copy_sources, fresh_venv
+
+    root = tmp_path_factory.mktemp("editable")
+    source = copy_sources(root / "source")
+    python = fresh_venv(root / "venv", "-e", source)
+    result = run_installed(python, LOAD_CODE, tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert Path(out["package"]).is_relative_to(source)
+    assert out["streamed"] == [0, 1, 2]
