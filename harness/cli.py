@@ -140,9 +140,17 @@ def train_config_from_args(args: argparse.Namespace):
     return TrainConfig(**values)
 
 
+def quiet_transformers() -> None:
+    """No per-file "Loading weights" bars: the command prints its own progress."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
 def run_train(args: argparse.Namespace) -> int:
     from harness.train import train
 
+    quiet_transformers()
     config = train_config_from_args(args)
     final = train(config, resume=args.resume, progress=not args.no_progress)
     print(final)
@@ -179,6 +187,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from harness.data import PromptConfig
     from harness.evaluate import EvalConfig, run, saved_run_config
 
+    quiet_transformers()
     prompt = None
     if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
         saved = saved_run_config(args.model) if Path(args.model).is_dir() else None

@@ -325,11 +325,11 @@ def train(
     checkpoint = None
     if resume:
         config, state, checkpoint = load_resume(output)
+    source = make_source(config)  # a bad preset fails before the model is loaded
     model, tokenizer = load_model(
         str(checkpoint) if checkpoint else config.model, scratch=config.scratch
     )
     char_tok = CharTokenizer(tokenizer)
-    source = make_source(config)
     epoch_size = len(source)
     world = accelerator.num_processes
     per_step = config.batch_size * config.grad_accum * world

@@ -1,0 +1,120 @@
+"""`attentionspan train / eval / models`: end to end on tiny models, one-line errors, and no
+torch import for commands that do not need it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attentionspan_datasets.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+TINY_ARGS = [
+    "--scratch-hidden-size",
+    "32",
+    "--scratch-num-layers",
+    "2",
+    "--scratch-num-heads",
+    "2",
+    "--scratch-intermediate-size",
+    "64",
+]
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_train_then_eval_with_the_saved_defaults(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "scratch",
+                "--output",
+                str(out),
+                "--max-steps",
+                "3",
+                "--lr",
+                "1e-3",
+                "--eval-size",
+                "4",
+                "--no-progress",
+                *TINY_ARGS,
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.strip() == str(out / "final")
+    # No --configs: the training preset and its OOD twin.
+    assert (
+        main(["eval", "--model", str(out / "final"), "-n", "3", "--output", str(tmp_path / "eval")])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "| reversal_id | 3 |" in printed and "| reversal_ood | 3 |" in printed
+    report = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert list(report["results"]) == ["reversal_id", "reversal_ood"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["eval", "--model", "{tmp}/missing", "--configs", "reversal_id"], "does not exist"),
+        (
+            ["eval", "--model", "{tiny}", "--configs", "reversal_idd"],
+            "unknown config 'reversal_idd'",
+        ),
+        (["eval", "--model", "{tiny}"], "no --configs given"),
+        (
+            ["train", "--model", "{tiny}", "--config", "nope", "--output", "{tmp}/o"],
+            "unknown config 'nope'",
+        ),
+        (["train", "--model", "scratch", "--output", "{tmp}/o", "--lr", "-1"], "'lr' must be > 0"),
+        (
+            [
+                "train",
+                "--model",
+                "scratch",
+                "--scratch-charset",
+                "0123456789=",
+                "--output",
+                "{tmp}/o",
+                "--max-steps",
+                "1",
+            ],
+            "no single token for the character",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(args, message, tmp_path, tiny_model_dirs, capsys):
+    args = [a.format(tmp=tmp_path, tiny=tiny_model_dirs["llama"]) for a in args]
+    assert main(args) == 2
+    line = one_error_line(capsys)
+    assert message in line and line.startswith(f"attentionspan {args[0]}: error:")
+
+
+def test_models_list(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path))
+    assert main(["models", "list"]) == 0
+    assert capsys.readouterr().out.startswith("smollm2-135m-instruct\t")
+    with pytest.raises(SystemExit):
+        main(["models", "fetch", "gpt-5"])
+
+
+def test_parser_does_not_import_torch():
+    code = (
+        "import sys; from attentionspan_datasets.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
