@@ -23,7 +23,7 @@ from attentionspan_datasets.tasks import TASKS, Instance, TaskConfig  # noqa: F4
 __version__ = "0.1.0"
 
 
-def load(config: str = "reversal_id", **kwargs: Any) -> Any:
+def load(config: str, **kwargs: Any) -> Any:
     """`datasets.load_dataset("attentionspan", config, **kwargs)` through public builder
     methods only: `split`, `streaming`, `cache_dir`, `num_proc`, `download_mode`, and the
     config keywords (task fields, `mask`, `seed`, `num_train`, ...). See builder.load."""

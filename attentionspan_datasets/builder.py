@@ -23,11 +23,12 @@ Where more than half of a probe of draws would be redrawn, the space is exhauste
 `successor_id` has a few hundred prompts): the splits are left to overlap, and the warning
 says so.
 
-Sharding. A finite split is cut into contiguous blocks of indices, so a build with
-`num_proc=2` writes the same rows in the same order as `num_proc=1`. The streamed `train`
-split is unlimited: shard s covers indices [s * 2**40, (s + 1) * 2**40) and the last shard
-never ends. One process reads shard 0 (indices 0, 1, 2, ... as in a built split); DataLoader
-workers and `split_dataset_by_node` ranks read disjoint shards, so they never share a row.
+Sharding. A finite split is cut into up to 64 contiguous blocks of indices (of at least 1,000
+rows), so a build with `num_proc=2` writes the same rows in the same order as `num_proc=1`.
+The streamed `train` split is unlimited: shard s covers indices [s * 2**40, (s + 1) * 2**40)
+and the last shard never ends. One process reads shard 0 (indices 0, 1, 2, ... as in a built
+split); DataLoader workers and `split_dataset_by_node` ranks read disjoint shards, so they
+never share a row.
 """
 
 from __future__ import annotations
@@ -290,11 +291,12 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
     """Algorithmic tasks with reference attention masks ("Attend or Perish").
 
     Why not a plain GeneratorBasedBuilder: datasets encodes and decodes every yielded
-    example against the features, and converts nested lists to and from Arrow; for the
-    `reference` column that costs 2-5x the generation itself (measured while streaming:
-    3.2k vs 17.5k addition_ood instances/s). So a build writes Arrow tables made in
+    example against the features, which for the nested `reference` lists costs several
+    times the generation itself (measured streaming addition_ood: 3.2k rows/s against 17.5k
+    from the generator alone; docs/performance.md). So a build writes Arrow tables made in
     batches (`_generate_tables`), and a stream yields the rows as plain Python, already of
-    the feature types (`_get_examples_iterable_for_split` marks them typed).
+    the feature types (`_get_examples_iterable_for_split` marks them typed). `__init__`
+    only adds defaults for direct use.
     """
 
     VERSION = VERSION
@@ -477,7 +479,7 @@ class _TypedRows(ExamplesIterable):
 
 
 def load(
-    config: str = AttentionSpan.DEFAULT_CONFIG_NAME,
+    config: str,
     *,
     split: str | None = None,
     streaming: bool = False,
