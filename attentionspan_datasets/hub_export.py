@@ -316,6 +316,8 @@ def export(
     for split, size in sizes.items():
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
             raise ValueError(f"--num-{split} must be a non-negative integer, got {size!r}")
+    if all(size == 0 for size in sizes.values()):
+        raise ValueError("nothing to export: --num-train, --num-validation and --num-test are 0")
     seed = DEFAULT_SEED if seed is None else seed
     out = Path(out)
     if push_to_hub:

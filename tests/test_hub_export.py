@@ -195,6 +195,11 @@ def test_push_calls_push_to_hub_per_config_and_uploads_the_card(tmp_path, monkey
         (["reversal_id", "reversal_id"], {}, "listed twice"),
         (["reversal_id"], {"num_test": -1}, "--num-test must be a non-negative integer"),
         (["reversal_id"], {"push_to_hub": "just-a-name"}, "expects ORG/NAME"),
+        (
+            ["reversal_id"],
+            {"num_train": 0, "num_validation": 0, "num_test": 0},
+            "nothing to export",
+        ),
     ],
 )
 def test_bad_input(tmp_path, configs, kwargs, message):
