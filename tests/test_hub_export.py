@@ -13,7 +13,7 @@ from attentionspan_datasets.builder import FEATURES, AttentionSpan
 from attentionspan_datasets.hub_export import HubError, export
 
 SIZES = {"num_train": 30, "num_validation": 8, "num_test": 8}
-CONFIGS = ["reversal_id", "reversal_ood"]
+CONFIGS = ["reversal_id", "addition_ood"]
 
 
 @pytest.fixture(autouse=True)
@@ -181,7 +181,7 @@ def test_push_calls_push_to_hub_per_config_and_uploads_the_card(tmp_path, monkey
     )
     assert calls == [
         ("push", "org/name", "reversal_id"),
-        ("push", "org/name", "reversal_ood"),
+        ("push", "org/name", "addition_ood"),
         ("card", "org/name", "README.md"),
     ]
     assert 'load_dataset("org/name", "reversal_id")' in (out / "README.md").read_text()
