@@ -30,7 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--num-train", type=int, metavar="N", help="train rows (10,000)")
     parser.add_argument("--num-validation", type=int, metavar="N", help="validation rows (1,000)")
     parser.add_argument("--num-test", type=int, metavar="N", help="test rows (1,000)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="generation seed")
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"generation seed ({DEFAULT_SEED})"
+    )
     parser.add_argument(
         "--num-proc",
         type=int,
