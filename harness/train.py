@@ -364,6 +364,7 @@ def train(
         state.next_index, config.batch_size, world, accelerator.process_index
     )
     run_start = time.perf_counter() - state.elapsed_s
+    cpu_start = time.process_time()  # this invocation's CPU time: robust on a shared machine
     window_tokens, window_start, window_loss, window_steps = 0, time.perf_counter(), 0.0, 0
     steps_this_run = 0
     eval_results: dict[str, Any] = {}
@@ -443,6 +444,8 @@ def train(
                 "tokens_per_s": tokens_per_s,
                 "next_index": state.next_index,
                 "elapsed_s": round(state.elapsed_s, 2),
+                "tokens": state.tokens,
+                "cpu_s": round(time.process_time() - cpu_start, 3),
             }
             if main:
                 with log_path.open("a") as log:
