@@ -89,6 +89,7 @@ def custom_dataset(preset: str, **metadata: Any):
     config = generation.resolve_config(preset, **overrides)
     instruction = options.get("instruction", instruction_for(config.task_name))
     listed = default_bins(preset)
+    names = [bucket_metric_name("exact_match", *b) for b in listed]
     splits = {
         "test": _rows(preset, config, options["seed"], options["size"], TEST_STREAM),
         "fewshot": _rows(preset, config, options["seed"], options["fewshot_size"], FEWSHOT_STREAM),
@@ -97,7 +98,7 @@ def custom_dataset(preset: str, **metadata: Any):
         for row in rows:
             row["instruction"] = instruction
             row["length_bin"] = _bin_metric(row["length"], listed)
-            row["length_bins"] = [bucket_metric_name("exact_match", *b) for b in listed]
+            row["length_bins"] = names
     return datasets.DatasetDict(
         {name: datasets.Dataset.from_list(rows) for name, rows in splits.items()}
     )
