@@ -75,7 +75,7 @@ def make_instance(operands: list[int], config: AdditionConfig) -> Instance:
     prompt = "+".join(texts) + "="
     widths = tuple(map(len, texts))
     layout = (widths, len(result), config.mask == "sufficient")
-    reference = list(map(list.copy, references(*layout)))  # fresh lists: the cache stays intact
+    reference = list(map(list, references(*layout)))  # each instance owns its rows
     digits = [len(str(v)) for v in operands]
     params = {
         "length": max(digits),
@@ -89,12 +89,12 @@ def make_instance(operands: list[int], config: AdditionConfig) -> Instance:
 @functools.lru_cache(maxsize=2048)
 def references(
     widths: tuple[int, ...], result_width: int, sufficient: bool
-) -> tuple[list[int], ...]:
+) -> tuple[tuple[int, ...], ...]:
     """The mask rule. It depends on the layout alone (the widths), never on digit values, so
     it is computed once per layout."""
     result_start = sum(widths) + len(widths)  # the operands, their "+" and the "="
     rows = column_references(operand_starts(widths), widths, result_start, result_width, sufficient)
-    return tuple(rows)
+    return tuple(map(tuple, rows))
 
 
 def operand_starts(widths: list[int]) -> list[int]:

@@ -77,7 +77,7 @@ def make_instance(a: int, b: int, config: MultiplicationConfig) -> Instance:
     wa, wb = len(a_text), len(b_text)
     row_widths = tuple(map(len, rows))
     layout = (wa, wb, row_widths, len(product), config.mask == "sufficient")
-    reference = list(map(list.copy, references(*layout)))  # fresh lists: the cache stays intact
+    reference = list(map(list, references(*layout)))  # each instance owns its rows
     da, db = len(str(a)), len(str(b))
     params = {
         "length": max(da, db),
@@ -91,10 +91,10 @@ def make_instance(a: int, b: int, config: MultiplicationConfig) -> Instance:
 @functools.lru_cache(maxsize=2048)
 def references(
     wa: int, wb: int, row_widths: tuple[int, ...], product_width: int, sufficient: bool
-) -> tuple[list[int], ...]:
+) -> tuple[tuple[int, ...], ...]:
     """The mask rule. It depends on the layout alone (the widths), never on digit values, so
-    it is computed once per layout (multiplication_ood has about 2,500 layouts; the
-    cache keeps the 2,048 most recent, about 10 MB)."""
+    it is computed once per layout (multiplication_ood has about 2,500 layouts; the cache
+    keeps the 2,048 most recent). Tuples of ints: the garbage collector need not track them."""
     reference: list = []
     starts = []
     pos = wa + wb + 2  # start of the current partial product, after "a*b="
@@ -120,7 +120,7 @@ def references(
         reference.append([bj])  # the "+" or "=" closing this row
         pos += w + 1
     reference += column_references(starts, list(row_widths), pos, product_width, sufficient)
-    return tuple(reference)
+    return tuple(map(tuple, reference))
 
 
 def row_digit(visible: list, wa: int, bj: int, row_start: int, k: int, m: int) -> str:

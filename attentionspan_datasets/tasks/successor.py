@@ -63,13 +63,13 @@ def make_instance(start: int, count: int, config: SuccessorConfig) -> Instance:
     target = " ".join(numbers[1:])
 
     widths = tuple(map(len, numbers))
-    reference = list(map(list.copy, references(widths, config.mask == "sufficient")))
+    reference = list(map(list, references(widths, config.mask == "sufficient")))
     params = {"length": count, "count": count, "widths": list(widths)}
     return Instance(NAME, prompt, target, reference, params)
 
 
 @functools.lru_cache(maxsize=2048)
-def references(widths: tuple[int, ...], sufficient: bool) -> tuple[list[int], ...]:
+def references(widths: tuple[int, ...], sufficient: bool) -> tuple[tuple[int, ...], ...]:
     """The mask rule. It depends on the layout alone (every number's width), never on digit
     values, so it is computed once per layout (make_instance copies it)."""
     reference = []
@@ -86,7 +86,7 @@ def references(widths: tuple[int, ...], sufficient: bool) -> tuple[list[int], ..
         if k < len(widths) - 1:
             reference.append([prev_end])  # the space: where the previous number ended
         prev_end += 1 + width
-    return tuple(reference)
+    return tuple(map(tuple, reference))
 
 
 def oracle(visible: list, params: dict, i: int) -> str:
