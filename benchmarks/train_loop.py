@@ -1,6 +1,7 @@
 """Our training loop against a bare PyTorch loop on the same model and batches.
 
     OMP_NUM_THREADS=1 python benchmarks/train_loop.py [--steps 60] [--rounds 3] [--batch-size 32]
+    OMP_NUM_THREADS=1 python benchmarks/train_loop.py --mixed-precision bf16   # bf16 vs fp32
 
 Target (issue 5): `harness.train.train` keeps at least 90% of the bare loop's tokens/s, so
 instance generation, encoding, collation, accelerate and logging cost little. Both train the
@@ -32,11 +33,11 @@ def bare_loop(config, steps: int) -> tuple[float, float, int]:
     import torch
 
     from harness.data import GeneratorSource, collate, training_indices
-    from harness.models import build_scratch
+    from harness.models import load_model
     from harness.tokenization import CharTokenizer
-    from harness.train import TRAIN_STREAM, make_optimizer, make_scheduler
+    from harness.train import TRAIN_STREAM, autocast, make_optimizer, make_scheduler
 
-    model, tokenizer = build_scratch(config.scratch)
+    model, tokenizer = load_model(config.model, scratch=config.scratch)
     char_tok = CharTokenizer(tokenizer)
     source = GeneratorSource(
         config.config, seed=config.seed, stream=TRAIN_STREAM, size=config.train_size
@@ -55,7 +56,8 @@ def bare_loop(config, steps: int) -> tuple[float, float, int]:
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
     wall, cpu = time.perf_counter(), time.process_time()
     for batch in batches:
-        loss = model(**batch).loss
+        with autocast(config.mixed_precision, torch.device("cpu")):
+            loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
         optimizer.step()
@@ -87,6 +89,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--config", default="reversal_id")
+    parser.add_argument("--model", default="scratch", help="any model `attentionspan train` takes")
+    parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
     args = parser.parse_args()
 
     import torch
@@ -97,15 +101,16 @@ def main() -> None:
     logging.disable_progress_bar()
     torch.set_num_threads(1)
     config = TrainConfig(
-        model="scratch",
+        model=args.model,
         config=args.config,
         lr=1e-3,
         batch_size=args.batch_size,
-        mixed_precision="no",
+        mixed_precision=args.mixed_precision,
     )
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} thread, load average "
-        f"{os.getloadavg()[0]:.2f}; {args.steps} steps of batch {args.batch_size} per round"
+        f"{args.model}, mixed precision {args.mixed_precision}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread, load average {os.getloadavg()[0]:.2f}; "
+        f"{args.steps} steps of batch {args.batch_size} per round"
     )
     ratios, wall_ratios, rates = [], [], {"bare": [], "ours": []}
     for round_ in range(args.rounds):
@@ -123,7 +128,8 @@ def main() -> None:
         )
     ratio = statistics.median(ratios)
     print(
-        f"median: bare {statistics.median(rates['bare']):,.0f} tok/s, ours "
+        f"median ({args.mixed_precision}): bare {statistics.median(rates['bare']):,.0f} tok/s, "
+        f"ours "
         f"{statistics.median(rates['ours']):,.0f} tok/s, ratio {ratio:.3f} "
         f"(target >= {TARGET:.2f}: {'ok' if ratio >= TARGET else 'missed'}), "
         f"wall ratio {statistics.median(wall_ratios):.3f}; load average "

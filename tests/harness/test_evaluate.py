@@ -187,25 +187,11 @@ def test_eval_config_is_validated():
 
 @pytest.mark.slow
 def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
+    from harness.evaluate import run
+
     model = str(tiny_model_dirs["llama"])
-    common = [
-        "--model",
-        model,
-        "--configs",
-        "reversal_id",
-        "reversal_ood",
-        "-n",
-        "9",
-        "--batch-size",
-        "4",
-    ]
-    one = subprocess.run(
-        [sys.executable, "-m", "harness.evaluate", *common, "--output", str(tmp_path / "one")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
-    assert one.returncode == 0, one.stderr
+    configs = ["reversal_id", "reversal_ood"]
+    run(EvalConfig(model=model, configs=configs, num=9, batch_size=4, output=str(tmp_path / "one")))
     two = subprocess.run(
         [
             sys.executable,
@@ -214,7 +200,14 @@ def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
             *ACCELERATE_TWO_CPU_PROCESSES,
             "-m",
             "harness.evaluate",
-            *common,
+            "--model",
+            model,
+            "--configs",
+            *configs,
+            "-n",
+            "9",
+            "--batch-size",
+            "4",
             "--output",
             str(tmp_path / "two"),
         ],
@@ -224,10 +217,10 @@ def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert two.returncode == 0, two.stderr[-3000:]
+    assert "on 2 process(es)" in two.stdout
     for name in ("predictions-reversal_id.jsonl", "predictions-reversal_ood.jsonl"):
         assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
     results = [
         json.loads((tmp_path / d / "results.json").read_text())["results"] for d in ("one", "two")
     ]
     assert results[0] == results[1]
-    assert "2 process(es)" in two.stdout
