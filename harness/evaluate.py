@@ -23,7 +23,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import score
-from harness.data import GeneratorSource, PromptConfig, collate
+from harness.data import GeneratorSource, PromptConfig, collate, shard_indices
 from harness.tokenization import CharTokenizer
 
 RUN_CONFIG_FILE = "attentionspan_run.json"  # written beside every checkpoint by train
@@ -145,11 +145,14 @@ def score_instances(
     prompt: PromptConfig,
     batch_size: int,
     mixed_precision: str = "no",
+    bar=None,
 ) -> list[dict[str, Any]]:
     """One record per instance: answer, exact match, partial accuracy, token correctness."""
     records = []
     for first in range(0, len(instances), batch_size):
         chunk = instances[first : first + batch_size]
+        if bar is not None:
+            bar.update(len(chunk))
         encodings = [prompt.encode(char_tok, x) for x in chunk]
         # One token past the longest target decides exact match for every row: an answer
         # that goes on without EOS is already wrong at that token.
@@ -262,10 +265,22 @@ def evaluate_model(
     prompt: PromptConfig | None = None,
     mixed_precision: str = "no",
     accelerator=None,
+    progress: bool = False,
 ) -> tuple[dict, dict]:
     """(results per config, records per config). With an accelerator, each process scores
     a share of the instances and every process gets the gathered results."""
+    from tqdm.auto import tqdm
+
     char_tok = CharTokenizer(tokenizer)
+    main = accelerator is None or accelerator.is_main_process
+    world = accelerator.num_processes if accelerator is not None else 1
+    # The main process counts its own share; the others score theirs at the same pace.
+    bar = tqdm(
+        total=sum(len(shard_indices(0, num, world, 0)) for _ in configs),
+        desc="eval",
+        disable=not (progress and main),
+        dynamic_ncols=True,
+    )
     prompt = prompt or PromptConfig()
     sources = {name: GeneratorSource(name, seed=seed, stream=stream) for name in configs}
     was_training = model.training
@@ -277,8 +292,6 @@ def evaluate_model(
             for x in instances:  # fail before any model call, naming the character
                 char_tok.check_text(x.text)
             if accelerator is not None and accelerator.num_processes > 1:
-                from harness.data import shard_indices
-
                 share = shard_indices(0, num, accelerator.num_processes, accelerator.process_index)
                 mine = score_instances(
                     model,
@@ -287,6 +300,7 @@ def evaluate_model(
                     prompt,
                     batch_size,
                     mixed_precision,
+                    bar,
                 )
                 from accelerate.utils import gather_object
 
@@ -294,12 +308,13 @@ def evaluate_model(
                 records = [r for part in records for r in part]
             else:
                 records = score_instances(
-                    model, char_tok, instances, prompt, batch_size, mixed_precision
+                    model, char_tok, instances, prompt, batch_size, mixed_precision, bar
                 )
             records.sort(key=lambda r: r["index"])
             results[name] = aggregate(records)
             all_records[name] = records
     finally:
+        bar.close()
         model.train(was_training)
     return results, all_records
 
@@ -334,6 +349,7 @@ def run(config: EvalConfig) -> dict[str, Any]:
         config.prompt,
         config.mixed_precision,
         accelerator,
+        progress=True,
     )
     elapsed = time.perf_counter() - start
     if accelerator.is_main_process:
