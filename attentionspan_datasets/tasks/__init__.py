@@ -1,5 +1,14 @@
 """The task registry. Importing this package registers every task module."""
 
+# Importing a task module registers it; the order of this list is the registry's order.
+from attentionspan_datasets.tasks import (  # noqa: F401
+    flip_flop,
+    long_addition,
+    long_multiplication,
+    string_reversal,
+    successor,
+    value_assignment,
+)
 from attentionspan_datasets.tasks.base import (  # noqa: F401
     MASK_VARIANTS,
     TASKS,
@@ -10,9 +19,3 @@ from attentionspan_datasets.tasks.base import (  # noqa: F401
     register_task,
     visible_text,
 )
-from attentionspan_datasets.tasks import string_reversal  # noqa: F401,E402
-from attentionspan_datasets.tasks import long_addition  # noqa: F401,E402
-from attentionspan_datasets.tasks import long_multiplication  # noqa: F401,E402
-from attentionspan_datasets.tasks import successor  # noqa: F401,E402
-from attentionspan_datasets.tasks import flip_flop  # noqa: F401,E402
-from attentionspan_datasets.tasks import value_assignment  # noqa: F401,E402
