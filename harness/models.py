@@ -14,7 +14,6 @@ and saves plain safetensors in the cache (`$ATTENTIONSPAN_CACHE`, default
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -271,8 +270,3 @@ def convert_gguf(gguf_path: Path, target: Path, provenance: dict | None = None) 
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
-
-
-def scratch_config_from_dict(values: dict) -> ScratchConfig:
-    names = {f.name for f in dataclasses.fields(ScratchConfig)}
-    return ScratchConfig(**{k: v for k, v in values.items() if k in names})
