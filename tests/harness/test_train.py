@@ -218,3 +218,16 @@ def test_two_ddp_processes_train_and_evaluate(tmp_path):
     # A checkpoint written by two processes resumes in one.
     final = train(TrainConfig(output=str(tmp_path)), resume=True, progress=False)
     assert json.loads((final / "attentionspan_run.json").read_text())["state"]["step"] == 4
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2", "gemma3"])
+def test_fine_tunes_a_local_folder(kind, tmp_path, tiny_model_dirs):
+    before = weights(tiny_model_dirs[kind])
+    final = train(
+        tiny_config(tmp_path, model=str(tiny_model_dirs[kind]), max_steps=2), progress=False
+    )
+    after = weights(final)
+    assert before.keys() == after.keys()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    run = json.loads((final / "attentionspan_run.json").read_text())
+    assert run["train"]["model"] == str(tiny_model_dirs[kind])
