@@ -66,6 +66,9 @@ def patch_task_manager(module: Any = None) -> None:
 
 def register_model_type(module: Any = None) -> None:
     """Register `--model attnspan-hf` lazily: the class is imported when a run asks for it."""
+    # lm-eval fills its registry with the built-in models (hf, vllm, ...) only when it finds
+    # the registry empty; fill it first, or registering ours would hide all of them.
+    import lm_eval.models  # noqa: F401  (cheap: names and import paths only)
     from lm_eval.api.registry import model_registry
 
     if MODEL_NAME not in model_registry:

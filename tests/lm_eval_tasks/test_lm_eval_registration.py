@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from lm_eval_tasks import TASKS_DIR, registration
 
 pytest.importorskip("lm_eval")
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -67,6 +69,20 @@ def test_model_type_is_registered_lazily():
     assert get_model("attnspan-hf") is AttnspanHFLM
 
 
+def test_registering_ours_keeps_the_built_in_models():
+    """In a fresh interpreter: lm-eval adds its own models only to an empty registry."""
+    script = (
+        "import lm_eval_tasks.registration as ours, lm_eval.api.registry as r\n"
+        "ours.register_model_type()\n"
+        "print('hf' in r.model_registry, 'vllm' in r.model_registry, "
+        "'attnspan-hf' in r.model_registry)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout
+    assert out.split() == ["True", "True", "True"]
+
+
 def test_hooks_are_in_the_startup_table():
     from attentionspan_datasets.startup import POST_IMPORT_HOOKS
 
@@ -89,11 +105,12 @@ def test_found_without_flags_after_pip_install(request, tmp_path):
         "tm = lm_eval.tasks.TaskManager()\n"
         "print(lm_eval_tasks.TASKS_DIR)\n"
         "print(' '.join(tm.match_tasks(['attnspan_*'])))\n"
-        "print('attnspan' in tm.all_groups, 'attnspan-hf' in r.model_registry)\n"
+        "print('attnspan' in tm.all_groups, 'attnspan-hf' in r.model_registry, "
+        "'hf' in r.model_registry)\n"
     )
     out = subprocess.run(
         [str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert "site-packages" in out[0]
     assert len(out[1].split()) == 12 and "attnspan_addition_ood" in out[1].split()
-    assert out[2] == "True True"
+    assert out[2] == "True True True"
