@@ -1,10 +1,11 @@
 """The `lm_eval` command on a tiny random Llama, from a wheel installed into a fresh venv.
 
-Two runs (each spends seconds indexing lm-eval's own task folders, so they are few):
-- the `hf` model, every preset by the glob 'attnspan_*', found through `--include_path`
-  with the start-up hooks turned off;
+Two runs (each spends seconds indexing lm-eval's own task folders, so they are few), both
+with the installed start-up hooks on, as a user gets them after `pip install`:
+- the `hf` model, every preset by the glob 'attnspan_*', with no flag pointing at our tasks;
 - the `attnspan-hf` model, the group `attnspan`, one few-shot example and the chat
-  template, with no flag pointing at our tasks: the installed hooks find tasks and model.
+  template, with `--include_path` naming the installed folder as well (not indexed twice).
+The include path with the hooks off is checked in test_lm_eval_registration.py.
 """
 
 from __future__ import annotations
@@ -21,11 +22,17 @@ pytestmark = pytest.mark.slow
 LIMIT = 3
 
 
-def run_lm_eval(python, args, cwd, hooks=True):
+def installed_tasks_dir(python, cwd) -> str:
+    command = [str(python), "-c", "import lm_eval_tasks; print(lm_eval_tasks.TASKS_DIR)"]
+    tasks_dir = subprocess.run(command, capture_output=True, text=True, check=True, cwd=cwd)
+    assert "site-packages" in tasks_dir.stdout
+    return tasks_dir.stdout.strip()
+
+
+def run_lm_eval(python, args, cwd):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env.pop("PYTHONPATH", None)  # only what the wheel installed
-    if not hooks:
-        env["ATTENTIONSPAN_NO_AUTOREGISTER"] = "1"
+    env.pop("ATTENTIONSPAN_NO_AUTOREGISTER", None)
     out = cwd / "out"
     command = [str(python), "-m", "lm_eval", "--device", "cpu", "--batch_size", "8"]
     command += ["--limit", str(LIMIT), "--output_path", str(out), *args]
@@ -59,26 +66,19 @@ def check_every_task_reported(results):
         assert 0.0 <= numbers["exact_match,none"] <= numbers["partial_acc,none"] <= 1.0
 
 
-def test_hf_model_all_presets_by_glob_with_include_path(installed_python, tiny_model_dir, tmp_path):
-    tasks_dir = subprocess.run(
-        [str(installed_python), "-c", "import lm_eval_tasks; print(lm_eval_tasks.TASKS_DIR)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    ).stdout.strip()
-    assert "site-packages" in tasks_dir
+def test_hf_model_all_presets_by_glob_without_flags(installed_python, tiny_model_dir, tmp_path):
     args = ["--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32"]
-    args += ["--tasks", "attnspan_*", "--include_path", tasks_dir]
-    results, stdout = run_lm_eval(installed_python, args, tmp_path, hooks=False)
+    args += ["--tasks", "attnspan_*"]
+    results, stdout = run_lm_eval(installed_python, args, tmp_path)
     check_every_task_reported(results)
     assert "attnspan" not in results.get("groups", {})  # the glob does not pull in the group
     assert "|attnspan_reversal_ood" in stdout and "exact_match_len_47_50" in stdout
 
 
-def test_attnspan_hf_group_few_shot_chat_without_flags(installed_python, tiny_model_dir, tmp_path):
+def test_attnspan_hf_group_few_shot_chat(installed_python, tiny_model_dir, tmp_path):
     args = ["--model", "attnspan-hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32"]
     args += ["--tasks", "attnspan", "--num_fewshot", "1", "--apply_chat_template", "--log_samples"]
+    args += ["--include_path", installed_tasks_dir(installed_python, tmp_path)]
     results, stdout = run_lm_eval(installed_python, args, tmp_path)
     check_every_task_reported(results)
     group = results["groups"]["attnspan"]

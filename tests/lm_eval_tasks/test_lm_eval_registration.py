@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,24 @@ def test_found_without_flags_after_pip_install(request, tmp_path):
     assert "site-packages" in out[0]
     assert len(out[1].split()) == 12 and "attnspan_addition_ood" in out[1].split()
     assert out[2] == "True True True"
+
+
+@pytest.mark.slow
+def test_include_path_with_the_hooks_off(request, tmp_path):
+    try:
+        python = request.getfixturevalue("installed_python")
+    except pytest.FixtureLookupError:
+        pytest.skip("needs the installed_python fixture (tests/conftest.py)")
+    script = (
+        "import lm_eval_tasks, lm_eval.tasks as t\n"
+        "assert not hasattr(t.TaskManager.__init__, '_attnspan_patched')\n"
+        "tm = t.TaskManager(include_path=lm_eval_tasks.TASKS_DIR)\n"
+        "print(len(tm.match_tasks(['attnspan_*'])), 'attnspan' in tm.all_groups)\n"
+    )
+    env = dict(os.environ, ATTENTIONSPAN_NO_AUTOREGISTER="1")
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["12", "True"]
