@@ -5,7 +5,8 @@
         --apply_chat_template --num_fewshot 3
 
 The paper fine-tunes models on task text split into single characters (the instruction
-excepted); such a model scores near zero when the same text reaches it as BPE merges. This
+excepted); such a model loses much of its accuracy when the same text reaches it as BPE
+merges (README: 0.39 against 0.94 exact match for a fine-tuned SmolLM2). This
 subclass of lm-eval's `HFLM` builds each attnspan prompt with `harness.tokenization`, the
 module the harness trains with, so evaluation sees the token ids training saw: the
 instruction tokenised normally, each few-shot example and the prompt one token per
