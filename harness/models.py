@@ -83,11 +83,13 @@ def known_model_dir(name: str) -> Path:
 
 
 def _is_path_like(spec: str) -> bool:
+    """A Hub name is `owner/name`; `runs/typo` is a path when `runs` is a local folder, so a
+    mistyped run folder fails at once instead of after the Hub's network retries."""
     return (
         os.path.exists(spec)
         or spec.startswith((".", "/", "~"))
         or spec.count("/") != 1
-        or os.sep in spec.split("/", 1)[0]
+        or os.path.isdir(spec.split("/", 1)[0])
     )
 
 

@@ -76,6 +76,9 @@ def test_bad_model_specs_say_what_is_wrong(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="attentionspan models fetch smollm2-135m-instruct"):
         resolve_model("smollm2-135m-instruct")
     assert resolve_model("HuggingFaceTB/SmolLM2-135M") == ("hub", "HuggingFaceTB/SmolLM2-135M")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        resolve_model("empty/final")  # `empty` is a local folder: a path, not a Hub name
     assert resolve_model("scratch") == ("scratch", "")
 
 
