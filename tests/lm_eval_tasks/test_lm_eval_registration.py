@@ -95,30 +95,9 @@ def test_hooks_are_in_the_startup_table():
 
 
 @pytest.mark.slow
-def test_found_without_flags_after_pip_install(request, tmp_path):
-    """A wheel installed into a fresh venv: `lm-eval ls` and the registry see our names."""
-    try:
-        python = request.getfixturevalue("installed_python")
-    except pytest.FixtureLookupError:
-        pytest.skip("needs the installed_python fixture (tests/conftest.py)")
-    script = (
-        "import lm_eval_tasks, lm_eval.tasks, lm_eval.api.registry as r\n"
-        "tm = lm_eval.tasks.TaskManager()\n"
-        "print(lm_eval_tasks.TASKS_DIR)\n"
-        "print(' '.join(tm.match_tasks(['attnspan_*'])))\n"
-        "print('attnspan' in tm.all_groups, 'attnspan-hf' in r.model_registry, "
-        "'hf' in r.model_registry)\n"
-    )
-    out = subprocess.run(
-        [str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    assert "site-packages" in out[0]
-    assert len(out[1].split()) == 12 and "attnspan_addition_ood" in out[1].split()
-    assert out[2] == "True True True"
-
-
-@pytest.mark.slow
 def test_include_path_with_the_hooks_off(request, tmp_path):
+    """The installed folder as --include_path, hooks off. (With the hooks on and no flag,
+    test_lm_eval_cli.py runs lm_eval itself.)"""
     try:
         python = request.getfixturevalue("installed_python")
     except pytest.FixtureLookupError:
