@@ -49,6 +49,8 @@ TRAIN_HELP = {
     "log_every": "optimizer steps between log lines",
 }
 CHOICES = {"schedule": ("linear", "cosine", "constant"), "mixed_precision": ("auto", "no", "bf16")}
+# `--instruction default`: the standard line of attentionspan_datasets.instructions.
+DEFAULT_INSTRUCTION = "default"
 
 
 def _option(name: str) -> str:
@@ -105,7 +107,8 @@ def add_prompt_arguments(parser: argparse.ArgumentParser, saved_default: bool = 
     parser.add_argument(
         "--instruction",
         default=None,
-        help="a line before the task text, tokenised normally" + suffix,
+        help="a line before the task text, tokenised normally; 'default' is the task's "
+        "standard instruction, the one the lm-eval tasks use" + suffix,
     )
     parser.add_argument(
         "--num-fewshot",
@@ -121,6 +124,20 @@ def add_prompt_arguments(parser: argparse.ArgumentParser, saved_default: bool = 
     )
 
 
+def resolve_instruction(instruction: str | None, configs: list[str]) -> str | None:
+    """`default` becomes the standard instruction of the configs' task (one task only)."""
+    if instruction != DEFAULT_INSTRUCTION:
+        return instruction
+    from attentionspan_datasets.generation import resolve_config
+    from attentionspan_datasets.instructions import instruction_for
+
+    tasks = {resolve_config(name).task_name for name in configs}
+    if len(tasks) != 1:
+        found = ", ".join(sorted(tasks)) or "none"
+        raise ValueError(f"--instruction default needs configs of one task, got {found}")
+    return instruction_for(tasks.pop())
+
+
 def train_config_from_args(args: argparse.Namespace):
     from harness.data import PromptConfig
     from harness.models import ScratchConfig
@@ -132,7 +149,9 @@ def train_config_from_args(args: argparse.Namespace):
         if f.name not in ("prompt", "scratch")
     }
     values["prompt"] = PromptConfig(
-        instruction=args.instruction, num_fewshot=args.num_fewshot or 0, chat=bool(args.chat)
+        instruction=resolve_instruction(args.instruction, [args.config]),
+        num_fewshot=args.num_fewshot or 0,
+        chat=bool(args.chat),
     )
     values["scratch"] = ScratchConfig(
         **{f.name: getattr(args, "scratch_" + f.name) for f in dataclasses.fields(ScratchConfig)}
@@ -185,19 +204,20 @@ def run_eval(args: argparse.Namespace) -> int:
 
     from attentionspan_datasets.generation import DEFAULT_SEED
     from harness.data import PromptConfig
-    from harness.evaluate import EvalConfig, run, saved_run_config
+    from harness.evaluate import EvalConfig, default_configs, run, saved_run_config
 
     quiet_transformers()
     prompt = None
     if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
         saved = saved_run_config(args.model) if Path(args.model).is_dir() else None
         base = PromptConfig(**saved["prompt"]) if saved else PromptConfig()
+        configs = args.configs or default_configs(saved)
         prompt = dataclasses.replace(
             base,
             **{
                 k: v
                 for k, v in (
-                    ("instruction", args.instruction),
+                    ("instruction", resolve_instruction(args.instruction, configs)),
                     ("num_fewshot", args.num_fewshot),
                     ("chat", args.chat),
                 )

@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any
 
 from attentionspan_datasets import generation
+from attentionspan_datasets.instructions import instruction_for
 from attentionspan_datasets.metrics import (
     bin_of,
     bucket_metric_name,
@@ -49,30 +50,6 @@ OPTIONS = {
 }
 # Keys lm-eval itself puts into the metadata it hands to custom_dataset.
 LM_EVAL_KEYS = {"version", "config_source"}
-
-# One line, addressed to the model, stating the format. A task without an entry here uses
-# the first line of its module docstring.
-INSTRUCTIONS = {
-    "string_reversal": "Write the characters before '=' in reverse order.",
-    "long_addition": "Add the numbers before '='. Digits are written least significant "
-    "first; write the sum the same way.",
-    "long_multiplication": "Multiply the two numbers before '='. Digits are written least "
-    "significant first; write each partial product, joined by '+', then '=' and the "
-    "product, the same way.",
-    "flip_flop": "Run the register program before '=' (w: write the bit, i: ignore, "
-    "f: flip the register, r: read) and write the bit that the final read returns.",
-    "value_assignment": "Translate the string after the table symbol by symbol, using the "
-    "table's key-value pairs.",
-    "successor": "Continue counting from the number before '=': write the next numbers, "
-    "separated by spaces.",
-}
-
-
-def instruction_for(task_name: str) -> str:
-    """The default instruction line of a registered task."""
-    if task_name in INSTRUCTIONS:
-        return INSTRUCTIONS[task_name]
-    return TASKS[task_name].description
 
 
 def custom_dataset(preset: str, **metadata: Any):

@@ -118,3 +118,15 @@ def test_parser_does_not_import_torch():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_instruction_default_is_the_tasks_standard_line():
+    from attentionspan_datasets.instructions import instruction_for
+    from harness.cli import resolve_instruction
+
+    assert resolve_instruction(None, ["addition_id"]) is None
+    assert resolve_instruction("Add.", ["addition_id"]) == "Add."
+    expected = instruction_for("long_addition")
+    assert resolve_instruction("default", ["addition_id", "addition_ood"]) == expected
+    with pytest.raises(ValueError, match="configs of one task, got long_addition, string_rev"):
+        resolve_instruction("default", ["addition_id", "reversal_id"])

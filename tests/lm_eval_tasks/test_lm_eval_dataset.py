@@ -8,6 +8,7 @@ import math
 import pytest
 
 from attentionspan_datasets import generate
+from attentionspan_datasets.instructions import INSTRUCTIONS
 from attentionspan_datasets.presets import PRESETS
 from lm_eval_tasks import dataset
 from lm_eval_tasks.dataset import custom_dataset, nanmean, process_results, split_metadata
@@ -62,7 +63,7 @@ def test_metadata_options_and_task_fields():
 
 def test_instruction_option():
     default = custom_dataset("reversal_id", size=1, fewshot_size=1)["test"][0]
-    assert default["instruction"] == dataset.INSTRUCTIONS["string_reversal"]
+    assert default["instruction"] == INSTRUCTIONS["string_reversal"]
     assert custom_dataset("reversal_id", size=1, instruction="")["test"][0]["instruction"] == ""
     with pytest.raises(ValueError, match="instruction"):
         custom_dataset("reversal_id", instruction="two\nlines")

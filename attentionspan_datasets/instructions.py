@@ -1,0 +1,35 @@
+"""The standard one-line instruction of each task, addressed to the model.
+
+    from attentionspan_datasets.instructions import instruction_for
+    instruction_for("long_addition")
+
+lm-eval's `attnspan_*` tasks put it before the examples by default, and the harness uses it
+with `--instruction default`, so a model trained with it is scored with the same line.
+"""
+
+from __future__ import annotations
+
+from attentionspan_datasets.tasks import get_task
+
+INSTRUCTIONS = {
+    "string_reversal": "Write the characters before '=' in reverse order.",
+    "long_addition": "Add the numbers before '='. Digits are written least significant "
+    "first; write the sum the same way.",
+    "long_multiplication": "Multiply the two numbers before '='. Digits are written least "
+    "significant first; write each partial product, joined by '+', then '=' and the "
+    "product, the same way.",
+    "flip_flop": "Run the register program before '=' (w: write the bit, i: ignore, "
+    "f: flip the register, r: read) and write the bit that the final read returns.",
+    "value_assignment": "Translate the string after the table symbol by symbol, using the "
+    "table's key-value pairs.",
+    "successor": "Continue counting from the number before '=': write the next numbers, "
+    "separated by spaces.",
+}
+
+
+def instruction_for(task_name: str) -> str:
+    """The instruction of a registered task; a task without an entry here uses the first
+    line of its module docstring."""
+    if task_name in INSTRUCTIONS:
+        return INSTRUCTIONS[task_name]
+    return get_task(task_name).description
