@@ -18,6 +18,7 @@ import pytest
 import attentionspan_datasets
 from attentionspan_datasets import registration, startup
 from attentionspan_datasets.builder import AttentionSpan, source_hash
+from tests.install_helpers import copy_sources, fresh_venv
 
 SIZES = {"num_train": 6, "num_validation": 3, "num_test": 3}
 
@@ -188,7 +189,6 @@ def test_the_wheel_installs_the_start_up_line(installed_python):
 
 @pytest.mark.slow
 def test_editable_install_gets_the_start_up_hook_too(tmp_path_factory, tmp_path):
-    from conftest import copy_sources, fresh_venv
 
     root = tmp_path_factory.mktemp("editable")
     source = copy_sources(root / "source")
