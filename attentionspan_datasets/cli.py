@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"attentionspan {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `attentionspan generate ... | head`: the reader is gone, which is not an error.
+        # Point stdout at devnull so the interpreter's final flush does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"attentionspan {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -9,6 +9,7 @@ with `register_task`. Nothing here knows about models, tokenizers, torch or data
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import typing
 from collections.abc import Callable
@@ -39,7 +40,16 @@ class Instance:
         return self.prompt + self.target
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """A plain row with its own copies, columns in the data contract's order."""
+        return {
+            "task": self.task,
+            "config": self.config,
+            "index": self.index,
+            "prompt": self.prompt,
+            "target": self.target,
+            "reference": [list(row) for row in self.reference],
+            "params": json.loads(json.dumps(self.params)),
+        }
 
 
 def _type_name(annotation: Any) -> str:

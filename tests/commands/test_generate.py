@@ -112,3 +112,26 @@ def test_console_script_errors_without_traceback():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "'charset'" in proc.stderr and "reserved" in proc.stderr
+
+
+def test_a_closed_pipe_is_not_an_error():
+    """`attentionspan generate ... | head -1`: exit 0, no traceback."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "attentionspan_datasets.cli",
+            "generate",
+            "reversal_ood",
+            "-n",
+            "200000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert json.loads(first)["index"] == 0
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
