@@ -26,21 +26,9 @@ from harness.evaluate import (
 )
 from harness.models import load_model
 from harness.tokenization import CharTokenizer, encode_instance
+from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES
 
 REPO = Path(__file__).resolve().parents[2]
-# `--cpu --num_processes 2` starts ONE process in accelerate 1.15 (its multi-CPU path is
-# mpirun); `--multi_gpu` on a machine without GPUs runs torch.distributed on CPU (gloo).
-ACCELERATE_TWO_CPU_PROCESSES = [
-    "--multi_gpu",
-    "--num_processes",
-    "2",
-    "--num_machines",
-    "1",
-    "--mixed_precision",
-    "no",
-    "--dynamo_backend",
-    "no",
-]
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2", "gemma3"])

@@ -16,22 +16,12 @@ from safetensors.torch import load_file
 from harness.data import PromptConfig
 from harness.models import ScratchConfig
 from harness.train import TrainConfig, train
+from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ScratchConfig(
     hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=128
 )
-ACCELERATE_TWO_CPU_PROCESSES = [
-    "--multi_gpu",
-    "--num_processes",
-    "2",
-    "--num_machines",
-    "1",
-    "--mixed_precision",
-    "no",
-    "--dynamo_backend",
-    "no",
-]
 
 
 def tiny_config(output, **overrides) -> TrainConfig:

@@ -1,0 +1,15 @@
+"""How the two-process tests launch accelerate on a machine without GPUs."""
+
+# `--cpu --num_processes 2` starts ONE process in accelerate 1.15 (its multi-CPU path is
+# mpirun); `--multi_gpu` on a machine without GPUs runs torch.distributed on CPU (gloo).
+ACCELERATE_TWO_CPU_PROCESSES = [
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+]
