@@ -55,6 +55,7 @@ from attentionspan_datasets import __version__
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
     SHORT_TASK_NAMES,
+    config_names,
     generate,
     iter_instances,
     resolve_config,
@@ -279,14 +280,6 @@ def _description(name: str) -> str:
     return f"task {task.name} with its default parameters: {task.description}"
 
 
-def _config_names() -> list[str]:
-    """Presets whose task is registered, the registry names, then the short names."""
-    names = [name for name, (task, _) in PRESETS.items() if task in TASKS]
-    names += sorted(TASKS)
-    names += [short for short, full in SHORT_TASK_NAMES.items() if full in TASKS]
-    return list(dict.fromkeys(names))
-
-
 class AttentionSpan(datasets.ArrowBasedBuilder):
     """Algorithmic tasks with reference attention masks ("Attend or Perish").
 
@@ -303,7 +296,7 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
     BUILDER_CONFIG_CLASS = AttentionSpanConfig
     BUILDER_CONFIGS = [
         AttentionSpanConfig(name=name, version=VERSION, description=_description(name))
-        for name in _config_names()
+        for name in config_names()
     ]
     DEFAULT_CONFIG_NAME = "reversal_id"
 

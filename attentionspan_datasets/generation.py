@@ -29,8 +29,10 @@ def instance_rng(seed: int, index: int, stream: str = "") -> random.Random:
 
 
 def config_names() -> list[str]:
-    """Every name `resolve_config` accepts: the presets, then the bare task names."""
-    return list(PRESETS) + sorted(TASKS)
+    """Every name `resolve_config` accepts: the presets, the registry names, the short names."""
+    names = list(PRESETS) + sorted(TASKS)
+    names += [short for short, full in SHORT_TASK_NAMES.items() if full in TASKS]
+    return list(dict.fromkeys(names))
 
 
 def resolve_config(name: str, **overrides: Any) -> TaskConfig:
