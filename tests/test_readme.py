@@ -1,0 +1,27 @@
+"""The README's set-up commands are the ones CI runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def setup_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+def test_readme_opens_with_two_setup_commands():
+    main_job, tests = setup_commands()
+    assert main_job.endswith("attentionspan show --all")
+    assert tests.endswith("python -m pytest -q")
+
+
+def test_ci_runs_the_readme_test_command():
+    _, tests = setup_commands()
+    venv_part = "python3 -m venv .venv && . .venv/bin/activate && "
+    assert tests.startswith(venv_part)
+    ci = (REPO / ".ci" / "run").read_text()
+    assert tests[len(venv_part) :] in ci
