@@ -35,9 +35,10 @@ def config_names() -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def resolve_config(name: str, **overrides: Any) -> TaskConfig:
+def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     """A validated config for a preset (`addition_ood`) or bare task name (`long_addition`,
-    or its short form `addition`), with keyword overrides applied on top."""
+    or its short form `addition`), with keyword overrides applied on top. A config passes
+    through (re-validated when overridden)."""
     if isinstance(name, TaskConfig):
         return dataclasses.replace(name, **overrides) if overrides else name
     if name in PRESETS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -199,7 +200,7 @@ def register_task(name: str, config_class: type, generate: GenerateFn, oracle: O
     if not (dataclasses.is_dataclass(config_class) and issubclass(config_class, TaskConfig)):
         raise TypeError(f"config of task {name!r} must be a TaskConfig dataclass")
     config_class.task_name = name
-    doc = (generate.__module__ and __import__(generate.__module__, fromlist=["_"]).__doc__) or ""
+    doc = sys.modules[generate.__module__].__doc__ or ""
     task = Task(name, config_class, generate, oracle, doc.strip().splitlines()[0] if doc else "")
     TASKS[name] = task
     return task

@@ -1,4 +1,4 @@
-"""How the two-process tests launch accelerate on a machine without GPUs."""
+"""Command-line pieces the harness tests launch with."""
 
 # `--cpu --num_processes 2` starts ONE process in accelerate 1.15 (its multi-CPU path is
 # mpirun); `--multi_gpu` on a machine without GPUs runs torch.distributed on CPU (gloo).
@@ -12,4 +12,16 @@ ACCELERATE_TWO_CPU_PROCESSES = [
     "no",
     "--dynamo_backend",
     "no",
+]
+
+# A scratch model small enough for a test to train in seconds.
+TINY_SCRATCH_ARGS = [
+    "--scratch-hidden-size",
+    "32",
+    "--scratch-num-layers",
+    "2",
+    "--scratch-num-heads",
+    "2",
+    "--scratch-intermediate-size",
+    "64",
 ]

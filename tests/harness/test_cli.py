@@ -11,18 +11,9 @@ from pathlib import Path
 import pytest
 
 from attentionspan_datasets.cli import main
+from tests.harness.launch import TINY_SCRATCH_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
-TINY_ARGS = [
-    "--scratch-hidden-size",
-    "32",
-    "--scratch-num-layers",
-    "2",
-    "--scratch-num-heads",
-    "2",
-    "--scratch-intermediate-size",
-    "64",
-]
 
 
 def one_error_line(capsys) -> str:
@@ -48,7 +39,7 @@ def test_train_then_eval_with_the_saved_defaults(tmp_path, capsys):
                 "--eval-size",
                 "4",
                 "--no-progress",
-                *TINY_ARGS,
+                *TINY_SCRATCH_ARGS,
             ]
         )
         == 0

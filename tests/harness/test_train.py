@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 from harness.data import PromptConfig
 from harness.models import ScratchConfig
 from harness.train import TrainConfig, train
-from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES
+from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES, TINY_SCRATCH_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ScratchConfig(
@@ -182,14 +182,7 @@ def test_two_ddp_processes_train_and_evaluate(tmp_path):
         "--save-every",
         "2",
         "--no-progress",
-        "--scratch-hidden-size",
-        "32",
-        "--scratch-num-layers",
-        "2",
-        "--scratch-num-heads",
-        "2",
-        "--scratch-intermediate-size",
-        "64",
+        *TINY_SCRATCH_ARGS,
     ]
     done = subprocess.run(
         command,
