@@ -1,0 +1,195 @@
+"""The train / validation / test splits: one rule, used by every layer.
+
+    from attentionspan_datasets.splits import split_of, split_instance, iter_split
+    split_of("0421+5334=")                                  # 'train', 'validation' or 'test'
+    split_instance("addition_ood", seed=0, split="test", index=7)
+    list(iter_split("reversal_id", split="test", stop=500))  # lm-eval's documents, in order
+
+The rule. A prompt belongs to exactly one split, decided by the prompt alone: the first
+8 bytes of BLAKE2b(prompt as UTF-8, unkeyed), read as a little-endian integer, modulo 1000:
+
+    0-49 -> test (5%),   50-99 -> validation (5%),   100-999 -> train (90%)
+
+Row `index` of split S is the first draw of the generator, from the sub-streams `S`, `S#1`,
+`S#2`, ... at that index (`generation.generate(config, seed, index, stream=...)`), whose prompt
+is in S. So:
+- no train prompt equals a validation or test prompt, and no validation prompt equals a test
+  prompt, by construction: in every layer (builder, Hub export, lm-eval, train, eval), for
+  every seed (the hash has no key), every split size and unlimited streams;
+- any row is computed alone (O(1) random access): sharding, streaming and `skip` never change
+  a row, and (config, seed, split, index) fixes it everywhere;
+- a split's distribution is the generator's distribution restricted to that split's prompts.
+  Where a length has few distinct prompts (reversal of one character, successor_id), the
+  share of each split at that length is the share of those few prompts that hash into it, so
+  the test split may hold more, fewer or none of them: `small_space_report` says where.
+
+Few-shot examples (lm-eval) come from their own stream, `fewshot`, which accepts only train
+prompts: a few-shot example is never a test or validation prompt.
+
+The acceptance rate is the split's share of the draws (about 5% for test), so a test row costs
+about 20 draws; a config whose prompts never fall in a split (a space of a handful of prompts)
+gets a ValueError naming the config after MAX_ATTEMPTS draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from attentionspan_datasets.generation import (
+    DEFAULT_SEED,
+    config_label,
+    instance_rng,
+    resolve_config,
+)
+from attentionspan_datasets.tasks import get_task
+from attentionspan_datasets.tasks.base import Instance, TaskConfig
+
+SPLITS = ("train", "validation", "test")
+FEWSHOT = "fewshot"  # a stream, not a split: its rows are train prompts
+STREAMS = (*SPLITS, FEWSHOT)
+
+HASH_MODULUS = 1000
+# [low, high) of `hash % HASH_MODULUS` per split; they cover 0..999 exactly once.
+SPLIT_RANGES = {"test": (0, 50), "validation": (50, 100), "train": (100, HASH_MODULUS)}
+SPLIT_SHARES = {split: (high - low) / HASH_MODULUS for split, (low, high) in SPLIT_RANGES.items()}
+_ACCEPTS = {"train": "train", "validation": "validation", "test": "test", FEWSHOT: "train"}
+
+# 0.95 ** 1000 is about 5e-23: a config that fails this many draws has (almost) no prompt
+# in the split, and waiting longer would not fill it.
+MAX_ATTEMPTS = 1000
+
+
+def split_of(prompt: str) -> str:
+    """The split `prompt` belongs to: 'train', 'validation' or 'test' (see the module doc)."""
+    bucket = (
+        int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=8).digest(), "little")
+        % HASH_MODULUS
+    )
+    if bucket < 50:
+        return "test"
+    if bucket < 100:
+        return "validation"
+    return "train"
+
+
+def check_split(split: Any, fewshot: bool = False) -> str:
+    """`split` if it names a split (or the few-shot stream when `fewshot`), else ValueError."""
+    allowed = STREAMS if fewshot else SPLITS
+    if not isinstance(split, str) or split not in allowed:
+        raise ValueError(f"invalid split {split!r}; allowed: {', '.join(allowed)}")
+    return split
+
+
+def _check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    # bool is an int subclass, and True must not silently mean seed 1.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"'{name}' must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"'{name}' must be >= {minimum}, got {value!r}")
+    return value
+
+
+def _draw(cfg: TaskConfig, label: str, seed: int, split: str, index: int) -> Instance:
+    """Row `index` of `split` (or of the few-shot stream) for a resolved config."""
+    generate = get_task(cfg.task_name).generate
+    wanted = _ACCEPTS[split]
+    for attempt in range(MAX_ATTEMPTS):
+        stream = split if attempt == 0 else f"{split}#{attempt}"
+        instance = generate(instance_rng(seed, index, stream), cfg)
+        if split_of(instance.prompt) == wanted:
+            instance.config = label
+            instance.index = index
+            return instance
+    raise ValueError(
+        f"attentionspan config {label!r}: no {wanted} prompt in {MAX_ATTEMPTS} draws for "
+        f"{split} row {index}; the input space is too small to hold a {wanted} split "
+        f"(widen the config's ranges)"
+    )
+
+
+def split_instance(
+    config: str | TaskConfig,
+    seed: int = DEFAULT_SEED,
+    split: str = "test",
+    index: int = 0,
+    **overrides: Any,
+) -> Instance:
+    """Row `index` of `split` for (config, seed), computed alone. `split` may also be
+    'fewshot' (the few-shot stream: train prompts only)."""
+    check_split(split, fewshot=True)
+    _check_int("seed", seed)
+    _check_int("index", index, 0)
+    cfg = resolve_config(config, **overrides)
+    return _draw(cfg, config_label(config), seed, split, index)
+
+
+def iter_split(
+    config: str | TaskConfig,
+    seed: int = DEFAULT_SEED,
+    split: str = "test",
+    start: int = 0,
+    stop: int | None = None,
+    **overrides: Any,
+) -> Iterator[Instance]:
+    """Rows `start, start+1, ...` of `split` up to `stop` (forever when None); row i equals
+    `split_instance(config, seed, split, i)`."""
+    check_split(split, fewshot=True)
+    _check_int("seed", seed)
+    _check_int("start", start, 0)
+    if stop is not None:
+        _check_int("stop", stop, 0)
+    cfg = resolve_config(config, **overrides)
+    label = config_label(config)
+    index = start
+    while stop is None or index < stop:
+        yield _draw(cfg, label, seed, split, index)
+        index += 1
+
+
+SMALL_SPACE = 1000  # fewer distinct prompts than this at one length: the report names it
+PROBE_DRAWS = 4000
+
+
+def small_space_report(
+    config: str | TaskConfig, seed: int = DEFAULT_SEED, **overrides: Any
+) -> str | None:
+    """One sentence naming the lengths whose input space is small enough that the splits'
+    share of them departs from the generator's distribution, or None when there is none.
+
+    Estimates from PROBE_DRAWS raw draws: a length whose draws repeat prompts has a small
+    space; its distinct prompts seen (nearly all of them, then) are counted per split.
+    """
+    cfg = resolve_config(config, **overrides)
+    generate = get_task(cfg.task_name).generate
+    seen: dict[int, set[str]] = defaultdict(set)
+    draws: dict[int, int] = defaultdict(int)
+    for index in range(PROBE_DRAWS):
+        instance = generate(instance_rng(seed, index, "probe"), cfg)
+        length = cfg.length_bucket(instance.params)
+        seen[length].add(instance.prompt)
+        draws[length] += 1
+    small = []
+    for length in sorted(seen):
+        prompts = seen[length]
+        # Repeats among the draws mean the space is not much larger than what was seen.
+        if len(prompts) < SMALL_SPACE and len(prompts) < draws[length] * 0.8:
+            counts = {split: 0 for split in SPLITS}
+            for prompt in prompts:
+                counts[split_of(prompt)] += 1
+            small.append(
+                f"length {length}: about {len(prompts)} prompts "
+                f"({counts['train']} train, {counts['validation']} validation, "
+                f"{counts['test']} test)"
+            )
+    if not small:
+        return None
+    label = config_label(config)
+    return (
+        f"attentionspan config {label!r} has a small input space ({'; '.join(small)}): each "
+        f"split holds only the prompts that hash into it, so validation and test rows of these "
+        f"lengths repeat a few prompts and their share of the split differs from the "
+        f"generator's; the splits still share no prompt"
+    )
