@@ -1,0 +1,253 @@
+"""Intervention settings, the N x C (x threshold) grid, and choosing on validation only.
+
+    from harness.attention.sweep import Setting, grid, run_sweep
+    settings = grid(total_heads=64, strengths=(0.5, 1.0, 2.0))
+    sweep = run_sweep(evaluate, settings, controls_seeds=(0, 1, 2))
+    sweep["chosen"], sweep["test"]["gains"]
+
+`evaluate(setting, stream) -> records` scores one setting on one stream ("validation" or
+"test" of the OOD config, "id" for the ID config): a list of per-instance records with
+`index`, `length`, `exact_match`, `partial_acc`. The paper tunes N on the data it reports;
+here every grid point is scored on the OOD *validation* stream, the best one is chosen
+there, and only the chosen setting, the baseline and the controls are scored on the *test*
+stream, so the reported gain is not selected on the numbers it reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.stats import gain_table, mean, summarise
+
+HEAD_CHOICES = ("none", "top", "random", "bottom")
+MODES = ("standard", "conditional", "knockout")
+POSITION_CHOICES = ("reference", "random")
+DEFAULT_STRENGTHS = (0.3, 0.5, 1.0, 1.5, 2.0)
+SELECT_METRICS = ("partial_acc", "exact_match")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One intervention, or none.
+
+    heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed`);
+    n, strength (C), mode, threshold (conditional), renormalise: as in
+    `harness.attention.capture.Intervention`; positions: `reference` (the reference cells,
+    moved by `shift`) or `random` (as many random non-reference keys per row, drawn with
+    `seed`: the positions control).
+    """
+
+    heads: str = "none"
+    n: int = 0
+    strength: float = 0.0
+    mode: str = "standard"
+    threshold: float = 0.0
+    positions: str = "reference"
+    shift: int = 0
+    seed: int = 0
+    renormalise: bool = False
+
+    def __post_init__(self) -> None:
+        if self.heads not in HEAD_CHOICES:
+            raise ValueError(f"heads must be one of {', '.join(HEAD_CHOICES)}, got {self.heads!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.positions not in POSITION_CHOICES:
+            raise ValueError(
+                f"positions must be one of {', '.join(POSITION_CHOICES)}, got {self.positions!r}"
+            )
+        if self.heads != "none" and self.n < 1:
+            raise ValueError(f"n (number of heads) must be >= 1 for heads={self.heads!r}")
+        if self.threshold < 0:
+            raise ValueError(f"threshold must be >= 0, got {self.threshold}")
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.heads == "none"
+
+    @property
+    def name(self) -> str:
+        """A short, unique, file-name-safe label: `top4-C1-standard`, `random4-C1-s2`."""
+        if self.is_baseline:
+            return "baseline"
+        parts = [f"{self.heads}{self.n}"]
+        if self.mode == "knockout":
+            parts.append("knockout")
+        else:
+            parts.append(f"C{self.strength:g}")
+            if self.mode == "conditional":
+                parts.append(f"thr{self.threshold:g}")
+        if self.positions == "random":
+            parts.append("randpos")
+        if self.shift:
+            parts.append(f"shift{self.shift:+d}")
+        if self.renormalise:
+            parts.append("renorm")
+        if self.heads == "random" or self.positions == "random":
+            parts.append(f"s{self.seed}")
+        return "-".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Setting:
+        return cls(**values)
+
+
+BASELINE = Setting()
+
+
+def head_counts(total_heads: int, max_share: float = 0.1) -> list[int]:
+    """1, 2, 4, ... up to `max_share` of all heads (at least 1, and the cap itself when it
+    is not a power of two, so a 16-head model is swept at 1 and the paper's ~10% alike)."""
+    if total_heads < 1:
+        raise ValueError(f"total_heads must be >= 1, got {total_heads}")
+    cap = max(1, math.floor(total_heads * max_share))
+    counts = []
+    n = 1
+    while n <= cap:
+        counts.append(n)
+        n *= 2
+    if counts[-1] != cap:
+        counts.append(cap)
+    return counts
+
+
+def grid(
+    total_heads: int,
+    counts: Sequence[int] | None = None,
+    strengths: Sequence[float] = DEFAULT_STRENGTHS,
+    mode: str = "standard",
+    thresholds: Sequence[float] = (0.0,),
+    shift: int = 0,
+    max_share: float = 0.1,
+) -> list[Setting]:
+    """The settings to sweep: top-N heads for every N x C (x threshold, conditional mode)."""
+    counts = list(counts) if counts else head_counts(total_heads, max_share)
+    for n in counts:
+        if not 1 <= n <= total_heads:
+            raise ValueError(f"head count must be in 1..{total_heads}, got {n}")
+    if mode == "knockout":
+        raise ValueError("the sweep reinforces: mode must be 'standard' or 'conditional'")
+    thresholds = list(thresholds) if mode == "conditional" else [0.0]
+    return [
+        Setting(heads="top", n=n, strength=float(c), mode=mode, threshold=float(t), shift=shift)
+        for n in counts
+        for c in strengths
+        for t in thresholds
+    ]
+
+
+def control_settings(chosen: Setting, seeds: Iterable[int] = (0, 1, 2)) -> list[Setting]:
+    """The controls of a chosen setting: the same N and C on random heads (one per seed) and
+    at random non-reference positions of the chosen heads; the bottom-N heads; and the
+    knock-out of the chosen heads."""
+    if chosen.is_baseline:
+        return []
+    seeds = list(seeds)
+    controls = [dataclasses.replace(chosen, heads="random", seed=s) for s in seeds]
+    controls.append(dataclasses.replace(chosen, positions="random", seed=seeds[0] if seeds else 0))
+    controls.append(dataclasses.replace(chosen, heads="bottom"))
+    controls.append(knockout_of(chosen))
+    return controls
+
+
+def knockout_of(setting: Setting) -> Setting:
+    return dataclasses.replace(setting, mode="knockout", strength=0.0, threshold=0.0)
+
+
+def score_of(records: Sequence[dict[str, Any]], metric: str) -> float:
+    return mean(r[metric] for r in records)
+
+
+def select(
+    validation: dict[str, Sequence[dict[str, Any]]],
+    metric: str = "partial_acc",
+    tie_break: str = "exact_match",
+) -> str:
+    """The name of the best setting by `metric` on validation records (ties: `tie_break`,
+    then the name order given, i.e. smaller N and C first in `grid` order)."""
+    if metric not in SELECT_METRICS:
+        raise ValueError(f"metric must be one of {', '.join(SELECT_METRICS)}, got {metric!r}")
+    if not validation:
+        raise ValueError("select needs at least one scored setting")
+    best = None
+    for name, records in validation.items():
+        key = (score_of(records, metric), score_of(records, tie_break))
+        if best is None or key > best[0]:
+            best = (key, name)
+    return best[1]
+
+
+Evaluate = Callable[[Setting, str], list[dict[str, Any]]]
+
+
+def run_sweep(
+    evaluate: Evaluate,
+    settings: Sequence[Setting],
+    control_seeds: Iterable[int] = (0, 1, 2),
+    metric: str = "partial_acc",
+    with_id: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Score the grid on validation, choose there, report the choice and controls on test.
+
+    Returns JSON-ready results: `validation` (summary per setting and the grid),
+    `chosen` (the setting), `test` (summary and paired gains over the baseline per setting),
+    `id` (the same settings on the ID stream, where the intervention must not break the
+    task), and `records` (per-instance records of every test / ID setting, for plots).
+    """
+    say = progress or (lambda message: None)
+    settings = list(settings)
+    if not settings:
+        raise ValueError("run_sweep needs at least one setting")
+    validation_records = {BASELINE.name: evaluate(BASELINE, "validation")}
+    for setting in settings:
+        say(f"validation {setting.name}")
+        validation_records[setting.name] = evaluate(setting, "validation")
+    scored = {k: v for k, v in validation_records.items() if k != BASELINE.name}
+    chosen_name = select(scored, metric)
+    chosen = next(s for s in settings if s.name == chosen_name)
+
+    reported = [BASELINE, chosen, *control_settings(chosen, control_seeds)]
+    test_records = {}
+    for setting in reported:
+        say(f"test {setting.name}")
+        test_records[setting.name] = evaluate(setting, "test")
+    baseline = test_records[BASELINE.name]
+    result: dict[str, Any] = {
+        "metric": metric,
+        "chosen": chosen.to_dict(),
+        "chosen_name": chosen.name,
+        "settings": {s.name: s.to_dict() for s in [BASELINE, *settings, *reported]},
+        "validation": {name: summarise(records) for name, records in validation_records.items()},
+        "validation_gains": {
+            name: gain_table(validation_records[BASELINE.name], records, per_length=False)
+            for name, records in scored.items()
+        },
+        "test": {name: summarise(records) for name, records in test_records.items()},
+        "test_gains": {
+            name: gain_table(baseline, records)
+            for name, records in test_records.items()
+            if name != BASELINE.name
+        },
+        "records": {"test": test_records},
+    }
+    if with_id:
+        id_records = {}
+        for setting in reported:
+            say(f"id {setting.name}")
+            id_records[setting.name] = evaluate(setting, "id")
+        result["id"] = {name: summarise(records) for name, records in id_records.items()}
+        result["id_gains"] = {
+            name: gain_table(id_records[BASELINE.name], records, per_length=False)
+            for name, records in id_records.items()
+            if name != BASELINE.name
+        }
+        result["records"]["id"] = id_records
+    return result
