@@ -12,16 +12,17 @@ name (`addition`). Keyword arguments set the task's config fields (validated by 
 on all of them (datasets appends them to the config id) and on `source_hash()`, a hash of the
 generator sources, so a code change never serves stale cached data.
 
-Splits. Split S draws from its own stream of `attentionspan_datasets.generation` (stream name
-S), so row `index` of S is `generate(config, seed, index, stream=S)`, unless that prompt is
-held out: no `train` prompt equals a `validation` or `test` prompt, and no `test` prompt
-equals a `validation` prompt. A held-out prompt is redrawn from streams `S#1`, `S#2`, ...
-(`split_instance` reproduces any row alone). Where a preset's input space is so small that
-this happens at all, a warning names the preset and the estimated number of distinct prompts
-per length; redrawing shifts the split's distribution (fewer of the shortest instances).
-Where more than half of a probe of draws would be redrawn, the space is exhausted (e.g.
-`successor_id` has a few hundred prompts): the splits are left to overlap, and the warning
-says so.
+Splits. `attentionspan_datasets.splits` owns them: a prompt belongs to train, validation or
+test by a hash of the prompt alone, and row `index` of split S is
+`splits.split_instance(config, seed, S, index)`, the row lm-eval, `attentionspan train` and
+`attentionspan eval` read too. No train prompt equals a validation or test prompt, by
+construction, for every split size and in the unlimited stream. Where a preset's input space
+is small at some lengths (reversal of one character, successor_id), a `SmallSpaceWarning`
+and the dataset's description say which lengths and how many prompts each split holds.
+
+Sizes. Each split holds at most MAX_SPLIT_ROWS rows (10 million) unless `force=True`:
+`num_train=10**12` is refused at once, naming the field and the cap. The streamed train split
+(no `num_train`) is unlimited.
 
 Sharding. A finite split is cut into up to 64 contiguous blocks of indices (of at least 1,000
 rows), so a build with `num_proc=2` writes the same rows in the same order as `num_proc=1`.
@@ -37,8 +38,6 @@ import hashlib
 import itertools
 import json
 import sys
-import warnings
-from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from json.encoder import c_make_encoder, encode_basestring_ascii
@@ -56,23 +55,27 @@ from attentionspan_datasets.generation import (
     DEFAULT_SEED,
     SHORT_TASK_NAMES,
     config_names,
-    generate,
-    iter_instances,
     resolve_config,
 )
 from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.splits import (
+    SPLITS,
+    iter_split,
+    small_space_report,
+    split_instance,
+    warn_small_space,
+)
 from attentionspan_datasets.tasks import MASK_VARIANTS, TASKS
-from attentionspan_datasets.tasks.base import Instance, TaskConfig
+from attentionspan_datasets.tasks.base import TaskConfig
 
 DATASET_NAME = "attentionspan"
-SPLITS = ("train", "validation", "test")
 DEFAULT_SPLIT_SIZES = {"train": 10_000, "validation": 1_000, "test": 1_000}
 NUM_SHARDS = 64  # enough for num_proc, DataLoader workers and nodes to divide the work
 MIN_SHARD_ROWS = 1_000  # smaller finite shards cost more in process start-up than they save
 STREAM_SHARD_SPAN = 2**40  # indices per shard of the unlimited train stream
-MAX_REDRAWS = 100  # a prompt still held out after this many redraws: the space is exhausted
-PROBE_SIZE = 2_000  # draws checked against the held-out prompts before a split is made
-MAX_HIT_RATE = 0.5  # above this share of draws held out, splits overlap instead (see above)
+# Rows per split without `force=True`: 10 million addition_ood rows are about 2 GB of Arrow
+# and 10 minutes of one core; a larger number is far more often a typo than a plan.
+MAX_SPLIT_ROWS = 10_000_000
 BATCH_SIZE = 256  # rows per Arrow table: large enough to amortise, small for a quick first row
 VERSION = datasets.Version(__version__)
 
@@ -128,6 +131,7 @@ def source_hash() -> str:
     names = {
         __name__,
         "attentionspan_datasets.generation",
+        "attentionspan_datasets.splits",
         "attentionspan_datasets.presets",
         "attentionspan_datasets.tasks.base",
         *(task.generate.__module__ for task in TASKS.values()),
@@ -165,6 +169,7 @@ class AttentionSpanConfig(datasets.BuilderConfig):
     num_train: int | None = None  # None: 10,000 when built, unlimited when streamed
     num_validation: int = DEFAULT_SPLIT_SIZES["validation"]
     num_test: int = DEFAULT_SPLIT_SIZES["test"]
+    force: bool = False  # allow splits larger than MAX_SPLIT_ROWS
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -214,15 +219,36 @@ class AttentionSpanConfig(datasets.BuilderConfig):
             raise ValueError(
                 f"attentionspan config {label!r}: 'seed' must be an int, got {value!r}"
             )
+        elif name == "force" and not isinstance(value, bool):
+            raise ValueError(
+                f"attentionspan config {label!r}: 'force' must be True or False, got {value!r}"
+            )
         elif name == "mask" and value not in MASK_VARIANTS:
             raise ValueError(
                 f"attentionspan config {label!r}: invalid mask {value!r}; "
                 f"allowed values: {', '.join(map(repr, MASK_VARIANTS))}"
             )
 
+    def overrides(self) -> dict[str, Any]:
+        """The task fields set on top of `source` (mask included)."""
+        return {**self.task_params, "mask": self.mask}
+
     def task_config(self) -> TaskConfig:
         """The validated task config (raises ValueError naming a bad field)."""
-        return resolve_config(self.source, **{**self.task_params, "mask": self.mask})
+        return resolve_config(self.source, **self.overrides())
+
+    def check_sizes(self) -> None:
+        """Refuse a split larger than MAX_SPLIT_ROWS unless `force` (before any work)."""
+        if self.force:
+            return
+        for split in SPLITS:
+            size = getattr(self, f"num_{split}")
+            if size is not None and size > MAX_SPLIT_ROWS:
+                raise ValueError(
+                    f"attentionspan config {self.name!r}: 'num_{split}' is {size:,}, above the "
+                    f"cap of {MAX_SPLIT_ROWS:,} rows per split; pass force=True "
+                    f"(--force) to build it anyway"
+                )
 
     def split_size(self, split: str, streaming: bool = False) -> int | None:
         """Rows of `split`; None means unlimited (the streamed train split by default)."""
@@ -233,31 +259,7 @@ class AttentionSpanConfig(datasets.BuilderConfig):
 
 
 _OWN_FIELDS = {f.name for f in fields(AttentionSpanConfig)}
-_SETTABLE_FIELDS = ["mask", "seed", "num_train", "num_validation", "num_test"]
-
-
-def split_instance(
-    task_config: TaskConfig,
-    split: str,
-    index: int,
-    seed: int = DEFAULT_SEED,
-    held_out: frozenset[str] = frozenset(),
-    first: Instance | None = None,
-) -> Instance:
-    """Row `index` of `split`: the first draw from streams `split`, `split#1`, ... whose
-    prompt is not in `held_out`. `first`, if given, is the draw from stream `split`."""
-    instance = first or generate(task_config, seed, index, stream=split)
-    attempt = 0
-    while instance.prompt in held_out:
-        attempt += 1
-        if attempt > MAX_REDRAWS:
-            raise ValueError(
-                f"{task_config.task_name}: {MAX_REDRAWS} redraws of {split} row {index} all "
-                f"hit held-out prompts; the input space is too small for these split sizes "
-                f"(lower num_validation / num_test)"
-            )
-        instance = generate(task_config, seed, index, stream=f"{split}#{attempt}")
-    return instance
+_SETTABLE_FIELDS = ["mask", "seed", "num_train", "num_validation", "num_test", "force"]
 
 
 def _shards(size: int | None) -> list[tuple[int, int | None]]:
@@ -309,6 +311,7 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
 
     def _info(self) -> datasets.DatasetInfo:
         self.config.task_config()  # a bad parameter fails here, before anything is generated
+        self.config.check_sizes()
         return datasets.DatasetInfo(
             description=(
                 "Algorithmic reasoning tasks with reference attention masks: `reference[i]` "
@@ -326,18 +329,15 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
         task_config = config.task_config()
         sizes = {split: config.split_size(split, streaming) for split in SPLITS}
 
-        held_out: dict[str, frozenset[str]] = {"validation": frozenset()}
-        validation = [
-            split_instance(task_config, "validation", i, config.seed)
-            for i in range(sizes["validation"])
-        ]
-        held_out["test"] = self._held_out(task_config, "test", sizes["test"], validation)
-        test = [
-            split_instance(task_config, "test", i, config.seed, held_out["test"])
-            for i in range(sizes["test"])
-        ]
-        held_out["train"] = self._held_out(task_config, "train", sizes["train"], validation + test)
-
+        for split in SPLITS:
+            if sizes[split] != 0:
+                # A split its config cannot fill fails here, as a ValueError naming the
+                # config, not later inside datasets' generation error.
+                split_instance(config.source, config.seed, split, 0, **config.overrides())
+        report = small_space_report(task_config, config.seed, name=config.name)
+        if report:
+            warn_small_space(report)
+            self.info.description = f"{self.info.description} {report}."
         return [
             datasets.SplitGenerator(
                 name=split,
@@ -345,84 +345,28 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
                     "split": split,
                     "shards": _shards(sizes[split]),
                     "task_config": task_config,
-                    "held_out": held_out[split],
                 },
             )
             for split in SPLITS
             if sizes[split] != 0  # datasets cannot read back an empty split: leave it out
         ]
 
-    def _held_out(
-        self, task_config: TaskConfig, split: str, size: int | None, earlier: list[Instance]
-    ) -> frozenset[str]:
-        """The prompts `split` must avoid: those of the `earlier` splits' instances.
-
-        Draws a probe of `split` first. If some draws hit earlier prompts, warn with the
-        estimated space size per length; if most do, the space is exhausted: return no
-        prompts (the splits overlap) rather than redraw nearly every row.
-        """
-        prompts = frozenset(instance.prompt for instance in earlier)
-        probe = PROBE_SIZE if size is None else min(PROBE_SIZE, size)
-        if not prompts or not probe:
-            return prompts
-        held: dict[int, set[str]] = defaultdict(set)
-        for instance in earlier:
-            held[task_config.length_bucket(instance.params)].add(instance.prompt)
-        draws: Counter[int] = Counter()
-        hits: Counter[int] = Counter()
-        for index in range(probe):
-            instance = generate(task_config, self.config.seed, index, stream=split)
-            length = task_config.length_bucket(instance.params)
-            draws[length] += 1
-            hits[length] += instance.prompt in held[length]
-        total = sum(hits.values())
-        if not total:
-            return prompts
-        # Capture-recapture per length: the share of draws that land among the earlier
-        # prompts of that length estimates |earlier prompts| / |space| at that length.
-        space = ", ".join(
-            f"length {length}: about {round(len(held[length]) * draws[length] / n):,}"
-            for length, n in sorted(hits.items())
-            if n
-        )
-        others = "validation" if split == "test" else "validation/test"
-        exhausted = total / probe > MAX_HIT_RATE
-        consequence = (
-            f", so {split} overlaps {others}; use smaller num_validation / num_test or a preset "
-            f"with a larger input space"
-            if exhausted
-            else f" and are redrawn, so {split} has fewer instances of these lengths than the "
-            f"preset's distribution"
-        )
-        warnings.warn(
-            f"attentionspan config {self.config.name!r}: the input space is too small to keep "
-            f"{others} prompts out of {split} by chance (distinct prompts, estimated: {space}): "
-            f"{total} of the first {probe} {split} draws ({total / probe:.1%}) repeat one"
-            f"{consequence}",
-            UserWarning,
-            stacklevel=2,
-        )
-        return frozenset() if exhausted else prompts
-
     def _get_examples_iterable_for_split(self, split_generator: datasets.SplitGenerator):
         return _TypedRows(self._generate_rows, split_generator.gen_kwargs)
 
     def _generate_rows(
-        self, split: str, shards: list, task_config: TaskConfig, held_out: frozenset[str]
+        self, split: str, shards: list, task_config: TaskConfig
     ) -> Iterator[tuple[Key, dict[str, Any]]]:
         """The rows of `split`, one shard after the other; Python values of FEATURES."""
         name, seed = self.config.name, self.config.seed
         for position, (start, stop) in enumerate(shards):
-            for instance in iter_instances(task_config, seed, start, stop, stream=split):
-                index = instance.index
-                if instance.prompt in held_out:
-                    instance = split_instance(task_config, split, index, seed, held_out, instance)
+            for instance in iter_split(task_config, seed, split, start, stop):
                 yield (
-                    Key(position, index),
+                    Key(position, instance.index),
                     {
                         "task": instance.task,
                         "config": name,
-                        "index": index,
+                        "index": instance.index,
                         "prompt": instance.prompt,
                         "target": instance.target,
                         "reference": instance.reference,
@@ -431,12 +375,12 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
                 )
 
     def _generate_tables(
-        self, split: str, shards: list, task_config: TaskConfig, held_out: frozenset[str]
+        self, split: str, shards: list, task_config: TaskConfig
     ) -> Iterator[tuple[Key, pa.Table]]:
         """The same rows as Arrow tables of up to BATCH_SIZE rows, keyed (shard, batch)."""
         schema = FEATURES.arrow_schema
         for position, shard in enumerate(shards):
-            rows = self._generate_rows(split, [shard], task_config, held_out)
+            rows = self._generate_rows(split, [shard], task_config)
             for batch_id in itertools.count():
                 batch = [row for _, row in itertools.islice(rows, BATCH_SIZE)]
                 if not batch:

@@ -34,6 +34,9 @@ gets a ValueError naming the config after MAX_ATTEMPTS draws.
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -151,18 +154,32 @@ def iter_split(
 
 SMALL_SPACE = 1000  # fewer distinct prompts than this at one length: the report names it
 PROBE_DRAWS = 4000
+_REPORTS: dict[tuple[str, int, str], str | None] = {}
+
+
+class SmallSpaceWarning(UserWarning):
+    """A config's input space is small at some lengths (see `small_space_report`)."""
 
 
 def small_space_report(
-    config: str | TaskConfig, seed: int = DEFAULT_SEED, **overrides: Any
+    config: str | TaskConfig, seed: int = DEFAULT_SEED, name: str | None = None, **overrides: Any
 ) -> str | None:
     """One sentence naming the lengths whose input space is small enough that the splits'
     share of them departs from the generator's distribution, or None when there is none.
 
     Estimates from PROBE_DRAWS raw draws: a length whose draws repeat prompts has a small
     space; its distinct prompts seen (nearly all of them, then) are counted per split.
+    `name` is the config name to print (default: the preset or task name).
     """
     cfg = resolve_config(config, **overrides)
+    label = name or config_label(config)
+    key = (repr(cfg), seed, label)
+    if key not in _REPORTS:
+        _REPORTS[key] = _small_space_report(cfg, label, seed)
+    return _REPORTS[key]
+
+
+def _small_space_report(cfg: TaskConfig, label: str, seed: int) -> str | None:
     generate = get_task(cfg.task_name).generate
     seen: dict[int, set[str]] = defaultdict(set)
     draws: dict[int, int] = defaultdict(int)
@@ -186,10 +203,27 @@ def small_space_report(
             )
     if not small:
         return None
-    label = config_label(config)
     return (
         f"attentionspan config {label!r} has a small input space ({'; '.join(small)}): each "
         f"split holds only the prompts that hash into it, so validation and test rows of these "
         f"lengths repeat a few prompts and their share of the split differs from the "
         f"generator's; the splits still share no prompt"
     )
+
+
+def warn_small_space(report: str) -> None:
+    """Warn with `report` as a SmallSpaceWarning attributed to the caller's own code (the
+    first frame outside this package, datasets and lm-eval), so the warning shows the
+    user's line rather than one of ours."""
+    internal = tuple(
+        os.path.dirname(module.__file__) + os.sep
+        for name in ("attentionspan_datasets", "datasets", "lm_eval", "multiprocess")
+        if (module := sys.modules.get(name)) is not None and getattr(module, "__file__", None)
+    )
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(internal)
+        or frame.f_code.co_filename.startswith("<frozen ")
+    ):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(report, SmallSpaceWarning, stacklevel=level + 1 if frame is not None else 1)

@@ -15,11 +15,12 @@ from attentionspan_datasets.builder import (
     NUM_SHARDS,
     STREAM_SHARD_SPAN,
     AttentionSpan,
+    params_json,
     source_hash,
-    split_instance,
 )
-from attentionspan_datasets.generation import SHORT_TASK_NAMES, generate, resolve_config
+from attentionspan_datasets.generation import SHORT_TASK_NAMES, generate
 from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.splits import SmallSpaceWarning, iter_split, split_of
 from attentionspan_datasets.tasks import TASKS
 
 REGISTERED_PRESETS = [name for name, (task, _) in PRESETS.items() if task in TASKS]
@@ -72,15 +73,16 @@ def test_every_preset_builds_rows_of_the_contract(tmp_path, config):
             assert "length" in json.loads(row["params"])
 
 
-def test_rows_are_the_generator_streams_of_each_split(tmp_path):
+def test_rows_are_the_split_rows_of_splits_py(tmp_path):
     ds = build(tmp_path, "reversal_ood", **SMALL)
-    cfg = resolve_config("reversal_ood")
     for split in ds:
-        for row in ds[split].select(range(5)):
-            instance = generate(cfg, builder_module.DEFAULT_SEED, row["index"], stream=split)
+        rows = list(iter_split("reversal_ood", builder_module.DEFAULT_SEED, split, stop=5))
+        for row, instance in zip(ds[split].select(range(5)), rows):
+            assert row["index"] == instance.index
             assert (row["prompt"], row["target"]) == (instance.prompt, instance.target)
             assert row["reference"] == instance.reference
             assert json.loads(row["params"]) == instance.params
+            assert split_of(row["prompt"]) == split
     # Different streams: the three splits do not start with the same instance.
     assert len({ds[split][0]["prompt"] for split in ds}) == 3
 
@@ -103,35 +105,48 @@ def test_default_split_sizes():
     assert config.split_size("train", streaming=True) is None  # unlimited
 
 
-def test_no_validation_or_test_prompt_in_train_and_a_warning_names_the_space(tmp_path):
-    # reversal_id draws lengths 1-10 from 62 characters: 2,000 held-out draws cover
-    # nearly all 62 one-character prompts, so train must redraw about 10% of its draws.
-    builder = AttentionSpan(config_name="reversal_id", cache_dir=str(tmp_path), num_train=3000)
-    with pytest.warns(UserWarning, match=r"'reversal_id'.*length 1: about \d+") as record:
+@pytest.mark.parametrize("config", ["reversal_id", "successor_id", "addition_id"])
+def test_test_split_is_iter_split_in_order_and_shares_no_prompt(tmp_path, config):
+    builder = AttentionSpan(config_name=config, cache_dir=str(tmp_path), num_train=3000)
+    with pytest.warns(SmallSpaceWarning, match=rf"'{config}'.*length \d+: about \d+ prompts"):
         builder.download_and_prepare()
-    message = str(record[0].message)
-    assert "redrawn" in message and "overlaps" not in message
     ds = builder.as_dataset()
+    expected = [i.to_dict() for i in iter_split(config, split="test", stop=1000)]
+    assert ds["test"].to_list() == [
+        {**row, "params": params_json(row["params"])} for row in expected
+    ]
     train, validation, test = (set(ds[s]["prompt"]) for s in ("train", "validation", "test"))
     assert ds["train"].num_rows == 3000
     assert not train & (validation | test)
     assert not test & validation
-    lengths = [json.loads(p)["length"] for p in ds["train"]["params"]]
-    assert lengths.count(1) < 30  # 300 expected without the filter
+    # The dataset's own description says it too.
+    assert "small input space" in ds["test"].info.description
 
 
-def test_an_exhausted_space_overlaps_with_a_warning(tmp_path):
-    # Six one-character prompts cannot be split apart: warn and let the splits overlap.
-    with pytest.warns(UserWarning, match="overlaps"):
-        ds = AttentionSpan(
-            config_name="reversal",
-            cache_dir=str(tmp_path),
-            max_length=1,
-            charset="abcdef",
-            **SMALL,
-        )
-        ds.download_and_prepare()
-    assert ds.as_dataset()["train"].num_rows == 40
+def test_the_warning_points_at_the_callers_line(tmp_path):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        build_here = AttentionSpan(config_name="reversal_id", cache_dir=str(tmp_path), **SMALL)
+        build_here.download_and_prepare()
+    [warning] = [w for w in record if issubclass(w.category, SmallSpaceWarning)]
+    assert warning.filename == __file__
+
+
+def test_a_space_with_no_test_prompt_is_refused_naming_the_config(tmp_path):
+    # Six one-character prompts: at most a few hash into test; a config whose every prompt
+    # is a train prompt cannot hold a test split.
+    charset = next(
+        c
+        for c in ("abcdef", "ghijkl", "mnopqr", "stuvwx", "ABCDEF", "GHIJKL")
+        if not any(split_of(f"{ch}=") == "test" for ch in c)
+    )
+    builder = AttentionSpan(
+        config_name="reversal", cache_dir=str(tmp_path), max_length=1, charset=charset, **SMALL
+    )
+    with pytest.raises(ValueError, match="'reversal'.*no test prompt"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SmallSpaceWarning)
+            builder.download_and_prepare()
 
 
 def test_large_space_gives_no_warning(tmp_path):
@@ -142,16 +157,19 @@ def test_large_space_gives_no_warning(tmp_path):
         ).download_and_prepare()
 
 
-def test_split_instance_redraws_held_out_prompts():
-    cfg = resolve_config("reversal", max_length=2, charset="ab")
-    first = generate(cfg, 7, 3, stream="train")
-    redrawn = split_instance(cfg, "train", 3, seed=7, held_out=frozenset({first.prompt}))
-    assert redrawn.prompt != first.prompt
-    assert split_instance(cfg, "train", 3, seed=7).prompt == first.prompt
-    with pytest.raises(ValueError, match="input space is too small"):
-        split_instance(
-            cfg, "train", 3, seed=7, held_out=frozenset({"a=", "b=", "ab=", "ba=", "aa=", "bb="})
-        )
+def test_a_huge_split_is_refused_at_once_unless_forced(tmp_path):
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"'num_train' is 1,000,000,000,000, above the cap of"):
+        AttentionSpan(config_name="reversal_id", cache_dir=str(tmp_path), num_train=10**12)
+    assert time.perf_counter() - start < 1
+    forced = AttentionSpan(
+        config_name="reversal_id", cache_dir=str(tmp_path), num_train=10**12, force=True
+    )
+    assert forced.config.split_size("train") == 10**12
+    with pytest.raises(ValueError, match="'force' must be True or False"):
+        AttentionSpan(config_name="reversal_id", cache_dir=str(tmp_path), force="yes")
 
 
 def test_kwargs_reach_the_task_and_key_the_cache(tmp_path):
