@@ -1,0 +1,99 @@
+"""Atomic writes: all or nothing, umask permissions, leftovers of killed writers cleaned."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from attentionspan_datasets.atomic import (
+    atomic_path,
+    atomic_write_bytes,
+    atomic_write_text,
+    clean_leftovers,
+    current_umask,
+)
+
+
+@pytest.fixture
+def umask_027():
+    old = os.umask(0o027)
+    yield 0o027
+    os.umask(old)
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_write_text_and_bytes_replace_the_file(tmp_path):
+    target = tmp_path / "sub" / "a.json"
+    atomic_write_text(target, "one\n")
+    assert target.read_text() == "one\n"
+    atomic_write_bytes(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert os.listdir(target.parent) == ["a.json"]
+
+
+def test_files_and_folders_get_the_umask_permissions(tmp_path, umask_027):
+    assert current_umask() == 0o027
+    atomic_write_text(tmp_path / "f.txt", "x")
+    assert _mode(tmp_path / "f.txt") == 0o640
+    with atomic_path(tmp_path / "out", directory=True) as staging:
+        (staging / "data.txt").write_text("x")
+    assert _mode(tmp_path / "out") == 0o750
+    assert (tmp_path / "out" / "data.txt").read_text() == "x"
+
+
+def test_an_error_leaves_the_old_file_and_no_temporary(tmp_path):
+    target = tmp_path / "a.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as temp:
+            temp.write_text("half")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old"
+    assert os.listdir(tmp_path) == ["a.txt"]
+
+
+def test_a_folder_is_swapped_whole(tmp_path):
+    out = tmp_path / "out"
+    with atomic_path(out, directory=True) as staging:
+        (staging / "one").write_text("1")
+    with atomic_path(out, directory=True) as staging:
+        (staging / "two").write_text("2")
+    assert sorted(os.listdir(out)) == ["two"]
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match="not a folder"):
+        with atomic_path(tmp_path / "file", directory=True):
+            pass
+
+
+def test_leftovers_of_a_killed_writer_are_removed_on_the_next_write(tmp_path):
+    # A child reserves a staging folder and dies without cleaning up (as kill -9 would).
+    code = (
+        "import os, sys\n"
+        "from attentionspan_datasets.atomic import atomic_path\n"
+        "with atomic_path(sys.argv[1], directory=True) as staging:\n"
+        "    (staging / 'part.parquet').write_text('x')\n"
+        "    os._exit(9)\n"
+    )
+    out = tmp_path / "data"
+    subprocess.run([sys.executable, "-c", code, str(out)], check=False)
+    left = [name for name in os.listdir(tmp_path) if name.startswith(".data.partial-")]
+    assert len(left) == 1
+    (tmp_path / ".data.partial-abc123").mkdir()  # the name older versions used (no pid)
+    (tmp_path / ".other.partial-1-abc").mkdir()  # another target's: not ours to remove
+    atomic_write_text(tmp_path / "data", "done")
+    assert sorted(os.listdir(tmp_path)) == [".other.partial-1-abc", "data"]
+
+
+def test_a_live_writers_temporary_is_kept(tmp_path):
+    live = tmp_path / f".data.partial-{os.getpid()}-abcd"
+    live.mkdir()
+    assert clean_leftovers(tmp_path / "data") == []
+    assert live.exists()
