@@ -1,0 +1,1 @@
+"""Reports: the figures (plots.py) and the stages of the reproduce pipeline."""

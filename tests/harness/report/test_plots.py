@@ -1,0 +1,129 @@
+"""harness.report.plots: every figure is written as a non-empty PNG at the asked path, and
+bad input fails with a ValueError that names the argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from harness.report import plots
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(path, expected):
+    assert path == expected
+    data = expected.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 2000
+    # atomic: no temporary files left beside it
+    assert [p.name for p in expected.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_rollout_map_with_mask_labels_and_wrong_rows(tmp_path):
+    rng = np.random.default_rng(0)
+    matrix = rng.random((6, 10))
+    mask = np.zeros((6, 10), dtype=bool)
+    mask[np.arange(6), 9 - np.arange(6)] = True  # a mirrored reference, as in reversal
+    out = plots.rollout_map(
+        torch.tensor(matrix),  # tensors are accepted as well as arrays
+        tmp_path / "sub" / "rollout.png",
+        mask=mask,
+        keys=list("ab cd\nefgh"),
+        queries=list("=hgfed"),
+        title="reversal_ood #3",
+        wrong_rows=[4, 5],
+    )
+    assert_png(out, tmp_path / "sub" / "rollout.png")
+
+
+def test_rollout_map_rejects_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="'mask' has shape"):
+        plots.rollout_map(np.ones((3, 4)), tmp_path / "x.png", mask=np.ones((4, 4), bool))
+    with pytest.raises(ValueError, match="'keys' has 3 labels for 4 positions"):
+        plots.rollout_map(np.ones((3, 4)), tmp_path / "x.png", keys="abc")
+    with pytest.raises(ValueError, match="'matrix' must have 2 dimension"):
+        plots.rollout_map(np.ones(4), tmp_path / "x.png")
+    with pytest.raises(ValueError, match="'wrong_rows'"):
+        plots.rollout_map(np.ones((3, 4)), tmp_path / "x.png", wrong_rows=[3])
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_head_heatmap_panels_share_one_scale(tmp_path):
+    out = plots.head_heatmap(
+        {"reversal_id": np.random.rand(4, 4), "reversal_ood": np.random.rand(4, 4)},
+        tmp_path / "heads.png",
+        title="mean share on reference",
+    )
+    assert_png(out, tmp_path / "heads.png")
+    single = plots.head_heatmap(np.random.rand(18, 4), tmp_path / "one.png")
+    assert_png(single, tmp_path / "one.png")
+    with pytest.raises(ValueError, match="'panels' must share one"):
+        plots.head_heatmap({"a": np.ones((4, 4)), "b": np.ones((4, 2))}, tmp_path / "bad.png")
+    with pytest.raises(ValueError, match=r"panels\['a'\]"):
+        plots.head_heatmap({"a": np.ones(4)}, tmp_path / "bad.png")
+
+
+def test_score_distribution_and_by_position(tmp_path):
+    rng = np.random.default_rng(1)
+    correct, wrong = rng.beta(4, 20, 300), rng.beta(2, 30, 200)
+    out = plots.score_distribution(
+        {
+            "reversal_id": {"correct": correct, "wrong": []},
+            "reversal_ood": {"correct": correct, "wrong": wrong},
+        },
+        tmp_path / "scores.png",
+    )
+    assert_png(out, tmp_path / "scores.png")
+    positions_c, positions_w = rng.integers(0, 20, 300), rng.integers(0, 20, 200)
+    out = plots.score_by_position(
+        {"correct": (positions_c, correct), "wrong": (positions_w, wrong)},
+        tmp_path / "position.png",
+    )
+    assert_png(out, tmp_path / "position.png")
+    with pytest.raises(ValueError, match=r"series\['wrong'\]: 199 positions but 200 scores"):
+        plots.score_by_position({"wrong": (positions_w[:-1], wrong)}, tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="'panels' holds no finite score"):
+        plots.score_distribution({"a": {"correct": [np.nan]}}, tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="'series' must be a non-empty mapping"):
+        plots.score_by_position({}, tmp_path / "bad.png")
+
+
+def test_accuracy_by_length_with_bands(tmp_path):
+    lengths = np.arange(11, 21)
+    base = np.linspace(0.8, 0.05, 10)
+    out = plots.accuracy_by_length(
+        lengths,
+        {
+            "baseline": {"mean": base, "low": base - 0.05, "high": base + 0.05},
+            "top-8 heads, C=1": {"mean": base + 0.3},
+            "random heads": {"mean": base, "low": base - 0.1, "high": base + 0.1},
+        },
+        tmp_path / "length.png",
+    )
+    assert_png(out, tmp_path / "length.png")
+    with pytest.raises(ValueError, match=r"series\['b'\]\['low'\] has 9 values for 10 lengths"):
+        plots.accuracy_by_length(
+            lengths, {"b": {"mean": base, "low": base[1:], "high": base}}, tmp_path / "bad.png"
+        )
+    with pytest.raises(ValueError, match="needs both 'low' and 'high'"):
+        plots.accuracy_by_length(lengths, {"b": {"mean": base, "low": base}}, tmp_path / "b.png")
+
+
+def test_sweep_heatmap(tmp_path):
+    values = np.random.rand(4, 5)
+    out = plots.sweep_heatmap(
+        values,
+        [1, 2, 4, 8],
+        [0.3, 0.6, 1.0, 1.5, 2.0],
+        tmp_path / "sweep.png",
+        baseline=0.4,
+        chosen=(2, 3),
+    )
+    assert_png(out, tmp_path / "sweep.png")
+    with pytest.raises(ValueError, match=r"'values' has shape \(4, 5\), expected \(3, 5\)"):
+        plots.sweep_heatmap(values, [1, 2, 4], [0.3, 0.6, 1.0, 1.5, 2.0], tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="'chosen'"):
+        plots.sweep_heatmap(
+            values, [1, 2, 4, 8], [1, 2, 3, 4, 5], tmp_path / "b.png", chosen=(4, 0)
+        )
