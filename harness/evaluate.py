@@ -23,10 +23,11 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import score
-from harness.data import GeneratorSource, PromptConfig, collate, shard_indices
+from harness.data import GeneratorSource, PromptConfig, shard_indices
+from harness.inference import generate_batch, teacher_forced_batch
+from harness.runs import read_run_file
 from harness.tokenization import CharTokenizer
 
-RUN_CONFIG_FILE = "attentionspan_run.json"  # written beside every checkpoint by train
 EVAL_STREAM = "test"  # the train stream is "train": the two never share an instance
 
 
@@ -54,10 +55,8 @@ class EvalConfig:
 
 
 def saved_run_config(model_dir: str | Path) -> dict[str, Any] | None:
-    path = Path(model_dir) / RUN_CONFIG_FILE
-    if path.is_file():
-        return json.loads(path.read_text())
-    return None
+    """The run file saved with a model folder (checked), or None."""
+    return read_run_file(model_dir) if Path(model_dir).is_dir() else None
 
 
 def default_configs(run: dict[str, Any] | None) -> list[str]:
@@ -74,70 +73,6 @@ def default_configs(run: dict[str, Any] | None) -> list[str]:
 
 
 # --- one batch ------------------------------------------------------------------------
-def _autocast(mixed_precision: str):
-    import contextlib
-
-    import torch
-
-    if mixed_precision == "bf16":
-        return torch.autocast("cpu" if not torch.cuda.is_available() else "cuda", torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-def generate_batch(
-    model, char_tok: CharTokenizer, encodings, max_new_tokens: int, mixed_precision: str = "no"
-) -> list[list[int]]:
-    """Greedy continuations of left-padded prompts, each cut at its first EOS."""
-    import torch
-
-    prompts = [
-        dataclasses.replace(
-            e, input_ids=e.input_ids[: e.target_offset], labels=e.labels[: e.target_offset]
-        )
-        for e in encodings
-    ]
-    batch = collate(prompts, char_tok.pad_id, padding_side="left")
-    with torch.inference_mode(), _autocast(mixed_precision):
-        out = model.generate(
-            input_ids=batch["input_ids"].to(model.device),
-            attention_mask=batch["attention_mask"].to(model.device),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=char_tok.pad_id,
-            eos_token_id=char_tok.eos_id,
-        )
-    new = out[:, batch["input_ids"].shape[1] :].tolist()
-    result = []
-    for ids in new:
-        if char_tok.eos_id in ids:
-            ids = ids[: ids.index(char_tok.eos_id)]
-        result.append(ids)
-    return result
-
-
-def teacher_forced_batch(
-    model, char_tok: CharTokenizer, encodings, mixed_precision: str = "no"
-) -> list[list[bool]]:
-    """For each instance, whether each target character is the argmax given the true prefix
-    (the EOS label is left out: it is not a character of the answer)."""
-    import torch
-
-    batch = collate(encodings, char_tok.pad_id, padding_side="right")
-    with torch.inference_mode(), _autocast(mixed_precision):
-        logits = model(
-            input_ids=batch["input_ids"].to(model.device),
-            attention_mask=batch["attention_mask"].to(model.device),
-            position_ids=batch["position_ids"].to(model.device),
-        ).logits
-    predicted = logits.argmax(-1).cpu()
-    result = []
-    for b, enc in enumerate(encodings):
-        start = enc.target_offset
-        rows = range(start - 1, start - 1 + enc.target_len)  # query q predicts token q + 1
-        result.append([bool(predicted[b, q] == enc.input_ids[q + 1]) for q in rows])
-    return result
-
-
 def score_instances(
     model,
     char_tok: CharTokenizer,
@@ -157,8 +92,8 @@ def score_instances(
         # One token past the longest target decides exact match for every row: an answer
         # that goes on without EOS is already wrong at that token.
         max_new = max(e.target_len for e in encodings) + 1
-        generated = generate_batch(model, char_tok, encodings, max_new, mixed_precision)
-        forced = teacher_forced_batch(model, char_tok, encodings, mixed_precision)
+        generated = generate_batch(model, char_tok, encodings, max_new, mixed_precision).ids
+        forced = teacher_forced_batch(model, char_tok, encodings, mixed_precision).correct
         for instance, enc, ids, tf in zip(chunk, encodings, generated, forced):
             # Each answer is cut at its own target length + 1, so that what is saved does
             # not depend on which other instances shared the batch.

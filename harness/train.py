@@ -21,8 +21,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,14 +29,24 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.data import DatasetSource, GeneratorSource, PromptConfig, collate, training_indices
-from harness.evaluate import RUN_CONFIG_FILE, evaluate_model
+from harness.evaluate import evaluate_model
 from harness.models import ScratchConfig
+from harness.runs import (
+    CHECKPOINT_PREFIX,
+    RUN_CONFIG_FILE,
+    TrainState,
+    latest_checkpoint,
+    load_training_state,
+    prune_checkpoints,
+    read_run_file,
+    save_folder,
+    section,
+    versions,
+)
 from harness.tokenization import CharTokenizer
 
 SCHEDULES = ("linear", "cosine", "constant")
 MIXED_PRECISION = ("auto", "no", "bf16")
-TRAINING_STATE_FILE = "training_state.pt"
-CHECKPOINT_PREFIX = "checkpoint-"
 TRAIN_STREAM = "train"
 VALIDATION_STREAM = "validation"
 # bf16 autocast pays off for large matrices on hardware with bf16 units (2.5x for the 135M
@@ -127,15 +135,6 @@ class TrainConfig:
         return cls(**values)
 
 
-@dataclass
-class TrainState:
-    step: int = 0  # optimizer steps done
-    next_index: int = 0  # the first stream index not yet trained on
-    total_steps: int = 0
-    elapsed_s: float = 0.0
-    tokens: int = 0
-
-
 # --- pieces -----------------------------------------------------------------------------
 def make_source(config: TrainConfig):
     if config.dataset:
@@ -206,33 +205,17 @@ def is_out_of_memory(error: BaseException) -> bool:
     return "out of memory" in text or "can't allocate memory" in text
 
 
-def latest_checkpoint(output: Path) -> Path | None:
-    found = []
-    for path in output.glob(f"{CHECKPOINT_PREFIX}*"):
-        suffix = path.name[len(CHECKPOINT_PREFIX) :]
-        if suffix.isdigit() and (path / RUN_CONFIG_FILE).is_file():
-            found.append((int(suffix), path))
-    return max(found)[1] if found else None
-
-
-def _write_run_file(folder: Path, config: TrainConfig, state: TrainState, **extra) -> None:
-    import accelerate
-    import torch
-    import transformers
-
-    info = {
+def run_info(config: TrainConfig, state: TrainState, **extra) -> dict[str, Any]:
+    """What `attentionspan_run.json` holds: the options, the prompt layout, the scratch
+    model, where the run stands, and the library versions."""
+    return {
         "train": {k: v for k, v in config.to_dict().items() if k not in ("prompt", "scratch")},
         "prompt": dataclasses.asdict(config.prompt),
         "scratch": dataclasses.asdict(config.scratch),
         "state": dataclasses.asdict(state),
-        "versions": {
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "accelerate": accelerate.__version__,
-        },
+        "versions": versions(),
         **extra,
     }
-    (folder / RUN_CONFIG_FILE).write_text(json.dumps(info, indent=2) + "\n")
 
 
 def save_checkpoint(
@@ -247,47 +230,24 @@ def save_checkpoint(
     with_optimizer: bool = True,
     **extra,
 ) -> Path:
-    """Write `output/name` atomically (staging folder, then rename); main process only."""
-    import torch
-
+    """Write `output/name` atomically and keep the newest `keep_checkpoints` checkpoints."""
     output = Path(config.output)
-    target = output / name
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        output.mkdir(parents=True, exist_ok=True)
-        staging = output / f".{name}.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        accelerator.unwrap_model(model).save_pretrained(
-            staging, state_dict=accelerator.get_state_dict(model), safe_serialization=True
-        )
-        tokenizer.save_pretrained(staging)
-        if with_optimizer:
-            torch.save(
-                {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
-                staging / TRAINING_STATE_FILE,
-            )
-        _write_run_file(staging, config, state, **extra)
-        if target.exists():
-            old = output / f".{name}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-            os.replace(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, target)
-        _prune_checkpoints(output, config.keep_checkpoints)
-    accelerator.wait_for_everyone()
-    return target
-
-
-def _prune_checkpoints(output: Path, keep: int) -> None:
-    numbered = sorted(
-        (int(p.name[len(CHECKPOINT_PREFIX) :]), p)
-        for p in output.glob(f"{CHECKPOINT_PREFIX}*")
-        if p.name[len(CHECKPOINT_PREFIX) :].isdigit()
+    training_state = (
+        {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        if with_optimizer
+        else None
     )
-    for _, path in numbered[:-keep]:
-        shutil.rmtree(path, ignore_errors=True)
+    target = save_folder(
+        accelerator,
+        model,
+        tokenizer,
+        output / name,
+        run_info(config, state, **extra),
+        training_state,
+    )
+    if accelerator.is_main_process:
+        prune_checkpoints(output, config.keep_checkpoints)
+    return target
 
 
 def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
@@ -297,11 +257,18 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
             f"--resume: no checkpoint to resume in {str(output)!r} "
             f"(checkpoints are written with --save-every N)"
         )
-    info = json.loads((checkpoint / RUN_CONFIG_FILE).read_text())
-    values = {**info["train"], "prompt": info["prompt"], "scratch": info["scratch"]}
-    config = TrainConfig.from_dict(values)
+    info = read_run_file(checkpoint)
+    values = {
+        **info.get("train", {}),
+        "prompt": info.get("prompt", {}),
+        "scratch": info.get("scratch", {}),
+    }
+    try:
+        config = TrainConfig.from_dict(values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{checkpoint / RUN_CONFIG_FILE}: {error}") from None
     config.output = str(output)
-    return config, TrainState(**info["state"]), checkpoint
+    return config, section(info, "state", TrainState, checkpoint), checkpoint
 
 
 # --- the loop ---------------------------------------------------------------------------
@@ -342,7 +309,7 @@ def train(
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config, total_steps)
     if checkpoint is not None:
-        saved = torch.load(checkpoint / TRAINING_STATE_FILE, weights_only=True)
+        saved = load_training_state(checkpoint)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
     model, optimizer = accelerator.prepare(model, optimizer)

@@ -1,0 +1,240 @@
+"""Greedy generation and teacher-forced scoring in one left-padded layout.
+
+    from harness.inference import generate_batch, teacher_forced_batch
+    gen = generate_batch(model, char_tok, encodings, max_new_tokens=12)
+    gen.ids[b], gen.texts[b]          # row b's answer, cut at its first EOS
+    tf = teacher_forced_batch(model, char_tok, encodings)
+    tf.correct[b][i]                  # target[i] is the argmax given the true prefix
+    gen.batch.column(b, pos)          # token position `pos` of encodings[b] -> batch column
+
+The layout (`collate_left`): every prompt ends at the same column `prompt_width`, padding
+on its left; the answer follows from that column, padding on its right. Generation builds
+exactly this (left-padded prompts, then `generate()` appends), and teacher-forced scoring
+uses it too, so target token i of row b sits at column `prompt_width + i` in both and the
+query that predicts it at `prompt_width + i - 1`: a reference mask built once serves both,
+and a forward over prompt + generated ids sees the positions generation saw.
+
+Both functions accept extra keyword arguments (`generate` options; forward arguments) and
+leave the attention implementation to the caller (`model.set_attn_implementation(name)`,
+or a context manager around the call). `position_ids` always travels with its
+`attention_mask`: without the mask, transformers reads padded rows as packed sequences.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.data import dense_reference_mask
+from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding
+
+
+@dataclass
+class Batch:
+    """A collated left-padded batch (tensors on the CPU).
+
+    `input_ids`, `attention_mask`, `position_ids`, `labels`: [batch, total_len];
+    `target_start`: [batch], the column of target[0] (= `prompt_width` in every row);
+    `shifts[b]`: columns of padding before row b, so token position t of `encodings[b]`
+    (e.g. a reference position) sits at column `shifts[b] + t`.
+    """
+
+    encodings: list[Encoding]
+    input_ids: Any
+    attention_mask: Any
+    position_ids: Any
+    labels: Any
+    target_start: Any
+    shifts: list[int]
+    prompt_width: int
+
+    def __len__(self) -> int:
+        return len(self.encodings)
+
+    @property
+    def total_len(self) -> int:
+        return int(self.input_ids.shape[1])
+
+    def column(self, row: int, position: int) -> int:
+        """The batch column of token position `position` of `encodings[row]`."""
+        return self.shifts[row] + position
+
+    def reference_columns(self, row: int) -> list[list[int]]:
+        """Row `row`'s reference, target token by target token, as batch columns."""
+        shift = self.shifts[row]
+        return [[shift + k for k in ref] for ref in self.encodings[row].reference]
+
+    def reference_mask(self):
+        """bool [batch, total_len, total_len]: [b, q, k] when query q (predicting the token
+        at q + 1) must attend key k."""
+        return dense_reference_mask(self.encodings, self.shifts, self.total_len)
+
+    def model_inputs(self, device=None) -> dict[str, Any]:
+        """input_ids, attention_mask and position_ids (always together) on `device`."""
+        names = ("input_ids", "attention_mask", "position_ids")
+        return {
+            n: getattr(self, n).to(device) if device is not None else getattr(self, n)
+            for n in names
+        }
+
+
+@dataclass
+class Generation:
+    """Greedy answers of one batch.
+
+    `batch`: the prompts plus the generated tokens in the shared layout (`input_ids`
+    [batch, prompt_width + new]; columns after a row's first EOS are padding with
+    attention_mask 0, `generate()` keeps running finished rows); `ids[b]`: the new ids of
+    row b before its first EOS; `texts[b]`: those decoded; `finished[b]`: an EOS came.
+    """
+
+    batch: Batch
+    ids: list[list[int]]
+    texts: list[str]
+    finished: list[bool]
+
+
+@dataclass
+class TeacherForced:
+    """Teacher-forced argmax of one batch: `correct[b][i]` / `predicted[b][i]` for target
+    character i of row b (the EOS label is left out: it is not a character of the
+    answer); `batch` holds prompt + target + EOS in the shared layout."""
+
+    batch: Batch
+    correct: list[list[bool]]
+    predicted: list[list[int]]
+
+
+def collate_left(encodings: Sequence[Encoding], pad_id: int, with_answer: bool = True) -> Batch:
+    """The shared layout: prompts end at column `prompt_width`; with `with_answer`, each
+    row's target and EOS follow it (right-padded), without, the batch stops there."""
+    import torch
+
+    if not encodings:
+        raise ValueError("collate_left needs at least one encoding")
+    width = max(e.target_offset for e in encodings)
+    shifts = [width - e.target_offset for e in encodings]
+    rows = [e.input_ids if with_answer else e.input_ids[: e.target_offset] for e in encodings]
+    labels = [e.labels if with_answer else e.labels[: e.target_offset] for e in encodings]
+    total = max(s + len(r) for s, r in zip(shifts, rows))
+    size = len(encodings)
+    input_ids = torch.full((size, total), pad_id, dtype=torch.long)
+    label_ids = torch.full((size, total), IGNORE_INDEX, dtype=torch.long)
+    attention = torch.zeros((size, total), dtype=torch.long)
+    for b, (shift, ids, lab) in enumerate(zip(shifts, rows, labels)):
+        input_ids[b, shift : shift + len(ids)] = torch.tensor(ids, dtype=torch.long)
+        label_ids[b, shift : shift + len(lab)] = torch.tensor(lab, dtype=torch.long)
+        attention[b, shift : shift + len(ids)] = 1
+    return Batch(
+        encodings=list(encodings),
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=position_ids_for(attention),
+        labels=label_ids,
+        target_start=torch.full((size,), width, dtype=torch.long),
+        shifts=shifts,
+        prompt_width=width,
+    )
+
+
+def position_ids_for(attention_mask):
+    """Positions that count real tokens only, as `generate()` computes them: a left-padded
+    row sees the positions it would see alone (padding columns get 0; they are masked)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def autocast(mixed_precision: str, device=None):
+    """bf16 autocast for `mixed_precision == "bf16"`, else nothing."""
+    import torch
+
+    if mixed_precision == "bf16":
+        kind = getattr(device, "type", None) or ("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.autocast(kind, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def generate_batch(
+    model,
+    char_tok: CharTokenizer,
+    encodings: Sequence[Encoding],
+    max_new_tokens: int,
+    mixed_precision: str = "no",
+    **generate_kwargs: Any,
+) -> Generation:
+    """Greedy continuations of the prompts of `encodings` (their targets are not used).
+
+    `generate_kwargs` go to `model.generate` and override the defaults here (greedy, our
+    pad and EOS ids); the KV cache is the default dynamic one.
+    """
+    import torch
+
+    prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
+    options = dict(
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=char_tok.pad_id,
+        eos_token_id=char_tok.eos_id,
+    )
+    options.update(generate_kwargs)
+    # generate() derives its own positions from the mask (as position_ids_for does).
+    inputs = prompts.model_inputs(model.device)
+    inputs.pop("position_ids")
+    with torch.inference_mode(), autocast(mixed_precision, model.device):
+        out = model.generate(**inputs, **options)
+    if not torch.is_tensor(out):  # return_dict_in_generate=True
+        out = out.sequences
+    out = out.cpu()
+    width = prompts.prompt_width
+    stops = options["eos_token_id"]
+    stops = set(stops) if isinstance(stops, (list, tuple, set)) else {stops}
+    ids, finished = [], []
+    attention = torch.zeros(out.shape, dtype=torch.long)
+    attention[:, :width] = prompts.attention_mask
+    for b, row in enumerate(out[:, width:].tolist()):
+        # Rows that already wrote EOS keep running inside generate(): drop what follows.
+        kept = next((i for i, token in enumerate(row) if token in stops), len(row))
+        done = kept < len(row)
+        ids.append(row[:kept])
+        finished.append(done)
+        attention[b, width : width + kept + int(done)] = 1
+    sequences = out.clone()
+    sequences[attention == 0] = char_tok.pad_id
+    batch = dataclasses.replace(
+        prompts,
+        input_ids=sequences,
+        attention_mask=attention,
+        position_ids=position_ids_for(attention),
+        labels=torch.full_like(sequences, IGNORE_INDEX),
+    )
+    texts = [char_tok.decode(row, skip_special_tokens=True) for row in ids]
+    return Generation(batch=batch, ids=ids, texts=texts, finished=finished)
+
+
+def teacher_forced_batch(
+    model,
+    char_tok: CharTokenizer,
+    encodings: Sequence[Encoding],
+    mixed_precision: str = "no",
+    **forward_kwargs: Any,
+) -> TeacherForced:
+    """Whether each target character is the argmax given the true prefix, from one forward
+    over prompt + target + EOS in the shared layout. `forward_kwargs` go to the forward."""
+    import torch
+
+    batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
+    with torch.inference_mode(), autocast(mixed_precision, model.device):
+        logits = model(**batch.model_inputs(model.device), **forward_kwargs).logits
+    width = batch.prompt_width
+    longest = max(e.target_len for e in encodings)
+    # Query q predicts the token at q + 1: target[i] sits at width + i, its query one before.
+    predicted = logits[:, width - 1 : width - 1 + longest].argmax(-1).cpu()
+    gold = batch.input_ids[:, width : width + longest]
+    correct, chosen = [], []
+    for b, enc in enumerate(encodings):
+        n = enc.target_len
+        chosen.append(predicted[b, :n].tolist())
+        correct.append((predicted[b, :n] == gold[b, :n]).tolist())
+    return TeacherForced(batch=batch, correct=correct, predicted=chosen)

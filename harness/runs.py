@@ -1,0 +1,270 @@
+"""Run folders: the run file, checkpoints, resume and the lock, in one place.
+
+    runs/rev/                        attentionspan train --output runs/rev ...
+      .lock                          "pid N on HOST" while a process trains here (flock-held)
+      train_config.json              the options of the run
+      log.jsonl                      one line per logged step and per evaluation
+      checkpoint-200/                model + tokenizer + attentionspan_run.json + training_state.pt
+      final/                         model + tokenizer + attentionspan_run.json
+
+    info = read_run_file("runs/rev/final")      # None when the folder has no run file
+    checkpoint = latest_checkpoint(Path("runs/rev"))
+
+Every folder is written under a temporary name and renamed, so a reader (or a resume after
+`kill -9`) sees a whole checkpoint or none. Nothing here unpickles: optimizer state is read
+with `torch.load(weights_only=True)` and weights only from safetensors or the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+RUN_CONFIG_FILE = "attentionspan_run.json"  # beside every checkpoint and final model
+TRAINING_STATE_FILE = "training_state.pt"  # optimizer and scheduler state (tensors only)
+TRAIN_CONFIG_FILE = "train_config.json"
+LOG_FILE = "log.jsonl"
+LOCK_FILE = ".lock"
+CHECKPOINT_PREFIX = "checkpoint-"
+FINAL = "final"
+# The sections of a run file; "train" is checked by harness.train.TrainConfig.
+RUN_FILE_SECTIONS = ("train", "prompt", "scratch", "state", "versions", "final_eval", "stopped")
+
+
+@dataclasses.dataclass
+class TrainState:
+    """Where a run stands; saved in every checkpoint's run file."""
+
+    step: int = 0  # optimizer steps done
+    next_index: int = 0  # the first stream index not yet trained on
+    total_steps: int = 0
+    elapsed_s: float = 0.0
+    tokens: int = 0  # tokens trained on (all processes), up to `step`
+
+
+# --- the run file -----------------------------------------------------------------------
+def read_run_file(folder: str | Path) -> dict[str, Any] | None:
+    """The run file of a model folder, checked; None when there is none.
+
+    ValueError naming the file for invalid JSON, an unknown section or an unknown key in
+    the prompt, scratch or state sections.
+    """
+    from harness.data import PromptConfig
+    from harness.models import ScratchConfig
+
+    path = Path(folder) / RUN_CONFIG_FILE
+    if not path.is_file():
+        return None
+    try:
+        info = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(info, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(info).__name__}")
+    _check_keys(path, "", info, RUN_FILE_SECTIONS)
+    for section, cls in (
+        ("prompt", PromptConfig),
+        ("scratch", ScratchConfig),
+        ("state", TrainState),
+    ):
+        if section in info:
+            values = info[section]
+            if not isinstance(values, dict):
+                raise ValueError(f"{path}: '{section}' must be an object")
+            _check_keys(path, section + ".", values, [f.name for f in dataclasses.fields(cls)])
+    return info
+
+
+def _check_keys(path: Path, prefix: str, values: dict, allowed) -> None:
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown key(s) {', '.join(prefix + k for k in unknown)}; "
+            f"allowed: {', '.join(prefix + k for k in allowed)}"
+        )
+
+
+def section(info: dict[str, Any], name: str, cls, folder: str | Path):
+    """`cls(**info[name])`, with a bad value reported as one line naming the run file."""
+    try:
+        return cls(**info.get(name, {}))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{Path(folder) / RUN_CONFIG_FILE}: '{name}': {error}") from None
+
+
+def write_run_file(folder: Path, info: dict[str, Any]) -> None:
+    write_text_atomic(folder / RUN_CONFIG_FILE, json.dumps(info, indent=2) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def versions() -> dict[str, str]:
+    import accelerate
+    import torch
+    import transformers
+
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "accelerate": accelerate.__version__,
+    }
+
+
+# --- checkpoints ------------------------------------------------------------------------
+def checkpoints(output: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of every whole checkpoint in `output`, oldest first."""
+    found = []
+    for path in Path(output).glob(f"{CHECKPOINT_PREFIX}*"):
+        suffix = path.name[len(CHECKPOINT_PREFIX) :]
+        if suffix.isdigit() and (path / RUN_CONFIG_FILE).is_file():
+            found.append((int(suffix), path))
+    return sorted(found)
+
+
+def latest_checkpoint(output: Path) -> Path | None:
+    found = checkpoints(output)
+    return found[-1][1] if found else None
+
+
+def prune_checkpoints(output: Path, keep: int) -> None:
+    """Keep the newest `keep` checkpoints."""
+    for _, path in checkpoints(output)[:-keep] if keep > 0 else checkpoints(output):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def save_folder(
+    accelerator,
+    model,
+    tokenizer,
+    target: Path,
+    run_info: dict[str, Any],
+    training_state: dict[str, Any] | None = None,
+) -> Path:
+    """Write model, tokenizer, run file (and training state) to `target` atomically: a
+    staging folder renamed into place. Every process must call it (the state dict gathers
+    across processes); the main process writes."""
+    import torch
+
+    accelerator.wait_for_everyone()
+    state_dict = accelerator.get_state_dict(model)
+    if accelerator.is_main_process:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = target.parent / f".{target.name}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        accelerator.unwrap_model(model).save_pretrained(
+            staging, state_dict=state_dict, safe_serialization=True
+        )
+        tokenizer.save_pretrained(staging)
+        if training_state is not None:
+            torch.save(training_state, staging / TRAINING_STATE_FILE)
+        write_run_file(staging, run_info)
+        if target.exists():
+            old = target.parent / f".{target.name}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    accelerator.wait_for_everyone()
+    return target
+
+
+def load_training_state(checkpoint: Path) -> dict[str, Any]:
+    """The optimizer and scheduler state of a checkpoint, tensors only (never unpickled)."""
+    import torch
+
+    path = checkpoint / TRAINING_STATE_FILE
+    if not path.is_file():
+        raise ValueError(f"{path} is missing: the checkpoint cannot be resumed")
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(
+            f"{path}: not a tensors-only file (refused to unpickle it: {first[:200]})"
+        ) from None
+    if not isinstance(state, dict) or not {"optimizer", "scheduler"} <= set(state):
+        raise ValueError(f"{path}: expected the keys 'optimizer' and 'scheduler'")
+    return state
+
+
+def load_model_checked(spec: str, **kwargs):
+    """`harness.models.load_model`, with weights that would need unpickling refused in one
+    line (transformers reads `pytorch_model.bin` with weights_only, which raises)."""
+    from harness.models import load_model
+
+    try:
+        return load_model(spec, **kwargs)
+    except pickle.UnpicklingError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "UnpicklingError"
+        raise ValueError(
+            f"model {spec!r}: its weights are a pickle that needs more than tensors; refused "
+            f"to unpickle it (use safetensors): {first[:200]}"
+        ) from None
+
+
+# --- the lock ---------------------------------------------------------------------------
+class RunLock:
+    """One training process per run folder.
+
+    `output/.lock` holds the owner's pid and host and is flock-held while the run lives:
+    the kernel drops the lock when the process dies, so a lock file left by a dead process
+    (kill -9, power loss) is simply taken over, and a pid can never be mistaken for a
+    reused one. A second run in the same folder is refused in one line.
+    """
+
+    def __init__(self, output: str | Path):
+        self.path = Path(output) / LOCK_FILE
+        self._file = None
+
+    def acquire(self) -> RunLock:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 (held open while the lock lives)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "another process"
+            handle.close()
+            raise ValueError(
+                f"run folder {str(self.path.parent)!r} is in use by {owner} "
+                f"(lock {self.path}); wait for that run to end or use another --output"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        self._file = handle
+        return self
+
+    def release(self) -> None:
+        if self._file is None:
+            return
+        import fcntl
+
+        # The file stays (empty): unlinking it would let a process that opened the old
+        # file and one that creates a new one both get "the" lock.
+        self._file.seek(0)
+        self._file.truncate()
+        fcntl.flock(self._file, fcntl.LOCK_UN)
+        self._file.close()
+        self._file = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
