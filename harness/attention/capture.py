@@ -1,0 +1,454 @@
+"""Attention capture and interventions: one eager attention function for every model.
+
+    from harness.attention.capture import AttentionPlan, Intervention, capture_attention
+    plan = AttentionPlan(reference=ref, rollout=True, patterns=(0,))
+    with capture_attention(model, plan) as record:
+        model(**batch)                       # or model.generate(**batch, max_new_tokens=...)
+    record.head_mass     # float [layers, heads]: summed mass on reference keys over target rows
+    record.head_rows     # float [batch, L, layers, heads]: per row (nan: no reference / not run)
+    record.layer_maps    # per layer [batch, T, T] head-mean maps (rollout=True)
+    record.patterns      # {"blocks.{l}.attn.hook_pattern": [n, heads, T, T]} for plan.patterns
+
+API
+---
+`AttentionPlan(reference=None, head_mass=None, rollout=False, patterns=(), intervention=None)`
+    reference: bool [batch, L, L]; `reference[b, q, k]` is True when query q (the position that
+    predicts token q + 1) must attend key k, in absolute positions of the final sequence (left
+    padding included; `harness.attention.positions` builds it). Rows past L (generation that
+    runs past the gold answer) have no reference. head_mass (default: True when a reference
+    is given) records per (layer, head) the post-softmax mass on the reference keys of every
+    row that has references; rollout keeps the head-mean map of every layer; patterns lists
+    the batch rows whose full maps are kept under TransformerLens names.
+`Intervention(heads, strength=1.0, mode="standard", threshold=0.0, renormalise=False,
+prefill=False, positions=None)`
+    heads: bool [layers, heads] (query heads). mode "standard" adds `strength` to the
+    post-softmax weights at the cells of the selected heads; "conditional" adds it only where
+    the original weight exceeds `threshold`; "knockout" sets those weights to 0. No
+    renormalisation unless `renormalise=True` (then the selected heads' rows are divided by
+    their sums). `positions` (bool [batch, L, L]) replaces the reference as the cells
+    (random-position control, ref+k). `prefill=False` leaves the first forward of a cached
+    generation (past length 0 with a cache passed in) untouched, so the first generated
+    token is not reinforced and a prefill can be reused across settings; a forward without a
+    cache (teacher-forced scoring) is always intervened.
+`capture_attention(model, plan) -> AttentionRecord` (context manager)
+    Switches the model to the "attentionspan" attention implementation and back, installs
+    the plan for this context (a ContextVar, not forward kwargs: generate() rejects unknown
+    ones) and a pre-hook reading `past_key_values.get_seq_length()` for absolute positions.
+
+Exactness: with nothing to change, the function computes what transformers'
+`eager_attention_forward` does (repeat_kv for GQA, the module's scaling, `softcap` when the
+model passes it, fp32 softmax, dropout only in training). Cells are recorded and changed only
+where the attention mask lets attention through (a reference outside a sliding window or on
+padding is left alone), which keeps KV-cached generation equal to one full forward.
+Recorded weights are those the model used (after any intervention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+ATTENTION_NAME = "attentionspan"
+MODES = ("standard", "conditional", "knockout")
+PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
+
+
+class AttentionCaptureError(ValueError):
+    """A model, plan or batch that capture cannot serve (one-line message)."""
+
+
+@dataclass
+class Intervention:
+    """Changes to post-softmax weights of selected heads (see the module docstring)."""
+
+    heads: torch.Tensor
+    strength: float = 1.0
+    mode: str = "standard"
+    threshold: float = 0.0
+    renormalise: bool = False
+    prefill: bool = False
+    positions: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"Intervention.mode must be one of {MODES}, got {self.mode!r}")
+        self.heads = torch.as_tensor(self.heads)
+        if self.heads.dim() != 2 or self.heads.dtype != torch.bool:
+            raise ValueError(
+                f"Intervention.heads must be a bool tensor [layers, heads], got "
+                f"{self.heads.dtype} {tuple(self.heads.shape)}"
+            )
+        if self.positions is not None:
+            _check_square_bool("Intervention.positions", self.positions)
+
+
+@dataclass
+class AttentionPlan:
+    """What to record and change during the forward passes of one batch."""
+
+    reference: torch.Tensor | None = None
+    head_mass: bool | None = None
+    rollout: bool = False
+    patterns: Sequence[int] = ()
+    intervention: Intervention | None = None
+
+    def __post_init__(self) -> None:
+        if self.reference is not None:
+            _check_square_bool("AttentionPlan.reference", self.reference)
+        if self.head_mass is None:
+            self.head_mass = self.reference is not None
+        if self.head_mass and self.reference is None:
+            raise ValueError("AttentionPlan.head_mass=True needs a reference mask")
+        self.patterns = tuple(int(b) for b in self.patterns)
+        iv = self.intervention
+        if iv is not None and iv.positions is None and self.reference is None:
+            raise ValueError("an Intervention needs AttentionPlan.reference or its own positions")
+        if iv is not None and iv.positions is not None and self.reference is not None:
+            if iv.positions.shape[0] != self.reference.shape[0]:
+                raise ValueError(
+                    f"Intervention.positions has batch {iv.positions.shape[0]}, "
+                    f"the reference {self.reference.shape[0]}"
+                )
+
+
+def _check_square_bool(name: str, mask: torch.Tensor) -> None:
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 3:
+        raise ValueError(f"{name} must be a bool tensor [batch, L, L]")
+    if mask.shape[1] != mask.shape[2]:
+        raise ValueError(f"{name} must be [batch, L, L], got {tuple(mask.shape)}")
+
+
+class _Cells:
+    """A bool [batch, L, L] mask as, per row, the indices of its True keys (padded to the
+    widest row): gathering a few cells costs [b, h, q, R], never another [b, h, q, k]."""
+
+    def __init__(self, mask: torch.Tensor, device: torch.device):
+        mask = mask.to(device)
+        self.length = mask.shape[1]
+        self.has = mask.any(-1)  # [B, L]
+        width = max(int(mask.sum(-1).max()), 1) if mask.numel() else 1
+        width = min(width, self.length) if self.length else 1
+        if self.length:
+            self.index = mask.to(torch.uint8).topk(width, dim=-1).indices  # [B, L, R]
+            self.valid = mask.gather(-1, self.index)
+        else:
+            self.index = torch.zeros(mask.shape[0], 0, 1, dtype=torch.long, device=device)
+            self.valid = torch.zeros(mask.shape[0], 0, 1, dtype=torch.bool, device=device)
+
+    def rows(self, q0: int, q1: int, k0: int, kv: int, allowed: torch.Tensor | None):
+        """(local key index [b, q, R], valid [b, q, R]) for query rows q0..q1-1 whose keys are
+        the absolute positions k0..k0+kv-1; cells outside the keys or masked are invalid."""
+        stop = min(q1, self.length)
+        batch = self.index.shape[0]
+        width = self.index.shape[-1]
+        index = torch.zeros(batch, q1 - q0, width, dtype=torch.long, device=self.index.device)
+        valid = torch.zeros(batch, q1 - q0, width, dtype=torch.bool, device=self.index.device)
+        if stop > q0:
+            local = self.index[:, q0:stop] - k0
+            ok = self.valid[:, q0:stop] & (local >= 0) & (local < kv)
+            index[:, : stop - q0] = local.clamp(0, max(kv - 1, 0))
+            valid[:, : stop - q0] = ok
+        if allowed is not None:
+            valid &= allowed.expand(batch, -1, -1).gather(-1, index)
+        return index, valid
+
+
+@dataclass
+class AttentionRecord:
+    """What one capture context recorded (tensors on the CPU, float32)."""
+
+    num_layers: int
+    num_heads: int
+    head_rows: torch.Tensor | None = None
+    layer_maps: list[torch.Tensor] | None = None
+    patterns: dict[str, torch.Tensor] = field(default_factory=dict)
+    calls: int = 0
+    length: int = 0  # positions seen (prompt + generated)
+
+    @property
+    def head_mass(self) -> torch.Tensor | None:
+        """[layers, heads]: sum over the rows with references of the mass on them."""
+        if self.head_rows is None:
+            return None
+        return self.head_rows.nan_to_num(0.0).sum((0, 1))
+
+    @property
+    def target_rows(self) -> torch.Tensor | None:
+        """bool [batch, L]: rows with references that were run."""
+        if self.head_rows is None:
+            return None
+        return ~self.head_rows[..., 0, 0].isnan()
+
+
+class _State:
+    """Per-context state: the plan on the model's device, and what has been recorded."""
+
+    def __init__(self, plan: AttentionPlan, num_layers: int, num_heads: int, device):
+        self.plan = plan
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.device = device
+        self.past = 0
+        self.cached = False  # the current forward got a cache object
+        self.calls = 0
+        self.forward_calls = 0
+        self.length = 0
+        self.batch = None
+        self.ref = _Cells(plan.reference, device) if plan.reference is not None else None
+        iv = plan.intervention
+        self.cells = None
+        self.head_factor = None
+        if iv is not None:
+            if iv.heads.shape != (num_layers, num_heads):
+                raise AttentionCaptureError(
+                    f"Intervention.heads is {tuple(iv.heads.shape)}, the model has "
+                    f"[layers, heads] = [{num_layers}, {num_heads}]"
+                )
+            self.cells = _Cells(iv.positions, device) if iv.positions is not None else self.ref
+            self.head_select = iv.heads.to(device)
+        self.head_rows = None
+        if plan.head_mass:
+            batch, length = plan.reference.shape[:2]
+            self.head_rows = torch.full(
+                (batch, length, num_layers, num_heads), float("nan"), device=device
+            )
+        self.map_chunks: list[list[tuple[int, int, torch.Tensor]]] = [[] for _ in range(num_layers)]
+        self.pattern_chunks: list[list[tuple[int, int, torch.Tensor]]] = [
+            [] for _ in range(num_layers)
+        ]
+        self.pattern_rows = torch.tensor(plan.patterns, dtype=torch.long, device=device)
+
+    def check_batch(self, batch: int) -> None:
+        for name, mask in (
+            ("reference", self.plan.reference),
+            ("intervention positions", getattr(self.plan.intervention, "positions", None)),
+        ):
+            if mask is not None and mask.shape[0] != batch:
+                raise AttentionCaptureError(
+                    f"the plan's {name} mask has batch {mask.shape[0]}, the model got batch {batch}"
+                )
+        if self.plan.patterns and max(self.plan.patterns) >= batch:
+            raise AttentionCaptureError(
+                f"AttentionPlan.patterns {self.plan.patterns} out of range for batch {batch}"
+            )
+
+    def record(self) -> AttentionRecord:
+        length = self.length
+        rec = AttentionRecord(self.num_layers, self.num_heads, calls=self.calls, length=length)
+        if self.head_rows is not None:
+            rec.head_rows = self.head_rows.float().cpu()
+        if self.plan.rollout:
+            rec.layer_maps = [_assemble(c, length) for c in self.map_chunks]
+        for layer, chunks in enumerate(self.pattern_chunks):
+            if chunks:
+                rec.patterns[PATTERN_NAME.format(layer=layer)] = _assemble(chunks, length)
+        return rec
+
+
+def _assemble(chunks: list[tuple[int, int, torch.Tensor]], length: int) -> torch.Tensor:
+    """Rows recorded pass by pass ([..., q, kv] at absolute (q0, k0)) as one [..., T, T]."""
+    lead = chunks[0][2].shape[:-2]
+    out = torch.zeros(*lead, length, length)
+    for q0, k0, part in chunks:
+        q, kv = part.shape[-2:]
+        out[..., q0 : q0 + q, k0 : k0 + kv] = part.float().cpu()
+    return out
+
+
+_STATE: contextvars.ContextVar[_State | None] = contextvars.ContextVar(
+    "attentionspan_attention_state", default=None
+)
+
+
+def _repeat_kv(hidden: torch.Tensor, groups: int) -> torch.Tensor:
+    """[b, kv_heads, s, d] -> [b, kv_heads * groups, s, d] (transformers' repeat_kv)."""
+    if groups == 1:
+        return hidden
+    b, heads, s, d = hidden.shape
+    hidden = hidden[:, :, None, :, :].expand(b, heads, groups, s, d)
+    return hidden.reshape(b, heads * groups, s, d)
+
+
+def attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager attention (as transformers' eager_attention_forward) plus the active plan."""
+    if scaling is None:
+        scaling = module.head_dim**-0.5
+    groups = getattr(module, "num_key_value_groups", 1)
+    key_states = _repeat_kv(key, groups)
+    value_states = _repeat_kv(value, groups)
+    weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    if softcap is not None:
+        weights = torch.tanh(weights / softcap) * softcap
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    state = _STATE.get()
+    if state is not None:
+        weights = _apply_plan(state, module, weights, attention_mask)
+    output = torch.matmul(weights, value_states)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor | None):
+    layer = int(module.layer_idx)
+    batch, heads, q, kv = weights.shape
+    state.calls += 1
+    state.forward_calls += 1
+    if state.batch != batch:
+        state.check_batch(batch)
+        state.batch = batch
+    q0 = state.past
+    k0 = state.past + q - kv  # Gemma3's sliding layers keep only the last window of keys
+    state.length = max(state.length, q0 + q)
+    if not state.cached or q0 == 0:
+        # A first forward longer than the plan's masks is a mismatched plan, not generation
+        # running past the answer.
+        for mask_t in (state.plan.reference, getattr(state.plan.intervention, "positions", None)):
+            if mask_t is not None and q0 + q > mask_t.shape[1]:
+                raise AttentionCaptureError(
+                    f"the plan's masks cover {mask_t.shape[1]} positions, the batch has {q0 + q}"
+                )
+    allowed = None
+    if mask is not None:
+        allowed = mask[:, 0] > torch.finfo(mask.dtype).min / 2  # [b or 1, q, kv]
+    iv = state.plan.intervention
+    if iv is not None and (iv.prefill or not state.cached or q0 > 0):
+        weights = _intervene(state, iv, layer, weights, q0, k0, allowed)
+    if state.head_rows is not None:
+        index, valid = state.ref.rows(q0, q0 + q, k0, kv, allowed)
+        gathered = weights.gather(-1, index[:, None].expand(-1, heads, -1, -1))
+        mass = (gathered.float() * valid[:, None]).sum(-1)  # [b, h, q]
+        stop = min(q0 + q, state.head_rows.shape[1])
+        if stop > q0:
+            has = state.ref.has[:, q0:stop, None]  # [b, q, 1]
+            rows = mass[:, :, : stop - q0].transpose(1, 2)  # [b, q, h]
+            current = state.head_rows[:, q0:stop, layer]
+            state.head_rows[:, q0:stop, layer] = torch.where(has, rows, current)
+    if state.plan.rollout:
+        state.map_chunks[layer].append((q0, k0, weights.float().mean(1)))
+    if len(state.pattern_rows):
+        state.pattern_chunks[layer].append((q0, k0, weights[state.pattern_rows].float()))
+    return weights
+
+
+def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, allowed):
+    batch, heads, q, kv = weights.shape
+    select = state.head_select[layer]  # [heads] bool
+    if not bool(select.any()):
+        return weights
+    index, valid = state.cells.rows(q0, q0 + q, k0, kv, allowed)
+    index = index[:, None].expand(-1, heads, -1, -1)  # [b, h, q, R]
+    cells = valid[:, None] & select[None, :, None, None]
+    gathered = weights.gather(-1, index)
+    if iv.mode == "knockout":
+        delta = torch.where(cells, -gathered, torch.zeros_like(gathered))
+    else:
+        if iv.mode == "conditional":
+            cells = cells & (gathered > iv.threshold)
+        delta = cells.to(weights.dtype) * iv.strength
+    # scatter_add is out of place and adds exactly 0 outside the cells; each valid cell
+    # appears once per row, padded slots carry a 0 delta.
+    out = weights.scatter_add(-1, index, delta)
+    if iv.renormalise:
+        normalised = out / out.sum(-1, keepdim=True)
+        out = torch.where(select[None, :, None, None], normalised, out)
+    return out
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(ATTENTION_NAME, attention_forward)
+    # Without a registered mask function the mask is silently None (not causal).
+    AttentionMaskInterface.register(ATTENTION_NAME, eager_mask)
+
+
+def _check_causal_lm(model) -> None:
+    from transformers import PreTrainedModel
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    name = type(model).__name__
+    causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    if not isinstance(model, PreTrainedModel) or not (
+        name in causal or name.endswith("ForCausalLM")
+    ):
+        raise AttentionCaptureError(
+            f"attention capture needs a causal language model (AutoModelForCausalLM), got {name}"
+        )
+
+
+def _text_config(model):
+    config = model.config
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def model_shape(model) -> tuple[int, int]:
+    """(layers, query heads) of a causal LM."""
+    config = _text_config(model)
+    return int(config.num_hidden_layers), int(config.num_attention_heads)
+
+
+@contextlib.contextmanager
+def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[AttentionRecord]:
+    """Run `model` with the capture attention function and `plan` inside the block; the
+    yielded record is filled in when the block ends."""
+    _check_causal_lm(model)
+    plan = plan or AttentionPlan()
+    _register()
+    layers, heads = model_shape(model)
+    device = next(model.parameters()).device
+    state = _State(plan, layers, heads, device)
+    record = AttentionRecord(layers, heads)
+
+    def pre_hook(_module, args, kwargs):
+        cache = kwargs.get("past_key_values")
+        state.cached = cache is not None
+        state.past = int(cache.get_seq_length()) if cache is not None else 0
+        state.forward_calls = 0
+
+    def post_hook(_module, _args, _kwargs, _output):
+        if state.forward_calls == 0:
+            raise AttentionCaptureError(
+                f"{type(model).__name__}'s attention does not dispatch through transformers' "
+                "AttentionInterface; capture cannot serve this architecture"
+            )
+
+    previous = _text_config(model)._attn_implementation
+    model.set_attn_implementation(ATTENTION_NAME)
+    if _text_config(model)._attn_implementation != ATTENTION_NAME:
+        model.set_attn_implementation(previous)
+        raise AttentionCaptureError(
+            f"{type(model).__name__} cannot switch its attention implementation at run time "
+            "(it does not use transformers' AttentionInterface)"
+        )
+    hooks = [
+        model.register_forward_pre_hook(pre_hook, with_kwargs=True),
+        model.register_forward_hook(post_hook, with_kwargs=True),
+    ]
+    token = _STATE.set(state)
+    try:
+        yield record
+    finally:
+        _STATE.reset(token)
+        for hook in hooks:
+            hook.remove()
+        model.set_attn_implementation(previous)
+        done = state.record()
+        record.__dict__.update(done.__dict__)
