@@ -1,0 +1,146 @@
+"""harness.runs: the run file is checked (one line naming the file), checkpoints are found
+and pruned, training state is never unpickled, and a run folder is locked."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from harness.runs import (
+    LOCK_FILE,
+    RUN_CONFIG_FILE,
+    TRAINING_STATE_FILE,
+    RunLock,
+    checkpoints,
+    latest_checkpoint,
+    load_model_checked,
+    load_training_state,
+    prune_checkpoints,
+    read_run_file,
+)
+
+
+def write_run(folder, info):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / RUN_CONFIG_FILE).write_text(info if isinstance(info, str) else json.dumps(info))
+    return folder
+
+
+def test_no_run_file_is_none(tmp_path):
+    assert read_run_file(tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ({"prompt": {"instruction": None, "colour": 1}}, "unknown key(s) prompt.colour"),
+        ({"scratch": {"hidden": 3}}, "unknown key(s) scratch.hidden"),
+        ({"state": {"step": 1, "epoch": 2}}, "unknown key(s) state.epoch"),
+        ({"train": {}, "extra": 1}, "unknown key(s) extra"),
+        ({"prompt": "plain"}, "'prompt' must be an object"),
+    ],
+)
+def test_a_bad_run_file_is_one_line_naming_the_file(tmp_path, content, message):
+    write_run(tmp_path, content)
+    with pytest.raises(ValueError) as error:
+        read_run_file(tmp_path)
+    text = str(error.value)
+    assert message in text and str(tmp_path / RUN_CONFIG_FILE) in text
+    assert "\n" not in text
+
+
+def test_checkpoints_are_listed_and_pruned(tmp_path):
+    for step in (2, 10, 4):
+        write_run(tmp_path / f"checkpoint-{step}", {})
+    (tmp_path / "checkpoint-6").mkdir()  # no run file: half written, never picked
+    (tmp_path / "checkpoint-x").mkdir()
+    assert [s for s, _ in checkpoints(tmp_path)] == [2, 4, 10]
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+    prune_checkpoints(tmp_path, keep=2)
+    assert [s for s, _ in checkpoints(tmp_path)] == [4, 10]
+    assert latest_checkpoint(tmp_path / "nothing") is None
+
+
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def test_a_pickled_training_state_is_refused_unrun(tmp_path):
+    with open(tmp_path / TRAINING_STATE_FILE, "wb") as f:
+        pickle.dump({"optimizer": Payload(), "scheduler": {}}, f)
+    with pytest.raises(ValueError, match="refused to unpickle") as error:
+        load_training_state(tmp_path)
+    assert "\n" not in str(error.value)
+    torch.save({"optimizer": {"state": {}}, "scheduler": {"last_epoch": 3}}, tmp_path / "ok.pt")
+    os.replace(tmp_path / "ok.pt", tmp_path / TRAINING_STATE_FILE)
+    assert load_training_state(tmp_path)["scheduler"] == {"last_epoch": 3}
+    with pytest.raises(ValueError, match="is missing"):
+        load_training_state(tmp_path / "none")
+
+
+def test_pickled_model_weights_are_refused_in_one_line(tmp_path, tiny_model_dirs):
+    import shutil
+
+    from safetensors.torch import load_file
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dirs["llama"], folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    weights["payload"] = Payload()
+    with open(folder / "pytorch_model.bin", "wb") as f:
+        pickle.dump(weights, f)
+    with pytest.raises(ValueError, match="refused to unpickle") as error:
+        load_model_checked(str(folder))
+    assert "\n" not in str(error.value)
+
+
+def test_a_second_run_in_a_folder_is_refused(tmp_path):
+    with RunLock(tmp_path):
+        assert (tmp_path / LOCK_FILE).read_text().startswith(f"pid {os.getpid()} on ")
+        with pytest.raises(ValueError, match=r"is in use by pid \d+ on .*use another --output"):
+            RunLock(tmp_path).acquire()
+    # Released: the next run takes the folder.
+    with RunLock(tmp_path):
+        pass
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path):
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    (tmp_path / LOCK_FILE).write_text(f"pid {dead.stdout.strip()} on somewhere\n")
+    with RunLock(tmp_path):
+        assert (tmp_path / LOCK_FILE).read_text().startswith(f"pid {os.getpid()} ")
+
+
+def test_a_lock_held_by_another_live_process_is_refused(tmp_path):
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from harness.runs import RunLock; "
+            f"lock = RunLock({str(tmp_path)!r}).acquire(); "
+            "print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=f"in use by pid {holder.pid} "):
+            RunLock(tmp_path).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    with RunLock(tmp_path):  # the holder died: its lock went with it
+        pass
