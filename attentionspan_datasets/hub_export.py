@@ -10,8 +10,14 @@ For each config the folder gets `{config}/{split}-{i:05d}-of-{n:05d}.parquet` (n
 500 MB shard size push_to_hub uses) and README.md gets `configs:` (data_files globs) and
 `dataset_info:` (features, split sizes) in its YAML, as push_to_hub would write them, below
 which the card explains the tasks, the `reference` column with an example, the presets and
-how the data were generated. Everything is written into a temporary folder next to DIR and
-renamed at the end, so an interrupted export never leaves a folder that looks complete.
+how the data were generated, the split rule, and where a config's input space is small (the
+same sentence `export` prints). Everything is written into a temporary folder next to DIR
+(`attentionspan_datasets.atomic.atomic_path`) and renamed at the end, so an interrupted export
+never leaves a folder that looks complete; the next export to DIR removes what a killed one
+left. The folder gets the permissions the umask allows.
+
+Split sizes are capped at `builder.MAX_SPLIT_ROWS` (10 million) rows unless `force=True`
+(`--force`): `--num-train 1000000000000` is refused before anything is built.
 `--push-to-hub` checks that the Hub answers before anything is built or written, then calls
 datasets' own `push_to_hub` per config and uploads the card.
 """
@@ -20,16 +26,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets import __version__
+from attentionspan_datasets.atomic import atomic_path, atomic_write_text
 from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.splits import SPLIT_SHARES, SPLITS, SmallSpaceWarning
 from attentionspan_datasets.tasks import TASKS
 
-SPLITS = ("train", "validation", "test")
 CARD_TAGS = ["synthetic", "algorithmic-reasoning", "attention", "interpretability"]
 
 
@@ -66,8 +72,23 @@ def build_config(
     from attentionspan_datasets.builder import AttentionSpan
 
     builder = AttentionSpan(config_name=config, cache_dir=cache_dir, **kwargs)
-    builder.download_and_prepare(num_proc=num_proc)
+    with warnings.catch_warnings():
+        # export says it in its own output and in the card (small_space_notes)
+        warnings.simplefilter("ignore", SmallSpaceWarning)
+        builder.download_and_prepare(num_proc=num_proc)
     return builder.as_dataset()
+
+
+def small_space_notes(configs: list[str], seed: int) -> dict[str, str]:
+    """{config: the sentence of splits.small_space_report} for configs with a small space."""
+    from attentionspan_datasets.splits import small_space_report
+
+    notes = {}
+    for config in configs:
+        report = small_space_report(config, seed)
+        if report:
+            notes[config] = report
+    return notes
 
 
 def write_parquet(dataset_dict: Any, folder: Path, config: str) -> dict[str, int]:
@@ -167,8 +188,10 @@ def card_text(
     sizes: dict[str, int | None],
     source_hash: str,
     repo_id: str | None,
+    notes: dict[str, str] | None = None,
 ) -> str:
-    """The card below the YAML: tasks, columns, a worked example, presets, provenance."""
+    """The card below the YAML: tasks, columns, a worked example, presets, provenance, the
+    split rule and the small-space notes."""
     from attentionspan_datasets.builder import CITATION, DEFAULT_SPLIT_SIZES
 
     configs = list(infos)
@@ -208,6 +231,8 @@ def card_text(
         configs=" ".join(configs),
         size_options=" ".join(f"--num-{split} {size}" for split, size in shown_sizes.items()),
         citation=CITATION.strip(),
+        shares=", ".join(f"{round(100 * SPLIT_SHARES[split])}% {split}" for split in SPLITS),
+        notes="".join(f"\n- {note}." for note in (notes or {}).values()),
     )
 
 
@@ -269,10 +294,12 @@ Appendix F:
 ## How it was generated
 
 - `attentionspan` {version}, seed {seed}, generator source hash `{source_hash}`.
-- Split sizes requested: train {train}, validation {validation}, test {test}. Each split is
-  drawn from its own seeded stream. No train prompt equals a validation or test prompt, and
-  no test prompt a validation prompt: draws that would repeat one are redrawn (where a
-  config's input space is too small even for that, the export warned and the splits overlap).
+- Split sizes requested: train {train}, validation {validation}, test {test}.
+- Splits: a prompt belongs to one split, fixed by a hash of the prompt alone (the first 8
+  bytes of BLAKE2b of its UTF-8 text, modulo 1000: {shares}), the same for every seed. Row
+  `index` of a split is the first draw of the generator at that index whose prompt hashes
+  into the split. So no train prompt equals a validation or test prompt, and no validation
+  prompt a test prompt.{notes}
 - Re-create with `attentionspan export {configs} --out DIR --seed {seed} {size_options}`.
 
 ## Licence
@@ -299,9 +326,11 @@ def export(
     push_to_hub: str | None = None,
     cache_dir: str | None = None,
     num_proc: int | None = None,
+    force: bool = False,
 ) -> Path:
-    """Write `configs` to `out` (atomically); push them when `push_to_hub` is ORG/NAME."""
-    from attentionspan_datasets.builder import AttentionSpan, source_hash
+    """Write `configs` to `out` (atomically); push them when `push_to_hub` is ORG/NAME.
+    `force` allows splits above builder.MAX_SPLIT_ROWS rows."""
+    from attentionspan_datasets.builder import MAX_SPLIT_ROWS, AttentionSpan, source_hash
     from attentionspan_datasets.generation import DEFAULT_SEED
 
     if not configs:
@@ -316,6 +345,11 @@ def export(
     for split, size in sizes.items():
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
             raise ValueError(f"--num-{split} must be a non-negative integer, got {size!r}")
+        if size is not None and size > MAX_SPLIT_ROWS and not force:
+            raise ValueError(
+                f"--num-{split} is {size:,}, above the cap of {MAX_SPLIT_ROWS:,} rows per "
+                f"split; pass --force (force=True) to export it anyway"
+            )
     if all(size == 0 for size in sizes.values()):
         raise ValueError("nothing to export: --num-train, --num-validation and --num-test are 0")
     seed = DEFAULT_SEED if seed is None else seed
@@ -325,44 +359,36 @@ def export(
     _check_out(out, overwrite)
 
     kwargs = {f"num_{split}": size for split, size in sizes.items() if size is not None}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    if force:
+        kwargs["force"] = True
+    notes = small_space_notes(configs, seed)
+    with atomic_path(out, directory=True) as staging:
         infos = {}
         for config in configs:
             dataset_dict = build_config(config, cache_dir, num_proc, seed=seed, **kwargs)
             infos[config] = (dataset_dict, write_parquet(dataset_dict, staging, config))
-        _write_card(staging, infos, seed, sizes, source_hash(), push_to_hub)
-        _replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        _write_card(staging, infos, seed, sizes, source_hash(), push_to_hub, notes)
     if push_to_hub:
         _push(infos, out, push_to_hub)
     return out
 
 
 def _write_card(
-    folder: Path, infos: dict, seed: int, sizes: dict, source_hash: str, repo_id: str | None
+    folder: Path,
+    infos: dict,
+    seed: int,
+    sizes: dict,
+    source_hash: str,
+    repo_id: str | None,
+    notes: dict[str, str] | None = None,
 ) -> None:
     from huggingface_hub import DatasetCard
 
     card = DatasetCard(
         f"---\n{card_metadata(infos).to_yaml()}\n---\n\n"
-        + card_text(infos, seed, sizes, source_hash, repo_id)
+        + card_text(infos, seed, sizes, source_hash, repo_id, notes)
     )
-    (folder / "README.md").write_text(str(card), encoding="utf-8")
-
-
-def _replace(staging: Path, out: Path) -> None:
-    """Put the finished folder in place; an old `out` is moved aside first, then removed."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        os.rename(out, old / "data")
-    os.rename(staging, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    atomic_write_text(folder / "README.md", str(card))
 
 
 def _push(infos: dict, out: Path, repo_id: str) -> None:

@@ -102,8 +102,77 @@ def test_card_explains_the_data(exported):
         "Apache-2.0",
         "@misc{attend_or_perish",
         "--num-train 30 --num-validation 8 --num-test 8",
+        "BLAKE2b",
+        "5% test",
+        # the small-space sentence, for reversal_id only
+        "attentionspan config 'reversal_id' has a small input space (length 1:",
     ):
         assert needed in text, needed
+    assert "'addition_ood' has a small input space" not in text
+
+
+def test_test_rows_are_the_split_rows(exported):
+    from attentionspan_datasets.splits import iter_split
+
+    root, out = exported
+    loaded = datasets.load_dataset(
+        str(out), "addition_ood", split="test", cache_dir=str(root / "r")
+    )
+    expected = [row.prompt for row in iter_split("addition_ood", seed=5, split="test", stop=8)]
+    assert loaded["prompt"] == expected
+
+
+def test_a_huge_split_is_refused_at_once_unless_forced(tmp_path, monkeypatch):
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"--num-train is 1,000,000,000,000, above the cap of 10,"):
+        export(["reversal_id"], tmp_path / "out", num_train=10**12)
+    assert time.perf_counter() - start < 1
+    assert not (tmp_path / "out").exists()
+    # force passes the cap through to the builder (stopped here before anything is built).
+    seen = {}
+
+    def fake_build(config, cache_dir, num_proc, **kwargs):
+        seen.update(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hub_export, "build_config", fake_build)
+    with pytest.raises(KeyboardInterrupt):
+        export(["reversal_id"], tmp_path / "out", num_train=10**12, force=True)
+    assert seen["force"] is True and seen["num_train"] == 10**12
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_killed_exports_staging_is_removed_and_the_folder_gets_the_umask(tmp_path):
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    # kill -9 in the middle of writing: the staging folder stays behind ...
+    code = (
+        "import os, sys\n"
+        "from attentionspan_datasets import hub_export\n"
+        "def die(*args):\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "hub_export.write_parquet = die\n"
+        "hub_export.export(['reversal_ood'], sys.argv[1], cache_dir=sys.argv[2], num_train=5,\n"
+        "                  num_validation=2, num_test=2)\n"
+    )
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    subprocess.run([sys.executable, "-c", code, str(out), str(cache)], check=False)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.partial-")]
+    # ... and the next export removes it; the folder is not private (drwx------).
+    old = os.umask(0o022)
+    try:
+        export(["reversal_ood"], out, cache_dir=str(cache), **SIZES)
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "out"]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    assert stat.S_IMODE((out / "reversal_ood").stat().st_mode) == 0o755
+    assert stat.S_IMODE((out / "README.md").stat().st_mode) == 0o644
 
 
 def test_a_non_empty_folder_is_refused_unless_overwrite(tmp_path):

@@ -3,6 +3,9 @@
 attentionspan export addition_id addition_ood --out attentionspan-data
 attentionspan export reversal_id --out data --num-train 50000 --seed 0 --overwrite
 attentionspan export addition_ood --out data --push-to-hub ORG/attentionspan
+
+Each split holds at most 10,000,000 rows unless --force. A config whose input space is small
+at some lengths gets a note on stderr (the same sentence goes into the dataset card).
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace DIR if it is not empty")
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="allow more than 10,000,000 rows in a split",
+    )
+    parser.add_argument(
         "--push-to-hub",
         metavar="ORG/NAME",
         help="also upload to this Hub dataset repository (checked first)",
@@ -50,7 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from attentionspan_datasets.hub_export import HubError, export
+    import sys
+
+    from attentionspan_datasets.hub_export import HubError, export, small_space_notes
 
     try:
         out = export(
@@ -64,8 +74,11 @@ def run_export(args: argparse.Namespace) -> int:
             push_to_hub=args.push_to_hub,
             cache_dir=args.cache_dir,
             num_proc=args.num_proc,
+            force=args.force,
         )
     except HubError as error:
         raise ValueError(str(error)) from None  # the CLI prints one line, exit status 2
+    for note in small_space_notes(args.configs, args.seed).values():
+        print(f"attentionspan export: note: {note}", file=sys.stderr)
     print(f"wrote {out}" + (f" and pushed to {args.push_to_hub}" if args.push_to_hub else ""))
     return 0

@@ -18,11 +18,12 @@ def run_cli(capsys, *argv):
 
 def test_export_writes_a_folder_load_dataset_reads(tmp_path, capsys):
     out = tmp_path / "data"
-    code, stdout, _ = run_cli(
+    code, stdout, err = run_cli(
         capsys, "export", "reversal_ood", "--out", out, "--seed", "3",
         "--cache-dir", tmp_path / "cache", *SIZE_ARGS,
     )  # fmt: skip
     assert code == 0 and stdout.strip() == f"wrote {out}"
+    assert "note:" not in err  # reversal_ood has no small space
     ds = datasets.load_dataset(str(out), "reversal_ood", cache_dir=str(tmp_path / "read"))
     assert ds.num_rows == {"train": 12, "validation": 4, "test": 4}
 
@@ -33,6 +34,11 @@ def test_export_writes_a_folder_load_dataset_reads(tmp_path, capsys):
         (["reversal_idd"], "unknown config(s) reversal_idd; allowed: reversal_id"),
         (["reversal_id", "--num-train", "-5"], "--num-train must be a non-negative integer"),
         (["reversal_id", "--push-to-hub", "org/name"], "cannot push to the Hub"),
+        (
+            ["reversal_id", "--num-train", "1000000000000"],
+            "--num-train is 1,000,000,000,000, above the cap of 10,000,000 rows per split; "
+            "pass --force",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, args, message):
@@ -58,3 +64,14 @@ def test_non_empty_folder_needs_overwrite(tmp_path, capsys):
         "--cache-dir", tmp_path / "cache", *SIZE_ARGS,
     )  # fmt: skip
     assert code == 0 and not (out / "x").exists()
+
+
+def test_a_small_space_is_noted_on_stderr(tmp_path, capsys):
+    code, stdout, err = run_cli(
+        capsys, "export", "reversal_id", "--out", tmp_path / "data",
+        "--cache-dir", tmp_path / "cache", *SIZE_ARGS,
+    )  # fmt: skip
+    assert code == 0
+    [note] = [line for line in err.splitlines() if "note:" in line]
+    assert note.startswith("attentionspan export: note: attentionspan config 'reversal_id' has")
+    assert "Warning" not in err  # the builder's warning is not printed as well
