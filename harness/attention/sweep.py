@@ -5,12 +5,15 @@
     sweep = run_sweep(evaluate, settings, controls_seeds=(0, 1, 2))
     sweep["chosen"], sweep["test"]["gains"]
 
-`evaluate(setting, stream) -> records` scores one setting on one stream ("validation" or
-"test" of the OOD config, "id" for the ID config): a list of per-instance records with
-`index`, `length`, `exact_match`, `partial_acc`. The paper tunes N on the data it reports;
-here every grid point is scored on the OOD *validation* stream, the best one is chosen
-there, and only the chosen setting, the baseline and the controls are scored on the *test*
-stream, so the reported gain is not selected on the numbers it reports.
+`evaluate(settings, stream) -> {setting.name: records}` scores settings on one stream
+("validation" or "test" of the OOD config, "id" for the ID config), per-instance records
+with `index`, `length`, `exact_match`, `partial_acc`; all settings of a stream come in one
+call, so the evaluator can share work between them (one prefill per batch).
+
+The paper tunes N on the data it reports; here every grid point is scored on the OOD
+*validation* stream, the best one is chosen there, and only the chosen setting, the
+baseline and the controls are scored on the *test* stream, so the reported gain is not
+selected on the numbers it reports.
 """
 
 from __future__ import annotations
@@ -184,7 +187,7 @@ def select(
     return best[1]
 
 
-Evaluate = Callable[[Setting, str], list[dict[str, Any]]]
+Evaluate = Callable[[Sequence[Setting], str], dict[str, list[dict[str, Any]]]]
 
 
 def run_sweep(
@@ -206,19 +209,15 @@ def run_sweep(
     settings = list(settings)
     if not settings:
         raise ValueError("run_sweep needs at least one setting")
-    validation_records = {BASELINE.name: evaluate(BASELINE, "validation")}
-    for setting in settings:
-        say(f"validation {setting.name}")
-        validation_records[setting.name] = evaluate(setting, "validation")
+    say(f"validation: baseline and {len(settings)} settings")
+    validation_records = evaluate([BASELINE, *settings], "validation")
     scored = {k: v for k, v in validation_records.items() if k != BASELINE.name}
     chosen_name = select(scored, metric)
     chosen = next(s for s in settings if s.name == chosen_name)
 
     reported = [BASELINE, chosen, *control_settings(chosen, control_seeds)]
-    test_records = {}
-    for setting in reported:
-        say(f"test {setting.name}")
-        test_records[setting.name] = evaluate(setting, "test")
+    say(f"test: {', '.join(s.name for s in reported)}")
+    test_records = evaluate(reported, "test")
     baseline = test_records[BASELINE.name]
     result: dict[str, Any] = {
         "metric": metric,
@@ -239,10 +238,8 @@ def run_sweep(
         "records": {"test": test_records},
     }
     if with_id:
-        id_records = {}
-        for setting in reported:
-            say(f"id {setting.name}")
-            id_records[setting.name] = evaluate(setting, "id")
+        say(f"id: {', '.join(s.name for s in reported)}")
+        id_records = evaluate(reported, "id")
         result["id"] = {name: summarise(records) for name, records in id_records.items()}
         result["id_gains"] = {
             name: gain_table(id_records[BASELINE.name], records, per_length=False)

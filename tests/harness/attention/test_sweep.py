@@ -72,9 +72,9 @@ def test_select_on_validation_not_test():
     }
     calls = []
 
-    def evaluate(setting, stream):
-        calls.append((setting.name, stream))
-        return records(table.get((setting.name, stream), 0.1))
+    def evaluate(settings, stream):
+        calls.extend((s.name, stream) for s in settings)
+        return {s.name: records(table.get((s.name, stream), 0.1)) for s in settings}
 
     result = run_sweep(evaluate, [a, b], control_seeds=(0,), with_id=False)
     assert result["chosen_name"] == a.name

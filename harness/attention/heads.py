@@ -1,0 +1,237 @@
+"""Rank attention heads by their attention on reference positions (paper v2, Appendix G).
+
+    attentionspan heads --model runs/rev/final --config reversal_id -n 30 --output OUT
+    from harness.attention.heads import rank_heads
+    ranking = rank_heads(model, tokenizer, instances, prompt)   # a HeadRanking
+    ranking.top(4)                                              # [(layer, head), ...]
+
+On in-distribution instances, teacher-forced (the model is right there, so the true prefix
+is what it would have written), every (layer, head) gets the sum of its post-softmax weights
+on the reference keys of every target row (`capture`'s `head_mass`), and heads are ranked in
+descending order. Options: `threshold` counts only weights above it (the authors' variant),
+`shift` ranks by the weight on key `ref + shift` instead (FINDINGS: a shallow model's lookup
+heads read the token after the reference). Each head's offset profile, its mean weight per
+target row at ref-2 .. ref+2, tells which case a model is in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HEADS_FILE = "heads.json"
+OFFSETS = (-2, -1, 0, 1, 2)
+DEFAULT_NUM = 30  # ID instances, as in the paper
+
+
+@dataclass
+class HeadRanking:
+    """Scores per (layer, head) and the order they give.
+
+    `scores[l][h]`: summed weight on the (shifted) reference keys over all target rows;
+    `per_row[l][h]`: the same divided by the number of target rows with a reference (the
+    mean weight a row puts there, 0..1); `order`: (layer, head) pairs, best first;
+    `offsets[str(k)][l][h]`: mean weight per row at ref + k; `source`: where it came from.
+    """
+
+    scores: list[list[float]]
+    per_row: list[list[float]]
+    order: list[tuple[int, int]]
+    offsets: dict[str, list[list[float]]] = field(default_factory=dict)
+    rows: int = 0
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.scores)
+
+    @property
+    def num_heads(self) -> int:
+        return len(self.scores[0]) if self.scores else 0
+
+    @property
+    def total(self) -> int:
+        return self.num_layers * self.num_heads
+
+    def top(self, n: int) -> list[tuple[int, int]]:
+        return [tuple(x) for x in self.order[:n]]
+
+    def bottom(self, n: int) -> list[tuple[int, int]]:
+        return [tuple(x) for x in self.order[::-1][:n]]
+
+    def profile(self, layer: int, head: int) -> dict[str, float]:
+        """Mean weight per target row at each offset from the reference."""
+        return {k: values[layer][head] for k, values in self.offsets.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["order"] = [list(x) for x in self.order]
+        data["top"] = [
+            {"layer": la, "head": h, "score": self.scores[la][h], "per_row": self.per_row[la][h]}
+            | ({"offsets": self.profile(la, h)} if self.offsets else {})
+            for la, h in self.top(min(16, self.total))
+        ]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HeadRanking:
+        return cls(
+            scores=data["scores"],
+            per_row=data["per_row"],
+            order=[tuple(x) for x in data["order"]],
+            offsets=data.get("offsets", {}),
+            rows=data.get("rows", 0),
+            source=data.get("source", {}),
+        )
+
+    def save(self, path: str | Path) -> Path:
+        import json
+
+        from harness.report.stages import write_text_atomic
+
+        path = Path(path)
+        if path.is_dir() or not path.suffix:
+            path = path / HEADS_FILE
+        write_text_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> HeadRanking:
+        import json
+
+        path = Path(path)
+        if path.is_dir():
+            path = path / HEADS_FILE
+        return cls.from_dict(json.loads(path.read_text()))
+
+
+def shift_mask(mask, shift: int):
+    """The mask moved `shift` keys to the right (`ref + shift`), cells that leave the
+    sequence dropped. bool [batch, query_pos, key_pos]."""
+    import torch
+
+    if shift == 0:
+        return mask
+    out = torch.zeros_like(mask)
+    if shift > 0:
+        out[..., shift:] = mask[..., :-shift]
+    else:
+        out[..., :shift] = mask[..., -shift:]
+    return out
+
+
+def causal_valid(mask, attention_mask):
+    """Keep only cells a query may attend: key <= query and a real (unpadded) key."""
+    import torch
+
+    length = mask.shape[-1]
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    return mask & causal & attention_mask.bool()[:, None, :]
+
+
+def _model_shape(model) -> tuple[int, int]:
+    config = model.config
+    config = getattr(config, "text_config", None) or config
+    return int(config.num_hidden_layers), int(config.num_attention_heads)
+
+
+def _masses(model, batch, reference, threshold: float, device):
+    """[layers, heads] summed weight on `reference` cells for one batch (a forward pass)."""
+    import torch
+
+    from harness.attention.capture import AttentionPlan, capture_attention
+
+    inputs = batch.model_inputs(device)
+    if threshold <= 0:
+        plan = AttentionPlan(reference=reference.to(device), head_mass=True, patterns=())
+        with torch.inference_mode(), capture_attention(model, plan) as record:
+            model(**inputs)
+        return record.head_mass.detach().float().cpu()
+    # Counting only weights above a threshold needs the maps themselves: keep every row's.
+    plan = AttentionPlan(
+        reference=reference.to(device), head_mass=False, patterns=tuple(range(len(batch)))
+    )
+    with torch.inference_mode(), capture_attention(model, plan) as record:
+        model(**inputs)
+    layers = []
+    ref = reference.to(torch.float32)
+    for layer in range(_model_shape(model)[0]):
+        pattern = record.patterns[f"blocks.{layer}.attn.hook_pattern"].float().cpu()
+        kept = pattern * (pattern > threshold)  # [batch, head, q, k]
+        layers.append(torch.einsum("bhqk,bqk->h", kept, ref))
+    return torch.stack(layers)
+
+
+def rank_heads(
+    model,
+    tokenizer,
+    instances: Sequence[Any],
+    prompt=None,
+    threshold: float = 0.0,
+    shift: int = 0,
+    batch_size: int = 16,
+    offsets: Sequence[int] = OFFSETS,
+    source: dict[str, Any] | None = None,
+    progress: bool = False,
+) -> HeadRanking:
+    """Rank every head of `model` on `instances` (teacher-forced, left-padded batches)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from harness.data import PromptConfig
+    from harness.inference import collate_left
+    from harness.tokenization import CharTokenizer
+
+    if not instances:
+        raise ValueError("rank_heads needs at least one instance")
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    char_tok = tokenizer if isinstance(tokenizer, CharTokenizer) else CharTokenizer(tokenizer)
+    prompt = prompt or PromptConfig()
+    num_layers, num_heads = _model_shape(model)
+    wanted = sorted(set(offsets) | {shift})
+    sums = {k: torch.zeros(num_layers, num_heads) for k in wanted}
+    rows = 0
+    device = model.device
+    was_training = model.training
+    model.eval()
+    start = time.perf_counter()
+    try:
+        chunks = range(0, len(instances), batch_size)
+        for first in tqdm(chunks, desc="heads", disable=not progress, dynamic_ncols=True):
+            chunk = instances[first : first + batch_size]
+            batch = collate_left([prompt.encode(char_tok, x) for x in chunk], char_tok.pad_id)
+            reference = batch.reference_mask()
+            rows += int(reference.any(-1).sum())
+            for k in wanted:
+                cells = causal_valid(shift_mask(reference, k), batch.attention_mask)
+                thr = threshold if k == shift else 0.0
+                sums[k] += _masses(model, batch, cells, thr, device)
+    finally:
+        model.train(was_training)
+    scores = sums[shift]
+    flat = scores.flatten()
+    # Stable order: ties (e.g. all zero) keep (layer, head) order.
+    order = sorted(range(flat.numel()), key=lambda i: (-float(flat[i]), i))
+    per_row = scores / max(rows, 1)
+    return HeadRanking(
+        scores=scores.tolist(),
+        per_row=per_row.tolist(),
+        order=[(i // num_heads, i % num_heads) for i in order],
+        offsets={str(k): (sums[k] / max(rows, 1)).tolist() for k in offsets},
+        rows=rows,
+        source={
+            **(source or {}),
+            "instances": len(instances),
+            "threshold": threshold,
+            "shift": shift,
+            "prompt": dataclasses.asdict(prompt),
+            "time_s": round(time.perf_counter() - start, 2),
+        },
+    )
