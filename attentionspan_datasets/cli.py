@@ -20,7 +20,6 @@ import sys
 COMMAND_MODULES = [
     "attentionspan_datasets.commands.generate",
     "attentionspan_datasets.commands.export",
-    "harness.cli",
 ]
 
 
@@ -31,8 +30,8 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attentionspan",
-        description="Algorithmic tasks with reference attention masks: generate data, "
-        "export it, train and evaluate models, and analyse their attention.",
+        description="Algorithmic tasks with reference attention masks: generate, draw and "
+        "export the data.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:

@@ -25,7 +25,8 @@ from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import score
 from harness.data import GeneratorSource, PromptConfig, shard_indices
 from harness.inference import generate_batch, teacher_forced_batch
-from harness.runs import read_run_file
+from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
+from harness.runs import load_model_checked, read_run_file, section
 from harness.tokenization import CharTokenizer
 
 EVAL_STREAM = "test"  # the train stream is "train": the two never share an instance
@@ -258,11 +259,16 @@ def run(config: EvalConfig) -> dict[str, Any]:
     """Load the model, evaluate every config, write the reports (main process only)."""
     from accelerate import Accelerator
 
-    from harness.models import load_model
+    from harness.models import resolve_model
 
-    run_config = saved_run_config(config.model) if Path(config.model).is_dir() else None
+    resolve_model(config.model)  # a missing folder is named before anything else
+    run_config = saved_run_config(config.model)
     if config.prompt is None:
-        config.prompt = PromptConfig(**run_config["prompt"]) if run_config else PromptConfig()
+        config.prompt = (
+            section(run_config, "prompt", PromptConfig, config.model)
+            if run_config
+            else PromptConfig()
+        )
     if not config.configs:
         config.configs = default_configs(run_config)
         if not config.configs:
@@ -270,7 +276,7 @@ def run(config: EvalConfig) -> dict[str, Any]:
     for name in config.configs:
         GeneratorSource(name)  # unknown preset: one line, before loading the model
     accelerator = Accelerator(cpu=True) if _cpu_only() else Accelerator()
-    model, tokenizer = load_model(config.model)
+    model, tokenizer = load_model_checked(config.model)
     model.to(accelerator.device)
     start = time.perf_counter()
     results, records = evaluate_model(
@@ -304,9 +310,75 @@ def _cpu_only() -> bool:
     return not torch.cuda.is_available()
 
 
+# --- the command ------------------------------------------------------------------------
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="a model folder (e.g. runs/rev/final), a fetched model name, ...",
+    )
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        default=[],
+        metavar="CONFIG",
+        help="presets to evaluate (default: the training preset and its OOD twin)",
+    )
+    parser.add_argument("-n", "--num", type=int, default=200, help="instances per config")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the test stream")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--output", default=None, help="folder for results.json, results.md and predictions-*.jsonl"
+    )
+    parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
+    add_prompt_arguments(parser, saved_default=True)
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "eval",
+        help="exact match, partial and teacher-forced accuracy on ID/OOD presets",
+        description="Evaluate a model with batched greedy generation and teacher forcing. "
+        "Also: accelerate launch -m harness.evaluate ...",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run_command)
+
+
+def run_command(args) -> int:
+    quiet_transformers()
+    prompt = None
+    if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
+        saved = saved_run_config(args.model)
+        base = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+        configs = args.configs or default_configs(saved)
+        prompt = dataclasses.replace(
+            base,
+            **{
+                k: v
+                for k, v in (
+                    ("instruction", resolve_instruction(args.instruction, configs)),
+                    ("num_fewshot", args.num_fewshot),
+                    ("chat", args.chat),
+                )
+                if v is not None
+            },
+        )
+    config = EvalConfig(
+        model=args.model,
+        configs=args.configs,
+        num=args.num,
+        seed=DEFAULT_SEED if args.seed is None else args.seed,
+        batch_size=args.batch_size,
+        output=args.output,
+        mixed_precision=args.mixed_precision,
+        prompt=prompt,
+    )
+    run(config)
+    return 0
+
+
 if __name__ == "__main__":
     import sys
 
-    from harness.cli import main_module
-
-    sys.exit(main_module("eval"))
+    sys.exit(main_for("eval", add_arguments, run_command))

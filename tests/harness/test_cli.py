@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attentionspan_datasets.cli import main
+from harness.cli import main
 from tests.harness.launch import TINY_SCRATCH_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ def test_models_list(capsys, tmp_path, monkeypatch):
 
 def test_parser_does_not_import_torch():
     code = (
-        "import sys; from attentionspan_datasets.cli import build_parser; build_parser(); "
+        "import sys; from harness.cli import build_parser; build_parser(); "
         "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
@@ -113,7 +113,7 @@ def test_parser_does_not_import_torch():
 
 def test_instruction_default_is_the_tasks_standard_line():
     from attentionspan_datasets.instructions import instruction_for
-    from harness.cli import resolve_instruction
+    from harness.options import resolve_instruction
 
     assert resolve_instruction(None, ["addition_id"]) is None
     assert resolve_instruction("Add.", ["addition_id"]) == "Add."
@@ -121,3 +121,45 @@ def test_instruction_default_is_the_tasks_standard_line():
     assert resolve_instruction("default", ["addition_id", "addition_ood"]) == expected
     with pytest.raises(ValueError, match="configs of one task, got long_addition, string_rev"):
         resolve_instruction("default", ["addition_id", "reversal_id"])
+
+
+def test_help_lists_the_registered_commands_and_promises_nothing_else():
+    from harness.cli import COMMAND_MODULES, build_parser
+
+    parser = build_parser()
+    commands = set(parser._subparsers._group_actions[0].choices)
+    assert {"generate", "show", "export", "train", "eval", "models"} <= commands
+    assert len(COMMAND_MODULES) == len(set(COMMAND_MODULES))
+    if not commands & {"reproduce", "heads", "intervene", "capture"}:
+        assert "analy" not in parser.description  # issue 14: no promise of what is not there
+
+
+@pytest.mark.parametrize(
+    "error,status,line",
+    [
+        (ValueError("'x' must be >= 1,\ngot 0"), 2, "attentionspan train: error: 'x' must be"),
+        (FileNotFoundError("no such file"), 2, "attentionspan train: error: no such file"),
+        (KeyboardInterrupt(), 130, "attentionspan train: interrupted"),
+    ],
+)
+def test_errors_are_one_line_with_their_status(error, status, line, capsys):
+    from harness.options import run_guarded
+
+    def fail(args):
+        raise error
+
+    assert run_guarded("train", fail, None) == status
+    assert one_error_line(capsys).startswith(line)
+
+
+def test_python_m_harness_train_gives_the_same_one_line_error(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.train", "--output", str(tmp_path), "--lr", "nan"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip() == "attentionspan train: error: 'lr' must be a finite number, got nan"
+    )

