@@ -64,8 +64,11 @@ def _nonempty_mapping(value: Any, name: str) -> Mapping:
 
 
 def _printable(token: str) -> str:
-    """Token labels as drawn: whitespace made visible, long pieces cut."""
-    shown = token.replace("\n", "\\n").replace(" ", "\u2423").replace("\t", "\\t")
+    """Token labels as drawn: a space as a visible box, control characters escaped, long
+    pieces cut."""
+    shown = "".join(
+        "\u2423" if c == " " else c if c.isprintable() else repr(c)[1:-1] for c in token
+    )
     return shown if len(shown) <= 8 else shown[:7] + "\u2026"
 
 

@@ -1,0 +1,1 @@
+"""Harness commands that are more than a training or evaluation loop (attention, ...)."""

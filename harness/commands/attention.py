@@ -1,0 +1,196 @@
+"""`attentionspan attention`: attention on reference tokens, correct versus wrong (Table 2).
+
+    attentionspan attention --model runs/rev/final --configs reversal_id reversal_ood \\
+        -n 200 --output runs/rev/attention
+    accelerate launch --num_processes 2 -m harness.commands.attention --model ... --output ...
+
+Writes, in --output: `attention.json` (per config: `rollout.correct.mean`, `.n`,
+`rollout.error.mean`, `.n`, `rollout.welch_t`, `rollout.welch_p`, `rollout.hedges_g`,
+`token_accuracy`, `heads` [layer][head], `by_length`, `by_position`, teacher-forced; the
+same under `generate` for the free-running pass), `attention.md` (the paper's Table 2
+layout) and the figures: `rollout-<config>-{correct,wrong}.png` (Figure 1 style),
+`heads.png` (layer x head, one panel per config), `scores.png` (correct versus wrong),
+`position-<config>.png` (score by target position), with `-generate` twins for the
+free-running pass. The measurement is `harness.attention.analysis`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import sys
+
+from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
+
+MODE_CHOICES = ("teacher_forced", "generate")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="a model folder (e.g. runs/rev/final), a fetched model name (smollm2-135m-instruct, "
+        "gemma3-270m) or a Hub name",
+    )
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        default=[],
+        metavar="CONFIG",
+        help="presets to analyse (default: the model's training preset and its OOD twin)",
+    )
+    parser.add_argument("-n", "--num", type=int, default=200, help="instances per config")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the data (default: 1234)")
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("train", "validation", "test"),
+        help="split the instances come from (default: test)",
+    )
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=list(MODE_CHOICES),
+        choices=MODE_CHOICES,
+        help="teacher_forced (as the authors) and/or generate (free-running greedy answers)",
+    )
+    parser.add_argument(
+        "--output", default=None, help="folder for attention.json, attention.md and the PNGs"
+    )
+    parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
+    add_prompt_arguments(parser, saved_default=True)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "attention",
+        help="attention rollout on reference tokens, correct vs wrong tokens (Table 2)",
+        description="Measure how much of each target token's attention goes to its reference "
+        "positions (rollout share and per head), teacher-forced and free-running, and compare "
+        "correct with wrong tokens (Welch's t-test). Also: accelerate launch -m "
+        "harness.commands.attention ...",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run_command)
+
+
+def resolve_prompt(args, saved, configs):
+    """The prompt saved with the model, with --instruction / --num-fewshot / --chat on top."""
+    from harness.data import PromptConfig
+    from harness.runs import section
+
+    base = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+    changes = {
+        k: v
+        for k, v in (
+            ("instruction", resolve_instruction(args.instruction, configs)),
+            ("num_fewshot", args.num_fewshot),
+            ("chat", args.chat),
+        )
+        if v is not None
+    }
+    return dataclasses.replace(base, **changes)
+
+
+def describe_prompt(prompt) -> str:
+    parts = [f"instruction {prompt.instruction!r}" if prompt.instruction else "no instruction"]
+    parts.append(f"{prompt.num_fewshot} few-shot")
+    parts.append("chat template" if prompt.chat else "no chat template")
+    return ", ".join(parts)
+
+
+def run_command(args) -> int:
+    from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
+    from harness.attention.analysis import AnalysisConfig
+    from harness.evaluate import default_configs, saved_run_config
+    from harness.models import resolve_model
+
+    quiet_transformers()
+    resolve_model(args.model)  # a missing folder or an encoder is named before loading
+    saved = saved_run_config(args.model)
+    configs = args.configs or default_configs(saved)
+    if not configs:
+        raise ValueError("no --configs given and the model has no saved training config")
+    for name in configs:
+        resolve_config(name)  # an unknown config: one line listing the known ones
+    config = AnalysisConfig(
+        configs=configs,
+        num=args.num,
+        seed=DEFAULT_SEED if args.seed is None else args.seed,
+        split=args.split,
+        batch_size=args.batch_size,
+        modes=tuple(args.modes),
+        mixed_precision=args.mixed_precision,
+    )
+    prompt = resolve_prompt(args, saved, configs)
+    run(args, config, prompt)
+    return 0
+
+
+def run(args, config, prompt) -> dict:
+    import time
+
+    import torch
+    from accelerate import Accelerator
+
+    from harness.attention.analysis import analyse_model, table2_rows, write_outputs
+    from harness.runs import load_model_checked
+
+    accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
+    model, tokenizer = load_model_checked(args.model)
+    model.to(accelerator.device)
+    start = time.perf_counter()
+    results, plots_data = analyse_model(
+        model, tokenizer, config, prompt, accelerator, progress=not args.no_progress
+    )
+    elapsed = time.perf_counter() - start
+    if accelerator.is_main_process:
+        name = args.model.rstrip("/")
+        meta = {
+            "model": args.model,
+            "model_name": name if len(name) <= 40 else "..." + name[-37:],
+            "command": command_line(args, config),
+            "configs": config.configs,
+            "instances": config.num,
+            "seed": config.seed,
+            "split": config.split,
+            "modes": list(config.modes),
+            "batch_size": config.batch_size,
+            "prompt": describe_prompt(prompt),
+            "prompt_config": dataclasses.asdict(prompt),
+            "processes": accelerator.num_processes,
+            "seconds": round(elapsed, 1),
+        }
+        if args.output:
+            written = write_outputs(args.output, meta, results, plots_data)
+            print(f"wrote {len(written)} files to {args.output}", file=sys.stderr)
+        print("\n".join(table2_rows(meta["model_name"], results)))
+        print(
+            f"({config.num} instances x {len(config.configs)} configs in {elapsed:.1f} s on "
+            f"{accelerator.num_processes} process(es))"
+        )
+    return results
+
+
+def command_line(args, config) -> str:
+    """The command that reproduces this analysis (written into attention.md)."""
+    words = ["attentionspan", "attention", "--model", args.model, "--configs", *config.configs]
+    words += ["-n", str(config.num), "--seed", str(config.seed), "--split", config.split]
+    words += ["--batch-size", str(config.batch_size), "--modes", *config.modes]
+    for flag, value in (
+        ("--instruction", args.instruction),
+        ("--num-fewshot", args.num_fewshot),
+    ):
+        if value is not None:
+            words += [flag, str(value)]
+    if args.chat is not None:
+        words.append("--chat" if args.chat else "--no-chat")
+    if args.output:
+        words += ["--output", args.output]
+    return shlex.join(words)
+
+
+if __name__ == "__main__":
+    sys.exit(main_for("attention", add_arguments, run_command))
