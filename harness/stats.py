@@ -71,6 +71,16 @@ def paired_gain(
     return {"gain": gain, "low": low, "high": high, "n": n}
 
 
+def mean_interval(
+    values: Sequence[float],
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Mean of `values` and its bootstrap interval (the band of an accuracy curve)."""
+    return paired_gain([0.0] * len(values), values, confidence, n_resamples, seed)
+
+
 def _key(record: dict[str, Any]) -> tuple:
     return (record.get("config", ""), record["index"])
 

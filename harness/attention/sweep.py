@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats import gain_table, mean, summarise
+from harness.stats import gain_table, mean
+from harness.stats import summarise as summarise_metrics
 
 HEAD_CHOICES = ("none", "top", "random", "bottom")
 MODES = ("standard", "conditional", "knockout")
@@ -162,6 +163,13 @@ def control_settings(chosen: Setting, seeds: Iterable[int] = (0, 1, 2)) -> list[
 
 def knockout_of(setting: Setting) -> Setting:
     return dataclasses.replace(setting, mode="knockout", strength=0.0, threshold=0.0)
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means overall and per length of the metrics the records carry."""
+    every = ("exact_match", "partial_acc", "tf_token_acc")
+    metrics = [m for m in every if records and m in records[0]]
+    return summarise_metrics(records, metrics)
 
 
 def score_of(records: Sequence[dict[str, Any]], metric: str) -> float:

@@ -1,0 +1,350 @@
+"""`OUT/report.md` of `attentionspan reproduce`: tables, figures and the commands behind them.
+
+    from harness.report.report_md import write_report
+    write_report(Path("OUT"), config, {"reversal": task_results}, seconds=312.0)
+
+One section per task: the Table 1 analog (ID/OOD accuracy), the Table 2 analog (attention
+on reference tokens, correct versus wrong; the figures of `attentionspan attention`), the
+head ranking (layer x head map, offset profiles), the N x C sweep on validation, and the
+chosen setting with its controls on the OOD test split and on ID, with paired bootstrap 95%
+intervals on every gain, and the Figure 2 analog (accuracy by length). Every figure names
+the command and the settings that made it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from pathlib import Path
+from typing import Any
+
+from harness.stats import format_gain, mean_interval
+
+OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
+PAPER = (
+    "The paper (v2, Figure 2) reinforces the top heads of Llama-3.2-1B and Qwen2.5-1.5B and "
+    "reports gains of up to 90 points of OOD accuracy; its N is tuned on the data it reports "
+    "and the authors' scoring is teacher-forced. Here N, C (and the threshold) are chosen on "
+    "the OOD validation split and reported on the test split, free-running."
+)
+
+
+def command_for(cfg) -> str:
+    """The command line that reproduces a run with these settings."""
+    from harness.report.reproduce import ReproduceConfig
+
+    default = ReproduceConfig(quick=True)
+    words = ["attentionspan", "reproduce"]
+    if cfg.model:
+        words += ["--model", cfg.model, "--config", cfg.config]
+    if cfg.quick:
+        words.append("--quick")
+        if not cfg.model and list(cfg.tasks) != list(default.tasks):
+            words += ["--tasks", *cfg.tasks]
+    words += ["--output", cfg.output]
+    for name, flag in (
+        ("train_steps", "--train-steps"),
+        ("seed", "--seed"),
+        ("num_heads", "--num-heads"),
+        ("num_validation", "--num-validation"),
+        ("num_test", "--num-test"),
+        ("num_attention", "--num-attention"),
+        ("batch_size", "--batch-size"),
+        ("mode", "--mode"),
+        ("shift", "--shift"),
+        ("head_threshold", "--head-threshold"),
+        ("metric", "--metric"),
+        ("device", "--device"),
+    ):
+        value = getattr(cfg, name)
+        if value != getattr(default, name) and not (name == "train_steps" and not cfg.quick):
+            words += [flag, str(value)]
+    for name, flag in (
+        ("counts", "--counts"),
+        ("strengths", "--strengths"),
+        ("thresholds", "--thresholds"),
+        ("control_seeds", "--control-seeds"),
+    ):
+        value = list(getattr(cfg, name))
+        if value and value != list(getattr(default, name)):
+            words += [flag, *map(str, value)]
+    for key, value in cfg.ood.items():
+        words += ["--ood", f"{key}={value}"]
+    return shlex.join(words)
+
+
+def _n(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def _made_by(command: str, detail: str) -> list[str]:
+    return [f"Made by `{command}`; {detail}.", ""]
+
+
+# --- sections -------------------------------------------------------------------------------
+def table1(task: dict[str, Any]) -> list[str]:
+    lines = [
+        "| config | split | n | exact match | partial acc | TF token acc |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in task["eval"].items():
+        lines.append(
+            f"| {name} | test | {row['n']} | **{_n(row['exact_match'])}** | "
+            f"{_n(row['partial_acc'])} | {_n(row.get('tf_token_acc'))} |"
+        )
+    return lines
+
+
+def heads_section(task, folder: Path, command: str) -> list[str]:
+    from harness.report import plots
+
+    heads = task["heads"]
+    source = heads.get("source", {})
+    path = plots.head_heatmap(
+        {"mean weight per target row on the reference": heads["per_row"]},
+        folder / "head-ranking.png",
+        title=f"{task['task']}: Appendix G ranking on {source.get('instances')} ID instances",
+        label="mean post-softmax weight on reference keys",
+    )
+    lines = [
+        f"Ranked on {source.get('instances')} instances of `{source.get('config')}` "
+        f"(`{source.get('split')}` split, indices {source.get('indices')}, seed "
+        f"{source.get('seed')}), teacher-forced; shift {source.get('shift')}, threshold "
+        f"{source.get('threshold')}; {heads['rows']} target rows. Offset profile: the mean "
+        "weight per target row at ref-2 .. ref+2 (a head that reads ref+1 is a shallow "
+        "model's lookup through a previous-token head; FINDINGS).",
+        "",
+        "| rank | layer | head | score (sum) | per row | "
+        + " | ".join(f"ref{int(k):+d}" if k != "0" else "ref" for k in OFFSET_KEYS)
+        + " |",
+        "|---|---|---|---|---|" + "---|" * len(OFFSET_KEYS),
+    ]
+    for rank, top in enumerate(heads["top"][:8], 1):
+        offsets = top.get("offsets", {})
+        lines.append(
+            f"| {rank} | {top['layer']} | {top['head']} | {top['score']:.2f} | "
+            f"{top['per_row']:.3f} | " + " | ".join(_n(offsets.get(k)) for k in OFFSET_KEYS) + " |"
+        )
+    lines += ["", f"![head ranking]({path.relative_to(folder.parent)})", ""]
+    lines += _made_by(command, f"stage `{task['task']}-heads`; also `{folder.name}/heads.json`")
+    return lines
+
+
+def sweep_section(task, folder: Path, command: str) -> list[str]:
+    import numpy as np
+
+    from harness.report import plots
+
+    sweep = task["sweep"]
+    grid = sweep["grid"]
+    metric = sweep["metric"]
+    chosen = sweep["chosen"]
+    validation = sweep["validation"]
+    lines = []
+    # The N x C map: for conditional sweeps, the best threshold of each cell.
+    values = np.full((len(grid["counts"]), len(grid["strengths"])), np.nan)
+    for name in grid["names"]:
+        setting = sweep["settings"][name]
+        r = grid["counts"].index(setting["n"])
+        c = grid["strengths"].index(setting["strength"])
+        score = validation[name][metric]
+        values[r, c] = score if math.isnan(values[r, c]) else max(values[r, c], score)
+    cell = (grid["counts"].index(chosen["n"]), grid["strengths"].index(chosen["strength"]))
+    baseline = validation["baseline"][metric]
+    path = plots.sweep_heatmap(
+        values,
+        grid["counts"],
+        grid["strengths"],
+        folder / "sweep.png",
+        baseline=baseline,
+        chosen=cell,
+        title=f"{task['task']}: top-N heads x C on OOD validation",
+        label=f"OOD validation {metric.replace('_', ' ')}",
+    )
+    n_val = validation["baseline"]["n"]
+    lines += [
+        f"Every setting scored on {n_val} OOD *validation* instances (free-running greedy "
+        f"answers); the best by {metric} is chosen there: **{sweep['chosen_name']}** "
+        f"({_n(validation[sweep['chosen_name']][metric])} against the baseline's "
+        f"{_n(baseline)}).",
+        "",
+        f"![N x C sweep]({path.relative_to(folder.parent)})",
+        "",
+    ]
+    lines += _made_by(
+        command,
+        f"{len(grid['names'])} settings, N in {grid['counts']}, C in {grid['strengths']}"
+        + (f", thresholds {grid['thresholds']}" if grid["thresholds"] else "")
+        + f"; stage files `{task['task']}-sweep-validation-*`",
+    )
+    return lines
+
+
+def results_section(task, folder: Path, command: str) -> list[str]:
+    sweep = task["sweep"]
+    test, gains = sweep["test"], sweep["test_gains"]
+    ident, id_gains = sweep.get("id", {}), sweep.get("id_gains", {})
+    lines = [
+        "| setting | OOD exact | OOD partial | OOD TF token | gain partial (95% CI) | "
+        "gain exact (95% CI) | ID exact | ID partial | ID gain exact (95% CI) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in test.items():
+        gain = gains.get(name)
+        id_row = ident.get(name, {})
+        id_gain = id_gains.get(name)
+        lines.append(
+            f"| {'**' + name + '**' if name == sweep['chosen_name'] else name} | "
+            f"{_n(row['exact_match'])} | {_n(row['partial_acc'])} | "
+            f"{_n(row.get('tf_token_acc'))} | "
+            f"{format_gain(gain['partial_acc']) if gain else '-'} | "
+            f"{format_gain(gain['exact_match']) if gain else '-'} | "
+            f"{_n(id_row.get('exact_match'))} | {_n(id_row.get('partial_acc'))} | "
+            f"{format_gain(id_gain['exact_match']) if id_gain else '-'} |"
+        )
+    n_test = test["baseline"]["n"]
+    lines += [
+        "",
+        f"OOD: {n_test} *test* instances; ID: {ident.get('baseline', {}).get('n', 0)} test "
+        "instances of the ID preset, under the same interventions. Gains are in points "
+        "(x100), paired per instance, with bootstrap 95% intervals (BCa, 2000 resamples). "
+        "Controls: `random*` the same N and C on random heads (one row per seed); `*randpos*` "
+        "the chosen heads at as many random non-reference keys per row; `bottom*` the "
+        "lowest-ranked heads; `*knockout` the chosen heads' reference weights set to 0.",
+        "",
+    ]
+    lines += _made_by(command, f"stage files `{task['task']}-sweep-test-*` and `-sweep-id-*`")
+    return lines
+
+
+def figure2(task, folder: Path, command: str) -> list[str]:
+    from harness.report import plots
+    from harness.stats import by_length
+
+    sweep = task["sweep"]
+    records = sweep["records"]["test"]
+    metric = "partial_acc"
+    chosen = sweep["chosen_name"]
+    random_names = [n for n in records if n.startswith("random")]
+    shown = {"baseline": "baseline", chosen: f"best ({chosen})"}
+    if random_names:
+        shown[random_names[0]] = f"random heads ({random_names[0]})"
+    base = records["baseline"]
+    groups = by_length(base, lambda r: int(r["length"]))
+    labels = list(groups)
+    centres = [sum(map(int, label.split("-"))) / len(label.split("-")) for label in labels]
+    series = {}
+    for name, title in shown.items():
+        by_bin = by_length(records[name], lambda r: int(r["length"]))
+        means, lows, highs = [], [], []
+        for label in labels:
+            interval = mean_interval([r[metric] for r in by_bin.get(label, [])])
+            means.append(interval["gain"])
+            lows.append(interval["low"])
+            highs.append(interval["high"])
+        series[title] = {"mean": means, "low": lows, "high": highs}
+    path = plots.accuracy_by_length(
+        centres,
+        series,
+        folder / "accuracy-by-length.png",
+        title=f"{task['task']}: OOD test {metric.replace('_', ' ')} by length (95% bands)",
+        xlabel="input length (characters; centre of each bin)",
+    )
+    lines = [f"![accuracy by length]({path.relative_to(folder.parent)})", ""]
+    rows = [
+        "| length | n | " + " | ".join(shown.values()) + " |",
+        "|---|---|" + "---|" * len(shown),
+    ]
+    for i, label in enumerate(labels):
+        rows.append(
+            f"| {label} | {len(groups[label])} | "
+            + " | ".join(_n(series[t]["mean"][i]) for t in shown.values())
+            + " |"
+        )
+    lines += rows + [""]
+    lines += _made_by(command, "OOD test split, free-running greedy answers, partial accuracy")
+    return lines
+
+
+def attention_section(task, folder: Path, command: str) -> list[str]:
+    from harness.attention.analysis import table2_rows, write_outputs
+
+    attention = task["attention"]
+    results = attention["results"]
+    model = task["model"]
+    name = model if len(model) <= 40 else "..." + model[-37:]
+    meta = {
+        "model": model,
+        "model_name": name,
+        "command": command,
+        "configs": list(results),
+        "instances": next(iter(results.values()), {}).get("instances"),
+        "seed": task.get("seed"),
+        "split": "test",
+        "prompt": task.get("prompt", "as saved with the model"),
+    }
+    written = write_outputs(folder / "attention", meta, results, attention["plots"])
+    pngs = {p.name: p for p in written if p.suffix == ".png"}
+    lines = [*table2_rows(name, results), ""]
+    lines += [
+        "Attn score: share of the target token's attention rollout on its reference "
+        "positions over the task-text columns (paper v2 Appendix C); the paper's Llama-3.2-1B "
+        "on reversal: 0.0455 (correct) vs 0.0236 (error). Per length: "
+        f"`{folder.name}/attention/attention.md`.",
+        "",
+    ]
+    for png in sorted(pngs):
+        if png.startswith("rollout-") or png in ("heads.png", "scores.png"):
+            lines += [f"![{png}]({folder.name}/attention/{png})", ""]
+    lines += _made_by(
+        command,
+        f"stage `{task['task']}-attention` ({meta['instances']} test instances per config; "
+        "the same measurement as `attentionspan attention`)",
+    )
+    return lines
+
+
+# --- the document ---------------------------------------------------------------------------
+def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
+    from harness.report.stages import write_text_atomic
+
+    command = command_for(cfg)
+    lines = [
+        "# Attend or Perish, reproduced: reference attention and reinforcement",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        f"Settings: `settings.json`; stage results: `stages/`; {seconds:.0f} s for this "
+        "invocation (stages finished before were reused).",
+        "",
+        PAPER,
+        "",
+    ]
+    for task_name, task in tasks.items():
+        folder = out / task_name.removesuffix("_id")
+        folder.mkdir(parents=True, exist_ok=True)
+        lines += [f"## {task_name}", "", f"Model: `{task['model']}`.", ""]
+        lines += ["### ID and OOD accuracy (Table 1 analog)", "", *table1(task), ""]
+        lines += _made_by(
+            command,
+            f"stage files `{task_name}-sweep-id-baseline`, `{task_name}-sweep-test-baseline`",
+        )
+        lines += ["### Attention on reference tokens (Table 2 analog, Figure 1)", ""]
+        lines += attention_section(task, folder, command)
+        lines += ["### Head ranking (Appendix G)", "", *heads_section(task, folder, command)]
+        lines += ["### Sweep on validation", "", *sweep_section(task, folder, command)]
+        lines += ["### Chosen setting and controls on test", ""]
+        lines += results_section(task, folder, command)
+        lines += ["### OOD accuracy by length (Figure 2 analog)", ""]
+        lines += figure2(task, folder, command)
+        summary = {k: v for k, v in task.items() if k not in ("attention",)}
+        summary["sweep"] = {k: v for k, v in task["sweep"].items() if k != "records"}
+        write_text_atomic(folder / "results.json", json.dumps(summary, indent=1) + "\n")
+    path = out / "report.md"
+    write_text_atomic(path, "\n".join(lines))
+    return path

@@ -1,0 +1,478 @@
+"""The paper's story for one model and task, end to end, resumable: `attentionspan reproduce`.
+
+    attentionspan reproduce --model runs/rev/final --config reversal --output OUT
+    attentionspan reproduce --quick --output OUT          # trains tiny models first (CPU)
+    python -m harness.report.reproduce --model runs/rev/final --config reversal --output OUT
+    accelerate launch -m harness.report.reproduce --model ... # evaluation shared by processes
+
+Stages, each saved as `OUT/stages/<stage>.json` when it finishes (a rerun with the same
+settings skips it; the sweep is saved per setting and stream, so it resumes mid-way):
+1. `eval`: ID and OOD exact match, partial and teacher-forced accuracy (Table 1 analog),
+   test split, no intervention;
+2. `attention`: rollout share on reference tokens, correct versus wrong, Welch p (Table 2
+   analog; `harness.attention.analysis`), with the Figure 1 data;
+3. `heads`: the Appendix G ranking on ID instances (also `OUT/<task>/heads.json`);
+4. `sweep`: top-N heads x C (x threshold) on the OOD validation split, the best setting
+   and its controls (random heads, random positions, bottom heads, knock-out) on the OOD
+   test split and on ID, paired bootstrap intervals on every gain;
+then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
+`OUT/settings.json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attentionspan_datasets.generation import DEFAULT_SEED
+from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
+from harness.report.stages import Stages, write_json_atomic
+
+QUICK_TASKS = ("reversal", "value_assignment")
+DEVICES = ("auto", "cpu", "cuda")
+SETTINGS_FILE = "settings.json"
+REPORT_FILE = "report.md"
+
+
+@dataclass
+class ReproduceConfig:
+    """Options of one reproduce run (saved as OUT/settings.json)."""
+
+    output: str = "runs/reproduce"
+    model: str | None = None  # a trained model folder; None with `quick`
+    config: str = "reversal"  # the task: <task>_id and <task>_ood are its presets
+    quick: bool = False
+    tasks: list[str] = field(default_factory=lambda: list(QUICK_TASKS))  # with `quick`
+    train_steps: int = 600  # with `quick`: optimizer steps per task (batch 32, lr 2e-3)
+    seed: int = DEFAULT_SEED
+    num_heads: int = 30  # ID instances for the head ranking (paper: 30)
+    num_validation: int = 100  # OOD validation instances (the sweep chooses there)
+    num_test: int = 200  # OOD and ID test instances (reported)
+    num_attention: int = 100  # instances per config for the Table 2 analysis
+    batch_size: int = 32
+    counts: list[int] = field(default_factory=list)  # head counts N; empty: 1, 2, 4.. ~10%
+    strengths: list[float] = field(default_factory=lambda: list(DEFAULT_STRENGTHS))
+    mode: str = "standard"  # or "conditional" (then `thresholds` are swept too)
+    thresholds: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.1])
+    shift: int = 0  # rank and reinforce at ref + shift
+    head_threshold: float = 0.0  # ranking counts only weights above this
+    control_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    metric: str = "partial_acc"  # what the sweep maximises on validation
+    ood: dict[str, Any] = field(default_factory=dict)  # parameter overrides of the OOD preset
+    device: str = "auto"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
+        for name in (*positive, "train_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
+        if self.mode not in MODES or self.mode == "knockout":
+            raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
+        if self.metric not in SELECT_METRICS:
+            raise ValueError(
+                f"'metric' must be one of {', '.join(SELECT_METRICS)}, got {self.metric!r}"
+            )
+        if self.device not in DEVICES:
+            raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if not self.strengths:
+            raise ValueError("'strengths' must list at least one C")
+        if any(c < 0 for c in self.strengths):
+            raise ValueError(f"'strengths' must be >= 0, got {self.strengths}")
+        if any(n < 1 for n in self.counts):
+            raise ValueError(f"'counts' must be >= 1, got {self.counts}")
+        if not self.control_seeds:
+            raise ValueError("'control_seeds' must list at least one seed")
+        if not self.quick and not self.model:
+            raise ValueError("'model' is required (a trained model folder), or use --quick")
+        for task in self.task_list:
+            task_presets(task)  # unknown task: one line naming the allowed ones
+
+    @property
+    def task_list(self) -> list[str]:
+        return list(self.tasks) if self.quick and not self.model else [self.config]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def task_presets(task: str) -> tuple[str, str]:
+    """`reversal` (or `reversal_id`) -> (`reversal_id`, `reversal_ood`)."""
+    from attentionspan_datasets.presets import PRESETS
+
+    base = task[:-3] if task.endswith("_id") else task[:-4] if task.endswith("_ood") else task
+    pair = (f"{base}_id", f"{base}_ood")
+    if not all(name in PRESETS for name in pair):
+        tasks = sorted({name.rsplit("_", 1)[0] for name in PRESETS})
+        raise ValueError(f"config {task!r} has no ID/OOD presets; allowed: {', '.join(tasks)}")
+    return pair
+
+
+# --- devices and processes ------------------------------------------------------------------
+class Processes:
+    """This process's share of the evaluation work, and the gathering of it. Without
+    `accelerate launch` there is one process and nothing to gather."""
+
+    def __init__(self, device: str):
+        import os
+
+        import torch
+
+        self.accelerator = None
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        want_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("--device cuda, but no CUDA device is available")
+        if world > 1:
+            from accelerate import Accelerator
+
+            self.accelerator = Accelerator(cpu=want_cpu)
+            self.device = self.accelerator.device
+        else:
+            self.device = torch.device("cpu" if want_cpu else "cuda")
+
+    @property
+    def world(self) -> int:
+        return self.accelerator.num_processes if self.accelerator else 1
+
+    @property
+    def rank(self) -> int:
+        return self.accelerator.process_index if self.accelerator else 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def share(self, count: int) -> range:
+        from harness.data import shard_indices
+
+        return shard_indices(0, count, self.world, self.rank)
+
+    def gather(self, records: dict[str, list]) -> dict[str, list]:
+        if self.world == 1:
+            return records
+        from accelerate.utils import gather_object
+
+        parts = gather_object([records])
+        merged = {name: [r for part in parts for r in part[name]] for name in records}
+        for rows in merged.values():
+            rows.sort(key=lambda r: r["index"])
+        return merged
+
+    def barrier(self) -> None:
+        if self.accelerator is not None:
+            self.accelerator.wait_for_everyone()
+
+
+# --- one task ---------------------------------------------------------------------------
+STREAMS = {
+    # stream -> (which preset, split, size option)
+    "validation": ("ood", "validation", "num_validation"),
+    "test": ("ood", "test", "num_test"),
+    "id": ("id", "test", "num_test"),
+}
+
+
+class TaskRun:
+    """The stages of one (model, task) pair; results land in `self.results`."""
+
+    def __init__(self, cfg: ReproduceConfig, task: str, model_dir: str, out: Path, procs):
+        self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
+        self.id_name, self.ood_name = task_presets(task)
+        self.dir = out / task.removesuffix("_id")
+        self.stages = Stages(out, log=self.log)
+        self.model = self.tokenizer = self.prompt = None
+        self.results: dict[str, Any] = {"task": task, "model": model_dir}
+
+    def log(self, message: str) -> None:
+        if self.procs.main:
+            print(f"[reproduce {self.task}] {message}", file=sys.stderr, flush=True)
+
+    # the model and its prompt layout, loaded on first use (a fully cached run needs neither)
+    def load(self):
+        if self.model is None:
+            from harness.data import PromptConfig
+            from harness.models import load_model
+            from harness.runs import read_run_file, section
+
+            self.model, self.tokenizer = load_model(self.model_dir)
+            self.model.to(self.procs.device)
+            self.model.eval()
+            info = read_run_file(self.model_dir) if Path(self.model_dir).is_dir() else None
+            prompt = section(info, "prompt", PromptConfig, self.model_dir) if info else None
+            self.prompt = prompt or PromptConfig()
+        return self.model
+
+    def base_settings(self) -> dict[str, Any]:
+        """What every stage's result depends on (a change recomputes the stage)."""
+        return {
+            "model": str(self.model_dir),
+            "task": self.task,
+            "seed": self.cfg.seed,
+            "ood": self.cfg.ood,
+        }
+
+    def instances(self, stream: str, count: int | None = None) -> list:
+        from attentionspan_datasets.splits import split_instance
+
+        which, split, size = STREAMS[stream]
+        count = count or getattr(self.cfg, size)
+        name = self.ood_name if which == "ood" else self.id_name
+        overrides = self.cfg.ood if which == "ood" else {}
+        out = []
+        for i in self.procs.share(count):
+            x = split_instance(name, self.cfg.seed, split, i, **overrides)
+            x.config = name
+            out.append(x)
+        return out
+
+    # --- stages ------------------------------------------------------------------------
+    def score(self, settings, stream: str, ranking=None) -> dict[str, list]:
+        """Records per setting on one stream; each (stream, setting) is its own stage file,
+        so an interrupted sweep keeps what it finished and shares prefills for the rest."""
+        from tqdm.auto import tqdm
+
+        from harness.attention.interventions import score_settings
+
+        base = {
+            **self.base_settings(),
+            "stream": stream,
+            "n": getattr(self.cfg, STREAMS[stream][2]),
+        }
+
+        def settings_of(setting):
+            # The baseline does not depend on the ranking: Table 1 and the sweep share it.
+            ranked = {} if setting.is_baseline else {"ranking": self.results.get("heads_key")}
+            return base | ranked | setting.to_dict()
+
+        out, todo = {}, []
+        for setting in settings:
+            self.procs.barrier()
+            cached = self.stages.load(self.stage_name(stream, setting), settings_of(setting))
+            if cached is not None:
+                out[setting.name] = cached
+            else:
+                todo.append(setting)
+        if todo:
+            self.load()
+            instances = self.instances(stream)
+            bar = tqdm(
+                total=len(instances),
+                desc=f"{self.task} {stream} ({len(todo)} settings)",
+                disable=not (self.cfg.progress and self.procs.main),
+                dynamic_ncols=True,
+            )
+            records = score_settings(
+                self.model,
+                self.tokenizer,
+                instances,
+                todo,
+                ranking,
+                prompt=self.prompt,
+                batch_size=self.cfg.batch_size,
+                on_batch=bar.update,
+            )
+            bar.close()
+            records = self.procs.gather(records)
+            for setting in todo:
+                rows = records[setting.name]
+                if self.procs.main:
+                    write_json_atomic(
+                        self.stages.path(self.stage_name(stream, setting)),
+                        {"settings": settings_of(setting), "result": rows},
+                    )
+                self.stages.ran.append(self.stage_name(stream, setting))
+                out[setting.name] = rows
+        return out
+
+    def stage_name(self, stream: str, setting) -> str:
+        return f"{self.task}-sweep-{stream}-{setting.name}"
+
+    def run_eval(self) -> dict[str, Any]:
+        from harness.attention.sweep import BASELINE
+        from harness.stats import summarise
+
+        metrics = ("exact_match", "partial_acc", "tf_token_acc")
+        table = {}
+        for stream, name in (("id", self.id_name), ("test", self.ood_name)):
+            rows = self.score([BASELINE], stream)[BASELINE.name]
+            table[name] = summarise(rows, metrics)
+        return table
+
+    def run_attention(self) -> dict[str, Any]:
+        from harness.attention.analysis import AnalysisConfig, analyse_model
+
+        settings = self.base_settings() | {"n": self.cfg.num_attention, "ood": {}}
+
+        def compute():
+            self.load()
+            config = AnalysisConfig(
+                configs=[self.id_name, self.ood_name],
+                num=self.cfg.num_attention,
+                seed=self.cfg.seed,
+                batch_size=self.cfg.batch_size,
+            )
+            results, plots = analyse_model(
+                self.model,
+                self.tokenizer,
+                config,
+                prompt=self.prompt,
+                accelerator=self.procs.accelerator,
+                progress=self.cfg.progress and self.procs.main,
+            )
+            return {"results": results, "plots": plots}
+
+        return self.stages.run(f"{self.task}-attention", settings, compute)
+
+    def run_heads(self):
+        from harness.attention.heads import HeadRanking, rank_heads
+
+        settings = self.base_settings() | {
+            "n": self.cfg.num_heads,
+            "threshold": self.cfg.head_threshold,
+            "shift": self.cfg.shift,
+        }
+
+        def compute():
+            self.load()
+            from attentionspan_datasets.splits import split_instance
+
+            # Every process ranks on all instances: 30 short ID instances are cheap, and the
+            # ranking must be the same everywhere.
+            instances = [
+                split_instance(self.id_name, self.cfg.seed, "validation", i)
+                for i in range(self.cfg.num_heads)
+            ]
+            ranking = rank_heads(
+                self.model,
+                self.tokenizer,
+                instances,
+                self.prompt,
+                threshold=self.cfg.head_threshold,
+                shift=self.cfg.shift,
+                batch_size=self.cfg.batch_size,
+                source={
+                    "model": str(self.model_dir),
+                    "config": self.id_name,
+                    "split": "validation",
+                    "seed": self.cfg.seed,
+                    "indices": [0, self.cfg.num_heads],
+                },
+            )
+            return ranking.to_dict()
+
+        data = self.stages.run(f"{self.task}-heads", settings, compute)
+        ranking = HeadRanking.from_dict(data)
+        if self.procs.main:
+            ranking.save(self.dir / "heads.json")
+        self.results["heads_key"] = [list(x) for x in ranking.order]
+        return ranking
+
+    def run_sweep(self, ranking) -> dict[str, Any]:
+        from harness.attention.sweep import grid, head_counts, run_sweep
+
+        counts = self.cfg.counts or head_counts(ranking.total)
+        counts = [n for n in counts if n <= ranking.total]
+        settings = grid(
+            ranking.total,
+            counts=counts,
+            strengths=self.cfg.strengths,
+            mode=self.cfg.mode,
+            thresholds=self.cfg.thresholds,
+            shift=self.cfg.shift,
+        )
+        result = run_sweep(
+            lambda todo, stream: self.score(todo, stream, ranking),
+            settings,
+            control_seeds=self.cfg.control_seeds,
+            metric=self.cfg.metric,
+            progress=self.log,
+        )
+        result["grid"] = {
+            "counts": counts,
+            "strengths": list(self.cfg.strengths),
+            "thresholds": list(self.cfg.thresholds) if self.cfg.mode == "conditional" else [],
+            "names": [s.name for s in settings],
+        }
+        return result
+
+    def run(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        self.log("evaluation (Table 1)")
+        self.results["eval"] = self.run_eval()
+        self.log("attention on reference tokens (Table 2)")
+        self.results["attention"] = self.run_attention()
+        self.log("head ranking")
+        ranking = self.run_heads()
+        self.results["heads"] = ranking.to_dict()
+        self.log("sweep and controls")
+        self.results["sweep"] = self.run_sweep(ranking)
+        self.results["seconds"] = round(time.perf_counter() - started, 1)
+        return self.results
+
+
+# --- quick: train the models first ------------------------------------------------------------
+def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
+    """Train (or resume, or reuse) a tiny scratch Llama on the task's ID preset."""
+    from harness.runs import FINAL, latest_checkpoint
+    from harness.train import TrainConfig, train
+
+    id_name, _ = task_presets(task)
+    folder = out / "models" / task.removesuffix("_id")
+    final = folder / FINAL
+    if (final / "config.json").is_file():
+        log(f"model for {task}: reusing {final}")
+        return str(final)
+    config = TrainConfig(
+        model="scratch",
+        output=str(folder),
+        config=id_name,
+        seed=cfg.seed,
+        train_size=cfg.train_steps * 32,
+        max_steps=cfg.train_steps,
+        batch_size=32,
+        lr=2e-3,
+        eval_size=50,
+        save_every=max(cfg.train_steps // 4, 1),
+        log_every=20,
+    )
+    resume = latest_checkpoint(folder) is not None
+    log(f"model for {task}: training {cfg.train_steps} steps into {folder}")
+    return str(train(config, resume=resume, progress=cfg.progress))
+
+
+# --- the run -------------------------------------------------------------------------------
+def reproduce(cfg: ReproduceConfig) -> Path:
+    """Run every stage of every task (skipping finished ones) and write the report."""
+    from harness.report.report_md import write_report
+
+    out = Path(cfg.output)
+    procs = Processes(cfg.device)
+    if procs.main:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / SETTINGS_FILE, cfg.to_dict() | {"argv": sys.argv})
+
+    def log(message: str) -> None:
+        if procs.main:
+            print(f"[reproduce] {message}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    tasks = {}
+    for task in cfg.task_list:
+        model_dir = cfg.model if cfg.model else quick_model(cfg, task, out, log)
+        tasks[task] = TaskRun(cfg, task, model_dir, out, procs).run()
+    report = out / REPORT_FILE
+    if procs.main:
+        write_report(out, cfg, tasks, seconds=time.perf_counter() - started)
+        log(f"report: {report}")
+    return report
+
+
+if __name__ == "__main__":
+    from harness.commands.reproduce import main
+
+    sys.exit(main())  # python -m harness.report.reproduce: the command's options
