@@ -1,0 +1,148 @@
+"""`attentionspan attention`: the files it writes from a tiny model folder, one-line errors
+for bad input, and (slow) two processes under `accelerate launch` giving the one-process
+results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = ["reversal_id", "reversal_ood"]
+
+
+def test_writes_json_markdown_and_figures(tiny_model_dirs, tmp_path, capsys):
+    out = tmp_path / "attention"
+    model = str(tiny_model_dirs["gemma3"])  # GQA and sliding windows through capture
+    code = main(
+        [
+            "attention",
+            "--model",
+            model,
+            "--configs",
+            *CONFIGS,
+            "-n",
+            "5",
+            "--batch-size",
+            "3",
+            "--instruction",
+            "Reverse the string.",
+            "--output",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "| reversal_ood | teacher-forced |" in printed and "| free-running |" in printed
+    document = json.loads((out / "attention.json").read_text())
+    for name in CONFIGS:
+        config = document["configs"][name]
+        for block in (config, config["generate"]):
+            rollout = block["rollout"]
+            assert rollout["correct"]["n"] + rollout["error"]["n"] > 0
+            assert {"mean", "n"} <= set(rollout["error"]) and "welch_p" in rollout
+            assert len(block["heads"]) == 2 and len(block["heads"][0]) == 4
+        assert set(config["by_length"]) and config["instances"] == 5
+    settings = document["settings"]
+    assert settings["prompt_config"]["instruction"] == "Reverse the string."
+    assert "--instruction 'Reverse the string.'" in settings["command"]
+    for name in document["figures"]:
+        assert (out / name).read_bytes().startswith(b"\x89PNG")
+    assert {"heads.png", "scores.png", "heads-generate.png"} <= set(document["figures"])
+    table = (out / "attention.md").read_text()
+    assert "attn score (correct)" in table and "0.0455" in table  # the paper's number beside
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--configs", "reversal_idd"], "reversal_idd"),
+        (["--configs", "reversal_id", "-n", "0"], "-n/--num must be >= 1"),
+    ],
+)
+def test_bad_arguments_are_one_line(tiny_model_dirs, argv, message, capsys):
+    code = main(["attention", "--model", str(tiny_model_dirs["llama"]), *argv, "--no-progress"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attentionspan attention: error:")
+    assert message in err[0]
+
+
+def test_a_model_that_is_not_a_causal_lm_is_one_line(tmp_path, capsys):
+    from transformers import DistilBertConfig
+
+    DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=32).save_pretrained(
+        tmp_path / "encoder"
+    )
+    code = main(["attention", "--model", str(tmp_path / "encoder"), "--configs", "reversal_id"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "not a causal language model" in err[0]
+    code = main(["attention", "--model", str(tmp_path / "missing"), "--configs", "reversal_id"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "does not exist" in err[0]
+
+
+@pytest.mark.slow
+def test_two_processes_give_the_one_process_results(tiny_model_dirs, tmp_path):
+    model = str(tiny_model_dirs["llama"])
+    common = [
+        "--model",
+        model,
+        "--configs",
+        *CONFIGS,
+        "-n",
+        "7",
+        "--batch-size",
+        "3",
+        "--no-progress",
+    ]
+    assert main(["attention", *common, "--output", str(tmp_path / "one")]) == 0
+    two = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            *ACCELERATE_TWO_CPU_PROCESSES,
+            "-m",
+            "harness.commands.attention",
+            *common,
+            "--output",
+            str(tmp_path / "two"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert "on 2 process(es)" in two.stdout
+    one, other = (json.loads((tmp_path / d / "attention.json").read_text()) for d in ("one", "two"))
+    for name in CONFIGS:
+        a, b = one["configs"][name], other["configs"][name]
+        a.pop("seconds"), b.pop("seconds")
+        assert _close(a, b)  # the batches differ (padding), so equal up to float noise
+    assert sorted(one["figures"]) == sorted(other["figures"])
+
+
+def _close(a, b, tol=1e-5) -> bool:
+    """Equal up to float noise (a batch of different rows rounds differently)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        return all(_close(a[k], b[k], tol) for k in a)
+    if isinstance(a, list):
+        assert len(a) == len(b)
+        return all(_close(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=tol, abs=tol)
+        return True
+    assert a == b
+    return True
