@@ -101,4 +101,12 @@ SHORT_TASK_NAMES = {
     "ffml": "flip_flop",
     "value_assignment": "value_assignment",
     "successor": "successor",
+    # The discrete-retrieval tasks under the paper's names (Sorodoc et al. 2021, T1-T7).
+    "t1": "one_feature_detection",
+    "t2": "two_feature_detection",
+    "t3": "set_member_detection",
+    "t4": "contextual_two_feature_detection",
+    "t5": "contextual_set_member_detection",
+    "t6": "ordered_feature_detection",
+    "t7": "contextual_ordered_set_member_detection",
 }

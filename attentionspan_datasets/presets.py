@@ -46,3 +46,24 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6},
     ),
 }
+
+# The discrete-retrieval tasks (Sorodoc, Boleda and Baroni 2021, Section 3.2): for each of
+# T1-T7, `t<k>_len<n>` with n vectors for the paper's lengths 5-30, and an ID/OOD pair
+# (train on 10 vectors, test on 20 and 30). The paper's split sizes (100k / 10k / 10k) are
+# builder arguments: load_dataset("attentionspan", "t6_len10", num_train=100_000,
+# num_validation=10_000, num_test=10_000).
+RETRIEVAL_TASKS = {
+    "t1": "one_feature_detection",
+    "t2": "two_feature_detection",
+    "t3": "set_member_detection",
+    "t4": "contextual_two_feature_detection",
+    "t5": "contextual_set_member_detection",
+    "t6": "ordered_feature_detection",
+    "t7": "contextual_ordered_set_member_detection",
+}
+RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)
+for _short, _task in RETRIEVAL_TASKS.items():
+    for _n in RETRIEVAL_LENGTHS:
+        PRESETS[f"{_short}_len{_n}"] = (_task, {"min_length": _n, "max_length": _n})
+    PRESETS[f"{_short}_id"] = (_task, {"min_length": 10, "max_length": 10})
+    PRESETS[f"{_short}_ood"] = (_task, {"min_length": 20, "max_length": 30, "length_step": 10})

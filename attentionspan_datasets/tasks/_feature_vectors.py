@@ -1,0 +1,353 @@
+"""Shared machinery of the seven discrete-retrieval tasks (Sorodoc, Boleda and Baroni, 2021).
+
+Every task shows a sequence of `length` binary vectors over 36 features and a query, and
+asks a yes/no question. The task modules (one_feature_detection.py ...
+contextual_ordered_set_member_detection.py) only decide which features to plant where and
+which to keep out; this module samples the background, renders text and masks, and reads
+the answer back from visible characters (the oracles).
+
+Text form, one character per feature: feature k (0-35; the paper's feature k+1) is
+ALPHABET[k] = "0123456789abcdefghijklmnopqrstuvwxyz"[k]. A vector is its active features
+in increasing order (an empty vector is the empty string); vectors are joined by "|", then
+"?", the query's features, "=". The target is "1" (yes) or "0" (no):
+
+    3a|07kz||5?k= -> 1        (4 vectors; the query asks about feature k = 20)
+
+Background: every feature that the recipe does not control is active in each vector with
+probability `background_percent` / 100 (the paper: 0.2), except 1-6 features per instance
+that are excluded everywhere (the paper's guard against "positive if everything is
+present"). The Bernoulli draws are bit-parallel: a 37-bit slot per vector (36 features and
+the "|") in one integer, built from 16 random words by the binary expansion of p, so p is
+exact to 2**-16 (0.2 is drawn as 0.199997), and the text is cut from that integer by C
+byte operations; 20,000+ instances/s depend on both.
+
+Masks (one row, the answer): `minimal` references the query and, for a yes, one
+occurrence of each feature the yes needs (T3 with both features present: the first
+feature's). `paper` references the query and every occurrence of a queried
+input feature that decides the answer (positive: the satisfied clause's occurrences;
+negative: the queried features that do occur, e.g. the two in the wrong order). A negative
+answer depends on the absence of features from every vector, so `sufficient` adds the whole
+input for negatives, and for ordered positives the "|" after the first feature's vector
+(which shows the two occurrences lie in different vectors, in that order).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass
+
+from attentionspan_datasets.tasks.base import Instance, TaskConfig
+
+ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+NUM_FEATURES = len(ALPHABET)
+FEATURE_OF = {c: k for k, c in enumerate(ALPHABET)}
+HALF = NUM_FEATURES // 2  # mapped pairs join a feature of 0-17 and one of 18-35
+VECTOR_SEPARATOR = "|"
+QUERY_SEPARATOR = "?"
+SEPARATOR = "="
+MAX_LENGTH = 200  # vectors per instance; caps the prompt at about 1,700 characters
+MAX_EXCLUDED = 30  # keeps at least the 4 controlled features and 2 background ones
+MAX_MAPPING_SEED = 2**32 - 1
+PRECISION_BITS = 16  # random words per Bernoulli draw: p exact to 2**-16
+SLOT = NUM_FEATURES + 1  # cells per vector in the text integer: 36 features and the "|"
+FULL = (1 << NUM_FEATURES) - 1
+
+
+@dataclass
+class FeatureConfig(TaskConfig):
+    """Lengths (number of vectors), the background rate and the excluded-feature count."""
+
+    min_length: int = 10
+    max_length: int = 10
+    # Lengths min_length, min_length + length_step, ... up to max_length (the OOD presets
+    # test on 20 and 30 only: min 20, max 30, step 10).
+    length_step: int = 1
+    min_excluded: int = 1
+    max_excluded: int = 6
+    background_percent: int = 20
+
+    def check(self) -> None:
+        # Two vectors at least: the ordered and two-token recipes need two positions.
+        self.check_range("min_length", 2, MAX_LENGTH)
+        self.check_range("max_length", 2, MAX_LENGTH)
+        self.check_min_max("min_length", "max_length")
+        self.check_range("length_step", 1, MAX_LENGTH)
+        self.check_range("min_excluded", 0, MAX_EXCLUDED)
+        self.check_range("max_excluded", 0, MAX_EXCLUDED)
+        self.check_min_max("min_excluded", "max_excluded")
+        self.check_range("background_percent", 0, 100)
+
+    def lengths(self) -> range:
+        return range(self.min_length, self.max_length + 1, self.length_step)
+
+
+@dataclass
+class MappedConfig(FeatureConfig):
+    """T3-T7: the fixed query-to-feature mapping is drawn from `mapping_seed`."""
+
+    mapping_seed: int = 0
+
+    def check(self) -> None:
+        super().check()
+        self.check_range("mapping_seed", 0, MAX_MAPPING_SEED)
+
+
+# --- the mapping of T3-T7 -------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def mapping(task: str, seed: int, pairs_per_query: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """`mapping(...)[q]`: the ordered feature pairs that query feature q asks about.
+
+    Each pair joins a feature of 0-17 and one of 18-35 (which comes first is drawn per pair:
+    the order T6 and T7 ask for); no pair repeats; every feature is in exactly
+    `2 * pairs_per_query` ... of the pairs' slots, i.e. in 2 queries (one pair per query:
+    T3, T4, T6) or 4 (two feature-disjoint pairs per query: T5, T7), as Table 1 says.
+    Drawn once per (task, seed) from its own generator, never the global one.
+    """
+    rng = random.Random(f"attentionspan/mapping/{task}/{seed}")
+    matchings = 2 * pairs_per_query  # each feature is in this many pairs
+    while True:
+        pairs: list[tuple[int, int]] = []
+        for _ in range(matchings):
+            # A random perfect matching between 0-17 and 18-35 that repeats no earlier pair.
+            while True:
+                partner = rng.sample(range(HALF, NUM_FEATURES), HALF)
+                new = list(zip(range(HALF), partner))
+                if not set(new) & set(pairs):
+                    break
+            pairs += new
+        pairs = [(a, b) if rng.getrandbits(1) else (b, a) for a, b in pairs]
+        rng.shuffle(pairs)
+        groups = [tuple(pairs[q::NUM_FEATURES]) for q in range(NUM_FEATURES)]
+        # Two pairs of one query share no feature, so a feature is in 4 distinct queries.
+        if all(len({f for pair in g for f in pair}) == 2 * len(g) for g in groups):
+            return tuple(groups)
+
+
+# --- sampling -------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def _probability_bits(percent: int) -> tuple[int, ...]:
+    """Binary digits b_1..b_16 of percent/100, truncated (p = sum b_k 2**-k)."""
+    scaled = percent * (1 << PRECISION_BITS) // 100
+    return tuple((scaled >> (PRECISION_BITS - k)) & 1 for k in range(1, PRECISION_BITS + 1))
+
+
+def _bernoulli_bits(rng: random.Random, nbits: int, percent: int) -> int:
+    """nbits independent bits, each 1 with probability percent/100 (to 2**-16).
+
+    From the least significant binary digit of p up: x = x | r for a 1, x & r for a 0,
+    with a fresh random word r each time; P(bit) then equals the expansion's value.
+    """
+    if percent >= 100:
+        return (1 << nbits) - 1
+    x = 0
+    for bit in reversed(_probability_bits(percent)):
+        x = (x | rng.getrandbits(nbits)) if bit else (x & rng.getrandbits(nbits))
+    return x
+
+
+@functools.cache
+def _layout(length: int) -> tuple[int, int, int]:
+    """(1 at the start of every slot, the "|" cell of every slot, every cell's character).
+
+    Cell i of the text integer is bit i; slot t holds cells 37t (feature 0) to 37t + 35
+    (feature 35) and 37t + 36 (the "|" after vector t). `mask * repeat` copies a 37-bit mask
+    to every slot; the third value has cell i's character code in byte i from the left
+    (big-endian), for picking the active cells' characters in one AND.
+    """
+    repeat = sum(1 << (SLOT * t) for t in range(length))
+    cell_chars = (ALPHABET + VECTOR_SEPARATOR).encode() * length
+    return repeat, (1 << NUM_FEATURES) * repeat, int.from_bytes(cell_chars, "big")
+
+
+# '0' -> 0x00 and '1' -> 0xff: a bit string becomes a byte mask.
+_BIT_TO_BYTE = bytes.maketrans(b"01", b"\x00\xff")
+# A feature character -> its id as a byte, "|" -> 0xff (the split point).
+_CHAR_TO_ID = bytes.maketrans((ALPHABET + VECTOR_SEPARATOR).encode(), bytes(range(36)) + b"\xff")
+
+
+@dataclass
+class Plan:
+    """What a task's recipe decides for one instance."""
+
+    query: list[int]  # the query vector's active features
+    features: list  # the queried input features (task-specific nesting, into params)
+    answer: int
+    case: str  # which branch of the recipe (e.g. "wrong_order"), into params
+    planted: list[tuple[int, int]]  # (feature, vector index) set active
+    controlled: set[int]  # active only where planted, never excluded
+    keep: frozenset[int] = frozenset()  # stay in the background, never excluded (T1 training)
+    decisive: tuple[int, ...] = ()  # features whose occurrences the paper mask shows
+    ordered: tuple[int, int] | None = None  # (first, second) features of an ordered yes
+
+
+def build(
+    rng: random.Random,
+    config: FeatureConfig,
+    task: str,
+    length: int,
+    plan: Plan,
+    extra_params: dict | None = None,
+) -> Instance:
+    """Background + planted features -> text, masks and params."""
+    excluded = _exclusions(rng, config, plan.controlled | plan.keep)
+    off = 0
+    for f in excluded:
+        off |= 1 << f
+    for f in plan.controlled:
+        off |= 1 << f
+    repeat, separators, cell_chars = _layout(length)
+    cells = SLOT * length
+    bits = _bernoulli_bits(rng, cells, config.background_percent)
+    bits = (bits & (FULL & ~off) * repeat) | separators
+    for feature, t in plan.planted:
+        bits |= 1 << (SLOT * t + feature)
+    # All in C: bits -> a 0x00/0xff byte per cell (cell 0 first) -> the active cells'
+    # characters -> the text without the inactive cells and the last "|".
+    byte_mask = format(bits, f"0{cells}b")[::-1].encode().translate(_BIT_TO_BYTE)
+    chosen = (int.from_bytes(byte_mask, "big") & cell_chars).to_bytes(cells, "big")
+    body_bytes = chosen.translate(None, b"\x00")[:-1]
+    body = body_bytes.decode("ascii")
+    vectors = [list(part) for part in body_bytes.translate(_CHAR_TO_ID).split(b"\xff")]
+    query_text = "".join([ALPHABET[f] for f in sorted(plan.query)])
+    prompt = body + QUERY_SEPARATOR + query_text + SEPARATOR
+    query_start = len(body) + 1
+    row = list(range(query_start, query_start + len(query_text)))
+    # A feature is at most once per vector and its character is nowhere else in the body,
+    # so its occurrences are the character's positions in the body.
+    if config.mask == "minimal":
+        if plan.answer:  # one occurrence of each feature the yes needs
+            minimal = plan.decisive[:1] if plan.case.startswith("both_") else plan.decisive
+            row += [body.find(ALPHABET[feature]) for feature in minimal]
+    else:
+        for feature in plan.decisive:
+            char = ALPHABET[feature]
+            position = body.find(char)
+            while position >= 0:
+                row.append(position)
+                position = body.find(char, position + 1)
+    if config.mask == "sufficient":
+        if not plan.answer:
+            row = list(range(len(body))) + row
+        elif plan.ordered is not None:
+            # The "|" after the first feature's vector shows the two lie in different vectors.
+            row.append(body.find(VECTOR_SEPARATOR, body.find(ALPHABET[plan.ordered[0]])))
+    params = {
+        "length": length,
+        "vectors": vectors,
+        "query": sorted(plan.query),
+        "features": plan.features,
+        "case": plan.case,
+        "excluded": excluded,
+    }
+    if extra_params:
+        params.update(extra_params)
+    return Instance(task, prompt, str(plan.answer), [sorted(set(row))], params)
+
+
+def _exclusions(rng: random.Random, config: FeatureConfig, avoid: set[int]) -> list[int]:
+    """min_excluded-max_excluded features drawn uniformly among those not in `avoid`.
+
+    Rejection from 6-bit draws: a few draws instead of building and sampling a list."""
+    count = rng.randint(config.min_excluded, config.max_excluded)
+    chosen: set[int] = set()
+    while len(chosen) < count:
+        f = rng.getrandbits(6)
+        if f < NUM_FEATURES and f not in avoid:
+            chosen.add(f)
+    return sorted(chosen)
+
+
+def draw_length(rng: random.Random, config: FeatureConfig) -> int:
+    if config.min_length == config.max_length:
+        return config.min_length
+    return rng.randrange(config.min_length, config.max_length + 1, config.length_step)
+
+
+# --- recipes shared by several tasks ----------------------------------------------------
+
+
+def two_feature_plan(rng: random.Random, length: int, a: int, b: int) -> tuple:
+    """T2's pipeline for features a, b: positive (same vector or two vectors, drawn
+    uniformly) or negative (one of them in one vector, or neither).
+
+    Returns (answer, case, planted, decisive)."""
+    if rng.getrandbits(1):
+        return two_feature_plan_positive(rng, length, a, b)
+    if rng.getrandbits(1):
+        present = a if rng.getrandbits(1) else b
+        return 0, "one_present", [(present, rng.randrange(length))], (present,)
+    return 0, "none_present", [], ()
+
+
+def two_feature_plan_positive(rng: random.Random, length: int, a: int, b: int) -> tuple:
+    """Both features: in one vector or in two (drawn uniformly)."""
+    if rng.getrandbits(1):
+        t = rng.randrange(length)
+        return 1, "same_vector", [(a, t), (b, t)], (a, b)
+    s, t = rng.sample(range(length), 2)
+    return 1, "different_vectors", [(a, s), (b, t)], (a, b)
+
+
+def ordered_plan(rng: random.Random, length: int, first: int, second: int) -> tuple:
+    """T6's pipeline for `first` before `second`: positive (two vectors in that order);
+    negative (both in the wrong order, or at most one: one of them, or neither, uniformly).
+
+    Returns (answer, case, planted, decisive, (first, second) for a yes else None)."""
+    if rng.getrandbits(1):
+        s, t = sorted(rng.sample(range(length), 2))
+        return 1, "in_order", [(first, s), (second, t)], (first, second), (first, second)
+    if rng.getrandbits(1):
+        s, t = sorted(rng.sample(range(length), 2))
+        return 0, "wrong_order", [(second, s), (first, t)], (first, second), None
+    if rng.getrandbits(1):
+        present = first if rng.getrandbits(1) else second
+        return 0, "one_present", [(present, rng.randrange(length))], (present,), None
+    return 0, "none_present", [], (), None
+
+
+def other_pair_absent(rng: random.Random, pair: tuple[int, int]) -> tuple[set[int], int]:
+    """T5/T7: one feature of the other pair (drawn) is kept out of the sequence; the other
+    stays in the background. Returns ({absent}, background feature)."""
+    absent = pair[rng.getrandbits(1)]
+    return {absent}, pair[0] if absent == pair[1] else pair[1]
+
+
+# --- reading the answer back (oracles) ---------------------------------------------------
+
+
+def read_visible(visible: list, query_size: int) -> tuple[list[int] | None, list]:
+    """(query features or None if hidden, the visible input characters with positions)."""
+    end = len(visible) - 2  # before "=" and the target
+    query_chars = visible[end - query_size : end]
+    if any(c is None for c in query_chars):
+        return None, []
+    return [FEATURE_OF[c] for c in query_chars], visible[: end - query_size - 1]
+
+
+def present(inputs: list) -> set[int]:
+    """Features seen active in the visible input."""
+    return {FEATURE_OF[c] for c in inputs if c is not None and c != VECTOR_SEPARATOR}
+
+
+def precedes(inputs: list, first: int, second: int) -> bool:
+    """Whether a visible `first` lies in an earlier vector than a visible `second`: a
+    visible "|" between the two occurrences proves it."""
+    a, b = ALPHABET[first], ALPHABET[second]
+    separators, earliest_a, latest_b = 0, None, None
+    for c in inputs:
+        if c == VECTOR_SEPARATOR:
+            separators += 1
+        elif c == a and earliest_a is None:
+            earliest_a = separators
+        elif c == b:
+            latest_b = separators
+    return earliest_a is not None and latest_b is not None and earliest_a < latest_b
+
+
+def answer(flag: bool) -> str:
+    return "1" if flag else "0"
