@@ -29,7 +29,7 @@ def field_strategy(name: str, annotation, default):
         # draw stays fast (the point is validation, not scale).
         return st.integers(min_value=-3, max_value=max(12, min(int(default) * 2, 120)))
     if name == "mask":
-        return st.sampled_from(["paper", "sufficient", "dense", ""])
+        return st.sampled_from(["paper", "sufficient", "minimal", "dense", ""])
     if annotation is str:
         return st.one_of(st.just(default), st.text(alphabet=CHARS, max_size=70))
     return st.just(default)

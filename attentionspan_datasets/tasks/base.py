@@ -9,6 +9,7 @@ with `register_task`. Nothing here knows about models, tokenizers, torch or data
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 import sys
@@ -17,7 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-MASK_VARIANTS = ("paper", "sufficient")
+# minimal <= paper <= sufficient, row by row (docs/tasks.md, "The contract").
+MASK_VARIANTS = ("paper", "sufficient", "minimal")
+MAX_CHARSET = 10_000  # characters in a charset or alphabet field
 
 
 @dataclass
@@ -53,6 +56,12 @@ class Instance:
         }
 
 
+def _short(value: Any) -> str:
+    """repr(value), cut short: an error message must stay one readable line."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
 def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
@@ -68,10 +77,15 @@ class TaskConfig:
     mask: str = "paper"
 
     task_name: ClassVar[str] = ""
+    # (low, high) of int fields, checked before `check()`. Every size a task draws has a
+    # cap here, so that no value makes generation hang or exhaust memory (docs/tasks.md).
+    limits: ClassVar[dict[str, tuple[int, int]]] = {}
 
     def __post_init__(self) -> None:
         self._check_types()
         self.check_choice("mask", MASK_VARIANTS)
+        for name, (low, high) in self.limits.items():
+            self.check_range(name, low, high)
         self.check()
 
     # --- subclasses override -------------------------------------------------------
@@ -85,7 +99,9 @@ class TaskConfig:
     # --- helpers for subclasses ----------------------------------------------------
     def fail(self, name: str, allowed: str) -> None:
         value = getattr(self, name)
-        raise ValueError(f"{self.task_name}: invalid value {value!r} for field '{name}': {allowed}")
+        raise ValueError(
+            f"{self.task_name}: invalid value {_short(value)} for field '{name}': {allowed}"
+        )
 
     def check_range(self, name: str, low: int, high: int | None = None) -> None:
         value = getattr(self, name)
@@ -116,6 +132,8 @@ class TaskConfig:
             self.fail(name, f"must not contain the reserved characters {''.join(bad)!r}")
         if len(chars) < minimum:
             self.fail(name, f"needs at least {minimum} distinct characters")
+        if len(chars) > MAX_CHARSET:
+            self.fail(name, f"at most {MAX_CHARSET} characters, got {len(chars)}")
 
     def _check_types(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -127,7 +145,7 @@ class TaskConfig:
             if not ok:
                 raise ValueError(
                     f"{self.task_name}: field '{f.name}' must be of type "
-                    f"{_type_name(expected)}, got {type(value).__name__} {value!r}"
+                    f"{_type_name(expected)}, got {type(value).__name__} {_short(value)}"
                 )
 
     # --- construction from user input ---------------------------------------------
@@ -168,6 +186,14 @@ class TaskConfig:
             try:
                 return int(text)
             except ValueError:
+                digits = text.strip().lstrip("+-")
+                if digits.isdigit() and name in cls.limits:
+                    # A number past Python's int-from-text limit (4300 digits): say the cap.
+                    low, high = cls.limits[name]
+                    raise ValueError(
+                        f"{cls.task_name}: invalid value (a {len(digits)}-digit number) for "
+                        f"field '{name}': allowed: {low} <= {name} <= {high}"
+                    ) from None
                 raise ValueError(
                     f"{cls.task_name}: field '{name}' must be an integer, got {text!r}"
                 ) from None
@@ -175,6 +201,31 @@ class TaskConfig:
 
     def to_params(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+REJECTED = 255  # a byte value `uniform_bytes` maps to no index
+
+
+@functools.lru_cache(maxsize=256)
+def _byte_table(m: int) -> bytes:
+    # Bytes below the largest multiple of m map to b % m (uniform); the rest are rejected.
+    limit = 256 - 256 % m
+    return bytes(b % m if b < limit else REJECTED for b in range(256))
+
+
+def uniform_bytes(rng: random.Random, m: int, count: int) -> bytes:
+    """`count` indices drawn uniformly from range(m) (1 <= m <= 255), as one bytes object.
+
+    A few C calls (random bytes, a translation table, rejection of the bytes past the last
+    multiple of m) instead of one `rng.choices` step per index: a program or a string of
+    100 symbols costs about a microsecond instead of ten."""
+    if not 1 <= m < REJECTED:
+        raise ValueError(f"uniform_bytes draws from 1 to {REJECTED - 1} values, not {m}")
+    table, reject = _byte_table(m), bytes([REJECTED])
+    drawn = rng.randbytes(count).translate(table).replace(reject, b"")
+    while len(drawn) < count:  # only when 256 is not a multiple of m
+        drawn += rng.randbytes(count - len(drawn)).translate(table).replace(reject, b"")
+    return drawn
 
 
 GenerateFn = Callable[[random.Random, Any], Instance]

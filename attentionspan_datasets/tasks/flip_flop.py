@@ -14,9 +14,14 @@ Examples:
 "10 commands" is nine full instructions and the final read. The generator makes sure the
 final read's register is written at least once, so the paper mask is never empty.
 
-Mask rule: `paper`: the bit character of the last write to the read register.
-`sufficient`: that bit plus the `f` of every flip of that register after the last write;
-the oracle returns the written bit XOR the number of visible flips (mod 2).
+Mask rule (the query is the final "=", which predicts the bit):
+    minimal     the bit character of the last write to the read register.
+    paper       the authors' rule with their bug fixed: the last write to the read register
+                (its op, register and bit), every later flip of that register (op and
+                register) and the final read's register digit. (Their backward scan stops
+                before the first instruction, so a write there is never marked.)
+    sufficient  the `paper` rule: it holds the written bit and every later `f`, which is all
+                the oracle needs: it returns the written bit XOR the number of visible flips.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ import functools
 import random
 from dataclasses import dataclass
 
-from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
+from attentionspan_datasets.tasks.base import (
+    REJECTED,
+    Instance,
+    TaskConfig,
+    register_task,
+    uniform_bytes,
+)
 
 NAME = "flip_flop"
 SEPARATOR = "="
@@ -33,6 +44,7 @@ OPERATIONS = "wrif"  # write, read, ignore, flip: the order of the *_weight fiel
 REGISTER_NAMES = "0123456789"
 FLIPPED = {"0": "1", "1": "0"}
 MAX_WEIGHT = 100  # relative weights; bounded so the table of draws stays small
+MAX_INSTRUCTIONS = 100_000  # a 300,000-character prompt: one instance well under a second
 
 
 @dataclass
@@ -48,43 +60,72 @@ class FlipFlopConfig(TaskConfig):
     ignore_weight: int = 1
     flip_weight: int = 1
 
+    # Two instructions at least: one write before the final read.
+    limits = {
+        "num_registers": (1, len(REGISTER_NAMES)),
+        "min_instructions": (2, MAX_INSTRUCTIONS),
+        "max_instructions": (2, MAX_INSTRUCTIONS),
+        "write_weight": (1, MAX_WEIGHT),
+        "read_weight": (0, MAX_WEIGHT),
+        "ignore_weight": (0, MAX_WEIGHT),
+        "flip_weight": (0, MAX_WEIGHT),
+    }
+
     def check(self) -> None:
-        self.check_range("num_registers", 1, len(REGISTER_NAMES))
-        # Two at least: one write before the final read.
-        self.check_range("min_instructions", 2)
-        self.check_range("max_instructions", 2)
         self.check_min_max("min_instructions", "max_instructions")
-        self.check_range("write_weight", 1, MAX_WEIGHT)
-        for name in ("read_weight", "ignore_weight", "flip_weight"):
-            self.check_range(name, 0, MAX_WEIGHT)
 
 
 def generate(rng: random.Random, config: FlipFlopConfig) -> Instance:
     count = rng.randint(config.min_instructions, config.max_instructions) - 1
     flip_weight = config.flip_weight if config.use_flip else 0
     weights = (config.write_weight, config.read_weight, config.ignore_weight, flip_weight)
-    heads = rng.choices(_instruction_heads(weights, config.num_registers), k=count)
+    ops, registers = _draw_heads(rng, _head_tables(weights, config.num_registers), count)
     bits = format(rng.getrandbits(count), f"0{count}b")
     read_register = REGISTER_NAMES[rng.randrange(config.num_registers)]
-    if "w" + read_register not in heads:
+    if "w" + read_register not in _pairs(ops, registers):
         # Overwrite one instruction, chosen uniformly, with a write to the read register.
-        heads[rng.randrange(count)] = "w" + read_register
-    heads_text = "".join(heads)
-    return _render(heads_text[0::2], heads_text[1::2], bits, read_register, config)
+        k = rng.randrange(count)
+        ops = f"{ops[:k]}w{ops[k + 1 :]}"
+        registers = f"{registers[:k]}{read_register}{registers[k + 1 :]}"
+    return _render(ops, registers, bits, read_register, config)
 
 
 @functools.lru_cache(maxsize=64)
-def _instruction_heads(weights: tuple[int, ...], num_registers: int) -> tuple[str, ...]:
-    """Every operation+register pair, each op repeated by its weight: one uniform draw
-    from this tuple replaces a weighted draw of the op (a bisect) and a draw of the register,
-    at a quarter of their cost."""
+def _head_tables(weights: tuple[int, ...], num_registers: int) -> tuple:
+    """Every op+register pair, each op repeated by its weight: one uniform draw among them
+    is a weighted op and a uniform register. Up to 254 pairs, a drawn index becomes its op
+    and register through two byte translation tables (no Python step per instruction);
+    more pairs fall back to `rng.choices`."""
     registers = REGISTER_NAMES[:num_registers]
-    return tuple(
+    heads = [
         op + reg
         for op, weight in zip(OPERATIONS, weights)
         for _ in range(weight)
         for reg in registers
-    )
+    ]
+    if len(heads) >= REJECTED:
+        return heads, None, None
+    op_of = bytes(ord(heads[i % len(heads)][0]) for i in range(256))
+    register_of = bytes(ord(heads[i % len(heads)][1]) for i in range(256))
+    return heads, op_of, register_of
+
+
+def _draw_heads(rng: random.Random, tables: tuple, count: int) -> tuple[str, str]:
+    """`count` ops and their registers, each pair uniform among the weighted pairs."""
+    heads, op_of, register_of = tables
+    if op_of is None:
+        drawn = "".join(rng.choices(heads, k=count))
+        return drawn[0::2], drawn[1::2]
+    drawn = uniform_bytes(rng, len(heads), count)
+    return drawn.translate(op_of).decode(), drawn.translate(register_of).decode()
+
+
+def _pairs(ops: str, registers: str) -> str:
+    """`w1i0f1...`: op and register of every instruction, interleaved. A pair such as
+    `w1` can only be found at an even offset (ops are letters, registers digits)."""
+    chars = [""] * (2 * len(ops))
+    chars[0::2], chars[1::2] = ops, registers
+    return "".join(chars)
 
 
 def make_instance(program: str, config: FlipFlopConfig) -> Instance:
@@ -114,27 +155,36 @@ def _render(
     ops: str, registers: str, bits: str, read_register: str, config: FlipFlopConfig
 ) -> Instance:
     """Run the program on registers that start at 0, fill in the read bits, build masks."""
-    chars = [""] * (3 * len(ops))
-    chars[0::3], chars[1::3], chars[2::3] = ops, registers, bits
     state = dict.fromkeys(REGISTER_NAMES, "0")  # never-written registers hold 0
-    last_write, flips = -1, []
-    for k, (op, reg, bit) in enumerate(zip(ops, registers, bits)):
+    shown = list(bits)
+    for k, op in enumerate(ops):
         if op == "w":
-            state[reg] = bit
-            if reg == read_register:
-                last_write, flips = k, []
+            state[registers[k]] = bits[k]
         elif op == "f":
-            state[reg] = FLIPPED[state[reg]]
-            if reg == read_register:
-                flips.append(k)
+            state[registers[k]] = FLIPPED[state[registers[k]]]
         elif op == "r":
-            chars[3 * k + 2] = state[reg]
+            shown[k] = state[registers[k]]
+    pairs = _pairs(ops, registers)
+    write, flip = "w" + read_register, "f" + read_register
+    last_write = pairs.rfind(write) // 2
     if last_write < 0:
         raise ValueError(f"{NAME}: the program reads register {read_register} but never writes it")
+    flips = []
+    at = pairs.find(flip, 2 * last_write)
+    while at >= 0:
+        flips.append(at // 2)
+        at = pairs.find(flip, at + 2)
+    chars = [""] * (3 * len(ops))
+    chars[0::3], chars[1::3], chars[2::3] = ops, registers, shown
     prompt = "".join(chars) + "r" + read_register + SEPARATOR
-    row = [3 * last_write + 2]  # the bit character of the last write
-    if config.mask == "sufficient":
-        row += [3 * k for k in flips]  # the 'f' of every later flip
+    w = 3 * last_write
+    if config.mask == "minimal":
+        row = [w + 2]  # the bit character of the last write
+    else:
+        row = [w, w + 1, w + 2]
+        for k in flips:
+            row += (3 * k, 3 * k + 1)
+        row.append(len(prompt) - 2)  # the final read's register digit
     params = {
         "length": len(ops) + 1,
         "flips_after_write": len(flips),

@@ -11,8 +11,9 @@ number is zero-padded like `str.zfill` to at least `max_digits` characters (long
 keep their length); without it numbers have their natural length.
 
 Mask rule for result digit i (place i):
-    paper       the operand digits written at place i; a digit with no operand digit at its
-                place (the final carry) references place i-1's operand digits.
+    paper       the operand digits written at place i (padding zeros included); a digit with
+                no operand character at its place (the final carry) references place i-1's
+                operand digits. `minimal` is the same rule.
     sufficient  the operand digits at places i and i-1 plus target[i-1]. The oracle recovers
                 carry[i-1] = (target[i-1] - s[i-1]) mod 10, then carry[i] = (s[i-1] +
                 carry[i-1]) // 10 and target[i] = (s[i] + carry[i]) mod 10, where s[p] is the
@@ -40,10 +41,13 @@ class AdditionConfig(TaskConfig):
     max_digits: int = 4
     padding: bool = False
 
+    limits = {
+        "num_operands": (2, MAX_OPERANDS),
+        "min_digits": (1, MAX_DIGITS),
+        "max_digits": (1, MAX_DIGITS),
+    }
+
     def check(self) -> None:
-        self.check_range("num_operands", 2, MAX_OPERANDS)
-        self.check_range("min_digits", 1, MAX_DIGITS)
-        self.check_range("max_digits", 1, MAX_DIGITS)
         self.check_min_max("min_digits", "max_digits")
 
 

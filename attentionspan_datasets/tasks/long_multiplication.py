@@ -20,6 +20,9 @@ Mask rule for character k (place k) of partial product j, with m = k - j:
     m < 0       a shift zero, fixed by the layout: references b_j (both variants).
     "+" / "="   the separator closing partial product j, fixed by the layout: references b_j
                 (both variants).
+`minimal` is the `paper` rule. (The authors' generator marks a_j and b_i for digit j of
+partial product i, ignoring the i shift zeros, and nothing for the product: see
+docs/tasks.md.)
 Product digit i: long addition's column rule over the partial products (paper: the
 partial-product characters at place i, or at place i-1 for the final carry; sufficient:
 places i and i-1 plus the previous product digit).
@@ -48,9 +51,9 @@ class MultiplicationConfig(TaskConfig):
     max_digits: int = 3
     padding: bool = False
 
+    limits = {"min_digits": (1, MAX_DIGITS), "max_digits": (1, MAX_DIGITS)}
+
     def check(self) -> None:
-        self.check_range("min_digits", 1, MAX_DIGITS)
-        self.check_range("max_digits", 1, MAX_DIGITS)
         self.check_min_max("min_digits", "max_digits")
 
 

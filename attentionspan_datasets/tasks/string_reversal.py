@@ -3,8 +3,9 @@
 Examples:
     dh13h82hj283j23H= -> H32j382jh28h31hd
 
-Mask rule (both variants): target[i] references the mirrored input character,
-position `length - 1 - i`. Nothing else is needed, so `paper` and `sufficient` agree.
+Mask rule (every variant): target[i] references the mirrored input character,
+position `length - 1 - i`. Nothing else is needed, so `minimal`, `paper` and `sufficient`
+agree (and match the authors' generator).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ NAME = "string_reversal"
 SEPARATOR = "="
 # 62 characters: the paper asks for a charset of at least 50 unique characters.
 DEFAULT_CHARSET = string.ascii_letters + string.digits
+MAX_LENGTH = 100_000  # characters: one instance then takes well under a second
 
 
 @dataclass
@@ -27,9 +29,9 @@ class ReversalConfig(TaskConfig):
     max_length: int = 10
     charset: str = DEFAULT_CHARSET
 
+    limits = {"min_length": (1, MAX_LENGTH), "max_length": (1, MAX_LENGTH)}
+
     def check(self) -> None:
-        self.check_range("min_length", 1)
-        self.check_range("max_length", 1)
         self.check_min_max("min_length", "max_length")
         self.check_charset("charset", minimum=1, reserved=SEPARATOR)
 

@@ -8,10 +8,12 @@ absent from it), then "=". The target is the string with every symbol replaced b
 Examples:
     B1E0D1A1C0ABBEDACABCD= -> 11101101101
 
-Mask rule: `paper`: target[i] references the string symbol s_i and the table's value
-character for s_i. `sufficient`: also the table's key character for s_i, the one that
-matches s_i and so locates the value; the oracle finds the visible key equal to the
-visible symbol and reads the value character after it.
+Mask rule, for target[i], which translates the string symbol s_i:
+    minimal     s_i and the table's value character for s_i.
+    paper       s_i, and the key and the value of s_i's pair in the table (the authors'
+                rule): the key is what matches s_i and so locates the value.
+    sufficient  the `paper` rule: the oracle finds the visible key equal to the visible
+                symbol and reads the value character after it.
 """
 
 from __future__ import annotations
@@ -19,13 +21,22 @@ from __future__ import annotations
 import random
 import string
 from dataclasses import dataclass
+from operator import itemgetter
 
-from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
+from attentionspan_datasets.tasks.base import (
+    MAX_CHARSET,
+    REJECTED,
+    Instance,
+    TaskConfig,
+    register_task,
+    uniform_bytes,
+)
 
 NAME = "value_assignment"
 SEPARATOR = "="
 # 52 letters: the OOD preset's table needs up to 50 distinct keys.
 DEFAULT_INPUT_ALPHABET = string.ascii_letters
+MAX_LENGTH = 100_000  # symbols in the string to translate
 
 
 @dataclass
@@ -37,12 +48,15 @@ class ValueAssignmentConfig(TaskConfig):
     input_alphabet: str = DEFAULT_INPUT_ALPHABET
     output_alphabet: str = "01"
 
+    limits = {
+        "min_table_size": (1, MAX_CHARSET),
+        "max_table_size": (1, MAX_CHARSET),
+        "min_length": (1, MAX_LENGTH),
+        "max_length": (1, MAX_LENGTH),
+    }
+
     def check(self) -> None:
-        self.check_range("min_table_size", 1)
-        self.check_range("max_table_size", 1)
         self.check_min_max("min_table_size", "max_table_size")
-        self.check_range("min_length", 1)
-        self.check_range("max_length", 1)
         self.check_min_max("min_length", "max_length")
         self.check_charset("input_alphabet", minimum=1, reserved=SEPARATOR)
         self.check_charset("output_alphabet", minimum=1, reserved=SEPARATOR)
@@ -62,20 +76,34 @@ class ValueAssignmentConfig(TaskConfig):
 def generate(rng: random.Random, config: ValueAssignmentConfig) -> Instance:
     size = rng.randint(config.min_table_size, config.max_table_size)
     length = rng.randint(config.min_length, config.max_length)
-    table = _draw_table(rng, config.input_alphabet, config.output_alphabet, size)
-    pairs = rng.choices(range(size), k=length)  # the table pair of each string symbol
-    return _render(table, pairs, config)
+    keys = _draw_keys(rng, config.input_alphabet, size)
+    values = _draw(rng, config.output_alphabet, size)
+    pairs = _indices(rng, size, length)  # the table pair of each string symbol
+    return _render(keys, values, pairs, config)
 
 
-def _draw_table(rng: random.Random, keys: str, values: str, size: int) -> str:
-    """`size` pairs: distinct keys in random order (a partial Fisher-Yates shuffle, as
-    `rng.sample` but with one `rng.random()` per pick: 1.5x faster), values with replacement."""
-    pool, last, pairs, rand = list(keys), len(keys) - 1, [], rng.random
-    for i in range(size):
-        j = int(rand() * (last + 1 - i))
-        pairs.append(pool[j] + values[int(rand() * len(values))])
-        pool[j] = pool[last - i]
-    return "".join(pairs)
+def _draw_keys(rng: random.Random, alphabet: str, size: int) -> str:
+    """`size` distinct keys in random order: the alphabet sorted by random 32-bit ranks
+    (C-level sorting beats a Python shuffle loop for alphabets up to a few hundred; ties,
+    about one draw in 10^7, keep alphabet order)."""
+    if len(alphabet) > 256:
+        return "".join(rng.sample(alphabet, size))
+    ranks = memoryview(rng.randbytes(4 * len(alphabet))).cast("I").tolist()
+    order = sorted(range(len(alphabet)), key=ranks.__getitem__)
+    return "".join(itemgetter(*order[:size])(alphabet))
+
+
+def _draw(rng: random.Random, alphabet: str, count: int) -> str:
+    """`count` characters drawn uniformly with replacement."""
+    if len(alphabet) >= REJECTED:
+        return "".join(rng.choices(alphabet, k=count))
+    return "".join(itemgetter(*uniform_bytes(rng, len(alphabet), count))(alphabet))
+
+
+def _indices(rng: random.Random, m: int, count: int) -> bytes | list[int]:
+    if m >= REJECTED:
+        return rng.choices(range(m), k=count)
+    return uniform_bytes(rng, m, count)
 
 
 def make_instance(table: str, symbols: str, config: ValueAssignmentConfig) -> Instance:
@@ -91,18 +119,20 @@ def make_instance(table: str, symbols: str, config: ValueAssignmentConfig) -> In
             f"{NAME}: table {table!r} must be key+value pairs with distinct keys that "
             f"cover every symbol of the (non-empty) string {symbols!r}"
         )
-    return _render(table, [pair_of[s] for s in symbols], config)
+    return _render(table[0::2], table[1::2], [pair_of[s] for s in symbols], config)
 
 
-def _render(table: str, pairs: list[int], config: ValueAssignmentConfig) -> Instance:
+def _render(keys: str, values: str, pairs, config: ValueAssignmentConfig) -> Instance:
     """Pair j of the table sits at 2j (key) and 2j + 1 (value); the string follows it."""
-    keys, values, start = table[0::2], table[1::2], len(table)
-    symbols = "".join([keys[j] for j in pairs])
-    target = "".join([values[j] for j in pairs])
-    if config.mask == "sufficient":
-        reference = [[2 * j, 2 * j + 1, start + i] for i, j in enumerate(pairs)]
-    else:
+    chars = [""] * (2 * len(keys))
+    chars[0::2], chars[1::2] = keys, values
+    table, start = "".join(chars), len(chars)
+    symbols = "".join(itemgetter(*pairs)(keys)) if len(pairs) > 1 else keys[pairs[0]]
+    target = "".join(itemgetter(*pairs)(values)) if len(pairs) > 1 else values[pairs[0]]
+    if config.mask == "minimal":
         reference = [[2 * j + 1, start + i] for i, j in enumerate(pairs)]
+    else:
+        reference = [[2 * j, 2 * j + 1, start + i] for i, j in enumerate(pairs)]
     params = {"length": len(pairs), "table_size": len(keys)}
     return Instance(NAME, table + symbols + SEPARATOR, target, reference, params)
 

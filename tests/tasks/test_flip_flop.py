@@ -35,6 +35,16 @@ def simulate(prompt: str):
     return state.get(read_register, "0"), last_write, flips, reads_ok
 
 
+def paper_row(prompt: str) -> list[int]:
+    """The authors' rule, bug fixed: op, register and bit of the last write to the read
+    register, op and register of every later flip of it, the final read's register digit."""
+    _, last_write, flips, _ = simulate(prompt)
+    row = [3 * last_write, 3 * last_write + 1, 3 * last_write + 2]
+    for k in flips:
+        row += [3 * k, 3 * k + 1]
+    return row + [len(prompt) - 2]
+
+
 # --- config validation -----------------------------------------------------------------
 
 
@@ -164,7 +174,8 @@ def test_the_final_read_register_is_written_even_when_writes_are_rare():
         body = instance.prompt[:-3]
         writes = [k for k in range(0, len(body), 3) if body[k : k + 2] == "w" + read_register]
         assert len(writes) >= 1
-        assert instance.reference == [[writes[-1] + 2]]
+        assert instance.reference == [paper_row(instance.prompt)]
+        assert instance.reference[0][:3] == [writes[-1], writes[-1] + 1, writes[-1] + 2]
         assert instance.target == body[writes[-1] + 2]
 
 
@@ -173,7 +184,7 @@ def test_two_instructions_are_a_write_and_its_read():
     for instance in iter_instances(config, seed=6, stop=50):
         reg, bit = instance.prompt[1], instance.prompt[2]
         assert instance.prompt == f"w{reg}{bit}r{reg}="
-        assert instance.target == bit and instance.reference == [[2]]
+        assert instance.target == bit and instance.reference == [[0, 1, 2, 4]]
 
 
 # --- edge cases ------------------------------------------------------------------------
@@ -190,15 +201,17 @@ def test_use_flip_false_never_emits_flip():
     for instance in iter_instances(config, seed=8, stop=1000):
         assert "f" not in instance.prompt[0::3]
         assert instance.params["flips_after_write"] == 0
-        assert len(instance.reference[0]) == 1
+        assert len(instance.reference[0]) == 4  # the write's three characters, the register
 
 
-def test_no_flips_means_the_masks_agree():
-    config = resolve_config("ffml_ood", flip_weight=0)
+def test_sufficient_is_the_paper_rule_and_minimal_the_written_bit():
+    config = resolve_config("ffml_ood")
     for index in range(200):
         paper = generate(config, seed=9, index=index)
         sufficient = generate(dataclasses.replace(config, mask="sufficient"), seed=9, index=index)
+        minimal = generate(dataclasses.replace(config, mask="minimal"), seed=9, index=index)
         assert paper == sufficient
+        assert minimal.reference == [[paper.reference[0][2]]]
 
 
 def test_instruction_kinds_follow_the_weights():
@@ -223,10 +236,13 @@ def test_paper_example_from_table_3():
     assert instance.prompt == "w11i11f10r10f10r1="
     assert instance.target == "1"
     # w11 writes 1 (its bit at position 2); f10 at 6 and f10 at 12 flip it twice.
-    assert instance.reference == [[2]]
+    # paper: w11 (0-2), the op and register of both flips (6-7, 12-13), the read's "1" (16).
+    assert instance.reference == [[0, 1, 2, 6, 7, 12, 13, 16]]
     assert instance.params == {"length": 6, "flips_after_write": 2, "write_distance": 5}
     sufficient = make_instance(PAPER_EXAMPLE, FlipFlopConfig(mask="sufficient"))
-    assert sufficient.reference == [[2, 6, 12]]
+    assert sufficient.reference == instance.reference
+    minimal = make_instance(PAPER_EXAMPLE, FlipFlopConfig(mask="minimal"))
+    assert minimal.reference == [[2]]
 
 
 def test_masks_on_hand_written_programs():
@@ -234,12 +250,18 @@ def test_masks_on_hand_written_programs():
     # The last write wins; a flip before it and flips of other registers do not count.
     instance = make_instance("w00f00w01f10f00i00r0", config)
     assert instance.target == "0"
-    assert instance.reference == [[8, 12]]
+    assert instance.reference == [[6, 7, 8, 12, 13, 19]]
     # Distractor bits of ignore and flip instructions are not references.
     instance = make_instance("w11i10f11i11r1", config)
     assert instance.target == "0"
-    assert instance.reference == [[2, 6]]
-    assert make_instance("w11i10f11i11r1", FlipFlopConfig()).reference == [[2]]
+    assert instance.reference == [[0, 1, 2, 6, 7, 13]]
+    assert make_instance("w11i10f11i11r1", FlipFlopConfig(mask="minimal")).reference == [[2]]
+
+
+def test_a_write_in_the_first_instruction_is_marked():
+    """The authors' backward scan stops before the first instruction; ours does not."""
+    instance = make_instance("w01i11i11r0", FlipFlopConfig())
+    assert instance.reference == [[0, 1, 2, 10]]
 
 
 @pytest.mark.parametrize(
@@ -251,8 +273,10 @@ def test_make_instance_rejects_malformed_programs(program):
         make_instance(program, FlipFlopConfig())
 
 
-def test_paper_mask_is_the_last_write_of_the_read_register():
+def test_paper_and_minimal_masks_on_random_programs():
     for instance in iter_instances("ffml_ood", seed=12, stop=1000):
+        assert instance.reference == [paper_row(instance.prompt)]
+    for instance in iter_instances("ffml_ood", seed=12, stop=1000, mask="minimal"):
         _, last_write, _, _ = simulate(instance.prompt)
         assert instance.reference == [[3 * last_write + 2]]
 
@@ -260,16 +284,18 @@ def test_paper_mask_is_the_last_write_of_the_read_register():
 @pytest.mark.parametrize("preset", ["ffml_id", "ffml_ood"])
 def test_sufficient_oracle_reproduces_every_target(preset):
     for instance in iter_instances(preset, seed=13, stop=3000, mask="sufficient"):
-        _, last_write, flips, _ = simulate(instance.prompt)
-        assert instance.reference == [[3 * last_write + 2] + [3 * k for k in flips]]
+        assert instance.reference == [paper_row(instance.prompt)]
         assert oracle(visible_text(instance, 0), instance.params, 0) == instance.target
 
 
-def test_dropping_any_sufficient_reference_breaks_the_oracle():
-    """The sufficient mask is minimal: without the write or any one flip, the oracle is wrong."""
+def test_dropping_the_bit_or_any_flip_breaks_the_oracle():
+    """The written bit and every later `f` are each needed: without one, the oracle is wrong
+    (the register digits locate them for a model, but the oracle reads the layout)."""
     checked_flips = 0
     for instance in iter_instances("ffml_ood", seed=14, stop=1000, mask="sufficient"):
-        row = instance.reference[0]
+        _, last_write, flips, _ = simulate(instance.prompt)
+        row = [3 * last_write + 2] + [3 * k for k in flips]
+        assert set(row) <= set(instance.reference[0])
         for dropped in row:
             visible = visible_text(instance, 0)
             visible[dropped] = None
@@ -278,9 +304,9 @@ def test_dropping_any_sufficient_reference_breaks_the_oracle():
     assert checked_flips > 100
 
 
-def test_paper_mask_alone_does_not_suffice_when_flips_follow():
+def test_minimal_mask_alone_does_not_suffice_when_flips_follow():
     wrong = 0
-    for instance in iter_instances("ffml_ood", seed=15, stop=500):
+    for instance in iter_instances("ffml_ood", seed=15, stop=500, mask="minimal"):
         wrong += oracle(visible_text(instance, 0), instance.params, 0) != instance.target
         if instance.params["flips_after_write"] % 2 == 0:
             assert oracle(visible_text(instance, 0), instance.params, 0) == instance.target

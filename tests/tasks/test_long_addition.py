@@ -198,8 +198,3 @@ def test_cached_masks_are_not_shared_between_instances():
     first = make_instance([12, 34], SUFFICIENT)
     first.reference[0].append(99)
     assert make_instance([56, 78], SUFFICIENT).reference[0] == [0, 3]
-
-
-def test_the_instance_drawn_in_docs_is_still_generated():
-    """docs/tasks.md pastes this instance; a change to drawing must regenerate the docs."""
-    assert generate("addition_id", index=99).text == "76+639=3001"

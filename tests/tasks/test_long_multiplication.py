@@ -189,10 +189,3 @@ def test_cached_masks_are_not_shared_between_instances():
     first = make_instance(12, 34, SUFFICIENT)
     first.reference[0].append(99)
     assert make_instance(56, 78, SUFFICIENT).reference[0] == [0, 3]
-
-
-def test_the_instances_drawn_in_docs_are_still_generated():
-    """docs/tasks.md pastes these instances; a change to drawing must regenerate the docs."""
-    assert generate("multiplication_id", index=7).text == "37*95=756+0563=7034"
-    table3 = generate("multiplication", index=32956, padding=True, min_digits=2, max_digits=4)
-    assert table3.text == "9900*9900=1980+0198+0000+0000=1089"

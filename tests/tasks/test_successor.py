@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -14,6 +15,7 @@ from tests.test_registry import check_instance, check_oracle
 
 PAPER = SuccessorConfig()
 SUFFICIENT = SuccessorConfig(mask="sufficient")
+MINIMAL = SuccessorConfig(mask="minimal")
 
 
 @pytest.mark.parametrize(
@@ -34,10 +36,12 @@ def test_bad_fields_are_named(kwargs, needle):
 
 
 def test_make_instance_checks_its_arguments():
-    with pytest.raises(ValueError, match="start must be a non-negative integer"):
+    with pytest.raises(ValueError, match="start must be an integer in \\[0, "):
         make_instance(-1, 2, PAPER)
-    with pytest.raises(ValueError, match="count must be a positive integer"):
+    with pytest.raises(ValueError, match="count must be an integer in \\[1, 1000\\]"):
         make_instance(5, 0, PAPER)
+    with pytest.raises(ValueError, match="count must be an integer"):
+        make_instance(5, 1001, PAPER)
 
 
 def test_same_seed_and_index_give_the_same_instance():
@@ -52,10 +56,12 @@ def test_format_counts_on_from_the_start(preset):
     starts, counts = set(), set()
     for instance in iter_instances(preset, seed=0, stop=500):
         check_instance(instance)
-        start = int(instance.prompt[:-1])
+        count_text, start_text = instance.prompt[:-1].split(":")
+        start = int(start_text)
         numbers = [int(n) for n in instance.target.split(" ")]
         assert instance.target == " ".join(str(n) for n in numbers)  # single spaces
         assert numbers == list(range(start + 1, start + 1 + len(numbers)))
+        assert int(count_text) == len(numbers)  # the prompt says how many to write
         assert instance.params["length"] == instance.params["count"] == len(numbers)
         assert instance.params["widths"] == [len(str(n)) for n in [start, *numbers]]
         starts.add(start)
@@ -66,31 +72,41 @@ def test_format_counts_on_from_the_start(preset):
         assert min(starts) >= 100 and max(starts) <= 900 and counts == {5, 6}
 
 
-def test_v1_table1_example_and_its_paper_mask():
+def test_v1_table1_example_and_its_masks():
     """v1 Table 1: 234 -> 235 236 237 238 239 240 (count 6: the start is not counted)."""
-    instance = make_instance(234, 6, PAPER)
-    assert (instance.prompt, instance.target) == ("234=", "235 236 237 238 239 240")
+    instance = make_instance(234, 6, MINIMAL)
+    assert (instance.prompt, instance.target) == ("6:234=", "235 236 237 238 239 240")
     # Without a rollover every character references the one 4 positions back: the same
     # place of the previous number, or the character that closed it ("=" or a space).
-    assert instance.reference == [[i] for i in range(len(instance.target))]
+    assert instance.reference == [[i + 2] for i in range(len(instance.target))]
+    # The authors' rule: all of "234=" then the digits of 235 written so far; for 236,
+    # all of "235 " and so on. The space after 235 sees "234=235".
+    paper = make_instance(234, 6, PAPER)
+    assert paper.reference[:5] == [
+        [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7, 8], [6, 7, 8, 9],
+    ]  # fmt: skip
+    sufficient = make_instance(234, 6, SUFFICIENT)
+    assert sufficient.reference[3] == [0, *paper.reference[3]]  # a space: the count too
 
 
 def test_rollover_to_a_new_leading_digit():
-    instance = make_instance(999, 2, PAPER)
-    assert instance.text == "999=1000 1001"
+    instance = make_instance(999, 2, MINIMAL)
+    assert instance.text == "2:999=1000 1001"
     # 1000: the new leading digit references 999's leading digit, then places 2, 1, 0.
-    assert instance.reference == [[0], [0], [1], [2], [3], [4], [5], [6], [7]]
+    assert instance.reference == [[2], [2], [3], [4], [5], [6], [7], [8], [9]]
     sufficient = make_instance(999, 2, SUFFICIENT)
     assert sufficient.reference == [
-        [0, 1, 2], [0, 1, 2], [1, 2], [2], [3],  # 1000 from 999: the whole carry chain
-        [4, 5, 6, 7], [5, 6, 7], [6, 7], [7],  # 1001 from 1000
+        [2, 3, 4, 5], [2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7, 8],  # 1000
+        [0, 2, 3, 4, 5, 6, 7, 8, 9],  # the space after 1000
+        [6, 7, 8, 9, 10], [6, 7, 8, 9, 10, 11], [6, 7, 8, 9, 10, 11, 12],  # 1001
+        [6, 7, 8, 9, 10, 11, 12, 13],
     ]  # fmt: skip
     check_oracle(sufficient)
 
 
 @pytest.mark.parametrize(
     "start, count, text",
-    [(0, 1, "0=1"), (9, 2, "9=10 11"), (98, 3, "98=99 100 101"), (1999, 1, "1999=2000")],
+    [(0, 1, "1:0=1"), (9, 2, "2:9=10 11"), (98, 3, "3:98=99 100 101"), (1999, 1, "1:1999=2000")],
 )
 def test_edge_cases(start, count, text):
     assert make_instance(start, count, PAPER).text == text
@@ -111,27 +127,40 @@ def test_sufficient_oracle_across_rollovers():
         check_oracle(make_instance(start - 3, 6, SUFFICIENT))
 
 
-def test_every_digit_reference_is_needed():
-    """Hiding any digit of the carry chain changes or breaks the answer (spaces are fixed by
-    the layout in params, so they are left out)."""
+def test_every_carry_chain_digit_is_needed():
+    """Of a digit's references, n's digits at places <= p are each needed: hiding one
+    changes or breaks the answer (spaces are fixed by the layout in params)."""
     for start in (234, 289, 999, 1099):
         instance = make_instance(start, 4, SUFFICIENT)
-        digits = [i for i, c in enumerate(instance.target) if c != " "]
-        needed_everywhere(instance, digits)
+        chained = make_instance(start, 4, MINIMAL)
+        for i, c in enumerate(instance.target):
+            if c == " ":
+                continue
+            place = chained.reference[i][0]  # n's digit at place p (or n's top digit)
+            number_end = max(p for p in instance.reference[i] if instance.text[p] in "= ")
+            chain = list(range(place, number_end))
+            assert set(chain) <= set(instance.reference[i])
+            rows = [chain if j == i else row for j, row in enumerate(instance.reference)]
+            trimmed = dataclasses.replace(instance, reference=rows)
+            assert oracle(visible_text(trimmed, i), trimmed.params, i) == c
+            needed_everywhere(trimmed, [i])
 
 
-def test_the_paper_mask_alone_is_not_sufficient():
-    instance = make_instance(19, 1, PAPER)  # 20: the tens digit needs the units' carry
+def test_the_minimal_mask_alone_is_not_sufficient():
+    instance = make_instance(19, 1, MINIMAL)  # 20: the tens digit needs the units' carry
     with pytest.raises(TypeError):
         oracle(visible_text(instance, 0), instance.params, 0)
 
 
 def test_cached_masks_are_not_shared_between_instances():
-    first = make_instance(12, 2, PAPER)
+    first = make_instance(12, 2, MINIMAL)
     first.reference[0].append(99)
-    assert make_instance(45, 2, PAPER).reference[0] == [0]
+    assert make_instance(45, 2, MINIMAL).reference[0] == [2]
 
 
-def test_the_instance_drawn_in_docs_is_still_generated():
-    """docs/tasks.md pastes this instance; a change to drawing must regenerate the docs."""
-    assert generate("successor_id", index=27).text == "8=9 10 11"
+def test_one_target_per_prompt():
+    """The count in the prompt fixes the answer: no prompt has two targets."""
+    targets = {}
+    for instance in iter_instances("successor_id", seed=3, stop=5000):
+        assert targets.setdefault(instance.prompt, instance.target) == instance.target
+    assert len(targets) > 200  # start 1-90 times count 2-4: 270 prompts

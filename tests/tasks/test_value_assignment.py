@@ -180,7 +180,7 @@ def test_make_instance_rejects_bad_tables():
 
 
 def test_paper_example_from_table_3():
-    instance = make_instance(TABLE, SYMBOLS, ValueAssignmentConfig())
+    instance = make_instance(TABLE, SYMBOLS, ValueAssignmentConfig(mask="minimal"))
     assert instance.prompt == "B1E0D1A1C0ABBEDACABCD="
     assert instance.target == TARGET
     # Keys sit at 0 (B), 2 (E), 4 (D), 6 (A), 8 (C); values one after; symbols from 10.
@@ -198,6 +198,8 @@ def test_paper_example_from_table_3():
         [5, 20],
     ]
     sufficient = make_instance(TABLE, SYMBOLS, ValueAssignmentConfig(mask="sufficient"))
+    paper = make_instance(TABLE, SYMBOLS, ValueAssignmentConfig())
+    assert paper.reference == sufficient.reference  # the authors' rule: symbol, key, value
     assert sufficient.reference == [
         [6, 7, 10],
         [0, 1, 11],
@@ -217,13 +219,15 @@ def test_paper_example_from_table_3():
     )
 
 
-def test_paper_mask_is_the_value_and_the_symbol():
-    for instance in iter_instances("value_assignment_ood", seed=4, stop=500):
-        table, symbols = split(instance)
-        start = len(table)
-        for i, row in enumerate(instance.reference):
-            key_position = table[0::2].index(symbols[i]) * 2
-            assert row == [key_position + 1, start + i]
+def test_paper_mask_is_key_value_and_symbol_and_minimal_drops_the_key():
+    for mask in ("paper", "minimal"):
+        for instance in iter_instances("value_assignment_ood", seed=4, stop=500, mask=mask):
+            table, symbols = split(instance)
+            start = len(table)
+            for i, row in enumerate(instance.reference):
+                key_position = table[0::2].index(symbols[i]) * 2
+                key = [key_position] if mask == "paper" else []
+                assert row == [*key, key_position + 1, start + i]
 
 
 @pytest.mark.parametrize("preset", ["value_assignment_id", "value_assignment_ood"])
