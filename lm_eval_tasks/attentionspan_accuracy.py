@@ -5,8 +5,9 @@
     metric.compute(predictions=["8916", "891"], references=["8916", "8916"], lengths=[4, 4])
     # {'exact_match': 0.5, 'partial_acc': 0.875, 'exact_match_len_04': 0.5}
 
-It wraps `attentionspan_datasets.metrics`, the functions the lm-eval tasks and the harness
-score with, so the three report the same numbers.
+It scores with `attentionspan_datasets.metrics.score` and summarises with
+`metrics.aggregate` (overall and per length bin), the functions the lm-eval tasks and
+`attentionspan eval` report through, so the three print the same numbers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import datasets
 import evaluate
 
-from attentionspan_datasets.metrics import bin_of, bucket_metric_name, length_bins, score
+from attentionspan_datasets.metrics import aggregate, record
 
 _DESCRIPTION = """\
 Exact match and partial accuracy of answers to AttentionSpan tasks ("Attend or Perish:
@@ -64,22 +65,15 @@ class AttentionspanAccuracy(evaluate.Metric):
     def _compute(self, predictions, references, lengths=None, max_bins=10):
         if not references:
             raise ValueError("attentionspan_accuracy: no predictions to score")
-        rows = [score(p, r) for p, r in zip(predictions, references)]
-        result = {
-            name: sum(row[name] for row in rows) / len(rows)
-            for name in ("exact_match", "partial_acc")
-        }
         if lengths is None:
-            return result
-        if len(lengths) != len(rows):
+            # Without lengths there are no bins: one group holds every answer.
+            records = [record(p, r, 0) for p, r in zip(predictions, references)]
+            result = aggregate(records, bins=[])
+            return {"exact_match": result.exact_match, "partial_acc": result.partial_acc}
+        if len(lengths) != len(references):
             raise ValueError(
-                f"attentionspan_accuracy: got {len(lengths)} lengths for {len(rows)} predictions"
+                f"attentionspan_accuracy: got {len(lengths)} lengths for "
+                f"{len(references)} predictions"
             )
-        bins = length_bins(lengths, max_bins)
-        per_bin: dict[tuple[int, int], list[float]] = {b: [] for b in bins}
-        for length, row in zip(lengths, rows):
-            per_bin[bin_of(length, bins)].append(row["exact_match"])
-        for b, values in per_bin.items():
-            if values:
-                result[bucket_metric_name("exact_match", *b)] = sum(values) / len(values)
-        return result
+        records = [record(p, r, n) for p, r, n in zip(predictions, references, lengths)]
+        return aggregate(records, max_bins=max_bins).flat()

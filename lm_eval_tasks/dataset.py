@@ -1,14 +1,23 @@
 """Data, prompts and scores of the `attnspan_<preset>` lm-eval tasks.
 
     lm_eval --model hf --model_args pretrained=DIR --tasks attnspan_reversal_ood \\
-        --metadata '{"seed": 7, "size": 200, "max_length": 60}'
+        --metadata '{"attnspan": {"seed": 7, "size": 200, "max_length": 60}}'
 
 lm-eval calls `custom_dataset(preset=..., **metadata)` (the YAML's `dataset_kwargs` give the
-preset) and `process_results(doc, results)` for every answer. The test split is the first
-`size` instances of the generator's "test" stream and the few-shot split the first
-`fewshot_size` of its "fewshot" stream, both with a fixed default seed: every run of the same
-task version scores the same instances, and few-shot examples never come from the test
-stream. The scores are `attentionspan_datasets.metrics`, the one definition the harness uses.
+preset) and `process_results(doc, results)` for every answer. The test split is rows
+`0 .. size-1` of `attentionspan_datasets.splits.iter_split(preset, seed, "test")`, the rows of
+`load_dataset("attentionspan", preset, split="test")` in order, and the few-shot split the
+first `fewshot_size` rows of the "fewshot" stream (train prompts only), both with a fixed
+default seed: every run of the same task version scores the same instances, and a few-shot
+example is never a test prompt. Scores are `attentionspan_datasets.metrics` (`score`, and
+`aggregate` for the same numbers outside lm-eval).
+
+Options travel in one namespaced `--metadata` key, "attnspan", because lm-eval hands
+`custom_dataset` the user's `--metadata` merged with `--model_args` (`model_args | metadata`
+in `simple_evaluate`): top-level keys are the model's (`pretrained`, `max_length`, ...) and
+are left alone. The one model argument read is `pretrained`: a folder written by
+`attentionspan train` holds its prompt layout (`attentionspan_run.json`, section "prompt"),
+and its instruction is used unless "attnspan" sets one.
 """
 
 from __future__ import annotations
@@ -16,8 +25,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets import generation
@@ -26,8 +35,9 @@ from attentionspan_datasets.metrics import (
     bin_of,
     bucket_metric_name,
     length_bins,
-    score,
+    record,
 )
+from attentionspan_datasets.splits import FEWSHOT, iter_split
 from attentionspan_datasets.tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -35,12 +45,14 @@ log = logging.getLogger(__name__)
 DEFAULT_SEED = generation.DEFAULT_SEED
 DEFAULT_SIZE = 500
 DEFAULT_FEWSHOT_SIZE = 100
-TEST_STREAM = "test"
-FEWSHOT_STREAM = "fewshot"
+TEST_SPLIT = "test"
+FEWSHOT_STREAM = FEWSHOT
 MAX_BINS = 10
+NAMESPACE = "attnspan"  # --metadata '{"attnspan": {...}}'
+RUN_FILE = "attentionspan_run.json"  # what `attentionspan train` saves beside a model
 
-# Options of the lm-eval tasks themselves; every other accepted --metadata key is a field of
-# the task's config (`max_length`, `num_operands`, ...).
+# Options of the lm-eval tasks themselves; every other accepted key under "attnspan" is a
+# field of the task's config (`max_length`, `num_operands`, ...).
 OPTIONS = {
     "seed": "generator seed of both splits (default 1234)",
     "size": f"number of test instances (default {DEFAULT_SIZE})",
@@ -48,17 +60,22 @@ OPTIONS = {
     f"(default {DEFAULT_FEWSHOT_SIZE})",
     "instruction": 'the instruction line before the examples ("" for none)',
 }
-# Keys lm-eval itself puts into the metadata it hands to custom_dataset.
-LM_EVAL_KEYS = {"version", "config_source"}
+_LOGGED: set[str] = set()
+
+
+def _log_once(message: str) -> None:
+    # One --metadata serves every task of a run: say a thing once, not once per task.
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        log.warning(message)
 
 
 def custom_dataset(preset: str, **metadata: Any):
     """The `datasets.DatasetDict` of one task: splits "test" and "fewshot".
 
     `metadata` is what lm-eval passes: the task's YAML metadata (`version`), the user's
-    `--metadata` JSON and, mixed into the same dict, the `--model_args`. Our options and the
-    task's config fields are used, lm-eval's own keys and the model arguments are ignored,
-    and anything else is refused with the list of allowed keys.
+    `--metadata` JSON and, merged into the same dict, the `--model_args`. Our options and
+    the task's config fields come from `metadata["attnspan"]`; see `split_metadata`.
     """
     import datasets
 
@@ -68,8 +85,8 @@ def custom_dataset(preset: str, **metadata: Any):
     listed = default_bins(preset)
     names = [bucket_metric_name("exact_match", *b) for b in listed]
     splits = {
-        "test": _rows(preset, config, options["seed"], options["size"], TEST_STREAM),
-        "fewshot": _rows(preset, config, options["seed"], options["fewshot_size"], FEWSHOT_STREAM),
+        "test": _rows(preset, config, options["seed"], options["size"], TEST_SPLIT),
+        "fewshot": _rows(preset, config, options["seed"], options["fewshot_size"], FEWSHOT),
     }
     for rows in splits.values():
         for row in rows:
@@ -82,12 +99,32 @@ def custom_dataset(preset: str, **metadata: Any):
 
 
 def split_metadata(preset: str, metadata: dict[str, Any]) -> tuple[dict, dict]:
-    """(our options with defaults, config overrides) from lm-eval's metadata dict."""
+    """(our options with defaults, config overrides) from lm-eval's metadata dict.
+
+    - `metadata["attnspan"]`: our options and the task's fields; a field of another task
+      is that task's (warned once), anything else is refused with the allowed keys;
+    - a top-level key that is one of our options (`{"instruction": ""}`) is refused with the
+      namespaced form to use: at the top level it cannot be told from a model argument;
+    - `metadata["pretrained"]` (lm-eval's merged `--model_args`): the model folder whose
+      saved prompt layout gives the instruction unless "attnspan" sets one;
+    - every other top-level key (model arguments, lm-eval's `version`) is not ours.
+    """
     task_name = generation.resolve_config(preset).task_name
     config_class = TASKS[task_name].config_class
     fields = config_class.field_names()
     other_fields = {f for t in TASKS.values() for f in t.config_class.field_names()}
-    model_args = _model_arguments()
+    misplaced = sorted(key for key in metadata if key in OPTIONS)
+    if misplaced:
+        example = json.dumps({NAMESPACE: {key: metadata[key] for key in misplaced}}, default=str)
+        raise ValueError(
+            f"attnspan_{preset}: --metadata key(s) {', '.join(map(repr, misplaced))} must be "
+            f"inside {NAMESPACE!r}: --metadata '{example}'"
+        )
+    ours = metadata.get(NAMESPACE) or {}
+    if not isinstance(ours, dict):
+        raise ValueError(
+            f"attnspan_{preset}: --metadata {NAMESPACE!r} must be a JSON object, got {ours!r}"
+        )
     options: dict[str, Any] = {
         "seed": DEFAULT_SEED,
         "size": DEFAULT_SIZE,
@@ -95,13 +132,7 @@ def split_metadata(preset: str, metadata: dict[str, Any]) -> tuple[dict, dict]:
     }
     overrides: dict[str, Any] = {}
     unknown = []
-    for key, value in metadata.items():
-        if key in LM_EVAL_KEYS:
-            continue
-        # lm-eval merges --model_args into the metadata; a value that still equals the
-        # model argument came from there (`max_length` is both an HFLM argument and a field).
-        if key in model_args and model_args[key] == value:
-            continue
+    for key, value in ours.items():
         if key in OPTIONS:
             options[key] = _option(preset, key, value)
         elif key in fields:
@@ -109,22 +140,52 @@ def split_metadata(preset: str, metadata: dict[str, Any]) -> tuple[dict, dict]:
                 value = config_class.parse_value(key, value)
             overrides[key] = value
         elif key in other_fields:
-            # One --metadata serves every task of a run: a field of another task is theirs.
-            log.warning(
-                "attnspan_%s: ignoring --metadata key %r (not a field of %s)",
-                preset,
-                key,
-                task_name,
+            _log_once(
+                f"attnspan: --metadata {NAMESPACE}.{key} is not a field of every task; "
+                f"tasks without it ignore it"
             )
         else:
             unknown.append(key)
     if unknown:
         allowed = list(OPTIONS) + fields
         raise ValueError(
-            f"attnspan_{preset}: unknown --metadata key(s) "
+            f"attnspan_{preset}: unknown --metadata {NAMESPACE!r} key(s) "
             f"{', '.join(repr(k) for k in sorted(unknown))}; allowed: {', '.join(allowed)}"
         )
+    if "instruction" not in options:
+        saved = saved_prompt_layout(metadata.get("pretrained"))
+        if saved is not None:
+            options["instruction"] = saved["instruction"]
     return options, overrides
+
+
+def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
+    """The prompt layout `attentionspan train` saved in a local model folder, as
+    {"instruction": str ("" for none), "num_fewshot": int, "chat": bool}; None when `model`
+    is not a local folder with a run file. A few-shot count or chat template that lm-eval
+    must be told (it does not say what it was given) is logged once."""
+    if not isinstance(model, (str, Path)) or not str(model):
+        return None
+    path = Path(model).expanduser() / RUN_FILE
+    if not path.is_file():
+        return None
+    try:
+        prompt = json.loads(path.read_text(encoding="utf-8")).get("prompt") or {}
+        instruction = prompt.get("instruction") or ""
+        num_fewshot = int(prompt.get("num_fewshot") or 0)
+        chat = bool(prompt.get("chat"))
+    except (OSError, ValueError, AttributeError, TypeError) as error:
+        raise ValueError(f"{path}: cannot read the saved prompt layout ({error})") from None
+    if not isinstance(instruction, str) or "\n" in instruction:
+        raise ValueError(f"{path}: 'prompt.instruction' must be one line of text")
+    flags = (f" --num_fewshot {num_fewshot}" if num_fewshot else "") + (
+        " --apply_chat_template" if chat else ""
+    )
+    message = f"attnspan: using the prompt layout saved in {path} (instruction {instruction!r})"
+    if flags:
+        message += f"; it was trained with{flags}: pass the same to lm_eval"
+    _log_once(message)
+    return {"instruction": instruction, "num_fewshot": num_fewshot, "chat": chat}
 
 
 def _option(preset: str, key: str, value: Any) -> Any:
@@ -147,32 +208,9 @@ def _option(preset: str, key: str, value: Any) -> Any:
     return number
 
 
-def _model_arguments() -> dict[str, Any]:
-    """The model arguments of the `lm_eval.evaluator.simple_evaluate` call that is building
-    this task, or {} when there is none (a TaskManager used on its own).
-
-    lm-eval passes `--model_args` to custom_dataset in the same dict as `--metadata`; only
-    simple_evaluate still holds them apart, so we read its frame instead of guessing.
-    """
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "simple_evaluate" and frame.f_globals.get("__name__") == (
-            "lm_eval.evaluator"
-        ):
-            args = frame.f_locals.get("model_args")
-            if isinstance(args, str):
-                from lm_eval.utils import simple_parse_args_string
-
-                return simple_parse_args_string(args)
-            return dict(args) if isinstance(args, dict) else {}
-        frame = frame.f_back
-    return {}
-
-
-def _rows(preset: str, config, seed: int, size: int, stream: str) -> list[dict[str, Any]]:
+def _rows(preset: str, config, seed: int, size: int, split: str) -> list[dict[str, Any]]:
     rows = []
-    for instance in generation.iter_instances(config, seed=seed, stop=size, stream=stream):
+    for instance in iter_split(config, seed=seed, split=split, stop=size):
         if "\n" in instance.prompt or "\n" in instance.target:
             # The prompt layout separates examples with line breaks and generation stops
             # at the first one.
@@ -195,9 +233,7 @@ def default_bins(preset: str) -> tuple[tuple[int, int], ...]:
     set. The YAML's metric list is made from them (make_yamls.py), so they must not depend
     on anything but the preset."""
     config = generation.resolve_config(preset)
-    instances = generation.iter_instances(
-        config, seed=DEFAULT_SEED, stop=DEFAULT_SIZE, stream=TEST_STREAM
-    )
+    instances = iter_split(config, seed=DEFAULT_SEED, split=TEST_SPLIT, stop=DEFAULT_SIZE)
     return tuple(length_bins((config.length_bucket(i.params) for i in instances), MAX_BINS))
 
 
@@ -213,15 +249,18 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]
 
     The other bins of the task get NaN, which `nanmean` skips: lm-eval wants the same
     metrics from every document, and a bin with no document in the sample reports NaN.
+    lm-eval's means of these are `metrics.aggregate(records, bins=default_bins(preset))`'s
+    numbers (tests/lm_eval_tasks/test_lm_eval_dataset.py checks it).
     """
     prediction = results[0] if results else ""
-    scores = score(prediction, doc["target"])
+    scores = record(prediction, doc["target"], doc.get("length", 0))
     out = dict.fromkeys(doc["length_bins"], math.nan)
     out[doc["length_bin"]] = scores["exact_match"]
-    return {**scores, **out}
+    return {"exact_match": scores["exact_match"], "partial_acc": scores["partial_acc"], **out}
 
 
 def nanmean(values: list[float]) -> float:
-    """The mean of the values that are not NaN; NaN when there are none."""
+    """The mean of the values that are not NaN (as `metrics.Scores`: sum / count); NaN when
+    there are none."""
     kept = [v for v in values if not math.isnan(v)]
     return sum(kept) / len(kept) if kept else math.nan

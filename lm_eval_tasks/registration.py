@@ -62,6 +62,37 @@ def patch_task_manager(module: Any = None) -> None:
 
     __init__._attnspan_patched = True
     TaskManager.__init__ = __init__
+    quiet_repeated_kwargs_warning()
+
+
+# lm-eval logs this for every task with a `custom_dataset` (twelve times for the group).
+KWARGS_WARNING = "Custom kwargs can be passed to `--metadata`"
+
+
+class _OnceFilter:
+    """A logging filter that lets the first record containing `text` through, then no more."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.seen = False
+
+    def filter(self, record: Any) -> bool:
+        if self.text not in record.getMessage():
+            return True
+        if self.seen:
+            return False
+        self.seen = True
+        return True
+
+
+def quiet_repeated_kwargs_warning() -> None:
+    """Show lm-eval's "Custom kwargs can be passed to --metadata" warning once per process
+    (it points at our README's `--metadata '{"attnspan": ...}'`, which says the rest)."""
+    import logging
+
+    logger = logging.getLogger("lm_eval.api.task")
+    if not any(isinstance(f, _OnceFilter) for f in logger.filters):
+        logger.addFilter(_OnceFilter(KWARGS_WARNING))
 
 
 def register_model_type(module: Any = None) -> None:

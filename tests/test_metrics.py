@@ -58,3 +58,58 @@ def test_length_bins():
     assert bin_of(51, bins) is None
     assert bucket_metric_name("exact_match", 11, 14) == "exact_match_len_11_14"
     assert bucket_metric_name("exact_match", 7, 7) == "exact_match_len_07"
+
+
+def test_aggregate_on_known_scores():
+    from attentionspan_datasets.metrics import aggregate, record
+
+    records = [
+        record("ab", "ab", 2),  # 1, 1
+        record("ax", "ab", 2),  # 0, 0.5
+        record("abc", "abc", 3),  # 1, 1
+        record("", "abcd", 4),  # 0, 0
+        record("abcx", "abcd", 4),  # 0, 0.75
+    ]
+    result = aggregate(records)
+    assert (result.count, result.exact_match, result.partial_acc) == (5, 2 / 5, 3.25 / 5)
+    assert {k: (v.count, v.exact_match, v.partial_acc) for k, v in result.per_length.items()} == {
+        2: (2, 0.5, 0.75),
+        3: (1, 1.0, 1.0),
+        4: (2, 0.0, 0.375),
+    }
+    # three lengths, at most ten bins: one bin per length
+    assert list(result.per_bin) == [(2, 2), (3, 3), (4, 4)]
+    assert result.flat() == {
+        "exact_match": 0.4,
+        "partial_acc": 0.65,
+        "exact_match_len_02": 0.5,
+        "exact_match_len_03": 1.0,
+        "exact_match_len_04": 0.0,
+    }
+    # fixed bins, e.g. a preset's lm-eval bins; a length outside them gets its own bin
+    binned = aggregate(records, bins=[(1, 3)])
+    assert {k: (v.count, v.exact_match) for k, v in binned.per_bin.items()} == {
+        (1, 3): (3, 2 / 3),
+        (4, 4): (2, 0.0),
+    }
+    assert binned.flat()["exact_match_len_01_03"] == 2 / 3
+    assert aggregate(records, max_bins=1).per_bin[(2, 4)].count == 5
+    assert result.to_dict()["per_length"]["2"] == {
+        "count": 2,
+        "exact_match": 0.5,
+        "partial_acc": 0.75,
+    }
+    assert result.to_dict()["per_bin"]["4"]["count"] == 2
+
+
+def test_aggregate_of_nothing_and_of_bad_records():
+    import math
+
+    from attentionspan_datasets.metrics import aggregate
+
+    empty = aggregate([])
+    assert empty.count == 0 and math.isnan(empty.exact_match) and empty.per_bin == {}
+    with pytest.raises(ValueError, match="lacks partial_acc"):
+        aggregate([{"exact_match": 1.0, "length": 2}])
+    custom = aggregate([{"exact_match": 1.0, "partial_acc": 1.0, "n": 7}], length_key="n")
+    assert list(custom.per_length) == [7]

@@ -7,11 +7,17 @@ import math
 
 import pytest
 
-from attentionspan_datasets import generate
 from attentionspan_datasets.instructions import INSTRUCTIONS
+from attentionspan_datasets.metrics import aggregate, record
 from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.splits import split_instance, split_of
 from lm_eval_tasks import dataset
 from lm_eval_tasks.dataset import custom_dataset, nanmean, process_results, split_metadata
+
+
+def ours(**options):
+    """lm-eval's metadata with our options in their namespace."""
+    return {"attnspan": options}
 
 
 @pytest.fixture(scope="module")
@@ -19,12 +25,12 @@ def reversal_ood():
     return custom_dataset("reversal_ood", version=1.0, config_source="x.yaml")
 
 
-def test_splits_are_the_generator_streams(reversal_ood):
+def test_splits_are_the_split_rows(reversal_ood):
     test, fewshot = reversal_ood["test"], reversal_ood["fewshot"]
     assert (len(test), len(fewshot)) == (dataset.DEFAULT_SIZE, dataset.DEFAULT_FEWSHOT_SIZE)
     for split, stream in ((test, "test"), (fewshot, "fewshot")):
         for i in (0, 7, len(split) - 1):
-            instance = generate("reversal_ood", seed=dataset.DEFAULT_SEED, index=i, stream=stream)
+            instance = split_instance("reversal_ood", dataset.DEFAULT_SEED, stream, i)
             row = split[i]
             assert (row["index"], row["prompt"], row["target"]) == (
                 i,
@@ -34,6 +40,25 @@ def test_splits_are_the_generator_streams(reversal_ood):
             assert json.loads(row["params"]) == instance.params
             assert row["length"] == instance.params["length"]
     assert set(test["prompt"]).isdisjoint(fewshot["prompt"])
+    assert all(split_of(p) == "train" for p in fewshot["prompt"])
+
+
+@pytest.mark.parametrize("preset", ["reversal_id", "successor_id", "addition_id"])
+def test_the_docs_are_load_datasets_test_split_in_order(tmp_path, preset):
+    import warnings
+
+    import datasets
+
+    import attentionspan_datasets  # noqa: F401  (registers the bare name)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the small-space warning: tested in test_builder
+        test = datasets.load_dataset(
+            "attentionspan", preset, split="test", cache_dir=str(tmp_path), num_train=10
+        )
+    docs = custom_dataset(preset)["test"]
+    assert test[: dataset.DEFAULT_SIZE]["prompt"] == docs["prompt"]
+    assert test[: dataset.DEFAULT_SIZE]["target"] == docs["target"]
 
 
 def test_every_run_builds_the_same_instances(reversal_ood):
@@ -53,29 +78,42 @@ def test_length_bins_cover_the_test_set(reversal_ood):
 
 
 def test_metadata_options_and_task_fields():
-    data = custom_dataset("reversal_id", seed=7, size=5, fewshot_size=3, max_length=3)
+    data = custom_dataset("reversal_id", **ours(seed=7, size=5, fewshot_size=3, max_length=3))
     assert (len(data["test"]), len(data["fewshot"])) == (5, 3)
-    assert data["test"]["prompt"][0] == generate("reversal_id", 7, 0, "test", max_length=3).prompt
+    first = split_instance("reversal_id", 7, "test", 0, max_length=3)
+    assert data["test"]["prompt"][0] == first.prompt
     assert max(data["test"]["length"]) <= 3
     # strings from a JSON --metadata are converted like command-line values
-    assert custom_dataset("reversal_id", size="4", max_length="2")["test"].num_rows == 4
+    assert custom_dataset("reversal_id", **ours(size="4", max_length="2"))["test"].num_rows == 4
 
 
 def test_instruction_option():
-    default = custom_dataset("reversal_id", size=1, fewshot_size=1)["test"][0]
+    default = custom_dataset("reversal_id", **ours(size=1, fewshot_size=1))["test"][0]
     assert default["instruction"] == INSTRUCTIONS["string_reversal"]
-    assert custom_dataset("reversal_id", size=1, instruction="")["test"][0]["instruction"] == ""
+    plain = custom_dataset("reversal_id", **ours(size=1, instruction=""))
+    assert plain["test"][0]["instruction"] == ""
     with pytest.raises(ValueError, match="instruction"):
-        custom_dataset("reversal_id", instruction="two\nlines")
+        custom_dataset("reversal_id", **ours(instruction="two\nlines"))
 
 
 def test_unknown_metadata_key_lists_the_allowed_ones():
     with pytest.raises(ValueError) as error:
-        custom_dataset("reversal_id", sede=3)
+        custom_dataset("reversal_id", **ours(sede=3))
     message = str(error.value)
     assert "'sede'" in message
     for allowed in ("seed", "size", "fewshot_size", "instruction", "min_length", "max_length"):
         assert allowed in message
+
+
+def test_our_options_at_the_top_level_are_refused_with_the_namespaced_form():
+    with pytest.raises(ValueError) as error:
+        custom_dataset("reversal_id", instruction="", size=3)
+    assert str(error.value) == (
+        "attnspan_reversal_id: --metadata key(s) 'instruction', 'size' must be inside "
+        """'attnspan': --metadata '{"attnspan": {"instruction": "", "size": 3}}'"""
+    )
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        custom_dataset("reversal_id", attnspan=[1])
 
 
 @pytest.mark.parametrize(
@@ -84,40 +122,49 @@ def test_unknown_metadata_key_lists_the_allowed_ones():
 )
 def test_bad_values_name_the_key(key, value, field):
     with pytest.raises(ValueError, match=field or key):
-        custom_dataset("reversal_id", **{key: value})
+        custom_dataset("reversal_id", **ours(**{key: value}))
 
 
 def test_a_field_of_another_task_is_left_to_that_task(caplog):
     # One --metadata serves every task of a group run: num_operands belongs to addition.
-    options, overrides = split_metadata("reversal_id", {"num_operands": 3})
+    options, overrides = split_metadata("reversal_id", ours(num_operands=3))
     assert overrides == {} and "num_operands" in caplog.text
 
 
-def _split_inside_simple_evaluate(metadata, model_args):
-    """Call split_metadata from a function that looks like lm-eval's simple_evaluate."""
-    scope = {"__name__": "lm_eval.evaluator", "split_metadata": split_metadata}
-    exec(
-        "def simple_evaluate(model_args, metadata):\n"
-        "    return split_metadata('reversal_id', metadata)\n",
-        scope,
-    )
-    return scope["simple_evaluate"](model_args, metadata)
-
-
-def test_model_arguments_mixed_into_metadata_are_ignored():
-    # lm-eval hands custom_dataset `model_args | metadata`: max_length is also an HFLM argument
-    model_args = {"pretrained": "/m", "dtype": "float32", "max_length": 2048}
-    options, overrides = _split_inside_simple_evaluate(dict(model_args, size=9), model_args)
+def test_model_arguments_at_the_top_level_are_not_ours():
+    # lm-eval hands custom_dataset `model_args | metadata`: max_length is also an HFLM
+    # argument, and a reversal field; at the top level it is the model's.
+    metadata = {"pretrained": "/m", "dtype": "float32", "max_length": 2048, "version": 2.0}
+    options, overrides = split_metadata("reversal_id", {**metadata, **ours(size=9)})
     assert options["size"] == 9 and overrides == {}
-    # the user's own value wins the merge, and differs from the model argument: it is ours
-    _, overrides = _split_inside_simple_evaluate(dict(model_args, max_length=4), model_args)
+    _, overrides = split_metadata("reversal_id", {**metadata, **ours(max_length=4)})
     assert overrides == {"max_length": 4}
-    # the CLI may pass model_args as a string
-    options, _ = _split_inside_simple_evaluate({"pretrained": "/m"}, "pretrained=/m")
-    assert options["size"] == dataset.DEFAULT_SIZE
-    # outside simple_evaluate nothing is a model argument
-    with pytest.raises(ValueError, match="pretrained"):
-        split_metadata("reversal_id", {"pretrained": "/m"})
+
+
+def _run_folder(folder, prompt):
+    import json as _json
+
+    folder.mkdir(exist_ok=True)
+    (folder / dataset.RUN_FILE).write_text(_json.dumps({"train": {}, "prompt": prompt}))
+    return str(folder)
+
+
+def test_the_prompt_layout_saved_with_a_model_is_used(tmp_path, caplog):
+    folder = _run_folder(tmp_path / "m", {"instruction": None, "num_fewshot": 0, "chat": False})
+    options, _ = split_metadata("reversal_id", {"pretrained": folder})
+    assert options["instruction"] == ""
+    folder = _run_folder(tmp_path / "n", {"instruction": "Reverse it.", "num_fewshot": 2})
+    data = custom_dataset("reversal_id", pretrained=folder, **ours(size=2))
+    assert data["test"]["instruction"] == ["Reverse it.", "Reverse it."]
+    assert "--num_fewshot 2: pass the same to lm_eval" in caplog.text
+    # an explicit instruction wins; a Hub name or a folder without a run file changes nothing
+    options, _ = split_metadata("reversal_id", {"pretrained": folder, **ours(instruction="X")})
+    assert options["instruction"] == "X"
+    for model in ("HuggingFaceTB/SmolLM2-135M", str(tmp_path)):
+        assert "instruction" not in split_metadata("reversal_id", {"pretrained": model})[0]
+    (tmp_path / "n" / dataset.RUN_FILE).write_text("{not json")
+    with pytest.raises(ValueError, match=r"attentionspan_run.json: cannot read the saved prompt"):
+        split_metadata("reversal_id", {"pretrained": folder})
 
 
 def _doc(target):
@@ -146,13 +193,32 @@ def test_process_results(answer, exact, partial):
 
 
 def test_a_length_outside_the_listed_bins_gets_its_own_metric():
-    data = custom_dataset("reversal_id", size=20, min_length=12, max_length=12)
+    data = custom_dataset("reversal_id", **ours(size=20, min_length=12, max_length=12))
     row = data["test"][0]
     assert row["length_bin"] == "exact_match_len_12"
     assert "exact_match_len_12" not in row["length_bins"]
     scores = process_results(row, [row["target"]])
     assert scores["exact_match_len_12"] == 1.0
     assert all(math.isnan(scores[name]) for name in row["length_bins"])
+
+
+def test_lm_eval_numbers_are_the_aggregate_of_metrics():
+    # What lm-eval prints (mean of process_results per metric, nanmean for bins) equals
+    # metrics.aggregate over the same records with the preset's bins.
+    docs = list(custom_dataset("reversal_ood", **ours(size=60))["test"])
+    answers = [doc["target"] if i % 3 else doc["target"][:-1] for i, doc in enumerate(docs)]
+    per_doc = [process_results(doc, [a]) for doc, a in zip(docs, answers)]
+    lm_eval_numbers = {
+        "exact_match": sum(r["exact_match"] for r in per_doc) / len(per_doc),
+        "partial_acc": sum(r["partial_acc"] for r in per_doc) / len(per_doc),
+    }
+    for name in docs[0]["length_bins"]:
+        value = nanmean([r[name] for r in per_doc])
+        if not math.isnan(value):
+            lm_eval_numbers[name] = value
+    records = [record(a, doc["target"], doc["length"]) for doc, a in zip(docs, answers)]
+    expected = aggregate(records, bins=dataset.default_bins("reversal_ood")).flat()
+    assert lm_eval_numbers == expected
 
 
 def test_nanmean():
@@ -163,7 +229,7 @@ def test_nanmean():
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_every_preset_builds(preset):
-    data = custom_dataset(preset, size=20, fewshot_size=2)
+    data = custom_dataset(preset, **ours(size=20, fewshot_size=2))
     row = data["test"][0]
     assert row["prompt"].endswith("=") and row["target"]
     assert row["instruction"] and "\n" not in row["instruction"]

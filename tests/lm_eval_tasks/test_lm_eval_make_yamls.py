@@ -34,7 +34,7 @@ def test_lm_eval_reads_the_files_with_the_template_and_functions():
         cfg = load_yaml(Path(TASKS_DIR, f"attnspan_{preset}.yaml"), resolve_func=True)
         assert cfg["task"] == f"attnspan_{preset}"
         assert cfg["dataset_kwargs"] == {"preset": preset}
-        assert cfg["metadata"]["version"] == 1.0
+        assert cfg["metadata"]["version"] == float(make_yamls.VERSION) == 2.0
         assert callable(cfg["custom_dataset"]) and callable(cfg["process_results"])
         assert cfg["target_delimiter"] == "" and cfg["fewshot_delimiter"] == "\n"
         assert cfg["generation_kwargs"]["until"] == ["\n"]

@@ -136,7 +136,7 @@ def test_metadata_and_model_args_through_lm_eval(task_manager_for):
         model="attnspan-test-standin",
         model_args=model_args,
         tasks=["attnspan_reversal_id"],
-        task_manager=task_manager_for(model_args | {"size": 5, "seed": 3}),
+        task_manager=task_manager_for(model_args | {"attnspan": {"size": 5, "seed": 3}}),
         bootstrap_iters=0,
         log_samples=True,
     )
@@ -144,13 +144,14 @@ def test_metadata_and_model_args_through_lm_eval(task_manager_for):
     assert results["results"]["attnspan_reversal_id"]["exact_match,none"] == 1.0
     docs = [s["doc"] for s in results["samples"]["attnspan_reversal_id"]]
     assert max(d["length"] for d in docs) <= 10  # the preset's range, not 2048
-    assert docs[0]["prompt"] == custom_dataset("reversal_id", seed=3)["test"][0]["prompt"]
+    first = custom_dataset("reversal_id", attnspan={"seed": 3})["test"][0]
+    assert docs[0]["prompt"] == first["prompt"]
 
 
 def test_unknown_metadata_is_refused_by_name(task_manager_for):
-    with pytest.raises(ValueError, match="unknown --metadata key.*'sise'.*allowed: seed, size"):
+    with pytest.raises(ValueError, match="unknown --metadata 'attnspan' key.*'sise'.*allowed"):
         lm_eval.simple_evaluate(
             model=StandIn("right"),
             tasks=["attnspan_reversal_id"],
-            task_manager=task_manager_for({"sise": 5}),
+            task_manager=task_manager_for({"attnspan": {"sise": 5}}),
         )
