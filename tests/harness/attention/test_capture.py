@@ -1,0 +1,386 @@
+"""Exactness of harness.attention.capture on tiny random Llama, Qwen2, Gemma3 (and Gemma2 for
+softcapping): capture changes nothing, records what eager attention computes, and cached
+generation equals one forward over the final sequence, with and without interventions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.attention.capture import (
+    ATTENTION_NAME,
+    AttentionCaptureError,
+    AttentionPlan,
+    Intervention,
+    capture_attention,
+)
+from tests.harness.attention.conftest import CAPTURE_ARCHITECTURES, SLIDING_WINDOW, SOFTCAP
+
+LAYERS, HEADS = 2, 4
+PATTERN = "blocks.{}.attn.hook_pattern"
+
+
+def padded(lengths, total, side="left", seed=0, pad_id=0):
+    """Random ids for rows of `lengths`, padded to `total`; (inputs, first real column)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.full((len(lengths), total), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(lengths), total), dtype=torch.long)
+    starts = []
+    for b, n in enumerate(lengths):
+        start = total - n if side == "left" else 0
+        ids[b, start : start + n] = torch.randint(5, 90, (n,), generator=g)
+        mask[b, start : start + n] = 1
+        starts.append(start)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return {"input_ids": ids, "attention_mask": mask, "position_ids": positions}, starts
+
+
+def random_reference(mask, first_row=0, per_row=2, seed=1, length=None):
+    """bool [batch, L, L]: `per_row` random real, causal keys for every real row >= first_row."""
+    g = torch.Generator().manual_seed(seed)
+    batch, total = mask.shape
+    length = length or total
+    ref = torch.zeros(batch, length, length, dtype=torch.bool)
+    for b in range(batch):
+        real = mask[b].nonzero().flatten().tolist()
+        for q in range(max(first_row, real[0]), length):
+            keys = [k for k in real if k <= q] + list(range(total, q + 1))
+            pick = torch.randint(0, len(keys), (per_row,), generator=g)
+            ref[b, q, [keys[i] for i in pick]] = True
+    return ref
+
+
+def heads_mask(*cells):
+    heads = torch.zeros(LAYERS, HEADS, dtype=torch.bool)
+    for layer, head in cells:
+        heads[layer, head] = True
+    return heads
+
+
+@pytest.mark.parametrize("kind", [*CAPTURE_ARCHITECTURES, "gemma2"])
+def test_prefill_logits_and_patterns_equal_eager(tiny_models, kind):
+    model = tiny_models[kind]
+    inputs, _ = padded([14, 9, 12], 14)
+    ref = random_reference(inputs["attention_mask"])
+    with torch.no_grad():
+        eager = model(**inputs, output_attentions=True)
+        plan = AttentionPlan(reference=ref, rollout=True, patterns=(0, 1, 2))
+        with capture_attention(model, plan) as record:
+            out = model(**inputs)
+    assert model.config._attn_implementation == "eager"  # restored
+    torch.testing.assert_close(out.logits, eager.logits, atol=1e-5, rtol=0)
+    for layer in range(LAYERS):
+        torch.testing.assert_close(record.patterns[PATTERN.format(layer)], eager.attentions[layer])
+        torch.testing.assert_close(record.layer_maps[layer], eager.attentions[layer].mean(1))
+    # Per-row mass on the references, by hand from the eager maps.
+    expected = torch.stack([(a * ref[:, None]).sum(-1) for a in eager.attentions], -1)
+    rows = ref.any(-1)
+    torch.testing.assert_close(record.head_rows[rows], expected.permute(0, 2, 3, 1)[rows])
+    assert record.head_rows[~rows].isnan().all()
+    torch.testing.assert_close(record.head_mass, record.head_rows[rows].sum(0))
+    assert record.target_rows.equal(rows)
+
+
+def test_sliding_window_and_softcap_matter(tiny_models):
+    """The configs really exercise what they are for: Gemma3's first layer does not see
+    keys further than the window, and Gemma2's softcap changes the maps."""
+    inputs, _ = padded([14], 14)
+    with torch.no_grad():
+        maps = tiny_models["gemma3"](**inputs, output_attentions=True).attentions
+        assert maps[0][0, :, 13, : 14 - SLIDING_WINDOW].abs().max() == 0
+        assert maps[1][0, :, 13, :4].min() > 0
+        model = tiny_models["gemma2"]
+        capped = model(**inputs, output_attentions=True).attentions[0]
+        model.config.attn_logit_softcapping = None
+        for layer in model.model.layers:
+            layer.self_attn.attn_logit_softcapping = None
+        try:
+            uncapped = model(**inputs, output_attentions=True).attentions[0]
+        finally:
+            model.config.attn_logit_softcapping = SOFTCAP
+            for layer in model.model.layers:
+                layer.self_attn.attn_logit_softcapping = SOFTCAP
+    assert (capped - uncapped).abs().max() > 1e-2
+
+
+def _generate(model, inputs, new, plan):
+    with capture_attention(model, plan) as record:
+        out = model.generate(
+            input_ids=inputs["input_ids"],
+            attention_mask=inputs["attention_mask"],
+            max_new_tokens=new,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
+    return out, record
+
+
+def _full_forward(model, sequences, prompt_mask, plan):
+    new = sequences.shape[1] - prompt_mask.shape[1]
+    mask = torch.cat([prompt_mask, torch.ones(len(sequences), new, dtype=torch.long)], 1)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    with capture_attention(model, plan) as record:
+        out = model(input_ids=sequences, attention_mask=mask, position_ids=positions)
+    return out, record, mask
+
+
+INTERVENTIONS = {
+    "none": None,
+    "standard": dict(strength=0.7),
+    "conditional": dict(strength=0.7, mode="conditional", threshold=0.1),
+    "knockout": dict(mode="knockout"),
+    "renormalised": dict(strength=1.0, renormalise=True),
+}
+
+
+# Every architecture without and with an intervention, every mode on some architecture.
+GENERATION_CASES = [
+    ("llama", "none"),
+    ("llama", "standard"),
+    ("llama", "renormalised"),
+    ("qwen2", "none"),
+    ("qwen2", "knockout"),
+    ("gemma3", "none"),
+    ("gemma3", "conditional"),
+    ("gemma3", "standard"),
+]
+
+
+@pytest.mark.parametrize(("kind", "setting"), GENERATION_CASES)
+def test_cached_generation_equals_one_forward(tiny_models, kind, setting):
+    """Rows captured step by step in generate() (left padding, DynamicCache, Gemma3's sliding
+    layers) equal those of one forward over the final sequence, under each intervention."""
+    model = tiny_models[kind]
+    prompt, new = 10, 8
+    inputs, _ = padded([10, 6, 8], prompt)
+    ref = random_reference(inputs["attention_mask"], first_row=prompt - 1, length=prompt + new)
+    iv = INTERVENTIONS[setting]
+
+    def plan():
+        made = None if iv is None else Intervention(heads_mask((0, 1), (1, 2)), prefill=True, **iv)
+        return AttentionPlan(reference=ref, rollout=True, patterns=(0,), intervention=made)
+
+    with torch.no_grad():
+        gen, rec = _generate(model, inputs, new, plan())
+        full, rec_full, mask = _full_forward(model, gen.sequences, inputs["attention_mask"], plan())
+    steps = torch.stack(gen.logits, 1)
+    # Logits of these wide-initialised models reach about 5: 1e-5 relative is float noise.
+    torch.testing.assert_close(steps, full.logits[:, prompt - 1 : -1], atol=1e-5, rtol=1e-5)
+    assert rec.length == prompt + new - 1  # the last token is never fed back
+    t = rec.length
+    torch.testing.assert_close(rec.head_rows[:, :t], rec_full.head_rows[:, :t], equal_nan=True)
+    real = mask[:, :t, None].bool()  # padding query rows attend differently, and never count
+    for a, b in zip(rec.layer_maps, rec_full.layer_maps):
+        torch.testing.assert_close(a * real, b[:, :t, :t] * real, atol=1e-5, rtol=0)
+    pattern = PATTERN.format(1)
+    torch.testing.assert_close(
+        rec.patterns[pattern], rec_full.patterns[pattern][..., :t, :t], atol=1e-5, rtol=0
+    )
+
+
+@pytest.mark.parametrize("kind", CAPTURE_ARCHITECTURES)
+def test_untouched_prefill_equals_forward_from_the_first_step(tiny_models, kind):
+    """prefill=False: the prompt's forward is untouched, so the forward equivalent reinforces
+    only rows from the prompt's width on."""
+    model = tiny_models[kind]
+    prompt, new = 10, 6
+    inputs, _ = padded([10, 7], prompt)
+    ref = random_reference(inputs["attention_mask"], first_row=prompt - 1, length=prompt + new)
+    heads = heads_mask((0, 0), (1, 3))
+    later = ref.clone()
+    later[:, :prompt] = False
+    with torch.no_grad():
+        gen, _ = _generate(
+            model, inputs, new, AttentionPlan(reference=ref, intervention=Intervention(heads, 2.0))
+        )
+        plan = AttentionPlan(reference=ref, intervention=Intervention(heads, 2.0, positions=later))
+        full, _, _ = _full_forward(model, gen.sequences, inputs["attention_mask"], plan)
+        baseline, _ = _generate(model, inputs, new, AttentionPlan(reference=ref))
+    steps = torch.stack(gen.logits, 1)
+    # Logits of these wide-initialised models reach about 5: 1e-5 relative is float noise.
+    torch.testing.assert_close(steps, full.logits[:, prompt - 1 : -1], atol=1e-5, rtol=1e-5)
+    # The first step comes from the untouched prefill; later steps do change.
+    assert torch.equal(gen.logits[0], baseline.logits[0])
+    assert (steps - torch.stack(baseline.logits, 1)).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("kind", CAPTURE_ARCHITECTURES)
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_independent_of_batch_size_and_padding_side(tiny_models, kind, side):
+    model = tiny_models[kind]
+    lengths = [12, 7, 10]
+    batch, starts = padded(lengths, 12, side=side)
+    ref = random_reference(batch["attention_mask"])
+    with torch.no_grad():
+        with capture_attention(model, AttentionPlan(reference=ref, rollout=True)) as together:
+            logits = model(**batch).logits
+        for b, n in enumerate(lengths):
+            s = starts[b]
+            alone = {k: v[b : b + 1, s : s + n] for k, v in batch.items()}
+            alone["position_ids"] = torch.arange(n)[None]
+            ref_b = ref[b : b + 1, s : s + n, s : s + n]
+            with capture_attention(model, AttentionPlan(reference=ref_b, rollout=True)) as single:
+                single_logits = model(**alone).logits
+            torch.testing.assert_close(logits[b, s : s + n], single_logits[0], atol=1e-5, rtol=0)
+            torch.testing.assert_close(
+                together.head_rows[b, s : s + n], single.head_rows[0], equal_nan=True
+            )
+            for a, c in zip(together.layer_maps, single.layer_maps):
+                torch.testing.assert_close(a[b, s : s + n, s : s + n], c[0], atol=1e-6, rtol=0)
+
+
+def _layer0(model, inputs, iv, ref):
+    """Layer 0's pattern without and with `iv` (layer 0's input does not depend on it)."""
+    with torch.no_grad():
+        eager = model(**inputs, output_attentions=True).attentions[0]
+        rows = tuple(range(len(ref)))
+        plan = AttentionPlan(reference=ref, patterns=rows, intervention=iv)
+        with capture_attention(model, plan) as r:
+            out = model(**inputs)
+    return eager, r.patterns[PATTERN.format(0)], out.logits
+
+
+def test_strength_zero_is_identity(tiny_models):
+    model = tiny_models["llama"]
+    inputs, _ = padded([12, 8], 12)
+    ref = random_reference(inputs["attention_mask"])
+    with torch.no_grad():
+        plain = model(**inputs).logits
+        for mode in ("standard", "conditional"):
+            iv = Intervention(torch.ones(LAYERS, HEADS, dtype=torch.bool), 0.0, mode=mode)
+            with capture_attention(model, AttentionPlan(reference=ref, intervention=iv)):
+                assert torch.equal(model(**inputs).logits, plain)
+
+
+def test_hand_computed_reinforced_pattern(tiny_models):
+    """Head 1 of layer 0, C = 0.5 at two cells of row 5: w + C there, nothing else; with
+    renormalise the row is divided by 1 + 2C."""
+    model = tiny_models["llama"]
+    inputs, _ = padded([8], 8)
+    ref = torch.zeros(1, 8, 8, dtype=torch.bool)
+    ref[0, 5, [1, 3]] = True
+    heads = heads_mask((0, 1))
+    eager, got, logits = _layer0(model, inputs, Intervention(heads, 0.5), ref)
+    expected = eager.clone()
+    expected[0, 1, 5, 1] += 0.5
+    expected[0, 1, 5, 3] += 0.5
+    torch.testing.assert_close(got, expected, atol=0, rtol=0)
+    assert not torch.equal(logits[0, 5], model(**inputs).logits[0, 5])
+    _, got, _ = _layer0(model, inputs, Intervention(heads, 0.5, renormalise=True), ref)
+    expected[0, 1, 5] /= 2.0
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+
+
+def test_knockout_zeroes_the_cells(tiny_models):
+    model = tiny_models["qwen2"]
+    inputs, _ = padded([10, 10], 10)
+    ref = random_reference(inputs["attention_mask"], per_row=3)
+    heads = heads_mask((0, 0), (0, 3))
+    eager, got, _ = _layer0(model, inputs, Intervention(heads, mode="knockout"), ref)
+    cells = ref[:, None] & heads[0][None, :, None, None]
+    assert got[cells].abs().max() == 0
+    assert eager[cells].min() > 0
+    torch.testing.assert_close(got[~cells], eager[~cells], atol=0, rtol=0)
+
+
+def test_conditional_touches_only_cells_above_threshold(tiny_models):
+    model = tiny_models["gemma3"]
+    inputs, _ = padded([12], 12)
+    ref = random_reference(inputs["attention_mask"], per_row=4)
+    heads = heads_mask((0, 2))
+    eager, _, _ = _layer0(model, inputs, None, ref)
+    cells = ref[:, None] & heads[0][None, :, None, None]
+    threshold = float(eager[cells].median())  # about half of the cells are above it
+    iv = Intervention(heads, 1.0, mode="conditional", threshold=threshold)
+    _, got, _ = _layer0(model, inputs, iv, ref)
+    above = cells & (eager > threshold)
+    assert 0 < int(above.sum()) < int(cells.sum())
+    torch.testing.assert_close(got[above], eager[above] + 1.0, atol=0, rtol=0)
+    torch.testing.assert_close(got[~above], eager[~above], atol=0, rtol=0)
+
+
+def test_cells_outside_the_window_or_on_padding_are_left_alone(tiny_models):
+    model = tiny_models["gemma3"]
+    inputs, _ = padded([9, 12], 12)  # row 0 has 3 columns of padding
+    ref = torch.zeros(2, 12, 12, dtype=torch.bool)
+    ref[0, 11, 1] = True  # a padding key
+    ref[1, 11, 2] = True  # outside layer 0's window of 4
+    eager, got, _ = _layer0(model, inputs, Intervention(heads_mask((0, 0)), 1.0), ref)
+    torch.testing.assert_close(got, eager, atol=0, rtol=0)
+
+
+def test_errors_are_one_line(tiny_models):
+    from transformers import BertConfig, BertModel
+
+    bert = BertModel(
+        BertConfig(
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=16,
+            vocab_size=20,
+        )
+    )
+    with pytest.raises(AttentionCaptureError, match="causal language model"):
+        with capture_attention(bert, AttentionPlan()):
+            pass
+    model = tiny_models["llama"]
+    inputs, _ = padded([6, 6], 6)
+    ref = torch.zeros(3, 6, 6, dtype=torch.bool)
+    with pytest.raises(AttentionCaptureError, match="batch 3, the model got batch 2"):
+        with capture_attention(model, AttentionPlan(reference=ref)):
+            model(**inputs)
+    assert model.config._attn_implementation == "eager"
+    with pytest.raises(AttentionCaptureError, match="cover 4 positions, the batch has 6"):
+        with capture_attention(model, AttentionPlan(reference=torch.zeros(2, 4, 4).bool())):
+            model(**inputs)
+    with pytest.raises(AttentionCaptureError, match=r"Intervention.heads is \(1, 4\)"):
+        with capture_attention(
+            model,
+            AttentionPlan(reference=ref[:2], intervention=Intervention(torch.ones(1, 4).bool())),
+        ):
+            pass
+    with pytest.raises(ValueError, match="mode must be one of"):
+        Intervention(heads_mask(), mode="boost")
+    with pytest.raises(ValueError, match="needs a reference mask"):
+        AttentionPlan(head_mass=True)
+
+
+def test_architecture_that_bypasses_the_interface(tiny_models, monkeypatch):
+    """An attention module that never calls the registered function is caught after the
+    first forward (here: Llama's attention replaced by one that returns zeros)."""
+    model = tiny_models["llama"]
+
+    def no_dispatch(self, hidden_states, *args, **kwargs):
+        return torch.zeros_like(hidden_states), None
+
+    attention_class = type(model.model.layers[0].self_attn)
+    monkeypatch.setattr(attention_class, "forward", no_dispatch)
+    inputs, _ = padded([5], 5)
+    with pytest.raises(AttentionCaptureError, match="does not dispatch through"):
+        with capture_attention(model, AttentionPlan()):
+            model(**inputs)
+    assert model.config._attn_implementation == "eager"
+
+
+def test_the_implementation_name_is_registered_and_state_does_not_leak(tiny_models):
+    from transformers import AttentionInterface
+
+    model = tiny_models["qwen2"]
+    inputs, _ = padded([6], 6)
+    with capture_attention(model, AttentionPlan()) as record:
+        assert model.config._attn_implementation == ATTENTION_NAME
+        model(**inputs)
+    assert ATTENTION_NAME in AttentionInterface._global_mapping
+    assert record.calls == LAYERS and record.head_rows is None and record.layer_maps is None
+    # Outside a context the function is plain eager attention.
+    with torch.no_grad():
+        plain = model(**inputs).logits
+        model.set_attn_implementation(ATTENTION_NAME)
+        try:
+            assert torch.equal(model(**inputs).logits, plain)
+        finally:
+            model.set_attn_implementation("eager")
