@@ -1,13 +1,15 @@
-"""The `attentionspan` command line.
+"""The data layer's commands: `python -m attentionspan_datasets COMMAND`.
 
-    attentionspan generate addition_ood -n 5 --format text
-    attentionspan show reversal_id
-    attentionspan --help
+    python -m attentionspan_datasets generate addition_ood -n 5 --format text
+    python -m attentionspan_datasets show reversal_id
+    python -m attentionspan_datasets export reversal_id --out data
 
-Each command module offers `add_parser(subparsers)`; its parser sets `func`. Modules are
-named here as strings and imported on start, so a command's heavy imports (torch,
-transformers) must stay inside its run function: `generate` never loads torch.
-Errors a user can fix (`ValueError`, `UsageError`) print one line and exit with status 2.
+The `attentionspan` console script is the top layer (harness/cli.py); it offers these
+commands and the model commands. This module knows nothing above the data layer: a parser
+above adds the data commands with `add_data_commands(subparsers)` (or by importing the
+modules of DATA_COMMAND_MODULES). Each command module offers `add_parser(subparsers)`; its
+parser sets `func`. A command's heavy imports stay inside its run function. Errors a user
+can fix (`ValueError`, `UsageError`) print one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import importlib
 import os
 import sys
 
-COMMAND_MODULES = [
+DATA_COMMAND_MODULES = [
     "attentionspan_datasets.commands.generate",
     "attentionspan_datasets.commands.export",
 ]
+COMMAND_MODULES = DATA_COMMAND_MODULES  # the name older code imports
 
 
 class UsageError(Exception):
@@ -34,9 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
         "export the data.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).add_parser(subparsers)
+    add_data_commands(subparsers)
     return parser
+
+
+def add_data_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add every data command (generate, show, export) to `subparsers`."""
+    for name in DATA_COMMAND_MODULES:
+        importlib.import_module(name).add_parser(subparsers)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,3 +75,37 @@ def test_a_small_space_is_noted_on_stderr(tmp_path, capsys):
     [note] = [line for line in err.splitlines() if "note:" in line]
     assert note.startswith("attentionspan export: note: attentionspan config 'reversal_id' has")
     assert "Warning" not in err  # the builder's warning is not printed as well
+
+
+def test_the_data_cli_runs_alone_and_never_imports_the_harness(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['attentionspan_datasets', '--help']\n"
+        "try:\n"
+        "    runpy.run_module('attentionspan_datasets', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('HARNESS' if any(m.split('.')[0] in ('harness', 'lm_eval_tasks', 'torch')\n"
+        "      for m in sys.modules) else 'CLEAN')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert result.stdout.strip().endswith("CLEAN")
+    assert "export" in result.stdout and "generate" in result.stdout
+    assert "train" not in result.stdout.split("positional arguments")[1]
+
+
+def test_add_data_commands_gives_a_parser_above_the_data_commands():
+    import argparse
+
+    from attentionspan_datasets.cli import DATA_COMMAND_MODULES, add_data_commands
+
+    parser = argparse.ArgumentParser(prog="top")
+    add_data_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["export", "reversal_id", "--out", "x", "--force"])
+    assert args.force and callable(args.func)
+    assert not any("harness" in name for name in DATA_COMMAND_MODULES)
