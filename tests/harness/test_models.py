@@ -254,3 +254,21 @@ def test_scratch_charset_covers_every_registered_task():
             for instance in iter_instances(name, stop=20):
                 char_tok.check_text(instance.text)
     assert set(string.printable) <= {char_tok.decode([i]) for i in range(4, 104)}
+
+
+@pytest.mark.slow
+def test_capture_is_exact_on_the_real_gemma3(monkeypatch):
+    """Real Gemma-3-270M (when fetched): capture-on logits equal eager logits, before and
+    past the sliding window, and cached generation under capture writes the same tokens."""
+    if not (models.known_model_dir("gemma3-270m") / "config.json").is_file():
+        pytest.skip("gemma3-270m is not fetched (attentionspan models fetch gemma3-270m)")
+    from benchmarks.gemma3_capture_exactness import TOLERANCE, check
+
+    model, tokenizer = load_model("gemma3-270m")
+    assert CharTokenizer(tokenizer).encode_chars("dhhj+=") == [
+        tokenizer.convert_tokens_to_ids(c) for c in "dhhj+="
+    ]  # the tokenizer merges runs ("dh", "+="); one token per character is still possible
+    report = check(model.eval(), tokenizer, num=1, fewshot=12, max_new=4)
+    assert report["batches"][1]["past_sliding_window"]
+    assert report["max_abs_logit_diff"] <= TOLERANCE
+    assert all(b["same_generated_tokens"] for b in report["batches"])
