@@ -1,0 +1,116 @@
+"""Reference rows of Instances as token positions of a collated batch.
+
+    from harness.inference import collate_left
+    from harness.attention.positions import reference_mask, task_columns, shift_keys
+    batch = collate_left(encodings, pad_id)             # or generate_batch(...).batch
+    ref = reference_mask(batch)                         # bool [batch, L, L] (teacher-forced)
+    ref = reference_mask(batch, length=batch.prompt_width + max_new_tokens)   # generation
+    cols = task_columns(batch, length=ref.shape[-1])    # bool [batch, L]: prompt + target text
+    ref_plus_1 = shift_keys(ref, 1)                     # the ref+k analysis
+
+An Encoding already holds its reference in absolute token positions of its own sequence
+(instruction, few-shot block, chat template and BOS included, `harness.tokenization`); a
+batch only adds the padding before each row (`batch.shifts[b]`). The row for `target[i]` is
+the query that predicts it, the token before it: `shift + target_offset + i - 1`.
+
+Free-running generation: in the shared layout of `harness.inference` every prompt ends at
+column `prompt_width`, so the i-th generated token sits where `target[i]` would; the gold
+reference row i serves it unchanged. Size the mask `prompt_width + max_new_tokens` so that
+it covers every step (rows past the gold answer stay empty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _layout(batch: Any, length: int | None) -> tuple[Sequence[Any], Sequence[int], int]:
+    """(encodings, shifts, length) of a `harness.inference.Batch`-like object."""
+    encodings = batch.encodings
+    shifts = list(batch.shifts)
+    if len(shifts) != len(encodings):
+        raise ValueError(f"batch has {len(encodings)} encodings but {len(shifts)} shifts")
+    if length is None:
+        length = int(batch.input_ids.shape[1])
+    return encodings, shifts, int(length)
+
+
+def reference_mask(batch: Any, length: int | None = None):
+    """bool [batch, L, L]: [b, q, k] when the query at q (predicting the token at q + 1) must
+    attend key k. `length` defaults to the batch's width; generation needs
+    `prompt_width + max_new_tokens`. References that would fall past `length` raise."""
+    import torch
+
+    encodings, shifts, length = _layout(batch, length)
+    rows, queries, keys = [], [], []
+    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
+        for i, row in enumerate(enc.reference):
+            query = shift + enc.target_offset + i - 1  # the position that predicts target[i]
+            for k in row:
+                rows.append(b)
+                queries.append(query)
+                keys.append(shift + k)
+    mask = torch.zeros((len(encodings), length, length), dtype=torch.bool)
+    if rows:
+        q = torch.tensor(queries)
+        k = torch.tensor(keys)
+        if int(q.max()) >= length or int(k.max()) >= length:
+            raise ValueError(
+                f"length={length} is too short for the references (need {int(q.max()) + 1})"
+            )
+        if bool((k > q).any()):
+            raise ValueError("a reference points after the query that predicts its token")
+        mask[torch.tensor(rows), q, k] = True
+    return mask
+
+
+def target_index(batch: Any, length: int | None = None):
+    """long [batch, L]: for each query row, the index i of the target character it predicts
+    (`target[i]` of that row's instance), -1 for other rows. Joins rows with per-character
+    results such as `TeacherForced.correct[b][i]`."""
+    import torch
+
+    encodings, shifts, length = _layout(batch, length)
+    out = torch.full((len(encodings), length), -1, dtype=torch.long)
+    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
+        first = shift + enc.target_offset - 1
+        stop = min(first + enc.target_len, length)
+        if stop > first:
+            out[b, first:stop] = torch.arange(stop - first)
+    return out
+
+
+def task_columns(batch: Any, length: int | None = None):
+    """bool [batch, L]: the columns of the task text (the prompt's and the target's
+    characters); instruction, few-shot block, chat template, BOS, EOS and padding are left
+    out, as the authors' rollout score does."""
+    import torch
+
+    encodings, shifts, length = _layout(batch, length)
+    out = torch.zeros((len(encodings), length), dtype=torch.bool)
+    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
+        start = shift + enc.prompt_offset
+        out[b, start : min(start + enc.prompt_len, length)] = True
+        start = shift + enc.target_offset
+        out[b, start : min(start + enc.target_len, length)] = True
+    return out
+
+
+def shift_keys(mask, k: int):
+    """The mask with every key moved by `k` positions (ref+k; negative k looks earlier).
+    Cells pushed out of the sequence or after their query (not causal) are dropped."""
+    import torch
+
+    if k == 0:
+        return mask.clone()
+    length = mask.shape[-1]
+    out = torch.zeros_like(mask)
+    if abs(k) >= length:
+        return out
+    if k > 0:
+        out[..., k:] = mask[..., : length - k]
+    else:
+        out[..., : length + k] = mask[..., -k:]
+    causal = torch.ones(length, length, dtype=torch.bool, device=mask.device).tril()
+    return out & causal

@@ -1,0 +1,108 @@
+"""Reference rows of Instances land on the right token positions of a collated batch, through
+instruction, few-shot block, chat template and padding."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from attentionspan_datasets.tasks.base import Instance
+from harness.attention.positions import reference_mask, shift_keys, target_index, task_columns
+from harness.inference import collate_left
+from harness.tokenization import CharTokenizer, encode_instance
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|user|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def reversal(text: str, empty_row: int | None = None) -> Instance:
+    """A reversal instance: target[i] = text[n-1-i] refers to prompt position n-1-i."""
+    n = len(text)
+    reference = [[n - 1 - i] for i in range(n)]
+    if empty_row is not None:
+        reference[empty_row] = []
+    return Instance(
+        task="string_reversal", prompt=text + "=", target=text[::-1], reference=reference
+    )
+
+
+INSTANCES = [reversal("abcdefg"), reversal("xyz", empty_row=1), reversal("hello world")]
+SHOTS = [reversal("qr"), reversal("mno")]
+
+
+@pytest.fixture(params=["plain", "instruction+fewshot", "chat"])
+def encodings(request, attn_tokenizer):
+    tokenizer = copy.deepcopy(attn_tokenizer)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    char_tok = CharTokenizer(tokenizer)
+    options = {
+        "plain": {},
+        "instruction+fewshot": {"instruction": "Reverse the string.", "fewshot": SHOTS},
+        "chat": {"instruction": "Reverse it.", "fewshot": SHOTS[:1], "chat": True},
+    }[request.param]
+    return char_tok, [encode_instance(char_tok, x, **options) for x in INSTANCES]
+
+
+def test_reference_cells_hold_the_character_the_row_predicts(encodings):
+    """For reversal, the referenced key holds the very character that its query predicts."""
+    char_tok, encs = encodings
+    batch = collate_left(encs, char_tok.pad_id)
+    ref = reference_mask(batch)
+    assert ref.shape == (3, batch.total_len, batch.total_len)
+    assert int(ref.sum()) == sum(len(r) for e in encs for r in e.reference)
+    b, q, k = ref.nonzero(as_tuple=True)
+    assert torch.equal(batch.input_ids[b, k], batch.input_ids[b, q + 1])
+    assert bool((k <= q).all()) and bool(batch.attention_mask[b, k].bool().all())
+    # The empty reference row (target[1] of "xyz") stays empty; its neighbours do not.
+    row = batch.prompt_width - 1
+    assert ref[1, row].any() and not ref[1, row + 1].any() and ref[1, row + 2].any()
+    assert torch.equal(ref, batch.reference_mask())
+
+
+def test_generation_mask_covers_every_step_and_matches_teacher_forcing(encodings):
+    """Prompts end at one column, so the i-th generated token uses gold row i unchanged."""
+    char_tok, encs = encodings
+    prompts = collate_left(encs, char_tok.pad_id, with_answer=False)
+    full = collate_left(encs, char_tok.pad_id)
+    new = 15
+    gen = reference_mask(prompts, length=prompts.prompt_width + new)
+    tf = reference_mask(full)
+    assert gen.shape[-1] == prompts.prompt_width + new > tf.shape[-1]
+    assert torch.equal(gen[:, : tf.shape[1], : tf.shape[2]], tf)
+    assert not gen[:, tf.shape[1] :].any()
+    with pytest.raises(ValueError, match="too short for the references"):
+        reference_mask(prompts)
+
+
+def test_task_columns_are_the_prompt_and_target_text(encodings):
+    char_tok, encs = encodings
+    batch = collate_left(encs, char_tok.pad_id)
+    cols = task_columns(batch)
+    for b, x in enumerate(INSTANCES):
+        ids = batch.input_ids[b][cols[b]].tolist()
+        assert char_tok.decode(ids) == x.prompt + x.target
+
+
+def test_target_index_names_the_predicted_character(encodings):
+    char_tok, encs = encodings
+    batch = collate_left(encs, char_tok.pad_id)
+    index = target_index(batch)
+    for b, x in enumerate(INSTANCES):
+        rows = (index[b] >= 0).nonzero().flatten()
+        assert index[b, rows].tolist() == list(range(len(x.target)))
+        assert char_tok.decode(batch.input_ids[b, rows + 1].tolist()) == x.target
+
+
+def test_shift_keys():
+    mask = torch.zeros(1, 6, 6, dtype=torch.bool)
+    mask[0, 4, 1] = mask[0, 5, 0] = mask[0, 3, 3] = True
+    plus = shift_keys(mask, 1)
+    assert plus[0].nonzero().tolist() == [[4, 2], [5, 1]]  # (3, 4) is not causal: dropped
+    minus = shift_keys(mask, -1)
+    assert minus[0].nonzero().tolist() == [[3, 2], [4, 0]]
+    assert not shift_keys(mask, 6).any()
+    assert torch.equal(shift_keys(mask, 0), mask)
