@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    args.argv = list(argv)  # for commands that need to know what was given explicitly
     return run_guarded(args.command, args.func, args)
 
 

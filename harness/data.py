@@ -1,12 +1,16 @@
-"""Instance streams and batches: from the generator or from `datasets`, padded, with the
-reference masks made dense only here, per batch.
+"""Instance sources and batches: a split of the generator or a `datasets` dataset, padded,
+with the reference masks made dense only here, per batch.
 
-    source = GeneratorSource("reversal_id", seed=0, stream="train")
+    source = GeneratorSource("reversal_id", seed=0, split="train")
     instances = [source[i] for i in range(8)]
-    batch = collate([encode_instance(char_tok, x) for x in instances], pad_id, "left")
+    batch = collate([encode_instance(char_tok, x) for x in instances], pad_id, "right")
 
-Every source is indexed, so a training run stores the next index and resumes there, and
-any process of a distributed run can take its share without talking to the others.
+Row i of `GeneratorSource(config, seed, split)` is `attentionspan_datasets.splits.
+split_instance(config, seed, split, i)`, the row `load_dataset("attentionspan", config,
+split=split)` holds at i: training reads "train", its periodic evaluation "validation",
+`attentionspan eval` "test", and no prompt is in two of them. Every source is indexed, so a
+training run stores the next index and resumes there, and any process of a distributed run
+can take its share without talking to the others.
 """
 
 from __future__ import annotations
@@ -16,34 +20,32 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from attentionspan_datasets.generation import DEFAULT_SEED, generate, resolve_config
+from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
+from attentionspan_datasets.splits import FEWSHOT, SPLITS, split_instance
 from attentionspan_datasets.tasks.base import Instance
 from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding, encode_instance
-
-FEWSHOT_STREAM = "fewshot"  # few-shot examples never come from the train or test streams
 
 PADDING_SIDES = ("left", "right")
 
 
 @dataclass
 class GeneratorSource:
-    """Instances of a preset or task config, drawn by (config, seed, stream, index)."""
+    """Rows of one split of a preset or task config: (config, seed, split, index)."""
 
     config: str
     seed: int = DEFAULT_SEED
-    stream: str = ""
+    split: str = "test"
     size: int | None = None  # None: endless
 
     def __post_init__(self) -> None:
-        # Resolved once (this also fails now for an unknown name, listing the allowed ones).
-        self._resolved = resolve_config(self.config)
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        resolve_config(self.config)  # an unknown name fails now, listing the allowed ones
 
     def __getitem__(self, index: int) -> Instance:
         if self.size is not None and not 0 <= index < self.size:
             raise IndexError(index)
-        instance = generate(self._resolved, seed=self.seed, index=index, stream=self.stream)
-        instance.config = self.config  # the preset's name, not the bare task's
-        return instance
+        return split_instance(self.config, seed=self.seed, split=self.split, index=index)
 
     def __len__(self) -> int:
         if self.size is None:
@@ -65,16 +67,17 @@ class PromptConfig:
             raise ValueError(f"num_fewshot must be >= 0, got {self.num_fewshot}")
 
     def fewshot_for(self, instance: Instance) -> list[Instance]:
-        """k examples of the instance's own config, fixed by its index, from their own stream."""
+        """k examples of the instance's own config, fixed by its index, from the few-shot
+        stream (train prompts only: never a validation or test prompt)."""
         if not self.num_fewshot:
             return []
         k = self.num_fewshot
         return [
-            generate(
+            split_instance(
                 instance.config or instance.task,
                 seed=self.fewshot_seed,
+                split=FEWSHOT,
                 index=max(instance.index, 0) * k + j,
-                stream=FEWSHOT_STREAM,
             )
             for j in range(k)
         ]
@@ -206,3 +209,65 @@ def dense_reference_mask(encodings: Sequence[Encoding], shifts: Sequence[int], l
             if row:
                 mask[b, query, [shift + k for k in row]] = True
     return mask
+
+
+LONGEST_DRAWS = 256  # draws at the largest sizes; enough to see every carry / extra digit
+
+
+def longest_text(config: str, seed: int = DEFAULT_SEED) -> int:
+    """The length of the longest `prompt + target` the config can make, in characters.
+
+    Every `min_X` field is raised to its `max_X` partner (the sizes the config allows at
+    most) and the longest of LONGEST_DRAWS draws at those sizes is taken; what still varies
+    there (a carry digit, a random number's width) shows up within a few draws. Reads only
+    the config, so it works for any task whose sizes follow the `min_*`/`max_*` convention.
+    """
+    from attentionspan_datasets.generation import generate
+
+    base = resolve_config(config)
+    params = base.to_params()
+    raised = {
+        name: params["max_" + name[4:]]
+        for name in params
+        if name.startswith("min_") and "max_" + name[4:] in params
+    }
+    try:
+        widest = resolve_config(config, **raised)
+    except ValueError:  # a task whose ranges are coupled otherwise: draw from the config
+        widest = base
+    return max(
+        len(x.prompt) + len(x.target)
+        for x in (
+            generate(widest, seed=seed, index=i, stream="longest") for i in range(LONGEST_DRAWS)
+        )
+    )
+
+
+def longest_encoding(char_tok: CharTokenizer, config: str, prompt: PromptConfig) -> int:
+    """Tokens of the longest sequence a model sees for `config` under `prompt`: the layout
+    (BOS, instruction, chat template), the longest task text, EOS, and as many few-shot
+    examples of the longest length as the layout asks for."""
+    from attentionspan_datasets.generation import generate
+
+    chars = longest_text(config)
+    # Task text is one token per character, so any of the config's characters will do.
+    char = generate(config).prompt[0]
+    probe = Instance(task="", prompt=char * (chars - 1), target=char, reference=[[]], params={})
+    plain = PromptConfig(instruction=prompt.instruction, num_fewshot=0, chat=prompt.chat)
+    shots = prompt.num_fewshot * (chars + 1)  # each example and its separator
+    return len(plain.encode(char_tok, probe).input_ids) + shots
+
+
+def check_context(model, char_tok: CharTokenizer, config: str, prompt: PromptConfig) -> None:
+    """ValueError when the model's context is shorter than the config's longest sequence."""
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if not limit:
+        return
+    needed = longest_encoding(char_tok, config, prompt)
+    if needed > limit:
+        raise ValueError(
+            f"the model's context (max_position_embeddings = {limit}; for a scratch model "
+            f"--scratch-max-positions) is shorter than the longest sequence of {config!r}: "
+            f"{needed} tokens with this prompt layout; use a longer context or a config "
+            f"with shorter instances"
+        )

@@ -15,21 +15,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentionspan_datasets.generation import DEFAULT_SEED
-from attentionspan_datasets.metrics import score
+from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
+from attentionspan_datasets.metrics import aggregate, score
 from harness.data import GeneratorSource, PromptConfig, shard_indices
 from harness.inference import generate_batch, teacher_forced_batch
 from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
 from harness.runs import load_model_checked, read_run_file, section
 from harness.tokenization import CharTokenizer
 
-EVAL_STREAM = "test"  # the train stream is "train": the two never share an instance
+EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
 
 
 @dataclass
@@ -38,7 +39,7 @@ class EvalConfig:
     configs: list[str] = field(default_factory=list)
     num: int = 200  # instances per config
     seed: int = DEFAULT_SEED
-    stream: str = EVAL_STREAM
+    split: str = EVAL_SPLIT
     batch_size: int = 32
     output: str | None = None
     mixed_precision: str = "no"  # "no" or "bf16"
@@ -74,6 +75,14 @@ def default_configs(run: dict[str, Any] | None) -> list[str]:
 
 
 # --- one batch ------------------------------------------------------------------------
+def length_bucket(cache: dict, instance) -> int:
+    """The length an instance is reported under (the task's rule, as in lm-eval)."""
+    name = instance.config or instance.task
+    if name not in cache:
+        cache[name] = resolve_config(name)
+    return cache[name].length_bucket(instance.params)
+
+
 def score_instances(
     model,
     char_tok: CharTokenizer,
@@ -85,6 +94,7 @@ def score_instances(
 ) -> list[dict[str, Any]]:
     """One record per instance: answer, exact match, partial accuracy, token correctness."""
     records = []
+    buckets = {}  # config name -> its TaskConfig, whose length_bucket lm-eval also uses
     for first in range(0, len(instances), batch_size):
         chunk = instances[first : first + batch_size]
         if bar is not None:
@@ -104,7 +114,7 @@ def score_instances(
                 {
                     "config": instance.config,
                     "index": instance.index,
-                    "length": int(instance.params["length"]),
+                    "length": length_bucket(buckets, instance),
                     "prompt": instance.prompt,
                     "target": instance.target,
                     "prediction": answer,
@@ -125,52 +135,54 @@ def score_instances(
 METRICS = ("exact_match", "partial_acc", "tf_token_acc")
 
 
-def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Means over instances, overall and per length."""
+def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Overall, per length and per length bin means, grouped by `metrics.aggregate` (the
+    one aggregate lm-eval and the `evaluate` metric report through); teacher-forced token
+    accuracy is averaged over exactly the groups it made."""
+    result = aggregate(records)
+    lengths = [int(r["length"]) for r in records]
 
-    def means(rows):
-        return {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+    def with_tf(scores, keep) -> dict[str, Any]:
+        rows = [r["tf_token_acc"] for r, length in zip(records, lengths) if keep(length)]
+        tf = sum(rows) / len(rows) if rows else math.nan
+        return {**scores.to_dict(), "tf_token_acc": tf}
 
-    by_length = defaultdict(list)
-    for r in records:
-        by_length[r["length"]].append(r)
     return {
-        "n": len(records),
-        **means(records),
+        **with_tf(result.overall, lambda length: True),
         "per_length": {
-            str(length): {"n": len(rows), **means(rows)}
-            for length, rows in sorted(by_length.items())
+            str(n): with_tf(s, lambda length, n=n: length == n)
+            for n, s in result.per_length.items()
+        },
+        "per_bin": {
+            (f"{a}" if a == b else f"{a}-{b}"): with_tf(
+                s, lambda length, a=a, b=b: a <= length <= b
+            )
+            for (a, b), s in result.per_bin.items()
+            if s.count  # as lm-eval's metrics: a bin without instances is left out
         },
     }
 
 
-def markdown_table(results: dict[str, dict[str, Any]]) -> str:
-    lines = ["| config | n | exact match | partial acc | TF token acc |", "|---|---|---|---|---|"]
-    for name, res in results.items():
+def _table(title: str, rows: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        f"| {title} | n | exact match | partial acc | TF token acc |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in rows.items():
         lines.append(
-            f"| {name} | {res['n']} | {res['exact_match']:.3f} | "
-            f"{res['partial_acc']:.3f} | {res['tf_token_acc']:.3f} |"
+            f"| {name} | {row['count']} | {row['exact_match']:.3f} | "
+            f"{row['partial_acc']:.3f} | {row['tf_token_acc']:.3f} |"
         )
+    return lines
+
+
+def markdown_table(results: dict[str, dict[str, Any]]) -> str:
+    lines = _table("config", results)
     for name, res in results.items():
-        lines += [
-            "",
-            f"Per length, {name}:",
-            "",
-            "| length | n | exact match | partial acc | TF token acc |",
-            "|---|---|---|---|---|",
-        ]
-        for length, row in res["per_length"].items():
-            lines.append(
-                f"| {length} | {row['n']} | {row['exact_match']:.3f} | "
-                f"{row['partial_acc']:.3f} | {row['tf_token_acc']:.3f} |"
-            )
+        lines += ["", f"Per length, {name}:", "", *_table("length", res["per_length"])]
+        if any("-" in name for name in res["per_bin"]):  # some bin holds several lengths
+            lines += ["", f"Per length bin, {name}:", "", *_table("lengths", res["per_bin"])]
     return "\n".join(lines) + "\n"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def write_reports(
@@ -182,11 +194,11 @@ def write_reports(
         "results": results,
         "time_s": round(elapsed, 2),
     }
-    _write_atomic(out_dir / "results.json", json.dumps(report, indent=2) + "\n")
-    _write_atomic(out_dir / "results.md", markdown_table(results))
+    atomic_write_text(out_dir / "results.json", json.dumps(report, indent=2) + "\n")
+    atomic_write_text(out_dir / "results.md", markdown_table(results))
     for name, records in records_by_config.items():
         lines = "".join(json.dumps(r) + "\n" for r in records)
-        _write_atomic(out_dir / f"predictions-{name}.jsonl", lines)
+        atomic_write_text(out_dir / f"predictions-{name}.jsonl", lines)
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -196,7 +208,7 @@ def evaluate_model(
     configs: list[str],
     num: int,
     seed: int = DEFAULT_SEED,
-    stream: str = EVAL_STREAM,
+    split: str = EVAL_SPLIT,
     batch_size: int = 32,
     prompt: PromptConfig | None = None,
     mixed_precision: str = "no",
@@ -218,7 +230,7 @@ def evaluate_model(
         dynamic_ncols=True,
     )
     prompt = prompt or PromptConfig()
-    sources = {name: GeneratorSource(name, seed=seed, stream=stream) for name in configs}
+    sources = {name: GeneratorSource(name, seed=seed, split=split) for name in configs}
     was_training = model.training
     model.eval()
     results, all_records = {}, {}
@@ -247,7 +259,7 @@ def evaluate_model(
                     model, char_tok, instances, prompt, batch_size, mixed_precision, bar
                 )
             records.sort(key=lambda r: r["index"])
-            results[name] = aggregate(records)
+            results[name] = summarise(records)
             all_records[name] = records
     finally:
         bar.close()
@@ -285,7 +297,7 @@ def run(config: EvalConfig) -> dict[str, Any]:
         config.configs,
         config.num,
         config.seed,
-        config.stream,
+        config.split,
         config.batch_size,
         config.prompt,
         config.mixed_precision,
@@ -298,7 +310,7 @@ def run(config: EvalConfig) -> dict[str, Any]:
             write_reports(Path(config.output), config, results, records, elapsed)
         print(markdown_table(results), end="")
         print(
-            f"({sum(r['n'] for r in results.values())} instances in {elapsed:.1f} s on "
+            f"({sum(r['count'] for r in results.values())} instances in {elapsed:.1f} s on "
             f"{accelerator.num_processes} process(es))"
         )
     return results
@@ -325,7 +337,7 @@ def add_arguments(parser) -> None:
         help="presets to evaluate (default: the training preset and its OOD twin)",
     )
     parser.add_argument("-n", "--num", type=int, default=200, help="instances per config")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the test stream")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the test split")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--output", default=None, help="folder for results.json, results.md and predictions-*.jsonl"

@@ -173,6 +173,17 @@ def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], 
         return 130
 
 
+def explicit_options(add_arguments: Callable, argv: list[str]) -> set[str]:
+    """The dests of the options `argv` gives explicitly (a default given on purpose
+    included), found by parsing again with every default suppressed."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    given, _ = parser.parse_known_args(argv)
+    return set(vars(given))
+
+
 def main_for(
     command: str,
     add_arguments: Callable[[argparse.ArgumentParser], None],
@@ -183,5 +194,7 @@ def main_for(
     COMMAND`, without building the whole command line."""
     parser = argparse.ArgumentParser(prog=f"{PROG} {command}")
     add_arguments(parser)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    args.argv = list(argv)  # for commands that need to know what was given explicitly
     return run_guarded(command, run, args)

@@ -23,12 +23,21 @@ import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.generation import DEFAULT_SEED
-from harness.data import DatasetSource, GeneratorSource, PromptConfig, collate, training_indices
+from harness.data import (
+    DatasetSource,
+    GeneratorSource,
+    PromptConfig,
+    check_context,
+    collate,
+    training_indices,
+)
 from harness.evaluate import evaluate_model
 from harness.models import ScratchConfig
 from harness.options import (
@@ -36,13 +45,19 @@ from harness.options import (
     add_prompt_arguments,
     check_finite,
     dataclass_values,
+    explicit_options,
     main_for,
+    option,
     quiet_transformers,
     resolve_instruction,
 )
 from harness.runs import (
     CHECKPOINT_PREFIX,
+    FINAL,
+    LOG_FILE,
     RUN_CONFIG_FILE,
+    TRAIN_CONFIG_FILE,
+    RunLock,
     TrainState,
     latest_checkpoint,
     load_model_checked,
@@ -57,8 +72,11 @@ from harness.tokenization import CharTokenizer
 
 SCHEDULES = ("linear", "cosine", "constant")
 MIXED_PRECISION = ("auto", "no", "bf16")
-TRAIN_STREAM = "train"
-VALIDATION_STREAM = "validation"
+TRAIN_SPLIT = "train"  # rows of attentionspan_datasets.splits; eval reads "test"
+VALIDATION_SPLIT = "validation"
+EVAL_KEYS = ("count", "exact_match", "partial_acc", "tf_token_acc")
+# Options a resume may change: they do not change the run.
+RESUME_FREE = ("output",)
 # bf16 autocast pays off for large matrices on hardware with bf16 units (2.5x for the 135M
 # model on an AVX512-BF16 CPU, FINDINGS.md); on an AVX2-only CPU it is emulated and several
 # times slower, and for tiny models the casts cost more than they save (docs/performance.md).
@@ -151,7 +169,7 @@ def make_source(config: TrainConfig):
     if config.dataset:
         return DatasetSource.load(config.dataset, config.dataset_config, config.dataset_split)
     return GeneratorSource(
-        config.config, seed=config.seed, stream=TRAIN_STREAM, size=config.train_size
+        config.config, seed=config.seed, split=TRAIN_SPLIT, size=config.train_size
     )
 
 
@@ -229,35 +247,24 @@ def run_info(config: TrainConfig, state: TrainState, **extra) -> dict[str, Any]:
     }
 
 
-def save_checkpoint(
-    accelerator,
-    model,
-    tokenizer,
-    optimizer,
-    scheduler,
-    config: TrainConfig,
-    state: TrainState,
-    name: str,
-    with_optimizer: bool = True,
-    **extra,
-) -> Path:
+def save_checkpoint(run: Run, name: str, with_optimizer: bool = True, **extra) -> Path:
     """Write `output/name` atomically and keep the newest `keep_checkpoints` checkpoints."""
-    output = Path(config.output)
     training_state = (
-        {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        {"optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict()}
         if with_optimizer
         else None
     )
+    run.state.elapsed_s = time.perf_counter() - run.started
     target = save_folder(
-        accelerator,
-        model,
-        tokenizer,
-        output / name,
-        run_info(config, state, **extra),
+        run.accelerator,
+        run.model,
+        run.tokenizer,
+        run.output / name,
+        run_info(run.config, run.state, **extra),
         training_state,
     )
-    if accelerator.is_main_process:
-        prune_checkpoints(output, config.keep_checkpoints)
+    if run.main:
+        prune_checkpoints(run.output, run.config.keep_checkpoints)
     return target
 
 
@@ -265,8 +272,8 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
     checkpoint = latest_checkpoint(output)
     if checkpoint is None:
         raise ValueError(
-            f"--resume: no checkpoint to resume in {str(output)!r} "
-            f"(checkpoints are written with --save-every N)"
+            f"--resume: no checkpoint to resume in {str(output)!r} (checkpoints are "
+            f"written on Ctrl-C / SIGTERM and every --save-every N steps)"
         )
     info = read_run_file(checkpoint)
     values = {
@@ -282,214 +289,397 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
     return config, section(info, "state", TrainState, checkpoint), checkpoint
 
 
-# --- the loop ---------------------------------------------------------------------------
-def train(
-    config: TrainConfig, resume: bool = False, stop_after: int | None = None, progress: bool = True
-) -> Path:
-    """Run (or resume) training; returns the folder of the final model.
+def flat_options(config: TrainConfig) -> dict[str, Any]:
+    """Every option by its command-line name (`lr`, `instruction`, `scratch_hidden_size`)."""
+    values = {k: v for k, v in config.to_dict().items() if k not in NESTED}
+    values.update(dataclasses.asdict(config.prompt))
+    values.update({f"scratch_{k}": v for k, v in dataclasses.asdict(config.scratch).items()})
+    return values
 
-    `stop_after` ends the run after that many optimizer steps of this invocation, as an
-    interruption would (tests use it to check that resuming gives the same run).
+
+def resume_conflicts(saved: TrainConfig, requested: dict[str, Any]) -> list[str]:
+    """`--flag value (saved: value)` for each requested option that differs from the run.
+
+    A resumed run continues the saved one exactly (same data order, schedule and model), so
+    a different --lr or --config cannot apply to it; silently ignoring them was the bug.
     """
+    kept = flat_options(saved)
+    return [
+        f"{option(name)} {value!r} (saved: {kept[name]!r})"
+        for name, value in requested.items()
+        if name in kept and name not in RESUME_FREE and value != kept[name]
+    ]
+
+
+def requested_options(config: TrainConfig) -> dict[str, Any]:
+    """The options of `config` that are not the defaults: what an API caller asked for."""
+    default = flat_options(TrainConfig())
+    return {k: v for k, v in flat_options(config).items() if v != default.get(k)}
+
+
+# --- the loop ---------------------------------------------------------------------------
+@dataclass
+class Run:
+    """What the loop works on, made once by `set_up`."""
+
+    config: TrainConfig
+    state: TrainState
+    output: Path
+    accelerator: Any
+    model: Any
+    tokenizer: Any
+    char_tok: CharTokenizer
+    source: Any
+    optimizer: Any
+    scheduler: Any
+    precision: str
+    micro_batches: Iterator[range]
+    bar: Any
+    lock: RunLock | None
+    started: float  # perf_counter at step 0 of the whole run (elapsed time carried over)
+
+    @property
+    def main(self) -> bool:
+        return self.accelerator.is_main_process
+
+    @property
+    def world(self) -> int:
+        return self.accelerator.num_processes
+
+    @property
+    def per_step(self) -> int:
+        return self.config.batch_size * self.config.grad_accum * self.world
+
+
+@dataclass
+class Window:
+    """Loss and tokens since the last log line."""
+
+    loss: float = 0.0
+    tokens: int = 0
+    steps: int = 0
+    start: float = field(default_factory=time.perf_counter)
+
+
+class LossNotFinite(ValueError):
+    """The loss (or the gradient norm) became inf or nan; the step was not taken."""
+
+
+def set_up(
+    config: TrainConfig, resume: bool, progress: bool, requested: dict[str, Any] | None
+) -> Run:
+    """Lock the run folder, load (or resume) everything, check what can be checked before
+    the first step."""
     import torch
     from accelerate import Accelerator
     from tqdm.auto import tqdm
 
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     output = Path(config.output)
-    state = TrainState()
-    checkpoint = None
-    if resume:
-        config, state, checkpoint = load_resume(output)
-    source = make_source(config)  # a bad preset fails before the model is loaded
-    model, tokenizer = load_model_checked(
-        str(checkpoint) if checkpoint else config.model, scratch=config.scratch
-    )
-    char_tok = CharTokenizer(tokenizer)
-    epoch_size = len(source)
-    world = accelerator.num_processes
-    per_step = config.batch_size * config.grad_accum * world
-    total_steps = config.max_steps or math.ceil(epoch_size * config.epochs / per_step)
-    state.total_steps = total_steps
-    for i in range(min(epoch_size, 50)):  # a character the tokenizer lacks: fail now
-        char_tok.check_text(source[i].text)
-    precision = resolve_mixed_precision(config.mixed_precision, model)
-
-    optimizer = make_optimizer(model, config)
-    scheduler = make_scheduler(optimizer, config, total_steps)
-    if checkpoint is not None:
-        saved = load_training_state(checkpoint)
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-    model, optimizer = accelerator.prepare(model, optimizer)
-    model.train()
-
-    main = accelerator.is_main_process
-    log_path = output / "log.jsonl"
-    if main:
-        output.mkdir(parents=True, exist_ok=True)
-        (output / "train_config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    lock = RunLock(output).acquire() if accelerator.is_main_process else None
+    try:
+        state, checkpoint = TrainState(), None
+        if resume:
+            saved, state, checkpoint = load_resume(output)
+            conflicts = resume_conflicts(
+                saved, requested_options(config) if requested is None else requested
+            )
+            if conflicts:
+                raise ValueError(
+                    "--resume continues the saved run unchanged; these options differ from "
+                    f"it: {'; '.join(conflicts)} (drop them, or start a new --output)"
+                )
+            config = saved
+        source = make_source(config)  # a bad preset fails before the model is loaded
+        model, tokenizer = load_model_checked(
+            str(checkpoint) if checkpoint else config.model, scratch=config.scratch
+        )
+        char_tok = CharTokenizer(tokenizer)
+        for i in range(min(len(source), 50)):  # a character the tokenizer lacks: fail now
+            char_tok.check_text(source[i].text)
+        if not config.dataset:
+            check_context(model, char_tok, config.config, config.prompt)
+        world = accelerator.num_processes
+        per_step = config.batch_size * config.grad_accum * world
+        state.total_steps = config.max_steps or math.ceil(len(source) * config.epochs / per_step)
+        optimizer = make_optimizer(model, config)
+        scheduler = make_scheduler(optimizer, config, state.total_steps)
+        if checkpoint is not None:
+            saved_state = load_training_state(checkpoint)
+            optimizer.load_state_dict(saved_state["optimizer"])
+            scheduler.load_state_dict(saved_state["scheduler"])
+        model, optimizer = accelerator.prepare(model, optimizer)
+        model.train()
+        if accelerator.is_main_process:
+            output.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(
+                output / TRAIN_CONFIG_FILE, json.dumps(config.to_dict(), indent=2) + "\n"
+            )
+            trim_log(output / LOG_FILE, state.step)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     bar = tqdm(
-        total=total_steps,
+        total=state.total_steps,
         initial=state.step,
-        disable=not (main and progress),
+        disable=not (accelerator.is_main_process and progress),
         desc="train",
         dynamic_ncols=True,
     )
-    micro_batches = training_indices(
-        state.next_index, config.batch_size, world, accelerator.process_index
+    return Run(
+        config=config,
+        state=state,
+        output=output,
+        accelerator=accelerator,
+        model=model,
+        tokenizer=tokenizer,
+        char_tok=char_tok,
+        source=source,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        precision=resolve_mixed_precision(config.mixed_precision, model),
+        micro_batches=training_indices(
+            state.next_index, config.batch_size, world, accelerator.process_index
+        ),
+        bar=bar,
+        lock=lock,
+        started=time.perf_counter() - state.elapsed_s,
     )
-    run_start = time.perf_counter() - state.elapsed_s
-    cpu_start = time.process_time()  # this invocation's CPU time: robust on a shared machine
-    window_tokens, window_start, window_loss, window_steps = 0, time.perf_counter(), 0.0, 0
-    steps_this_run = 0
-    eval_results: dict[str, Any] = {}
 
-    def run_eval() -> dict[str, Any]:
-        results, _ = evaluate_model(
-            accelerator.unwrap_model(model),
-            tokenizer,
-            [config.config],
-            config.eval_size,
-            seed=config.seed,
-            stream=VALIDATION_STREAM,
-            batch_size=config.eval_batch_size,
-            prompt=config.prompt,
-            mixed_precision=precision,
-            accelerator=accelerator,
-        )
-        return results[config.config]
 
-    while state.step < total_steps:
-        step_loss = torch.zeros((), dtype=torch.float32)
-        step_tokens = 0
-        try:
-            for micro in range(config.grad_accum):
-                indices = next(micro_batches)
-                instances = [source[i % epoch_size] for i in indices]
-                batch = collate(
-                    [config.prompt.encode(char_tok, x) for x in instances],
-                    char_tok.pad_id,
-                    padding_side="right",
-                )
-                step_tokens += int(batch["attention_mask"].sum())
-                inputs = {
-                    k: batch[k].to(accelerator.device)
-                    for k in ("input_ids", "attention_mask", "position_ids", "labels")
-                }
-                last = micro == config.grad_accum - 1
-                sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
-                with sync:
-                    with autocast(precision, accelerator.device):
-                        loss = model(**inputs).loss / config.grad_accum
-                    accelerator.backward(loss)
-                step_loss += loss.detach().float().cpu()
-            if config.max_grad_norm > 0:
-                accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-        except RuntimeError as error:
-            if is_out_of_memory(error):
-                smaller = max(1, config.batch_size // 2)
-                raise ValueError(
-                    f"out of memory at --batch-size {config.batch_size}; try --batch-size "
-                    f"{smaller} --grad-accum {config.grad_accum * 2} (same effective batch)"
-                ) from None
-            raise
-        state.step += 1
-        state.next_index += per_step
-        steps_this_run += 1
-        window_tokens += step_tokens
-        window_loss += float(step_loss)
-        window_steps += 1
-        bar.update(1)
+def trim_log(path: Path, step: int) -> None:
+    """Drop log lines past `step`: a resumed run logs those steps again (a run killed
+    after logging step 30 but checkpointed at 20 would otherwise repeat 21-30)."""
+    if not path.is_file():
+        return
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
+    if len(kept) != len(lines):
+        atomic_write_text(path, "".join(kept))
 
-        if state.step % config.log_every == 0 or state.step == total_steps:
-            counts = accelerator.reduce(torch.tensor([window_tokens, window_loss]), "sum")
-            seconds = time.perf_counter() - window_start
-            tokens_per_s = float(counts[0]) / max(seconds, 1e-9)
-            mean_loss = float(counts[1]) / (window_steps * world)
-            state.tokens += int(counts[0])
-            state.elapsed_s = time.perf_counter() - run_start
-            bar.set_postfix(loss=f"{mean_loss:.4f}", tok_s=f"{tokens_per_s:.0f}")
-            record = {
-                "step": state.step,
-                "loss": mean_loss,
-                "lr": scheduler.get_last_lr()[0],
-                "tokens_per_s": tokens_per_s,
-                "next_index": state.next_index,
-                "elapsed_s": round(state.elapsed_s, 2),
-                "tokens": state.tokens,
-                "cpu_s": round(time.process_time() - cpu_start, 3),
-            }
-            if main:
-                with log_path.open("a") as log:
-                    log.write(json.dumps(record) + "\n")
-            window_tokens, window_start, window_loss, window_steps = 0, time.perf_counter(), 0, 0
 
-        if config.eval_every and state.step % config.eval_every == 0 and state.step < total_steps:
-            eval_results = run_eval()
-            if main:
-                bar.write(
-                    f"step {state.step}: ID exact match {eval_results['exact_match']:.3f}, "
-                    f"TF token acc {eval_results['tf_token_acc']:.3f}"
-                )
-                with log_path.open("a") as log:
-                    log.write(
-                        json.dumps(
-                            {
-                                "step": state.step,
-                                "eval": {
-                                    k: eval_results[k]
-                                    for k in ("exact_match", "partial_acc", "tf_token_acc")
-                                },
-                            }
-                        )
-                        + "\n"
-                    )
-            window_start = time.perf_counter()  # evaluation time is not training throughput
-        if config.save_every and state.step % config.save_every == 0:
-            state.elapsed_s = time.perf_counter() - run_start
-            save_checkpoint(
-                accelerator,
-                model,
-                tokenizer,
-                optimizer,
-                scheduler,
-                config,
-                state,
-                f"{CHECKPOINT_PREFIX}{state.step}",
+def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
+    """One optimizer step: (loss summed over processes, tokens of all processes, whether
+    any process asked to stop). Raises LossNotFinite before stepping on inf / nan."""
+    import torch
+
+    config, accelerator, model = run.config, run.accelerator, run.model
+    loss_sum = torch.zeros((), dtype=torch.float32)
+    tokens = 0
+    try:
+        for micro in range(config.grad_accum):
+            instances = [run.source[i % len(run.source)] for i in next(run.micro_batches)]
+            batch = collate(
+                [config.prompt.encode(run.char_tok, x) for x in instances],
+                run.char_tok.pad_id,
+                padding_side="right",
             )
-        if stop_after is not None and steps_this_run >= stop_after and state.step < total_steps:
-            bar.close()
-            return output
-    bar.close()
+            tokens += int(batch["attention_mask"].sum())
+            inputs = {
+                k: batch[k].to(accelerator.device)
+                for k in ("input_ids", "attention_mask", "position_ids", "labels")
+            }
+            last = micro == config.grad_accum - 1
+            with contextlib.nullcontext() if last else accelerator.no_sync(model):
+                with autocast(run.precision, accelerator.device):
+                    loss = model(**inputs).loss / config.grad_accum
+                accelerator.backward(loss)
+            loss_sum += loss.detach().float().cpu()
+        # One reduction per step carries the loss, the tokens and a stop request, so every
+        # process stops (and checkpoints) at the same step.
+        totals = torch.tensor([float(loss_sum), float(tokens), float(stop_requested)])
+        if run.world > 1:
+            totals = accelerator.reduce(totals.to(accelerator.device), "sum").cpu()
+        step_loss = float(totals[0])
+        if not math.isfinite(step_loss):
+            raise LossNotFinite(f"the training loss became {step_loss}")
+        if config.max_grad_norm > 0:
+            norm = float(accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm))
+            if not math.isfinite(norm):
+                raise LossNotFinite(f"the gradient norm became {norm}")
+        run.optimizer.step()
+        run.scheduler.step()
+        run.optimizer.zero_grad(set_to_none=True)
+    except RuntimeError as error:
+        if is_out_of_memory(error):
+            smaller = max(1, config.batch_size // 2)
+            raise ValueError(
+                f"out of memory at --batch-size {config.batch_size}; try --batch-size "
+                f"{smaller} --grad-accum {config.grad_accum * 2} (same effective batch)"
+            ) from None
+        raise
+    run.state.step += 1
+    run.state.next_index += run.per_step
+    run.state.tokens += int(totals[1])
+    run.bar.update(1)
+    return step_loss, int(totals[1]), bool(totals[2])
 
-    state.elapsed_s = time.perf_counter() - run_start
-    eval_results = run_eval()
-    if main:
-        print(
-            f"final ID ({config.config}, {config.eval_size} validation instances): exact match "
-            f"{eval_results['exact_match']:.3f}, TF token acc {eval_results['tf_token_acc']:.3f}"
-            f"; {state.step} steps in {state.elapsed_s:.0f} s",
-            file=sys.stderr,
-        )
-    final = save_checkpoint(
-        accelerator,
-        model,
-        tokenizer,
-        optimizer,
-        scheduler,
-        config,
-        state,
-        "final",
-        with_optimizer=False,
-        final_eval={
-            k: eval_results[k] for k in ("n", "exact_match", "partial_acc", "tf_token_acc")
+
+def log_step(run: Run, window: Window) -> None:
+    seconds = time.perf_counter() - window.start
+    tokens_per_s = window.tokens / max(seconds, 1e-9)
+    mean_loss = window.loss / (window.steps * run.world)
+    run.state.elapsed_s = time.perf_counter() - run.started
+    run.bar.set_postfix(loss=f"{mean_loss:.4f}", tok_s=f"{tokens_per_s:.0f}")
+    append_log(
+        run,
+        {
+            "step": run.state.step,
+            "loss": mean_loss,
+            "lr": run.scheduler.get_last_lr()[0],
+            "tokens_per_s": tokens_per_s,
+            "next_index": run.state.next_index,
+            "elapsed_s": round(run.state.elapsed_s, 2),
+            "tokens": run.state.tokens,
+            "cpu_s": round(time.process_time(), 3),
         },
     )
-    return final
+
+
+def append_log(run: Run, record: dict[str, Any]) -> None:
+    if run.main:
+        with (run.output / LOG_FILE).open("a") as log:
+            log.write(json.dumps(record) + "\n")
+
+
+def evaluate_validation(run: Run) -> dict[str, Any]:
+    """Scores on the first `eval_size` rows of the config's validation split."""
+    results, _ = evaluate_model(
+        run.accelerator.unwrap_model(run.model),
+        run.tokenizer,
+        [run.config.config],
+        run.config.eval_size,
+        seed=run.config.seed,
+        split=VALIDATION_SPLIT,
+        batch_size=run.config.eval_batch_size,
+        prompt=run.config.prompt,
+        mixed_precision=run.precision,
+        accelerator=run.accelerator,
+    )
+    return {k: results[run.config.config][k] for k in EVAL_KEYS}
+
+
+def log_evaluation(run: Run, scores: dict[str, Any]) -> None:
+    if run.main:
+        run.bar.write(
+            f"step {run.state.step}: ID exact match {scores['exact_match']:.3f}, "
+            f"TF token acc {scores['tf_token_acc']:.3f}"
+        )
+    append_log(run, {"step": run.state.step, "eval": scores})
+
+
+def due(step: int, every: int) -> bool:
+    return bool(every) and step % every == 0
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """SIGINT / SIGTERM ask the loop to stop after the current step (it then saves a
+    checkpoint); a second Ctrl-C stops at once. Outside the main thread, nothing changes."""
+    import signal
+    import threading
+
+    flag = {"signal": None}
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def ask(signum, frame):
+        if flag["signal"] is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        flag["signal"] = signum
+
+    previous = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield flag
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def stop_with_checkpoint(run: Run) -> None:
+    """Save where the run stands and end it as an interruption (exit status 130)."""
+    name = f"{CHECKPOINT_PREFIX}{run.state.step}"
+    if not (run.output / name / RUN_CONFIG_FILE).is_file():
+        save_checkpoint(run, name)
+    if run.main:
+        print(
+            f"interrupted at step {run.state.step} of {run.state.total_steps}: saved "
+            f"{run.output / name}; continue with: attentionspan train --output "
+            f"{run.output} --resume",
+            file=sys.stderr,
+        )
+    raise KeyboardInterrupt
+
+
+def stop_on_bad_loss(run: Run, error: LossNotFinite) -> None:
+    last = latest_checkpoint(run.output)
+    kept = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+    raise ValueError(
+        f"{error} at step {run.state.step + 1}; the run stopped without taking that step and "
+        f"saved nothing new ({kept}); try a lower --lr or a --max-grad-norm"
+    ) from None
+
+
+def finish(run: Run) -> Path:
+    """The final evaluation on the validation split, and the final model."""
+    scores = evaluate_validation(run)
+    run.state.elapsed_s = time.perf_counter() - run.started
+    if run.main:
+        print(
+            f"final ID ({run.config.config}, {run.config.eval_size} validation instances): "
+            f"exact match {scores['exact_match']:.3f}, TF token acc "
+            f"{scores['tf_token_acc']:.3f}; {run.state.step} steps in {run.state.elapsed_s:.0f} s",
+            file=sys.stderr,
+        )
+    return save_checkpoint(run, FINAL, with_optimizer=False, final_eval=scores)
+
+
+def train(
+    config: TrainConfig,
+    resume: bool = False,
+    stop_after: int | None = None,
+    progress: bool = True,
+    requested: dict[str, Any] | None = None,
+) -> Path:
+    """Run (or resume) training; returns the folder of the final model.
+
+    `stop_after` ends the run after that many optimizer steps of this invocation without
+    saving, as `kill -9` would (tests use it to check that resuming gives the same run).
+    `requested`: the options the user gave, checked against a resumed run (default: the
+    fields of `config` that are not the defaults).
+    """
+    run = set_up(config, resume, progress, requested)
+    try:
+        with stop_on_signals() as stop:
+            window, steps_this_run = Window(), 0
+            while run.state.step < run.state.total_steps:
+                try:
+                    loss, tokens, stopping = train_step(run, stop["signal"] is not None)
+                except LossNotFinite as error:
+                    stop_on_bad_loss(run, error)
+                window.loss, window.tokens = window.loss + loss, window.tokens + tokens
+                window.steps, steps_this_run = window.steps + 1, steps_this_run + 1
+                step, last = run.state.step, run.state.step == run.state.total_steps
+                if due(step, run.config.log_every) or last:
+                    log_step(run, window)
+                    window = Window()
+                if due(step, run.config.eval_every) and not last:
+                    log_evaluation(run, evaluate_validation(run))
+                    window.start = time.perf_counter()  # evaluation is not training time
+                if due(step, run.config.save_every):
+                    save_checkpoint(run, f"{CHECKPOINT_PREFIX}{step}")
+                if stopping and not last:
+                    stop_with_checkpoint(run)
+                if stop_after is not None and steps_this_run >= stop_after and not last:
+                    return run.output
+        run.bar.close()
+        return finish(run)
+    finally:
+        run.bar.close()
+        if run.lock is not None:
+            run.lock.release()
 
 
 # --- the command ------------------------------------------------------------------------
@@ -577,7 +767,11 @@ def config_from_args(args) -> TrainConfig:
 def run_command(args) -> int:
     quiet_transformers()
     config = config_from_args(args)
-    final = train(config, resume=args.resume, progress=not args.no_progress)
+    requested = None
+    if args.resume and hasattr(args, "argv"):
+        given = explicit_options(add_arguments, args.argv)
+        requested = {k: v for k, v in flat_options(config).items() if k in given}
+    final = train(config, resume=args.resume, progress=not args.no_progress, requested=requested)
     print(final)
     return 0
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from attentionspan_datasets import generate, iter_instances
+from attentionspan_datasets.splits import split_instance, split_of
 from harness.data import (
     DatasetSource,
     GeneratorSource,
@@ -38,13 +39,16 @@ def test_training_order_survives_a_resume_and_splits_between_processes():
 
 
 def test_generator_source_is_the_generator():
-    source = GeneratorSource("reversal_id", seed=5, stream="train", size=3)
-    assert source[2] == generate("reversal_id", seed=5, index=2, stream="train")
+    source = GeneratorSource("reversal_id", seed=5, split="train", size=3)
+    assert source[2] == split_instance("reversal_id", seed=5, split="train", index=2)
+    assert source[2].config == "reversal_id" and source[2].index == 2
     assert len(source) == 3
     with pytest.raises(IndexError):
         source[3]
     with pytest.raises(ValueError, match="unknown config 'reversal_idd'; allowed: .*reversal_id"):
         GeneratorSource("reversal_idd")
+    with pytest.raises(ValueError, match="split must be one of train, validation, test"):
+        GeneratorSource("reversal_id", split="fewshot")
 
 
 def test_rows_of_the_data_contract_become_instances(tmp_path):
@@ -61,10 +65,11 @@ def test_rows_of_the_data_contract_become_instances(tmp_path):
 
 def test_fewshot_examples_are_fixed_and_from_their_own_stream():
     prompt = PromptConfig(num_fewshot=2, instruction="Reverse.")
-    instance = generate("reversal_id", index=4, stream="train")
+    instance = split_instance("reversal_id", split="test", index=4)
     shots = prompt.fewshot_for(instance)
     assert shots == prompt.fewshot_for(instance) and len(shots) == 2
-    assert shots[0] == generate("reversal_id", index=8, stream="fewshot")
+    assert shots[0] == split_instance("reversal_id", split="fewshot", index=8)
+    assert all(split_of(x.prompt) == "train" for x in shots)  # never a test prompt
     with pytest.raises(ValueError, match="num_fewshot"):
         PromptConfig(num_fewshot=-1)
 

@@ -16,9 +16,9 @@ import torch
 from harness.data import PromptConfig
 from harness.evaluate import (
     EvalConfig,
-    aggregate,
     evaluate_model,
     markdown_table,
+    summarise,
     write_reports,
 )
 from harness.tokenization import CharTokenizer
@@ -87,7 +87,7 @@ def run_stand_in(char_tokenizer, answer, tf_wrong=lambda i, t: False, num=12):
     char_tok = CharTokenizer(char_tokenizer)
     from harness.data import GeneratorSource
 
-    source = GeneratorSource("reversal_id", stream="test")
+    source = GeneratorSource("reversal_id", split="test")
     instances = [source[i] for i in range(num)]
     model = StandInLM(char_tok, instances, answer, tf_wrong)
     results, records = evaluate_model(
@@ -123,7 +123,7 @@ def test_metrics_of_a_model_wrong_on_the_last_character(char_tokenizer):
         by_length.setdefault(x.params["length"], []).append((len(x.target) - 1) / len(x.target))
     for length, values in by_length.items():
         row = res["per_length"][str(length)]
-        assert row["n"] == len(values)
+        assert row["count"] == len(values)
         assert row["partial_acc"] == pytest.approx(sum(values) / len(values))
 
 
@@ -147,7 +147,7 @@ def test_reports(tmp_path, char_tokenizer):
     table = (tmp_path / "results.md").read_text()
     assert "| reversal_id | 12 | 1.000 | 1.000 | 1.000 |" in table
     assert table == markdown_table({"reversal_id": res})
-    assert aggregate(records)["n"] == 12
+    assert summarise(records)["count"] == 12
 
 
 def test_eval_config_is_validated():
