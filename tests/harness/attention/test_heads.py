@@ -1,0 +1,101 @@
+"""Head ranking: the mass on references of a model whose attention is known by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attentionspan_datasets.splits import iter_split
+from harness.attention import heads as heads_module
+from harness.attention.heads import HeadRanking, rank_heads, shift_mask
+from harness.inference import collate_left
+from harness.tokenization import CharTokenizer, encode_instance
+from tests.harness.attention.conftest import build_tiny
+
+
+def uniform_model(tokenizer):
+    """Every query projection zero: every head spreads its weight evenly over the keys it
+    may see, so the mass on any set of cells is (cells) / (visible keys) per row."""
+    model = build_tiny("llama", tokenizer)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.zero_()
+    return model
+
+
+def expected_mass(tokenizer, instances, shift: int = 0) -> float:
+    char_tok = CharTokenizer(tokenizer)
+    batch = collate_left([encode_instance(char_tok, x) for x in instances], char_tok.pad_id)
+    ref = shift_mask(batch.reference_mask(), shift)
+    total = 0.0
+    for b in range(len(instances)):
+        for q in range(batch.total_len):
+            cells = [k for k in ref[b, q].nonzero().flatten().tolist() if k <= q]
+            cells = [k for k in cells if batch.attention_mask[b, k]]
+            if cells:
+                total += len(cells) / (q - batch.shifts[b] + 1)
+    return total
+
+
+@pytest.fixture(scope="module")
+def instances():
+    return list(iter_split("reversal_id", split="validation", stop=6))
+
+
+def test_uniform_heads_have_the_hand_computed_mass(attn_tokenizer, instances):
+    model = uniform_model(attn_tokenizer)
+    ranking = rank_heads(model, attn_tokenizer, instances, batch_size=4)
+    want = expected_mass(attn_tokenizer, instances)
+    assert torch.allclose(torch.tensor(ranking.scores), torch.full((2, 4), want), rtol=1e-4)
+    rows = sum(len(x.target) for x in instances)
+    assert ranking.rows == rows
+    assert ranking.per_row[0][0] == pytest.approx(want / rows, rel=1e-4)
+    assert ranking.profile(0, 0)["0"] == pytest.approx(want / rows, rel=1e-4)
+    # Ties keep (layer, head) order.
+    assert ranking.order[:3] == [(0, 0), (0, 1), (0, 2)]
+
+
+def test_shift_ranks_at_ref_plus_k(attn_tokenizer, instances):
+    model = uniform_model(attn_tokenizer)
+    ranking = rank_heads(model, attn_tokenizer, instances, shift=1, batch_size=4)
+    want = expected_mass(attn_tokenizer, instances, shift=1)
+    assert ranking.scores[1][3] == pytest.approx(want, rel=1e-4)
+    assert ranking.profile(1, 3)["1"] == pytest.approx(want / ranking.rows, rel=1e-4)
+    assert ranking.source["shift"] == 1
+
+
+def test_threshold_counts_only_weights_above_it(attn_tokenizer, instances):
+    model = uniform_model(attn_tokenizer)
+    plain = rank_heads(model, attn_tokenizer, instances[:2], batch_size=2)
+    # Uniform weights are 1/visible >= 1/40 here: a threshold below keeps all, above none.
+    low = rank_heads(model, attn_tokenizer, instances[:2], threshold=1e-3, batch_size=2)
+    high = rank_heads(model, attn_tokenizer, instances[:2], threshold=0.9, batch_size=2)
+    assert low.scores[0][1] == pytest.approx(plain.scores[0][1], rel=1e-4)
+    assert high.scores == [[0.0] * 4, [0.0] * 4]
+
+
+def test_order_follows_scores_and_saves(monkeypatch, tmp_path, attn_tokenizer, instances):
+    known = torch.tensor([[1.0, 5.0, 0.5, 2.0], [4.0, 0.0, 3.0, 6.0]])
+    monkeypatch.setattr(heads_module, "_masses", lambda *args, **kwargs: known.clone())
+    model = build_tiny("llama", attn_tokenizer)
+    ranking = rank_heads(model, attn_tokenizer, instances[:2], batch_size=2, offsets=(0,))
+    assert ranking.top(3) == [(1, 3), (0, 1), (1, 0)]
+    assert ranking.bottom(2) == [(1, 1), (0, 2)]
+    path = ranking.save(tmp_path)
+    again = HeadRanking.load(path)
+    assert again.order == ranking.order and again.scores == ranking.scores
+    assert again.to_dict()["top"][0] == {
+        "layer": 1,
+        "head": 3,
+        "score": 6.0,
+        "per_row": ranking.per_row[1][3],
+        "offsets": {"0": ranking.per_row[1][3]},
+    }
+
+
+def test_bad_input_names_the_field(attn_tokenizer, instances):
+    model = build_tiny("llama", attn_tokenizer)
+    with pytest.raises(ValueError, match="threshold"):
+        rank_heads(model, attn_tokenizer, instances, threshold=-1)
+    with pytest.raises(ValueError, match="at least one instance"):
+        rank_heads(model, attn_tokenizer, [])

@@ -1,0 +1,114 @@
+"""Interventions through the orchestration: C = 0 is no intervention, controls are what
+they claim (random heads are not the top heads; random positions keep each row's count and
+avoid the reference), and the shared prefill changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attentionspan_datasets.splits import iter_split
+from harness.attention.heads import HeadRanking, causal_valid, rank_heads
+from harness.attention.interventions import (
+    intervention_for,
+    random_positions,
+    score_settings,
+    select_heads,
+)
+from harness.attention.sweep import BASELINE, Setting
+from harness.inference import collate_left
+from harness.tokenization import CharTokenizer, encode_instance
+from tests.harness.attention.conftest import build_tiny
+
+
+def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:
+    scores = [[float(layer * heads + head) for head in range(heads)] for layer in range(layers)]
+    order = sorted(
+        ((la, h) for la in range(layers) for h in range(heads)), key=lambda x: -scores[x[0]][x[1]]
+    )
+    return HeadRanking(scores=scores, per_row=scores, order=order)
+
+
+@pytest.fixture(scope="module")
+def setup(attn_tokenizer):
+    model = build_tiny("llama", attn_tokenizer)
+    instances = list(iter_split("reversal_ood", split="validation", stop=6, max_length=14))
+    ids = list(iter_split("reversal_id", split="validation", stop=8))
+    ranking = rank_heads(model, attn_tokenizer, ids, batch_size=8)
+    return model, instances, ranking
+
+
+def test_zero_strength_is_no_intervention(attn_tokenizer, setup):
+    model, instances, ranking = setup
+    settings = [BASELINE, Setting(heads="top", n=4, strength=0.0)]
+    records = score_settings(model, attn_tokenizer, instances, settings, ranking, batch_size=3)
+    assert records["baseline"] == records["top4-C0"]
+    strong = Setting(heads="top", n=8, strength=50.0)
+    changed = score_settings(model, attn_tokenizer, instances, [strong], ranking, batch_size=3)
+    assert [r["prediction"] for r in changed[strong.name]] != [
+        r["prediction"] for r in records["baseline"]
+    ]
+
+
+def test_shared_prefill_gives_the_same_records(attn_tokenizer, setup):
+    model, instances, ranking = setup
+    settings = [BASELINE, Setting(heads="top", n=2, strength=2.0)]
+    shared = score_settings(model, attn_tokenizer, instances, settings, ranking, batch_size=3)
+    alone = score_settings(
+        model, attn_tokenizer, instances, settings, ranking, batch_size=3, reuse_prefill=False
+    )
+    assert shared == alone
+
+
+def test_random_heads_differ_from_top_heads_and_follow_their_seed():
+    ranking = fake_ranking()
+    top = select_heads(Setting(heads="top", n=4, strength=1.0), ranking)
+    assert top == [(3, 7), (3, 6), (3, 5), (3, 4)]
+    draws = [
+        select_heads(Setting(heads="random", n=4, strength=1.0, seed=s), ranking) for s in range(3)
+    ]
+    assert all(len(set(d)) == 4 for d in draws)
+    assert all(set(d) != set(top) for d in draws)
+    assert draws[0] != draws[1]
+    assert draws[0] == select_heads(Setting(heads="random", n=4, strength=1.0, seed=0), ranking)
+    assert select_heads(Setting(heads="bottom", n=2, strength=1.0), ranking) == [(0, 0), (0, 1)]
+    with pytest.raises(ValueError, match="n must be <= 32"):
+        select_heads(Setting(heads="top", n=33, strength=1.0), ranking)
+
+
+def test_random_positions_keep_the_count_and_avoid_the_reference(attn_tokenizer):
+    char_tok = CharTokenizer(attn_tokenizer)
+    instances = list(iter_split("reversal_ood", split="test", stop=5, max_length=16))
+    batch = collate_left([encode_instance(char_tok, x) for x in instances], char_tok.pad_id)
+    allowed = batch.attention_mask.bool()
+    reference = causal_valid(batch.reference_mask(), allowed)
+    for seed in (0, 1):
+        cells = random_positions(reference, allowed, seed)
+        assert torch.equal(cells.sum(-1), reference.sum(-1))
+        assert not (cells & reference).any()
+        assert torch.equal(cells, causal_valid(cells, allowed))  # causal, no padding key
+    assert not torch.equal(
+        random_positions(reference, allowed, 0), random_positions(reference, allowed, 1)
+    )
+
+
+def test_intervention_carries_heads_cells_and_mode(attn_tokenizer):
+    char_tok = CharTokenizer(attn_tokenizer)
+    instances = list(iter_split("reversal_id", split="test", stop=3))
+    batch = collate_left([encode_instance(char_tok, x) for x in instances], char_tok.pad_id)
+    allowed = batch.attention_mask.bool()
+    reference = batch.reference_mask()
+    ranking = fake_ranking(2, 4)
+    iv = intervention_for(Setting(heads="top", n=2, strength=1.5), ranking, reference, allowed)
+    assert iv.heads.sum() == 2 and iv.heads[1, 3] and iv.heads[1, 2]
+    assert torch.equal(iv.positions, causal_valid(reference, allowed))
+    assert iv.strength == 1.5 and iv.mode == "standard"
+    knock = intervention_for(
+        Setting(heads="top", n=2, mode="knockout"), ranking, reference, allowed
+    )
+    assert knock.mode == "knockout"
+    shifted = intervention_for(
+        Setting(heads="top", n=1, strength=1.0, shift=1), ranking, reference, allowed
+    )
+    assert not (shifted.positions & reference).all()
+    assert intervention_for(BASELINE, ranking, reference, allowed) is None
