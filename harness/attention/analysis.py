@@ -134,8 +134,8 @@ def _figure_case(instance, enc, batch, b, rolled, reference, correct, predicted)
 
 # --- the passes ---------------------------------------------------------------------------
 def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=()):
-    """(token records of one batch for every mode, Figure 1 cases (kind, data) for the kinds
-    in `want` found in the teacher-forced pass)."""
+    """(token records of one batch for every mode, Figure 1 cases (kind, data): for each
+    kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass)."""
     import torch
 
     from attentionspan_datasets.metrics import score
@@ -163,16 +163,27 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             rec.head_rows,
             "teacher_forced",
         )
-        want = list(want)
-        for b, (instance, enc) in enumerate(zip(instances, encodings)):
+        # Per kind, the shortest instance of the batch (a short one makes a readable map).
+        best: dict[str, int] = {}
+        for b, instance in enumerate(instances):
             kind = "correct" if all(forced.correct[b]) else "wrong"
-            if kind in want:
-                predicted = [char_tok.decode([p]) for p in forced.predicted[b]]
-                case = _figure_case(
-                    instance, enc, batch, b, rolled, reference, forced.correct[b], predicted
-                )
-                figures.append((kind, case))
-                want.remove(kind)
+            if kind in want and (
+                kind not in best or len(instance.target) < len(instances[best[kind]].target)
+            ):
+                best[kind] = b
+        for kind, b in best.items():
+            predicted = [char_tok.decode([p]) for p in forced.predicted[b]]
+            case = _figure_case(
+                instances[b],
+                encodings[b],
+                batch,
+                b,
+                rolled,
+                reference,
+                forced.correct[b],
+                predicted,
+            )
+            figures.append((kind, case))
     if "generate" in config.modes:
         max_new = max(e.target_len for e in encodings) + 1
         # Generation runs under the same (eager) attention function as the analysis pass.
@@ -312,14 +323,15 @@ def analyse_model(
             )
             for x in instances:  # fail before any model call, naming the character
                 char_tok.check_text(x.text)
-            mine, figures, want = [], [], list(FIGURE_KINDS)
+            mine, figures = [], {}
             for first in range(0, len(instances), config.batch_size):
                 chunk = instances[first : first + config.batch_size]
-                records, found = analyse_batch(model, char_tok, chunk, prompt, config, want)
+                records, found = analyse_batch(model, char_tok, chunk, prompt, config, FIGURE_KINDS)
                 mine += records
-                figures += found
-                want = [k for k in want if k not in {kind for kind, _ in found}]
+                for kind, case in found:  # keep the best candidate of each kind only
+                    figures[kind] = min(figures.get(kind, case), case, key=_figure_rank)
                 bar.update(1)
+            figures = list(figures.items())
             if world > 1:
                 from accelerate.utils import gather_object
 
@@ -333,6 +345,11 @@ def analyse_model(
         bar.close()
         model.train(was_training)
     return results, plots
+
+
+def _figure_rank(case) -> tuple[int, int]:
+    """Figure 1 shows, per kind, the shortest instance (then the lowest index)."""
+    return len(case["target"]), case["index"]
 
 
 def _config_results(records, figures, config, num_layers, num_heads):
@@ -350,8 +367,8 @@ def _config_results(records, figures, config, num_layers, num_heads):
         else:
             result.update(summary)
     chosen = {}
-    for kind, case in sorted(figures, key=lambda f: f[1]["index"]):
-        chosen.setdefault(kind, case)  # the lowest index of each kind, whatever the sharding
+    for kind, case in sorted(figures, key=lambda f: _figure_rank(f[1])):
+        chosen.setdefault(kind, case)  # the same choice whatever the sharding
     plot = {
         "figures": chosen,
         "tokens": {
