@@ -1,0 +1,129 @@
+"""`attentionspan reproduce` end to end on a tiny untrained model, and its resumption."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.report import reproduce as reproduce_module
+from harness.report.reproduce import ReproduceConfig, reproduce, task_presets
+from harness.report.stages import Stages
+from tests.harness.conftest import save_tiny_model
+
+TINY = dict(
+    config="reversal",
+    num_heads=4,
+    num_validation=4,
+    num_test=4,
+    num_attention=3,
+    batch_size=4,
+    counts=[1, 2],
+    strengths=[1.0],
+    control_seeds=[0],
+    ood={"max_length": 12},
+    device="cpu",
+    progress=False,
+)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return str(save_tiny_model("llama", tmp_path_factory.mktemp("repro") / "llama"))
+
+
+@pytest.mark.slow
+def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
+    out = tmp_path / "out"
+    cfg = ReproduceConfig(model=model_dir, output=str(out), **TINY)
+    report = reproduce(cfg)
+    text = report.read_text()
+    for heading in (
+        "Table 1 analog",
+        "Table 2 analog",
+        "Appendix G",
+        "Sweep on validation",
+        "controls on test",
+        "Figure 2 analog",
+    ):
+        assert heading in text
+    assert "attentionspan reproduce --model" in text
+    folder = out / "reversal"
+    for name in (
+        "heads.json",
+        "sweep.png",
+        "head-ranking.png",
+        "accuracy-by-length.png",
+        "results.json",
+        "attention/attention.json",
+    ):
+        assert (folder / name).is_file(), name
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["num_test"] == 4 and settings["ood"] == {"max_length": 12}
+    results = json.loads((folder / "results.json").read_text())
+    sweep = results["sweep"]
+    # Chosen among the grid on validation; reported with its controls on test and ID.
+    assert sweep["chosen_name"] in ("top1-C1", "top2-C1")
+    assert set(sweep["test"]) == set(sweep["id"])
+    assert any(name.startswith("random") for name in sweep["test"])
+    assert any(name.endswith("knockout") for name in sweep["test"])
+    assert "low" in sweep["test_gains"][sweep["chosen_name"]]["partial_acc"]
+    stage_files = sorted(p.name for p in (out / "stages").iterdir())
+
+    # A second run computes nothing: every scoring call would fail.
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished stage was computed again")
+
+    monkeypatch.setattr("harness.attention.interventions.score_settings", refuse)
+    monkeypatch.setattr("harness.attention.analysis.analyse_model", refuse)
+    monkeypatch.setattr("harness.attention.heads.rank_heads", refuse)
+    reproduce(cfg)
+    assert sorted(p.name for p in (out / "stages").iterdir()) == stage_files
+
+    # An interrupted sweep: the lost stage alone is computed again.
+    monkeypatch.undo()
+    lost = out / "stages" / f"reversal-sweep-test-{sweep['chosen_name']}.json"
+    lost.unlink()
+    ran = []
+    original = Stages.run
+
+    def spy(self, name, settings, compute):
+        return original(self, name, settings, lambda: ran.append(name) or compute())
+
+    monkeypatch.setattr(Stages, "run", spy)
+    calls = []
+    real = reproduce_module.TaskRun.score
+
+    def count(self, settings, stream, ranking=None):
+        result = real(self, settings, stream, ranking)
+        calls.append(self.stages.ran[:])
+        return result
+
+    monkeypatch.setattr(reproduce_module.TaskRun, "score", count)
+    reproduce(cfg)
+    assert lost.is_file()
+    assert ran == []  # attention and heads reused
+    assert [entry for entry in calls if entry][0] == [lost.stem]  # only the lost one
+    assert all(entry == [lost.stem] for entry in calls if entry)
+
+
+def test_bad_options_name_the_field():
+    with pytest.raises(ValueError, match="'model' is required"):
+        ReproduceConfig()
+    with pytest.raises(ValueError, match="'num_test' must be >= 1"):
+        ReproduceConfig(model="x", num_test=0)
+    with pytest.raises(ValueError, match="'mode' must be"):
+        ReproduceConfig(model="x", mode="knockout")
+    with pytest.raises(ValueError, match="has no ID/OOD presets"):
+        ReproduceConfig(model="x", config="nonsense")
+    assert task_presets("reversal") == ("reversal_id", "reversal_ood")
+    assert task_presets("successor_id") == ("successor_id", "successor_ood")
+
+
+def test_cli_one_line_errors(capsys):
+    from harness.commands.reproduce import main
+
+    assert main(["--model", "/does/not/exist"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["--quick", "--ood", "max_length"]) == 2
+    assert "--ood expects KEY=VALUE" in capsys.readouterr().err
