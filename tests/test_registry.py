@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
+import time
+import typing
 
 import pytest
 
@@ -178,3 +182,77 @@ def test_every_task_has_a_documented_format(task):
     assert "Examples:" in (module.__doc__ or ""), f"{task}: docstring needs an Examples: block"
     docs = open(os.path.join(os.path.dirname(__file__), "..", "docs", "tasks.md")).read()
     assert f"`{task}`" in docs, f"docs/tasks.md has no section naming `{task}`"
+
+
+def int_fields(config_class) -> list[str]:
+    hints = typing.get_type_hints(config_class)
+    return [f.name for f in dataclasses.fields(config_class) if hints[f.name] is int]
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_size_has_a_cap_refused_within_a_second(task):
+    """Issue 13: a huge size (10^24) is refused at once, naming the field and its cap (the
+    issue's 10^9 cases go through the command line in tests/commands/test_generate.py)."""
+    config_class = get_task(task).config_class
+    for name in int_fields(config_class):
+        partner = {"min_": "max_", "max_": "min_"}.get(name[:4], "") + name[4:]
+        for kwargs in ({name: 10**24}, {name: 10**24, partner: 10**24}):
+            if partner not in config_class.field_names():
+                kwargs = {name: 10**24}
+            started = time.perf_counter()
+            with pytest.raises(ValueError) as caught:
+                config_class.from_params(kwargs)
+            assert time.perf_counter() - started < 1
+            message = str(caught.value)
+            assert re.search(rf"'({name}|{partner})'.*<= \d", message), message
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_a_number_too_long_for_python_names_the_cap(task):
+    """A 5,001-digit value on the command line names the cap, not 'must be an integer'."""
+    config_class = get_task(task).config_class
+    for name in int_fields(config_class):
+        with pytest.raises(ValueError, match=rf"'{name}'.*<= \d") as caught:
+            config_class.from_params({name: config_class.parse_value(name, "9" * 5001)})
+        assert "must be an integer" not in str(caught.value)
+        assert len(str(caught.value)) < 300  # one readable line, not the number
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"index": 1.5}, "index"),
+        ({"index": -1}, "index"),
+        ({"index": 2**63}, "index"),
+        ({"index": True}, "index"),
+        ({"seed": [1, 2]}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"seed": "1234"}, "seed"),
+        ({"seed": 1.0}, "seed"),
+        ({"stream": 3}, "stream"),
+    ],
+)
+def test_the_python_api_validates_its_arguments(kwargs, field):
+    with pytest.raises(ValueError, match=f"'{field}' must"):
+        generate("reversal_id", **kwargs)
+    renamed = {("start" if k == "index" else k): v for k, v in kwargs.items()}
+    with pytest.raises(ValueError, match=f"'{'start' if field == 'index' else field}' must"):
+        iter_instances("reversal_id", **renamed)  # refused when called, not at next()
+
+
+@pytest.mark.parametrize("stop", [1.5, -1, True, "3"])
+def test_iter_instances_validates_stop(stop):
+    with pytest.raises(ValueError, match="'stop' must"):
+        iter_instances("reversal_id", stop=stop)
+
+
+def test_rng_of_one_instance_matches_the_stream():
+    """`instance_rng` (used by the splits) draws what `iter_instances` draws."""
+    from attentionspan_datasets.generation import instance_rng
+
+    task = get_task("string_reversal")
+    config = resolve_config("reversal_ood")
+    for index in (0, 1, 2**40):
+        alone = task.generate(instance_rng(7, index, "x"), config)
+        streamed = next(iter_instances(config, seed=7, start=index, stream="x"))
+        assert alone.text == streamed.text

@@ -58,6 +58,9 @@ class Instance:
 
 def _short(value: Any) -> str:
     """repr(value), cut short: an error message must stay one readable line."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        # repr of an int over 4300 digits raises; the size is what the reader needs.
+        return f"(an integer of about {int(value.bit_length() * 0.30103) + 1} digits)"
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
@@ -187,13 +190,17 @@ class TaskConfig:
                 return int(text)
             except ValueError:
                 digits = text.strip().lstrip("+-")
-                if digits.isdigit() and name in cls.limits:
-                    # A number past Python's int-from-text limit (4300 digits): say the cap.
-                    low, high = cls.limits[name]
-                    raise ValueError(
-                        f"{cls.task_name}: invalid value (a {len(digits)}-digit number) for "
-                        f"field '{name}': allowed: {low} <= {name} <= {high}"
-                    ) from None
+                if digits.isdigit():
+                    # A number past Python's int-from-text limit (4300 digits) is past every
+                    # cap: say the cap, not "must be an integer".
+                    if name in cls.limits:
+                        low, high = cls.limits[name]
+                        raise ValueError(
+                            f"{cls.task_name}: invalid value (a {len(digits)}-digit number) "
+                            f"for field '{name}': allowed: {low} <= {name} <= {high}"
+                        ) from None
+                    # No declared limit: a stand-in as large, refused by the config's check.
+                    return -(10**4300) if text.strip().startswith("-") else 10**4300
                 raise ValueError(
                     f"{cls.task_name}: field '{name}' must be an integer, got {text!r}"
                 ) from None

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
-from attentionspan_datasets import generate
+from attentionspan_datasets import PRESETS, generate, iter_instances
 from attentionspan_datasets.cli import main
+from attentionspan_datasets.rendering import render_mask, to_json_line
 
 
 def run_cli(capsys, *argv):
@@ -135,3 +138,90 @@ def test_a_closed_pipe_is_not_an_error():
     assert proc.wait(timeout=60) == 0
     assert json.loads(first)["index"] == 0
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+# --- issue 13: sizes are capped, refused at once ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["reversal", "--param", "min_length=1000000000", "--param", "max_length=1000000000"],
+         "min_length"),
+        (["value_assignment", "--param", "max_length=1000000000"], "max_length"),
+        (["successor", "--param", "max_count=1000000000"], "max_count"),
+        (["ffml", "--param", "max_instructions=1000000000"], "max_instructions"),
+        (["successor", "--param", "max_start=" + "9" * 5001], "max_start"),
+    ],
+)  # fmt: skip
+def test_huge_sizes_are_refused_within_a_second_naming_the_cap(capsys, argv, field):
+    started = time.perf_counter()
+    code, out, err = run_cli(capsys, "generate", *argv, "-n", "1")
+    assert time.perf_counter() - started < 1
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"'{field}'" in err and "<=" in err and "must be an integer" not in err
+
+
+def test_show_draws_a_huge_instance_quickly_within_the_width(capsys, monkeypatch):
+    """20,000 characters once took over 90 s; now the grid is cut and wrapped."""
+    monkeypatch.setenv("COLUMNS", "80")
+    started = time.perf_counter()
+    code, out, _ = run_cli(
+        capsys, "show", "reversal", "--param", "min_length=10000", "--param", "max_length=10000"
+    )
+    assert code == 0 and time.perf_counter() - started < 5
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "(drawn: target rows 0-199 of 10000" in out.replace("\n", " ")
+
+
+# --- issue 14: a legend, the terminal width, any split's rows -----------------------------
+
+
+def test_show_all_has_a_legend_and_fits_the_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "72")
+    code, out, _ = run_cli(capsys, "show", "--all")
+    assert code == 0
+    assert out.startswith("How to read a grid")
+    assert "'#' marks" in out and "'.' marks" in out
+    assert max(len(line) for line in out.splitlines()) <= 72
+    for preset in PRESETS:
+        assert f"{preset} #0 " in out
+
+
+def test_a_wrapped_grid_keeps_every_mark(capsys, monkeypatch):
+    """Panels of columns hold the same cells as the unwrapped grid."""
+    instance = generate("ffml_ood", index=3)
+    wide = render_mask(instance)
+    narrow = render_mask(instance, width=40)
+    header = f"{instance.config} #{instance.index}"
+    marks = sum(map(len, instance.reference)) + 1  # the header's "#"
+    assert header in wide and header in narrow
+    assert wide.count("#") == narrow.count("#") == marks
+    assert max(len(line) for line in narrow.splitlines()) <= 40
+
+
+@pytest.mark.parametrize("split", ["train", "validation", "test"])
+def test_show_draws_the_rows_of_a_split(capsys, split):
+    from attentionspan_datasets.splits import split_instance
+
+    code, out, _ = run_cli(capsys, "show", "addition_id", "--split", split, "--index", "3")
+    assert code == 0
+    instance = split_instance("addition_id", 1234, split, 3)
+    assert f"prompt: {instance.prompt}\n" in out
+    assert render_mask(instance, width=shutil.get_terminal_size().columns) in out
+
+
+def test_show_warns_about_a_small_input_space(capsys):
+    code, _, err = run_cli(capsys, "show", "successor_id", "--split", "test")
+    assert code == 0
+    assert err.startswith("warning: ") and "small input space" in err
+
+
+def test_json_lines_equal_json_dumps_of_the_row():
+    for preset in PRESETS:
+        for instance in iter_instances(preset, stop=20):
+            expected = json.dumps(instance.to_dict(), ensure_ascii=False)
+            assert to_json_line(instance) == expected
+    odd = generate("reversal", charset='a"\\\u00e9\u0001b', min_length=20, max_length=20)
+    assert json.loads(to_json_line(odd)) == odd.to_dict()
