@@ -39,11 +39,27 @@ def dataset_module() -> Any:
     return DatasetModule(BUILDER_MODULE, source_hash(), {"dataset_name": DATASET_NAME})
 
 
+class DatasetScriptError(ValueError, RuntimeError):
+    """A dataset folder or repository holds a loading script, which datasets 5 does not run.
+    A ValueError (one line from the CLIs) and still the RuntimeError datasets raised."""
+
+
 def _wrap(original: Any) -> Any:
     @functools.wraps(original)
     def dataset_module_factory(path: str, *args: Any, **kwargs: Any) -> Any:
         if path != DATASET_NAME:
-            return original(path, *args, **kwargs)
+            try:
+                return original(path, *args, **kwargs)
+            except RuntimeError as error:
+                if "Dataset scripts are no longer supported" not in str(error):
+                    raise
+                script = str(error).rsplit(" ", 1)[-1]
+                raise DatasetScriptError(
+                    f"{path}: holds a loading script ({script}), which datasets 5 no longer "
+                    f"runs; keep only data files there (parquet, json, csv), e.g. written by "
+                    f"`attentionspan export`, or load the generator with "
+                    f'load_dataset("{DATASET_NAME}", CONFIG)'
+                ) from None
         for option in ("data_dir", "data_files"):
             if kwargs.get(option) is not None:
                 raise ValueError(

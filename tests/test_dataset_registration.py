@@ -79,6 +79,18 @@ def test_data_files_are_refused(registered):
         datasets.load_dataset("attentionspan", "reversal_id", data_files="x.csv")
 
 
+def test_a_dataset_folder_with_a_script_is_one_clear_line(registered, tmp_path):
+    folder = tmp_path / "scripted"
+    folder.mkdir()
+    (folder / "scripted.py").write_text("raise SystemExit('a script must never run')\n")
+    with pytest.raises(ValueError) as error:
+        datasets.load_dataset(str(folder))
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(f"{folder}: holds a loading script (scripted.py), which datasets 5")
+    assert isinstance(error.value, RuntimeError)  # what datasets raised before, still
+
+
 def test_load_works_without_registration(registered, tmp_path):
     registration.unregister()
     cache = str(tmp_path / "cache")
@@ -156,12 +168,17 @@ def test_bare_name_in_a_fresh_installed_interpreter_offline(installed_python, tm
 
 
 @pytest.mark.slow
-def test_start_up_hook_loads_only_itself(installed_python, tmp_path):
-    code = "import sys, json; print(json.dumps(sorted(sys.modules)))"
-    on = set(json.loads(run_installed(installed_python, code, tmp_path).stdout))
+def test_start_up_hook_loads_nothing_at_start(installed_python, tmp_path):
+    code = (
+        "import sys, json\n"
+        "boot = [getattr(f, '__name__', '') for f in sys.meta_path][0]\n"
+        "print(json.dumps([boot, sorted(sys.modules)]))\n"
+    )
+    boot, on = json.loads(run_installed(installed_python, code, tmp_path).stdout)
     off_run = run_installed(installed_python, code, tmp_path, **{startup.ENV_DISABLE: "1"})
-    off = set(json.loads(off_run.stdout))
-    assert on - off == {"attentionspan_datasets.startup"}
+    off_boot, off = json.loads(off_run.stdout)
+    assert set(on) - set(off) == set()  # no module imported, not even startup.py
+    assert boot == "_AttnspanBoot" and off_boot != "_AttnspanBoot"
 
 
 @pytest.mark.slow
