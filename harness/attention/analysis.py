@@ -119,6 +119,7 @@ def _figure_case(instance, enc, batch, b, rolled, reference, correct, predicted)
     rows = [width - 1 + i for i in range(n)]
     text = instance.prompt + instance.target
     return {
+        "kind": "correct" if all(correct) else "wrong",
         "index": instance.index,
         "prompt": instance.prompt,
         "target": instance.target,
@@ -163,14 +164,14 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             rec.head_rows,
             "teacher_forced",
         )
-        # Per kind, the shortest instance of the batch (a short one makes a readable map).
+        # Per kind, the batch's best candidate by `_figure_rank`.
         best: dict[str, int] = {}
+        best_rank: dict[str, tuple[int, int]] = {}
         for b, instance in enumerate(instances):
             kind = "correct" if all(forced.correct[b]) else "wrong"
-            if kind in want and (
-                kind not in best or len(instance.target) < len(instances[best[kind]].target)
-            ):
-                best[kind] = b
+            rank = _figure_rank({"kind": kind, "target": instance.target, "index": instance.index})
+            if kind in want and (kind not in best or rank < best_rank[kind]):
+                best[kind], best_rank[kind] = b, rank
         for kind, b in best.items():
             predicted = [char_tok.decode([p]) for p in forced.predicted[b]]
             case = _figure_case(
@@ -348,8 +349,10 @@ def analyse_model(
 
 
 def _figure_rank(case) -> tuple[int, int]:
-    """Figure 1 shows, per kind, the shortest instance (then the lowest index)."""
-    return len(case["target"]), case["index"]
+    """Figure 1 shows the longest instance the model gets right and the shortest it gets
+    wrong (ties: the lowest index): the most informative maps that stay readable."""
+    length = len(case["target"])
+    return (-length if case["kind"] == "correct" else length), case["index"]
 
 
 def _config_results(records, figures, config, num_layers, num_heads):
