@@ -27,6 +27,9 @@ QUICK = {
     "counts": [1, 2, 4],
     "control_seeds": [0, 1],
     "ood": {"max_length": 20},
+    # Tiny models gain little from a second thread, and on a shared 2-core machine two
+    # threads per process ran a forward 9x slower than one (docs/usage_analysis.md).
+    "threads": 1,
 }
 
 
@@ -108,6 +111,9 @@ def add_arguments(parser) -> None:
         help="override a parameter of the OOD preset (e.g. max_length=20); repeatable",
     )
     parser.add_argument("--device", choices=DEVICES, default="auto", help="auto: cuda if present")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default: torch's; --quick: 1)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -154,6 +160,7 @@ def config_from_args(args):
         "head_threshold",
         "control_seeds",
         "metric",
+        "threads",
     ):
         value = getattr(args, name)
         if value is not None:

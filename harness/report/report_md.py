@@ -56,6 +56,7 @@ def command_for(cfg) -> str:
         ("head_threshold", "--head-threshold"),
         ("metric", "--metric"),
         ("device", "--device"),
+        ("threads", "--threads"),
     ):
         value = getattr(cfg, name)
         if value != getattr(default, name) and not (name == "train_steps" and not cfg.quick):

@@ -64,10 +64,13 @@ class ReproduceConfig:
     metric: str = "partial_acc"  # what the sweep maximises on validation
     ood: dict[str, Any] = field(default_factory=dict)  # parameter overrides of the OOD preset
     device: str = "auto"
+    threads: int = 0  # torch CPU threads; 0: torch's default
     progress: bool = True
 
     def __post_init__(self) -> None:
         positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
+        if self.threads < 0:
+            raise ValueError(f"'threads' must be >= 0, got {self.threads}")
         for name in (*positive, "train_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
@@ -448,8 +451,12 @@ def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
 # --- the run -------------------------------------------------------------------------------
 def reproduce(cfg: ReproduceConfig) -> Path:
     """Run every stage of every task (skipping finished ones) and write the report."""
+    import torch
+
     from harness.report.report_md import write_report
 
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     out = Path(cfg.output)
     procs = Processes(cfg.device)
     if procs.main:
