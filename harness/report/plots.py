@@ -205,7 +205,7 @@ def head_heatmap(
                     )
     fig.colorbar(image, ax=list(axes[0]), fraction=0.03, pad=0.02, label=label)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=10, y=1.03)  # above the panels' own titles
     return _save(fig, path)
 
 
