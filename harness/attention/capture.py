@@ -140,7 +140,7 @@ class _Cells:
             self.index = torch.zeros(mask.shape[0], 0, 1, dtype=torch.long, device=device)
             self.valid = torch.zeros(mask.shape[0], 0, 1, dtype=torch.bool, device=device)
 
-    def rows(self, q0: int, q1: int, k0: int, kv: int, allowed: torch.Tensor | None):
+    def rows(self, q0: int, q1: int, k0: int, kv: int, allowed: torch.Tensor | None = None):
         """(local key index [b, q, R], valid [b, q, R]) for query rows q0..q1-1 whose keys are
         the absolute positions k0..k0+kv-1; cells outside the keys or masked are invalid."""
         stop = min(q1, self.length)
@@ -199,18 +199,23 @@ class _State:
         self.forward_calls = 0
         self.length = 0
         self.batch = None
-        self.ref = _Cells(plan.reference, device) if plan.reference is not None else None
+        self.ref = _Cells(plan.reference, device) if plan.head_mass else None
         iv = plan.intervention
-        self.cells = None
-        self.head_factor = None
+        masks = [m for m in (plan.reference, getattr(iv, "positions", None)) if m is not None]
+        self.mask_length = min((m.shape[1] for m in masks), default=1 << 62)
+        self.reference = plan.reference.to(device) if plan.reference is not None else None
         if iv is not None:
             if iv.heads.shape != (num_layers, num_heads):
                 raise AttentionCaptureError(
                     f"Intervention.heads is {tuple(iv.heads.shape)}, the model has "
                     f"[layers, heads] = [{num_layers}, {num_heads}]"
                 )
-            self.cells = _Cells(iv.positions, device) if iv.positions is not None else self.ref
-            self.head_select = iv.heads.to(device)
+            cells = iv.positions if iv.positions is not None else plan.reference
+            self.cell_mask = cells.to(device)
+            heads = iv.heads.to(device)
+            self.layer_active = [bool(a) for a in heads.any(1).tolist()]
+            self.head_select = heads[:, None, :, None, None]  # per layer [1, h, 1, 1]
+            self.head_scale = heads.float()[:, None, :, None, None] * float(iv.strength)
         self.head_rows = None
         if plan.head_mass:
             batch, length = plan.reference.shape[:2]
@@ -316,26 +321,26 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
     q0 = state.past
     k0 = state.past + q - kv  # Gemma3's sliding layers keep only the last window of keys
     state.length = max(state.length, q0 + q)
-    if not state.cached or q0 == 0:
+    if q0 == 0 and q0 + q > state.mask_length:
         # A first forward longer than the plan's masks is a mismatched plan, not generation
         # running past the answer.
-        for mask_t in (state.plan.reference, getattr(state.plan.intervention, "positions", None)):
-            if mask_t is not None and q0 + q > mask_t.shape[1]:
-                raise AttentionCaptureError(
-                    f"the plan's masks cover {mask_t.shape[1]} positions, the batch has {q0 + q}"
-                )
-    allowed = None
-    if mask is not None:
-        allowed = mask[:, 0] > torch.finfo(mask.dtype).min / 2  # [b or 1, q, kv]
+        raise AttentionCaptureError(
+            f"the plan's masks cover {state.mask_length} positions, the batch has {q0 + q}"
+        )
     iv = state.plan.intervention
-    if iv is not None and (iv.prefill or not state.cached or q0 > 0):
-        weights = _intervene(state, iv, layer, weights, q0, k0, allowed)
+    if iv is not None and state.layer_active[layer] and (iv.prefill or not state.cached or q0 > 0):
+        weights = _intervene(state, iv, layer, weights, q0, k0, mask)
     if state.head_rows is not None:
-        index, valid = state.ref.rows(q0, q0 + q, k0, kv, allowed)
-        gathered = weights.gather(-1, index[:, None].expand(-1, heads, -1, -1))
-        mass = (gathered.float() * valid[:, None]).sum(-1)  # [b, h, q]
         stop = min(q0 + q, state.head_rows.shape[1])
         if stop > q0:
+            # Weights on masked keys are exactly 0, so the mass needs no mask of its own.
+            if q <= _DENSE_ROWS:  # decoding: a slice of the dense mask is fewer operations
+                cells = _slice(state.reference, q0, q, k0, kv)[:, None]
+                mass = (weights * cells).float().sum(-1)  # [b, h, q]
+            else:  # prefill: gather the few reference cells, no second [b, h, q, k] tensor
+                index, valid = state.ref.rows(q0, q0 + q, k0, kv)
+                gathered = weights.gather(-1, index[:, None].expand(-1, heads, -1, -1))
+                mass = (gathered.float() * valid[:, None]).sum(-1)
             has = state.ref.has[:, q0:stop, None]  # [b, q, 1]
             rows = mass[:, :, : stop - q0].transpose(1, 2)  # [b, q, h]
             current = state.head_rows[:, q0:stop, layer]
@@ -347,27 +352,40 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
     return weights
 
 
-def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, allowed):
+_DENSE_ROWS = 16  # up to this many query rows, record from dense mask slices
+
+
+def _slice(mask: torch.Tensor, q0: int, q: int, k0: int, kv: int) -> torch.Tensor:
+    """mask[:, q0:q0+q, k0:k0+kv], zero past the mask's length (generation running on)."""
+    length = mask.shape[1]
+    if q0 + q <= length and k0 + kv <= length:
+        return mask[:, q0 : q0 + q, k0 : k0 + kv]
+    out = mask.new_zeros(mask.shape[0], q, kv)
+    qs, ks = min(q0 + q, length), min(k0 + kv, length)
+    if qs > q0 and ks > k0:
+        out[:, : qs - q0, : ks - k0] = mask[:, q0:qs, k0:ks]
+    return out
+
+
+def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mask):
+    """All selected heads of the layer at once: a 0/1 head vector times the cell mask."""
     batch, heads, q, kv = weights.shape
-    select = state.head_select[layer]  # [heads] bool
-    if not bool(select.any()):
-        return weights
-    index, valid = state.cells.rows(q0, q0 + q, k0, kv, allowed)
-    index = index[:, None].expand(-1, heads, -1, -1)  # [b, h, q, R]
-    cells = valid[:, None] & select[None, :, None, None]
-    gathered = weights.gather(-1, index)
+    cells = _slice(state.cell_mask, q0, q, k0, kv)
+    if mask is not None:
+        # Only where attention is let through: a reference outside a sliding window or on a
+        # padding key would otherwise make cached generation differ from a full forward.
+        cells = cells & (mask[:, 0] > torch.finfo(mask.dtype).min / 2)
+    cells = cells[:, None]  # [b, 1, q, kv]
+    select = state.head_select[layer]  # [1, h, 1, 1] bool
     if iv.mode == "knockout":
-        delta = torch.where(cells, -gathered, torch.zeros_like(gathered))
+        out = weights.masked_fill(cells & select, 0.0)
     else:
         if iv.mode == "conditional":
-            cells = cells & (gathered > iv.threshold)
-        delta = cells.to(weights.dtype) * iv.strength
-    # scatter_add is out of place and adds exactly 0 outside the cells; each valid cell
-    # appears once per row, padded slots carry a 0 delta.
-    out = weights.scatter_add(-1, index, delta)
+            cells = cells & (weights > iv.threshold)
+        # Out of place; outside the cells this adds exactly 0.
+        out = weights + cells * state.head_scale[layer].to(weights.dtype)
     if iv.renormalise:
-        normalised = out / out.sum(-1, keepdim=True)
-        out = torch.where(select[None, :, None, None], normalised, out)
+        out = torch.where(select, out / out.sum(-1, keepdim=True), out)
     return out
 
 
