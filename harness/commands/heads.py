@@ -1,0 +1,113 @@
+"""`attentionspan heads`: rank a model's attention heads by their weight on reference tokens.
+
+    attentionspan heads --model runs/rev/final --config reversal_id -n 30
+    attentionspan heads --model runs/rev/final --config reversal_id --shift 1 --output heads.json
+
+Prints the top heads with their offset profiles (mean weight per target row at ref-2 ..
+ref+2) and writes `heads.json` (default: beside the model) for `attentionspan reproduce`
+and the Python API (`harness.attention.heads.HeadRanking.load`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from harness.options import main_for, quiet_transformers
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, help="a trained model folder or a known name")
+    parser.add_argument(
+        "--config", default=None, help="ID preset to rank on (default: the model's training one)"
+    )
+    parser.add_argument("-n", "--num", type=int, default=30, help="ID instances (paper: 30)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the data (default 1234)")
+    parser.add_argument(
+        "--split",
+        default="validation",
+        choices=("train", "validation", "test"),
+        help="(validation)",
+    )
+    parser.add_argument(
+        "--threshold", type=float, default=0.0, help="count only weights above this (0: all)"
+    )
+    parser.add_argument("--shift", type=int, default=0, help="rank by the weight at ref + shift")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--top", type=int, default=10, help="heads to print")
+    parser.add_argument(
+        "--output", default=None, help="heads.json path (default: MODEL/heads.json)"
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "heads",
+        help="rank attention heads by their weight on reference tokens (Appendix G)",
+        description="Sum each head's post-softmax weight on the reference positions of every "
+        "target row over ID instances (teacher-forced), rank, and write heads.json.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run_command)
+
+
+def run_command(args) -> int:
+    from pathlib import Path
+
+    import torch
+
+    from attentionspan_datasets.generation import DEFAULT_SEED
+    from attentionspan_datasets.splits import iter_split
+    from harness.attention.heads import HEADS_FILE, rank_heads
+    from harness.data import PromptConfig
+    from harness.evaluate import saved_run_config
+    from harness.runs import load_model_checked, section
+
+    quiet_transformers()
+    if args.num < 1:
+        raise ValueError(f"-n/--num must be >= 1, got {args.num}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda, but no CUDA device is available")
+    saved = saved_run_config(args.model) if Path(args.model).is_dir() else None
+    config = args.config or (saved or {}).get("train", {}).get("config")
+    if not config:
+        raise ValueError("no --config given and the model has no saved training config")
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
+    prompt = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+    model, tokenizer = load_model_checked(args.model)
+    cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    model.to("cuda" if cuda else "cpu")
+    ranking = rank_heads(
+        model,
+        tokenizer,
+        instances,
+        prompt,
+        threshold=args.threshold,
+        shift=args.shift,
+        batch_size=args.batch_size,
+        source={
+            "model": args.model,
+            "config": config,
+            "split": args.split,
+            "seed": seed,
+            "indices": [0, args.num],
+        },
+        progress=True,
+    )
+    output = Path(args.output) if args.output else Path(args.model) / HEADS_FILE
+    path = ranking.save(output)
+    print("rank\tlayer\thead\tper_row\t" + "\t".join(f"ref{int(k):+d}" for k in ranking.offsets))
+    for rank, (layer, head) in enumerate(ranking.top(args.top), 1):
+        profile = "\t".join(f"{v:.3f}" for v in ranking.profile(layer, head).values())
+        print(f"{rank}\t{layer}\t{head}\t{ranking.per_row[layer][head]:.3f}\t{profile}")
+    print(f"({ranking.rows} target rows of {len(instances)} {config} instances; {path})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return main_for("heads", add_arguments, run_command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
