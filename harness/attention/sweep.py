@@ -2,8 +2,8 @@
 
     from harness.attention.sweep import Setting, grid, run_sweep
     settings = grid(total_heads=64, strengths=(0.5, 1.0, 2.0))
-    sweep = run_sweep(evaluate, settings, controls_seeds=(0, 1, 2))
-    sweep["chosen"], sweep["test"]["gains"]
+    sweep = run_sweep(evaluate, settings, control_seeds=(0, 1, 2))
+    sweep["chosen_name"], sweep["test_gains"]["top4-C1"]["partial_acc"]  # gain, low, high
 
 `evaluate(settings, stream) -> {setting.name: records}` scores settings on one stream
 ("validation" or "test" of the OOD config, "id" for the ID config), per-instance records
@@ -106,12 +106,13 @@ class Setting:
 BASELINE = Setting()
 
 
-def head_counts(total_heads: int, max_share: float = 0.1) -> list[int]:
-    """1, 2, 4, ... up to `max_share` of all heads (at least 1, and the cap itself when it
-    is not a power of two, so a 16-head model is swept at 1 and the paper's ~10% alike)."""
+def head_counts(total_heads: int, max_share: float = 0.1, at_least: int = 4) -> list[int]:
+    """1, 2, 4, ... up to `max_share` of all heads (the paper: "typically <10%"), but at
+    least up to `at_least` heads, so a 16-head model is swept at 1, 2 and 4; the cap itself
+    is included when it is not a power of two."""
     if total_heads < 1:
         raise ValueError(f"total_heads must be >= 1, got {total_heads}")
-    cap = max(1, math.floor(total_heads * max_share))
+    cap = max(1, math.floor(total_heads * max_share), min(at_least, total_heads))
     counts = []
     n = 1
     while n <= cap:

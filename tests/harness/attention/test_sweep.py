@@ -23,7 +23,8 @@ def records(score: float, n: int = 20):
 
 
 def test_head_counts_up_to_ten_percent():
-    assert head_counts(16) == [1]
+    assert head_counts(16) == [1, 2, 4]
+    assert head_counts(2) == [1, 2]
     assert head_counts(64) == [1, 2, 4, 6]
     assert head_counts(512) == [1, 2, 4, 8, 16, 32, 51]
 
