@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from json.encoder import encode_basestring
+from json.encoder import c_make_encoder, encode_basestring
 
 from attentionspan_datasets.tasks.base import Instance
 
@@ -36,22 +36,35 @@ def legend(width: int | None = None) -> str:
     return textwrap.fill(LEGEND, min(max(width or 92, MIN_PANEL), 92))
 
 
-_PARAMS_ENCODER = json.JSONEncoder(ensure_ascii=False)
+def _row_encoder():
+    """One C JSON encoder, made once, with json.dumps(ensure_ascii=False)'s separators and
+    no circular-reference bookkeeping (a row is a tree). `json.dumps` builds a new encoder
+    per call, which cost about as much as generating a reversal instance."""
+    base = json.JSONEncoder(ensure_ascii=False)
+    if c_make_encoder is None:  # an interpreter without json's C accelerator
+        return base.encode
+    encode = c_make_encoder(
+        None, base.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+    return lambda row: "".join(encode(row, 0))
+
+
+_encode_row = _row_encoder()
 
 
 def to_json_line(instance: Instance) -> str:
-    """`json.dumps(instance.to_dict(), ensure_ascii=False)`, built without copying the
-    instance: the reference rows are lists of ints, whose repr is already JSON (same
-    separators), and the strings go through json's C escaping. Twice as fast, which is
-    what keeps `attentionspan generate` near the library's rate (docs/performance.md)."""
-    return (
-        f'{{"task": {encode_basestring(instance.task)}, '
-        f'"config": {encode_basestring(instance.config)}, '
-        f'"index": {int(instance.index)}, '
-        f'"prompt": {encode_basestring(instance.prompt)}, '
-        f'"target": {encode_basestring(instance.target)}, '
-        f'"reference": {instance.reference!r}, '
-        f'"params": {_PARAMS_ENCODER.encode(instance.params)}}}'
+    """`json.dumps(instance.to_dict(), ensure_ascii=False)`, without copying the instance
+    first (the CLI's rate depends on it: docs/performance.md)."""
+    return _encode_row(
+        {
+            "task": instance.task,
+            "config": instance.config,
+            "index": instance.index,
+            "prompt": instance.prompt,
+            "target": instance.target,
+            "reference": instance.reference,
+            "params": instance.params,
+        }
     )
 
 
