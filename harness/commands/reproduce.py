@@ -16,22 +16,6 @@ import sys
 
 from harness.options import main_for, quiet_transformers
 
-# --quick: sizes that fit the whole story (two tiny models trained from nothing, then every
-# stage) in about 15 minutes on a 2-core CPU; any option given explicitly wins.
-QUICK = {
-    "num_heads": 30,
-    "num_validation": 48,
-    "num_test": 64,
-    "num_attention": 32,
-    "strengths": [0.5, 1.0, 2.0],
-    "counts": [1, 2, 4],
-    "control_seeds": [0, 1],
-    "ood": {"max_length": 20},
-    # Tiny models gain little from a second thread, and on a shared 2-core machine two
-    # threads per process ran a forward 9x slower than one (docs/usage_analysis.md).
-    "threads": 1,
-}
-
 
 def _ood_pair(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
@@ -131,7 +115,7 @@ def add_parser(subparsers) -> None:
 
 
 def config_from_args(args):
-    from harness.report.reproduce import ReproduceConfig
+    from harness.report.reproduce import QUICK_SIZES, ReproduceConfig
 
     values = {
         "output": args.output,
@@ -142,7 +126,7 @@ def config_from_args(args):
         "progress": not args.no_progress,
     }
     if args.quick:
-        values.update(QUICK)
+        values.update(QUICK_SIZES)
     for name in (
         "tasks",
         "train_steps",

@@ -32,9 +32,10 @@ PAPER = (
 
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
-    from harness.report.reproduce import ReproduceConfig
+    from harness.report.reproduce import QUICK_SIZES, ReproduceConfig
 
-    default = ReproduceConfig(quick=True)
+    # Options equal to what the command fills in by itself are left out.
+    default = ReproduceConfig(quick=True, **(QUICK_SIZES if cfg.quick else {}))
     words = ["attentionspan", "reproduce"]
     if cfg.model:
         words += ["--model", cfg.model, "--config", cfg.config]

@@ -34,6 +34,21 @@ from harness.report.stages import Stages, write_json_atomic
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
 DEVICES = ("auto", "cpu", "cuda")
+# --quick: sizes that fit the whole story (two tiny models trained from nothing, then every
+# stage) in about 15 minutes on a quiet 2-core CPU; options given explicitly win.
+QUICK_SIZES = {
+    "num_heads": 30,
+    "num_validation": 48,
+    "num_test": 64,
+    "num_attention": 32,
+    "strengths": [0.5, 1.0, 2.0],
+    "counts": [1, 2, 4],
+    "control_seeds": [0, 1],
+    "ood": {"max_length": 20},
+    # Tiny models gain little from a second thread, and on a shared 2-core machine two
+    # threads per process ran a forward 9x slower than one (docs/usage_analysis.md).
+    "threads": 1,
+}
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
 

@@ -1,0 +1,49 @@
+"""The command written into report.md reproduces the run's settings."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+
+import pytest
+
+from harness.commands.reproduce import add_arguments, config_from_args
+from harness.report.report_md import command_for
+from harness.report.reproduce import QUICK_SIZES, ReproduceConfig
+
+
+def parse(command: str) -> ReproduceConfig:
+    words = shlex.split(command)
+    assert words[:2] == ["attentionspan", "reproduce"]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return config_from_args(parser.parse_args(words[2:]))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ReproduceConfig(model="runs/rev/final", output="out"),
+        ReproduceConfig(
+            model="runs/a b/final",
+            config="successor",
+            output="o",
+            num_test=50,
+            counts=[1, 3],
+            strengths=[0.5, 2.0],
+            mode="conditional",
+            thresholds=[0.02],
+            shift=1,
+            control_seeds=[4],
+            ood={"max_length": 20},
+            device="cpu",
+            threads=2,
+        ),
+        ReproduceConfig(quick=True, output="q", tasks=["reversal"], train_steps=100, **QUICK_SIZES),
+        ReproduceConfig(quick=True, output="q", **{**QUICK_SIZES, "num_test": 10}),
+    ],
+)
+def test_command_round_trips(config):
+    again = parse(command_for(config))
+    assert dataclasses.replace(again, progress=config.progress) == config
