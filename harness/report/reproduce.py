@@ -202,7 +202,7 @@ class TaskRun:
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
         self.id_name, self.ood_name = task_presets(task)
         self.dir = out / task.removesuffix("_id")
-        self.stages = Stages(out, log=self.log)
+        self.stages = Stages(out, log=self.log, write=procs.main)
         self.model = self.tokenizer = self.prompt = None
         self.results: dict[str, Any] = {"task": task, "model": model_dir}
 
@@ -298,12 +298,7 @@ class TaskRun:
             records = self.procs.gather(records)
             for setting in todo:
                 rows = records[setting.name]
-                if self.procs.main:
-                    write_json_atomic(
-                        self.stages.path(self.stage_name(stream, setting)),
-                        {"settings": settings_of(setting), "result": rows},
-                    )
-                self.stages.ran.append(self.stage_name(stream, setting))
+                self.stages.save(self.stage_name(stream, setting), settings_of(setting), rows)
                 out[setting.name] = rows
         return out
 

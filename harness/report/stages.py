@@ -56,9 +56,10 @@ def _jsonable(value: Any) -> Any:
 class Stages:
     """Runs named stages once; `log` receives one line per stage (done, cached, redone)."""
 
-    def __init__(self, out_dir: Path, log: Callable[[str], None] | None = None):
+    def __init__(self, out_dir: Path, log: Callable[[str], None] | None = None, write: bool = True):
         self.dir = Path(out_dir) / STAGE_DIR
         self.log = log or (lambda message: None)
+        self.write = write  # under accelerate only the main process writes
         self.ran: list[str] = []  # stages computed by this process (tests check resumption)
 
     def path(self, name: str) -> Path:
@@ -78,13 +79,19 @@ class Stages:
             return None
         return saved["result"]
 
+    def save(self, name: str, settings: dict[str, Any], result: Any) -> None:
+        if self.write:
+            write_json_atomic(self.path(name), {"settings": settings, "result": result})
+        self.ran.append(name)
+
     def run(self, name: str, settings: dict[str, Any], compute: Callable[[], Any]) -> Any:
         cached = self.load(name, settings)
         if cached is not None:
             self.log(f"stage {name}: done before, reusing {self.path(name)}")
             return cached
         result = compute()
-        write_json_atomic(self.path(name), {"settings": settings, "result": result})
+        if self.write:
+            write_json_atomic(self.path(name), {"settings": settings, "result": result})
         # Read back the JSON form, so a fresh run and a resumed one hand on the same values.
         self.ran.append(name)
         return json.loads(json.dumps(result, default=_jsonable))
