@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import sys
 import warnings
 from collections import defaultdict
@@ -43,9 +44,14 @@ from typing import Any
 
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
+    MAX_INDEX,
+    SEED_RANGE,
+    _seed_generator,
+    check_int,
     config_label,
     instance_rng,
     resolve_config,
+    stream_key,
 )
 from attentionspan_datasets.tasks import get_task
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
@@ -86,31 +92,38 @@ def check_split(split: Any, fewshot: bool = False) -> str:
     return split
 
 
-def _check_int(name: str, value: Any, minimum: int | None = None) -> int:
-    # bool is an int subclass, and True must not silently mean seed 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"'{name}' must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"'{name}' must be >= {minimum}, got {value!r}")
-    return value
+class _Drawer:
+    """Draws rows of one (config, seed, split): one generator re-seeded per draw and the
+    sub-streams' keys computed once (what `generation.instance_rng` would give, cheaper)."""
 
+    def __init__(self, cfg: TaskConfig, label: str, seed: int, split: str) -> None:
+        self.cfg, self.label, self.seed, self.split = cfg, label, seed, split
+        self.wanted = _ACCEPTS[split]
+        self.generate = get_task(cfg.task_name).generate
+        self.rng = random.Random()
+        self.keys: list[int] = []
 
-def _draw(cfg: TaskConfig, label: str, seed: int, split: str, index: int) -> Instance:
-    """Row `index` of `split` (or of the few-shot stream) for a resolved config."""
-    generate = get_task(cfg.task_name).generate
-    wanted = _ACCEPTS[split]
-    for attempt in range(MAX_ATTEMPTS):
-        stream = split if attempt == 0 else f"{split}#{attempt}"
-        instance = generate(instance_rng(seed, index, stream), cfg)
-        if split_of(instance.prompt) == wanted:
-            instance.config = label
-            instance.index = index
-            return instance
-    raise ValueError(
-        f"attentionspan config {label!r}: no {wanted} prompt in {MAX_ATTEMPTS} draws for "
-        f"{split} row {index}; the input space is too small to hold a {wanted} split "
-        f"(widen the config's ranges)"
-    )
+    def key(self, attempt: int) -> int:
+        while len(self.keys) <= attempt:
+            n = len(self.keys)
+            self.keys.append(stream_key(self.seed, self.split if n == 0 else f"{self.split}#{n}"))
+        return self.keys[attempt]
+
+    def row(self, index: int) -> Instance:
+        """Row `index`: the first draw of streams split, split#1, ... in the split."""
+        rng, cfg, wanted, generate = self.rng, self.cfg, self.wanted, self.generate
+        for attempt in range(MAX_ATTEMPTS):
+            _seed_generator(rng, self.key(attempt) + index)
+            instance = generate(rng, cfg)
+            if split_of(instance.prompt) == wanted:
+                instance.config = self.label
+                instance.index = index
+                return instance
+        raise ValueError(
+            f"attentionspan config {self.label!r}: no {wanted} prompt in {MAX_ATTEMPTS} draws "
+            f"for {self.split} row {index}; the input space is too small to hold a {wanted} "
+            f"split (widen the config's ranges)"
+        )
 
 
 def split_instance(
@@ -123,10 +136,10 @@ def split_instance(
     """Row `index` of `split` for (config, seed), computed alone. `split` may also be
     'fewshot' (the few-shot stream: train prompts only)."""
     check_split(split, fewshot=True)
-    _check_int("seed", seed)
-    _check_int("index", index, 0)
+    check_int("seed", seed, *SEED_RANGE)
+    check_int("index", index, 0, MAX_INDEX)
     cfg = resolve_config(config, **overrides)
-    return _draw(cfg, config_label(config), seed, split, index)
+    return _Drawer(cfg, config_label(config), seed, split).row(index)
 
 
 def iter_split(
@@ -140,15 +153,19 @@ def iter_split(
     """Rows `start, start+1, ...` of `split` up to `stop` (forever when None); row i equals
     `split_instance(config, seed, split, i)`."""
     check_split(split, fewshot=True)
-    _check_int("seed", seed)
-    _check_int("start", start, 0)
+    check_int("seed", seed, *SEED_RANGE)
+    check_int("start", start, 0, MAX_INDEX)
     if stop is not None:
-        _check_int("stop", stop, 0)
+        check_int("stop", stop, 0, MAX_INDEX + 1)
     cfg = resolve_config(config, **overrides)
-    label = config_label(config)
+    return _iterate(_Drawer(cfg, config_label(config), seed, split), start, stop)
+
+
+def _iterate(drawer: _Drawer, start: int, stop: int | None) -> Iterator[Instance]:
+    # A separate generator function, so that bad arguments fail at the call, not at next().
     index = start
     while stop is None or index < stop:
-        yield _draw(cfg, label, seed, split, index)
+        yield drawer.row(index)
         index += 1
 
 
