@@ -106,3 +106,27 @@ def test_shift_keys():
     assert minus[0].nonzero().tolist() == [[3, 2], [4, 0]]
     assert not shift_keys(mask, 6).any()
     assert torch.equal(shift_keys(mask, 0), mask)
+
+
+def test_generate_batch_under_capture_matches_one_forward(encodings, tiny_models):
+    """Through harness.inference: rows recorded while generating from the shared layout equal
+    those of one forward over prompt + generated ids, with the gold reference mask."""
+    from harness.attention.capture import AttentionPlan, capture_attention
+    from harness.inference import generate_batch
+
+    char_tok, encs = encodings
+    model = tiny_models["gemma3"]
+    new = max(e.target_len for e in encs) + 1
+    prompts = collate_left(encs, char_tok.pad_id, with_answer=False)
+    ref = reference_mask(prompts, length=prompts.prompt_width + new)
+    with capture_attention(model, AttentionPlan(reference=ref)) as during:
+        gen = generate_batch(model, char_tok, encs, new, eos_token_id=None)
+    batch = gen.batch
+    assert batch.total_len == ref.shape[-1]
+    with capture_attention(model, AttentionPlan(reference=ref)) as after, torch.no_grad():
+        model(**batch.model_inputs())
+    t = during.length
+    torch.testing.assert_close(
+        during.head_rows[:, :t], after.head_rows[:, :t], equal_nan=True, atol=1e-5, rtol=0
+    )
+    assert int(during.target_rows.sum()) == sum(1 for e in encs for r in e.reference if r)
