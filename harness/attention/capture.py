@@ -30,16 +30,28 @@ prefill=False, positions=None)`
     generation (past length 0 with a cache passed in) untouched, so the first generated
     token is not reinforced and a prefill can be reused across settings; a forward without a
     cache (teacher-forced scoring) is always intervened.
-`capture_attention(model, plan) -> AttentionRecord` (context manager)
-    Switches the model to the "attentionspan" attention implementation and back, installs
-    the plan for this context (a ContextVar, not forward kwargs: generate() rejects unknown
-    ones) and a pre-hook reading `past_key_values.get_seq_length()` for absolute positions.
+`capture_attention(model, plan=None) -> AttentionRecord` (context manager)
+    Switches the model to the "attentionspan" attention implementation (`ATTENTION_NAME`,
+    registered with AttentionInterface and, for its mask, AttentionMaskInterface) and back,
+    installs the plan for this context (a ContextVar, not forward kwargs: generate() rejects
+    unknown ones) and a pre-hook reading `past_key_values.get_seq_length()` for absolute
+    positions: queries `past + arange(q)`, keys `past + q - kv + arange(kv)` (also Gemma3's
+    sliding layers). Any number of forwards may run inside (one teacher-forced pass, or the
+    prefill and decode steps of `generate()`); the record is filled when the block ends.
+`AttentionRecord`: head_rows, head_mass, target_rows (bool [batch, L]: rows with references
+    that ran), layer_maps, patterns, calls (attention calls), length (positions seen, T).
+`AttentionCaptureError(ValueError)`: one line, for a model that is not a causal LM, one whose
+    attention does not dispatch through the interface (checked after every forward), a plan
+    whose masks do not match the batch (batch size, a first forward longer than L) or whose
+    heads do not match the model. `model_shape(model) -> (layers, heads)`.
 
 Exactness: with nothing to change, the function computes what transformers'
 `eager_attention_forward` does (repeat_kv for GQA, the module's scaling, `softcap` when the
-model passes it, fp32 softmax, dropout only in training). Cells are recorded and changed only
-where the attention mask lets attention through (a reference outside a sliding window or on
-padding is left alone), which keeps KV-cached generation equal to one full forward.
+model passes it, fp32 softmax, dropout only in training). Gemma2 passes its
+`attn_logit_softcapping`; Gemma3's eager attention ignores that setting, and so does this.
+Cells are changed only where the attention mask lets attention through (a reference outside
+a sliding window or on padding is left alone; recorded mass there is 0), which keeps
+KV-cached generation equal to one full forward.
 Recorded weights are those the model used (after any intervention).
 """
 
