@@ -33,6 +33,8 @@ COMMAND_MODULES = [
     "harness.model_commands",
     "harness.commands.attention",
     "harness.commands.reproduce",
+    "harness.baselines.command",
+    "harness.commands.heads",
 ]
 
 

@@ -1,0 +1,194 @@
+"""`attentionspan baselines`: the discrete-retrieval paper's models on one task and length.
+
+    attentionspan baselines --task T6 --length 10 --seeds 5 --output runs/baselines/t6.json
+    attentionspan baselines --task t1 --length 10 --models t-pos-att t+pos+att --seeds 3 \\
+        --num-train 10000 --epochs 10 --patience 3 --output runs/baselines/t1.json
+    attentionspan baselines --task T6 --length 10 --paper --output t6-paper.json
+
+Defaults are sized for a CPU (see docs/results.md); `--paper` sets the paper's sizes and
+schedule (100,000 / 10,000 / 10,000 instances, 100 epochs). The data are drawn once (data
+seed `--data-seed`) and shared by every model and seed; `--seeds K` trains seeds 0..K-1 of
+every model. The JSON (written atomically after every run, so an interrupted command keeps
+what it finished and a rerun with the same settings skips it) holds each run (accuracy,
+best epoch, validation curve, decoder attention on the reference vectors, seconds) and a
+summary per model: mean and sample standard deviation of test accuracy over seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from harness.options import UsageError, main_for
+
+KINDS = ("t-pos-att", "t+pos-att", "t-pos+att", "t+pos+att", "lstm", "lstm+att")
+TASK_NAMES = {f"t{k}": f"t{k}" for k in range(1, 8)}
+PAPER_SIZES = {"num_train": 100_000, "num_validation": 10_000, "num_test": 10_000, "epochs": 100}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--task", required=True, help="T1 ... T7 (or t1 ... t7)")
+    parser.add_argument(
+        "--length", type=int, default=10, help="vectors per instance (5-30 in the paper)"
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=list(KINDS),
+        choices=KINDS,
+        metavar="MODEL",
+        help=f"models to train (default: all six: {', '.join(KINDS)})",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 per model")
+    parser.add_argument("--num-train", type=int, default=10_000)
+    parser.add_argument("--num-validation", type=int, default=2_000)
+    parser.add_argument("--num-test", type=int, default=2_000)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=0,
+        help="stop after this many epochs without a better validation accuracy (0: off)",
+    )
+    parser.add_argument("--batch-size", type=int, default=10, help="the paper's: 10")
+    parser.add_argument(
+        "--lr", type=float, default=1e-4, help="Adam learning rate (the paper's: 1e-4)"
+    )
+    parser.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's sizes and schedule: 100k/10k/10k instances, 100 epochs",
+    )
+    parser.add_argument("--data-seed", type=int, default=1234, help="seed of the generated data")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--output", required=True, help="JSON results file")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "baselines",
+        help="train the discrete-retrieval paper's Transformer and LSTM baselines on T1-T7",
+        description=__doc__.split("\n\n")[0],
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run_command)
+
+
+def settings_of(args) -> dict:
+    task = args.task.lower()
+    if task not in TASK_NAMES:
+        raise UsageError(f"invalid --task {args.task!r}; allowed: T1 ... T7")
+    settings = {
+        "task": task,
+        "length": args.length,
+        "config": f"{task}_len{args.length}",
+        "num_train": args.num_train,
+        "num_validation": args.num_validation,
+        "num_test": args.num_test,
+        "epochs": args.epochs,
+        "patience": args.patience,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "data_seed": args.data_seed,
+    }
+    if args.paper:
+        settings.update(PAPER_SIZES)
+    for name in ("num_train", "num_validation", "num_test", "epochs", "batch_size"):
+        if settings[name] < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {settings[name]}")
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    return settings
+
+
+def summarise(runs: list[dict]) -> dict:
+    summary = {}
+    for kind in dict.fromkeys(r["model"] for r in runs):
+        scores = [r["test_accuracy"] for r in runs if r["model"] == kind]
+        shares = [
+            r["attention"]["share_on_reference"]
+            for r in runs
+            if r["model"] == kind
+            and r["attention"]
+            and r["attention"]["share_on_reference"] is not None
+        ]
+        summary[kind] = {
+            "seeds": len(scores),
+            "test_accuracy_mean": statistics.fmean(scores),
+            "test_accuracy_sd": statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            "attention_share_mean": statistics.fmean(shares) if shares else None,
+            "seconds_mean": statistics.fmean(r["seconds"] for r in runs if r["model"] == kind),
+        }
+    return summary
+
+
+def run_command(args) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from attentionspan_datasets.atomic import atomic_write_text
+    from harness.baselines.data import load_split, task_config
+    from harness.baselines.train import RecipeConfig, run_one
+
+    settings = settings_of(args)
+    config = task_config(settings["task"], settings["length"])  # a bad length fails here
+    torch.set_num_threads(args.threads)
+    output = Path(args.output)
+    runs: list[dict] = []
+    if output.exists():
+        previous = json.loads(output.read_text())
+        if previous.get("settings") == settings:
+            runs = previous["runs"]  # resume: keep what an earlier call finished
+    recipe = RecipeConfig(
+        epochs=settings["epochs"],
+        batch_size=settings["batch_size"],
+        lr=settings["lr"],
+        patience=settings["patience"],
+    )
+    started = time.perf_counter()
+    data = {
+        split: load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
+        for split in ("train", "validation", "test")
+    }
+    data_seconds = time.perf_counter() - started
+    todo = [(k, s) for k in args.models for s in range(args.seeds)]
+    done = {(r["model"], r["seed"]) for r in runs}
+    bar = tqdm(total=len(todo) * recipe.epochs, disable=args.no_progress, unit="epoch")
+    for kind, seed in todo:
+        if (kind, seed) in done:
+            bar.update(recipe.epochs)
+            continue
+        bar.set_description(f"{settings['config']} {kind} seed {seed}")
+
+        def on_epoch(epoch: int, val_accuracy: float) -> None:
+            bar.update(1)
+            bar.set_postfix(val=f"{val_accuracy:.3f}")
+
+        result = run_one(settings["config"], kind, seed, data, recipe, on_epoch)
+        bar.update(recipe.epochs - result["epochs_run"])  # early stop: skip the rest
+        runs.append(result)
+        document = {
+            "settings": settings,
+            "command": "attentionspan baselines " + " ".join(getattr(args, "argv", [])),
+            "data_seconds": round(data_seconds, 1),
+            "summary": summarise(runs),
+            "runs": runs,
+        }
+        atomic_write_text(output, json.dumps(document, indent=1) + "\n")
+    bar.close()
+    for kind, row in summarise(runs).items():
+        share = row["attention_share_mean"]
+        print(
+            f"{settings['config']} {kind:10} accuracy {100 * row['test_accuracy_mean']:.1f}"
+            f" ± {100 * row['test_accuracy_sd']:.1f} ({row['seeds']} seeds)"
+            + (f", decoder attention on reference {share:.2f}" if share is not None else "")
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_for("baselines", add_arguments, run_command))

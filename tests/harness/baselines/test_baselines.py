@@ -1,0 +1,173 @@
+"""harness.baselines: the six models, the native tensors and reference vectors, one tiny
+training run, and the `attentionspan baselines` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from attentionspan_datasets import generate
+from attentionspan_datasets.tasks import _feature_vectors as fv
+from harness.baselines.data import carrier_vectors, load_split, reference_vectors, to_batch
+from harness.baselines.models import KINDS, ModelConfig, build_model, sinusoidal_encoding
+from harness.baselines.train import RecipeConfig, attention_scores, run_one
+from harness.cli import main
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread, as the command uses: on a busy machine several threads of a tiny
+    model spend their time waiting for each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_batch_is_the_native_form_of_the_instances():
+    instances = [generate("t6_len10", seed=0, index=i) for i in range(20)]
+    batch = to_batch(instances)
+    assert batch.vectors.shape == (20, 10, 36) and batch.query.shape == (20, 36)
+    for i, x in enumerate(instances):
+        for t, vector in enumerate(x.params["vectors"]):
+            assert batch.vectors[i, t].nonzero().flatten().tolist() == vector
+        assert batch.query[i].nonzero().flatten().tolist() == x.params["query"]
+        assert batch.labels[i] == float(x.target)
+
+
+def test_reference_vectors_are_those_holding_the_decisive_occurrences():
+    for i in range(200):
+        x = generate("t6_len10", seed=1, index=i)
+        a, b = x.params["features"]
+        expected = sorted({t for t, v in enumerate(x.params["vectors"]) if a in v or b in v})
+        assert reference_vectors(x) == expected
+        first, second = carrier_vectors(x)
+        if x.params["case"] in ("in_order", "wrong_order"):
+            assert 0 <= first < second
+            assert {first, second} == set(expected)
+        else:
+            assert (first, second) == (-1, -1)
+    sufficient = generate("t1_len10", seed=1, index=1, mask="sufficient")
+    assert reference_vectors(sufficient) in ([], list(range(10))) or sufficient.target == "1"
+
+
+def test_training_split_of_t1_repeats_the_queried_feature():
+    train = load_split("t1_len30", "train", size=300, seed=0)
+    test = load_split("t1_len30", "test", size=100, seed=0)
+    hits_train = (train.vectors * train.query[:, None, :]).sum(dim=(1, 2))
+    hits_test = (test.vectors * test.query[:, None, :]).sum(dim=(1, 2))
+    assert hits_test.max() == 1 and hits_train.max() > 1
+
+
+def test_load_split_refuses_other_tasks():
+    with pytest.raises(ValueError, match="discrete-retrieval preset"):
+        load_split("addition_id", "test", size=2, seed=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_model_answers_and_attends(kind):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind=kind, d_model=16, ffn_dim=32)).eval()
+    batch = to_batch([generate("t7_len5", seed=0, index=i) for i in range(4)])
+    logits, attention = model(batch.vectors, batch.query)
+    assert logits.shape == (4,)
+    if kind == "lstm":
+        assert attention is None
+    else:
+        assert attention.shape == (4, 5)
+        torch.testing.assert_close(attention.sum(dim=1), torch.ones(4))
+
+
+def test_encoder_is_causal_so_a_later_vector_never_changes_an_earlier_representation():
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind="t+pos+att", d_model=16, ffn_dim=32)).eval()
+    batch = to_batch([generate("t6_len5", seed=0, index=i) for i in range(3)])
+    changed = batch.vectors.clone()
+    changed[:, -1] = 1.0 - changed[:, -1]
+
+    # With the decoder's weights of vector 0 alone: compare the encoder outputs directly.
+    def encode(vectors):
+        h = model.embed_input(vectors) + sinusoidal_encoding(5, 16)
+        causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+        return model.encoder(h, src_mask=causal)
+
+    torch.testing.assert_close(encode(batch.vectors)[:, :-1], encode(changed)[:, :-1])
+    assert not torch.allclose(encode(batch.vectors)[:, -1], encode(changed)[:, -1])
+
+
+def test_positional_encoding_matches_vaswani():
+    table = sinusoidal_encoding(3, 4)
+    assert table[0].tolist() == [0.0, 1.0, 0.0, 1.0]
+    assert table[2, 2].item() == pytest.approx(torch.sin(torch.tensor(2 / 100.0)).item())
+
+
+def test_model_config_names_bad_values():
+    with pytest.raises(ValueError, match="invalid model kind 'gru'.*lstm\\+att"):
+        ModelConfig(kind="gru")
+    with pytest.raises(ValueError, match="'dropout'"):
+        ModelConfig(dropout=1.0)
+    with pytest.raises(ValueError, match="'patience'"):
+        RecipeConfig(patience=-1)
+
+
+def test_attention_scores_use_the_reference_and_the_pair():
+    batch = to_batch([generate("t6_len5", seed=2, index=i) for i in range(40)])
+    # All attention on the later carrier (or the last vector when there is none).
+    alpha = torch.zeros(40, 5)
+    later = batch.carriers[:, 1].clamp(min=0)
+    alpha[torch.arange(40), later] = 1.0
+    scores = attention_scores(alpha, batch, torch.ones(40, dtype=torch.bool))
+    assert scores["later_minus_earlier"] == 1.0
+    assert scores["instances_with_pair"] == int((batch.carriers[:, 0] >= 0).sum())
+    assert 0.0 < scores["share_on_reference"] <= 1.0
+    assert scores["share_on_reference_wrong"] is None
+
+
+def test_one_tiny_run_keeps_the_best_epoch_and_is_seeded():
+    data = {
+        "train": load_split("t1_len5", "train", size=200, seed=0),
+        "validation": load_split("t1_len5", "validation", size=100, seed=0),
+        "test": load_split("t1_len5", "test", size=100, seed=0),
+    }
+    seen = []
+    recipe = RecipeConfig(epochs=3, batch_size=50, lr=3e-3)
+    result = run_one("t1_len5", "t-pos-att", 0, data, recipe, lambda e, a: seen.append(a))
+    assert len(seen) == result["epochs_run"] == 3
+    assert result["validation_accuracy"] == max(seen)
+    assert result["best_epoch"] == seen.index(max(seen)) + 1
+    assert 0.0 <= result["test_accuracy"] <= 1.0
+    assert result["attention"]["instances_with_reference"] > 0
+    again = run_one("t1_len5", "t-pos-att", 0, data, recipe)
+    assert again["test_accuracy"] == result["test_accuracy"]  # the seed fixes the run
+
+
+def test_command_writes_json_and_resumes(tmp_path, capsys):
+    out = tmp_path / "t6.json"
+    argv = [
+        "baselines", "--task", "T6", "--length", "5", "--models", "t-pos-att", "lstm",
+        "--seeds", "2", "--num-train", "40", "--num-validation", "20", "--num-test", "20",
+        "--epochs", "1", "--output", str(out), "--no-progress",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    document = json.loads(out.read_text())
+    assert document["settings"]["config"] == "t6_len5"
+    assert [(r["model"], r["seed"]) for r in document["runs"]] == [
+        ("t-pos-att", 0), ("t-pos-att", 1), ("lstm", 0), ("lstm", 1),
+    ]  # fmt: skip
+    assert set(document["summary"]) == {"t-pos-att", "lstm"}
+    assert document["summary"]["lstm"]["seeds"] == 2
+    printed = capsys.readouterr().out
+    assert "t6_len5 t-pos-att" in printed and "accuracy" in printed
+    seconds = [r["seconds"] for r in document["runs"]]
+    assert main(argv) == 0  # nothing left to do: the runs are kept, not redone
+    assert [r["seconds"] for r in json.loads(out.read_text())["runs"]] == seconds
+
+
+def test_command_errors_are_one_line(tmp_path, capsys):
+    assert main(["baselines", "--task", "T8", "--output", str(tmp_path / "x.json")]) == 2
+    assert "invalid --task 'T8'" in capsys.readouterr().err
+    assert main(["baselines", "--task", "T1", "--length", "1", "--output", "x.json"]) == 2
+    assert "'min_length'" in capsys.readouterr().err
+    assert fv.NUM_FEATURES == 36
