@@ -115,3 +115,25 @@ def test_include_path_with_the_hooks_off(request, tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["12", "True"]
+
+
+def test_lm_evals_kwargs_warning_is_printed_once_not_once_per_task(caplog):
+    import logging
+
+    from lm_eval_tasks import registration
+
+    registration.quiet_repeated_kwargs_warning()
+    registration.quiet_repeated_kwargs_warning()  # idempotent: one filter
+    logger = logging.getLogger("lm_eval.api.task")
+    assert sum(isinstance(f, registration._OnceFilter) for f in logger.filters) == 1
+    for f in logger.filters:
+        if isinstance(f, registration._OnceFilter):
+            f.seen = False  # whatever earlier tests in this process logged
+    with caplog.at_level(logging.WARNING, logger="lm_eval.api.task"):
+        for task in ("attnspan_reversal_id", "attnspan_addition_id", "attnspan_ffml_id"):
+            logger.warning(f"{task}: {registration.KWARGS_WARNING} in console (as json string)")
+        logger.warning("something else")
+        logger.warning("something else")
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum(registration.KWARGS_WARNING in m for m in messages) == 1
+    assert messages.count("something else") == 2

@@ -155,3 +155,32 @@ def test_unknown_metadata_is_refused_by_name(task_manager_for):
             tasks=["attnspan_reversal_id"],
             task_manager=task_manager_for({"attnspan": {"sise": 5}}),
         )
+
+
+def test_a_trained_model_folders_saved_prompt_layout_is_used_by_hf(
+    task_manager_for, tmp_path, save_llama, caplog
+):
+    """`--model hf --model_args pretrained=DIR` on a folder `attentionspan train` wrote: the
+    tasks read its attentionspan_run.json and prompt without an instruction, as it trained."""
+    import json
+
+    from tests.lm_eval_tasks.conftest import make_char_tokenizer
+
+    folder = save_llama(tmp_path / "final", make_char_tokenizer())
+    run = {"train": {}, "prompt": {"instruction": None, "num_fewshot": 0, "chat": False}}
+    (tmp_path / "final" / "attentionspan_run.json").write_text(json.dumps(run))
+    model_args = {"pretrained": folder, "device": "cpu", "dtype": "float32"}
+    results = lm_eval.simple_evaluate(
+        model="hf",
+        model_args=model_args,
+        tasks=["attnspan_reversal_id"],
+        task_manager=task_manager_for(model_args),  # what simple_evaluate builds itself
+        limit=2,
+        gen_kwargs="max_gen_toks=4",
+        bootstrap_iters=0,
+        log_samples=True,
+    )
+    samples = results["samples"]["attnspan_reversal_id"]
+    contexts = [s["arguments"][0][0] for s in samples]  # [(context, gen_kwargs)] per sample
+    assert contexts == [s["doc"]["prompt"] for s in samples]  # the bare prompt, no instruction
+    assert "using the prompt layout saved in" in caplog.text
