@@ -59,7 +59,7 @@ def main() -> None:
     saved = saved_run_config(args.model) if os.path.isdir(args.model) else None
     prompt = PromptConfig(**saved["prompt"]) if saved else PromptConfig()
     char_tok = CharTokenizer(tokenizer)
-    source = GeneratorSource(args.config, stream="test")
+    source = GeneratorSource(args.config, split="test")
     encodings = [prompt.encode(char_tok, source[i]) for i in range(args.num)]
     timed(model, char_tok, encodings[:4], 2)  # warm-up
     print(

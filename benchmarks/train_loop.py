@@ -35,12 +35,12 @@ def bare_loop(config, steps: int) -> tuple[float, float, int]:
     from harness.data import GeneratorSource, collate, training_indices
     from harness.models import load_model
     from harness.tokenization import CharTokenizer
-    from harness.train import TRAIN_STREAM, autocast, make_optimizer, make_scheduler
+    from harness.train import TRAIN_SPLIT, autocast, make_optimizer, make_scheduler
 
     model, tokenizer = load_model(config.model, scratch=config.scratch)
     char_tok = CharTokenizer(tokenizer)
     source = GeneratorSource(
-        config.config, seed=config.seed, stream=TRAIN_STREAM, size=config.train_size
+        config.config, seed=config.seed, split=TRAIN_SPLIT, size=config.train_size
     )
     order = training_indices(0, config.batch_size, 1, 0)
     batches = []

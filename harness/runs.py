@@ -26,6 +26,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from attentionspan_datasets.atomic import atomic_path, atomic_write_text
+
 RUN_CONFIG_FILE = "attentionspan_run.json"  # beside every checkpoint and final model
 TRAINING_STATE_FILE = "training_state.pt"  # optimizer and scheduler state (tensors only)
 TRAIN_CONFIG_FILE = "train_config.json"
@@ -99,13 +101,7 @@ def section(info: dict[str, Any], name: str, cls, folder: str | Path):
 
 
 def write_run_file(folder: Path, info: dict[str, Any]) -> None:
-    write_text_atomic(folder / RUN_CONFIG_FILE, json.dumps(info, indent=2) + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(folder / RUN_CONFIG_FILE, json.dumps(info, indent=2) + "\n")
 
 
 def versions() -> dict[str, str]:
@@ -158,24 +154,14 @@ def save_folder(
     accelerator.wait_for_everyone()
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.parent / f".{target.name}.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        accelerator.unwrap_model(model).save_pretrained(
-            staging, state_dict=state_dict, safe_serialization=True
-        )
-        tokenizer.save_pretrained(staging)
-        if training_state is not None:
-            torch.save(training_state, staging / TRAINING_STATE_FILE)
-        write_run_file(staging, run_info)
-        if target.exists():
-            old = target.parent / f".{target.name}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-            os.replace(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, target)
+        with atomic_path(target, directory=True) as staging:
+            accelerator.unwrap_model(model).save_pretrained(
+                staging, state_dict=state_dict, safe_serialization=True
+            )
+            tokenizer.save_pretrained(staging)
+            if training_state is not None:
+                torch.save(training_state, staging / TRAINING_STATE_FILE)
+            write_run_file(staging, run_info)
     accelerator.wait_for_everyone()
     return target
 

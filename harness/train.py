@@ -337,6 +337,7 @@ class Run:
     bar: Any
     lock: RunLock | None
     started: float  # perf_counter at step 0 of the whole run (elapsed time carried over)
+    cpu_start: float = field(default_factory=time.process_time)  # this invocation's CPU time
 
     @property
     def main(self) -> bool:
@@ -532,7 +533,8 @@ def log_step(run: Run, window: Window) -> None:
             "next_index": run.state.next_index,
             "elapsed_s": round(run.state.elapsed_s, 2),
             "tokens": run.state.tokens,
-            "cpu_s": round(time.process_time(), 3),
+            # CPU time of this invocation's loop: robust on a shared machine
+            "cpu_s": round(time.process_time() - run.cpu_start, 3),
         },
     )
 

@@ -4,6 +4,7 @@ torch import for commands that do not need it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +164,182 @@ def test_python_m_harness_train_gives_the_same_one_line_error(tmp_path):
     assert (
         done.stderr.strip() == "attentionspan train: error: 'lr' must be a finite number, got nan"
     )
+
+
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory):
+    """A run folder with a checkpoint at step 2 of 4 (killed there, as by kill -9)."""
+    from harness.train import TrainConfig, train
+    from tests.harness.test_train import TINY
+
+    out = tmp_path_factory.mktemp("interrupted") / "run"
+    config = TrainConfig(
+        output=str(out), lr=1e-3, max_steps=4, save_every=2, eval_size=4, scratch=TINY
+    )
+    train(config, stop_after=2, progress=False)
+    return out
+
+
+def copy_of(folder, tmp_path, name="copy"):
+    import shutil
+
+    return Path(shutil.copytree(folder, tmp_path / name))
+
+
+def with_run_file(tmp_path, tiny, content):
+    folder = copy_of(tiny, tmp_path)
+    (folder / "attentionspan_run.json").write_text(content)
+    return folder
+
+
+def with_pickled_weights(tmp_path, tiny):
+    import pickle
+
+    from safetensors.torch import load_file
+
+    folder = copy_of(tiny, tmp_path)
+    weights = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    weights["payload"] = Payload()
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(weights))
+    return folder
+
+
+def with_pickled_state(tmp_path, run):
+    import pickle
+
+    folder = copy_of(run, tmp_path)
+    state = {"optimizer": Payload(), "scheduler": {}}
+    (folder / "checkpoint-2" / "training_state.pt").write_bytes(pickle.dumps(state))
+    return folder
+
+
+class Payload:
+    def __reduce__(self):
+        return (print, ("payload ran",))
+
+
+TRAIN = ["train", "--model", "scratch", "--max-steps", "1", "--no-progress", *TINY_SCRATCH_ARGS]
+BAD_INPUTS = [
+    # (arguments, a fragment of the one error line); {out}: a fresh folder
+    (["--lr", "inf"], "'lr' must be a finite number, got inf"),
+    (["--max-grad-norm", "nan"], "'max_grad_norm' must be a finite number, got nan"),
+    (["--adam-eps=-inf"], "'adam_eps' must be a finite number, got -inf"),
+    (["--warmup-ratio", "nan"], "'warmup_ratio' must be a finite number"),
+    (["--scratch-max-positions", "16"], "context (max_position_embeddings = 16"),
+    # 301 characters at most, plus BOS and EOS
+    (["--config", "ffml_ood", "--scratch-max-positions", "64"], "'ffml_ood': 303 tokens"),
+    (["--resume"], "no checkpoint to resume"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS)
+def test_bad_training_input_is_one_line_naming_the_field(args, message, tmp_path, capsys):
+    assert main([*TRAIN, "--output", str(tmp_path / "out"), *args]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith("attentionspan train: error:") and message in line, line
+    assert not (tmp_path / "out" / "final").exists()
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda tmp, tiny: tmp / "nonexistent", "does not exist"),
+        (
+            lambda tmp, tiny: with_run_file(tmp, tiny, "{broken"),
+            "attentionspan_run.json: not valid JSON",
+        ),
+        (
+            lambda tmp, tiny: with_run_file(tmp, tiny, '{"prompt": {"colour": 1}}'),
+            "attentionspan_run.json: unknown key(s) prompt.colour",
+        ),
+        (
+            lambda tmp, tiny: with_run_file(tmp, tiny, '{"prompt": {"num_fewshot": "x"}}'),
+            "attentionspan_run.json: 'prompt'",
+        ),
+        (with_pickled_weights, "refused to unpickle"),
+    ],
+)
+def test_bad_model_folders_are_one_line(make, message, tmp_path, tiny_model_dirs, capsys):
+    folder = make(tmp_path, tiny_model_dirs["llama"])
+    assert main(["eval", "--model", str(folder), "--configs", "reversal_id", "-n", "2"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert "payload ran" not in captured.out + captured.err
+
+
+def test_a_pickled_training_state_is_refused_on_resume(interrupted_run, tmp_path, capsys):
+    folder = with_pickled_state(tmp_path, interrupted_run)
+    assert main(["train", "--output", str(folder), "--resume", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "training_state.pt: not a tensors-only file (refused" in err[0], err
+    assert "payload ran" not in captured.out + captured.err
+
+
+def test_resume_refuses_options_that_differ_from_the_saved_run(interrupted_run, capsys):
+    out = str(interrupted_run)
+    args = ["train", "--output", out, "--resume", "--lr", "5e-6", "--config", "addition_id"]
+    assert main(args) == 2
+    line = one_error_line(capsys)
+    assert "--resume continues the saved run unchanged; these options differ from it:" in line
+    assert "--lr 5e-06 (saved: 0.001)" in line
+    assert "--config 'addition_id' (saved: 'reversal_id')" in line
+    # Giving the saved values again is fine (--lr 1e-3), and so is --no-progress.
+    from harness.train import TrainConfig, train
+
+    config = TrainConfig(output=out)
+    assert train(config, resume=True, stop_after=1, progress=False, requested={"lr": 1e-3})
+
+
+def test_a_second_run_in_the_same_folder_is_refused(tmp_path, capsys):
+    from harness.runs import RunLock
+
+    with RunLock(tmp_path / "out"):
+        assert main([*TRAIN, "--output", str(tmp_path / "out")]) == 2
+    line = one_error_line(capsys)
+    assert f"run folder {str(tmp_path / 'out')!r} is in use by pid {os.getpid()}" in line
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_a_checkpoint_that_resume_continues(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    command = [
+        sys.executable,
+        "-m",
+        "harness.train",
+        "--output",
+        str(out),
+        "--max-steps",
+        "100000",
+        "--log-every",
+        "1",
+        "--lr",
+        "1e-3",
+        "--no-progress",
+        *TINY_SCRATCH_ARGS,
+    ]
+    process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    log = out / "log.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (log.is_file() and len(log.read_text().splitlines()) >= 3):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-2000:]
+    lines = err.strip().splitlines()
+    assert lines[-1] == "attentionspan train: interrupted"
+    assert "continue with: attentionspan train --output" in lines[-2]
+    checkpoints = list(out.glob("checkpoint-*"))
+    assert len(checkpoints) == 1
+    step = int(checkpoints[0].name.split("-")[1])
+    assert step >= 3
+    from harness.train import TrainConfig, train
+
+    train(TrainConfig(output=str(out)), resume=True, stop_after=1, progress=False)
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert last["step"] == step + 1

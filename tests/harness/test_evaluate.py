@@ -83,17 +83,42 @@ class StandInLM(torch.nn.Module):
         return torch.device("cpu")
 
 
-def run_stand_in(char_tokenizer, answer, tf_wrong=lambda i, t: False, num=12):
+def run_stand_in(char_tokenizer, answer, tf_wrong=lambda i, t: False, num=12, config="reversal_id"):
     char_tok = CharTokenizer(char_tokenizer)
     from harness.data import GeneratorSource
 
-    source = GeneratorSource("reversal_id", split="test")
+    source = GeneratorSource(config, split="test")
     instances = [source[i] for i in range(num)]
     model = StandInLM(char_tok, instances, answer, tf_wrong)
     results, records = evaluate_model(
-        model, char_tokenizer, ["reversal_id"], num, batch_size=5, prompt=PromptConfig()
+        model, char_tokenizer, [config], num, batch_size=5, prompt=PromptConfig()
     )
-    return instances, results["reversal_id"], records["reversal_id"]
+    return instances, results[config], records[config]
+
+
+def test_eval_reports_through_the_shared_aggregate(char_tokenizer):
+    """Overall, per length and per bin numbers are `metrics.aggregate`'s (lm-eval's)."""
+    from attentionspan_datasets.metrics import aggregate
+
+    def answer(x):  # right on even indices, one wrong character on odd ones
+        return x.target if x.index % 2 == 0 else x.target[:-1] + "#"
+
+    _, res, records = run_stand_in(char_tokenizer, answer, num=40, config="reversal_ood")
+    shared = aggregate(records).to_dict()
+    assert any("-" in name for name in res["per_bin"])  # 11-50 characters: bins of lengths
+    for key in ("count", "exact_match", "partial_acc"):
+        assert res[key] == shared[key]
+        for group in ("per_length", "per_bin"):
+            kept = {k: v for k, v in shared[group].items() if v["count"]}
+            assert {k: v[key] for k, v in res[group].items()} == {
+                k: v[key] for k, v in kept.items()
+            }
+    for name, row in res["per_bin"].items():
+        first, _, last = name.partition("-")
+        rows = [r for r in records if int(first) <= r["length"] <= int(last or first)]
+        assert row["tf_token_acc"] == pytest.approx(
+            sum(r["tf_token_acc"] for r in rows) / len(rows)
+        )
 
 
 def test_metrics_of_a_perfect_model(char_tokenizer):
@@ -196,3 +221,28 @@ def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
         json.loads((tmp_path / d / "results.json").read_text())["results"] for d in ("one", "two")
     ]
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("preset", ["reversal_id", "successor_id", "addition_id"])
+def test_eval_scores_the_rows_of_the_datasets_test_split(preset, tmp_path, char_tokenizer):
+    """`attentionspan eval` and `load_dataset("attentionspan", preset, split="test")` see the
+    same rows in the same order (the builder is built directly, as tests/test_builder.py)."""
+    import warnings
+
+    from attentionspan_datasets.builder import AttentionSpan
+    from harness.data import instance_from_row
+
+    builder = AttentionSpan(
+        config_name=preset, cache_dir=str(tmp_path), num_train=20, num_validation=5, num_test=12
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # small-space notes
+        builder.download_and_prepare()
+    test = builder.as_dataset(split="test")
+    rows = [instance_from_row(r) for r in test]
+    model = StandInLM(CharTokenizer(char_tokenizer), rows, lambda x: x.target)
+    results, records = evaluate_model(model, char_tokenizer, [preset], 12, batch_size=5)
+    assert [r["prompt"] for r in records[preset]] == test["prompt"]
+    assert [r["target"] for r in records[preset]] == test["target"]
+    assert [r["index"] for r in records[preset]] == test["index"]
+    assert results[preset]["exact_match"] == 1.0 and results[preset]["count"] == 12

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,15 +71,57 @@ def test_a_run_writes_model_config_log_and_keeps_the_last_checkpoints(tmp_path):
 def test_resume_gives_the_uninterrupted_run(tmp_path):
     straight = train(tiny_config(tmp_path / "a", save_every=3), progress=False)
     interrupted = tiny_config(tmp_path / "b", save_every=3)
-    train(interrupted, stop_after=3, progress=False)
+    # Killed after step 4: step 4 is logged, but the last checkpoint is at step 3.
+    train(interrupted, stop_after=4, progress=False)
     assert not (tmp_path / "b" / "final").exists()
+    assert [r["step"] for r in log_lines(tmp_path / "b")] == [2, 4]
     resumed = train(TrainConfig(output=str(tmp_path / "b")), resume=True, progress=False)
     a, b = weights(straight), weights(resumed)
     assert a.keys() == b.keys()
     for name in a:
         assert torch.allclose(a[name], b[name], atol=1e-6), name
-    indices = [[r["next_index"] for r in log_lines(tmp_path / d) if "loss" in r] for d in "ab"]
-    assert indices[0] == indices[1]
+    # The log does not repeat step 4, and the token count goes on from the checkpoint.
+    logs = [[r for r in log_lines(tmp_path / d) if "loss" in r] for d in "ab"]
+    for key in ("step", "next_index", "tokens"):
+        assert [r[key] for r in logs[0]] == [r[key] for r in logs[1]], key
+    states = [
+        json.loads((d / "attentionspan_run.json").read_text())["state"] for d in (straight, resumed)
+    ]
+    assert states[0]["tokens"] == states[1]["tokens"] == logs[0][-1]["tokens"] > 0
+
+
+def test_the_data_are_the_train_split_and_validation_the_validation_split(tmp_path):
+    from attentionspan_datasets.splits import split_instance
+    from harness.train import VALIDATION_SPLIT, make_source
+
+    source = make_source(tiny_config(tmp_path, seed=3))
+    assert [source[i] for i in range(5)] == [
+        split_instance("reversal_id", seed=3, split="train", index=i) for i in range(5)
+    ]
+    assert VALIDATION_SPLIT == "validation"
+
+
+def test_a_loss_that_becomes_inf_or_nan_stops_the_run_keeping_the_last_checkpoint(tmp_path):
+    # A finite but absurd learning rate blows the weights up within a few steps.
+    config = tiny_config(tmp_path, lr=1e30, max_grad_norm=0.0, save_every=1, max_steps=40)
+    with pytest.raises(
+        ValueError, match=r"became (nan|inf|-inf) at step (\d+); the run stopped"
+    ) as error:
+        train(config, progress=False)
+    failed = int(re.search(r"at step (\d+)", str(error.value)).group(1))
+    assert failed >= 2 and "\n" not in str(error.value)
+    kept = sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*"))
+    assert kept[-1] == failed - 1  # nothing saved for the bad step
+    assert f"the last good checkpoint is {tmp_path / f'checkpoint-{failed - 1}'}" in str(
+        error.value
+    )
+    assert not (tmp_path / "final").exists()
+
+
+def test_a_model_with_a_short_context_is_refused(tmp_path):
+    short = ScratchConfig(**{**TINY.__dict__, "max_positions": 16})
+    with pytest.raises(ValueError, match=r"context \(max_position_embeddings = 16.*23 tokens"):
+        train(tiny_config(tmp_path, scratch=short), progress=False)
 
 
 def test_resume_without_checkpoint_is_refused(tmp_path):
