@@ -206,6 +206,7 @@ def run_sweep(
     metric: str = "partial_acc",
     with_id: bool = True,
     progress: Callable[[str], None] | None = None,
+    id_guard: float | None = None,
 ) -> dict[str, Any]:
     """Score the grid on validation, choose there, report the choice and controls on test.
 
@@ -213,6 +214,12 @@ def run_sweep(
     `chosen` (the setting), `test` (summary and paired gains over the baseline per setting),
     `id` (the same settings on the ID stream, where the intervention must not break the
     task), and `records` (per-instance records of every test / ID setting, for plots).
+
+    With `id_guard`, every grid point is also scored on the ID *validation* stream
+    ("id_validation"), and only settings whose ID exact match stays within `id_guard` of the
+    baseline's may be chosen (FINDINGS: on a shallow model the top heads' reinforcement
+    lifts OOD and collapses ID); if none does, the choice is made among all and
+    `id_guard_kept` is empty.
     """
     say = progress or (lambda message: None)
     settings = list(settings)
@@ -221,7 +228,22 @@ def run_sweep(
     say(f"validation: baseline and {len(settings)} settings")
     validation_records = evaluate([BASELINE, *settings], "validation")
     scored = {k: v for k, v in validation_records.items() if k != BASELINE.name}
-    chosen_name = select(scored, metric)
+    eligible = scored
+    guard: dict[str, Any] = {}
+    if id_guard is not None:
+        if id_guard < 0:
+            raise ValueError(f"id_guard must be >= 0, got {id_guard}")
+        say(f"id validation (guard {id_guard}): baseline and {len(settings)} settings")
+        id_validation = evaluate([BASELINE, *settings], "id_validation")
+        floor = score_of(id_validation[BASELINE.name], "exact_match") - id_guard
+        kept = [n for n in scored if score_of(id_validation[n], "exact_match") >= floor - 1e-12]
+        eligible = {n: scored[n] for n in kept} or scored
+        guard = {
+            "id_guard": id_guard,
+            "id_guard_kept": kept,
+            "id_validation": {n: summarise(r) for n, r in id_validation.items()},
+        }
+    chosen_name = select(eligible, metric)
     chosen = next(s for s in settings if s.name == chosen_name)
 
     reported = [BASELINE, chosen, *control_settings(chosen, control_seeds)]
@@ -245,6 +267,7 @@ def run_sweep(
             if name != BASELINE.name
         },
         "records": {"test": test_records},
+        **guard,
     }
     if with_id:
         say(f"id: {', '.join(s.name for s in reported)}")

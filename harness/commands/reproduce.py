@@ -88,6 +88,13 @@ def add_arguments(parser) -> None:
         "--metric", choices=("partial_acc", "exact_match"), default=None, help="chosen by"
     )
     sweep.add_argument(
+        "--id-guard",
+        type=float,
+        default=None,
+        metavar="DROP",
+        help="choose only settings whose ID validation exact match drops at most DROP",
+    )
+    sweep.add_argument(
         "--ood",
         action="append",
         default=None,
@@ -145,6 +152,7 @@ def config_from_args(args):
         "control_seeds",
         "metric",
         "threads",
+        "id_guard",
     ):
         value = getattr(args, name)
         if value is not None:

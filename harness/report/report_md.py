@@ -58,6 +58,7 @@ def command_for(cfg) -> str:
         ("metric", "--metric"),
         ("device", "--device"),
         ("threads", "--threads"),
+        ("id_guard", "--id-guard"),
     ):
         value = getattr(cfg, name)
         if value != getattr(default, name) and not (name == "train_steps" and not cfg.quick):
@@ -167,6 +168,19 @@ def sweep_section(task, folder: Path, command: str) -> list[str]:
         label=f"OOD validation {metric.replace('_', ' ')}",
     )
     n_val = validation["baseline"]["n"]
+    if "id_guard" in sweep:
+        kept = sweep["id_guard_kept"]
+        lines += [
+            f"ID guard: only settings whose exact match on {n_val} ID validation instances "
+            f"stays within {sweep['id_guard']} of the baseline's "
+            f"({_n(sweep['id_validation']['baseline']['exact_match'])}) could be chosen: "
+            + (
+                f"{len(kept)} of {len(grid['names'])} did."
+                if kept
+                else "none did, so the choice was made among all."
+            ),
+            "",
+        ]
     lines += [
         f"Every setting scored on {n_val} OOD *validation* instances (free-running greedy "
         f"answers); the best by {metric} is chosen there: **{sweep['chosen_name']}** "

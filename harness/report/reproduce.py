@@ -77,6 +77,7 @@ class ReproduceConfig:
     head_threshold: float = 0.0  # ranking counts only weights above this
     control_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     metric: str = "partial_acc"  # what the sweep maximises on validation
+    id_guard: float | None = None  # choose only settings within this of ID validation exact
     ood: dict[str, Any] = field(default_factory=dict)  # parameter overrides of the OOD preset
     device: str = "auto"
     threads: int = 0  # torch CPU threads; 0: torch's default
@@ -84,6 +85,8 @@ class ReproduceConfig:
 
     def __post_init__(self) -> None:
         positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
+        if self.id_guard is not None and self.id_guard < 0:
+            raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
         if self.threads < 0:
             raise ValueError(f"'threads' must be >= 0, got {self.threads}")
         for name in (*positive, "train_steps"):
@@ -192,6 +195,7 @@ STREAMS = {
     "validation": ("ood", "validation", "num_validation"),
     "test": ("ood", "test", "num_test"),
     "id": ("id", "test", "num_test"),
+    "id_validation": ("id", "validation", "num_validation"),  # with --id-guard
 }
 
 
@@ -404,6 +408,7 @@ class TaskRun:
             control_seeds=self.cfg.control_seeds,
             metric=self.cfg.metric,
             progress=self.log,
+            id_guard=self.cfg.id_guard,
         )
         result["grid"] = {
             "counts": counts,

@@ -89,3 +89,23 @@ def test_select_tie_break_and_metric_check():
     assert select({"x": records(0.5), "y": records(0.5)}) == "x"
     with pytest.raises(ValueError, match="metric must be one of"):
         select({"x": records(0.5)}, metric="bleu")
+
+
+def test_id_guard_excludes_settings_that_break_id():
+    a = Setting(heads="top", n=1, strength=2.0)  # best on OOD validation, breaks ID
+    b = Setting(heads="top", n=1, strength=1.0)
+
+    def evaluate(settings, stream):
+        def value(s):
+            if stream == "id_validation":
+                return {"baseline": 1.0, a.name: 0.0}.get(s.name, 1.0)
+            return {a.name: 0.9, b.name: 0.5}.get(s.name, 0.2)
+
+        return {
+            s.name: [dict(r, exact_match=value(s)) for r in records(value(s))] for s in settings
+        }
+
+    assert run_sweep(evaluate, [a, b], control_seeds=(0,), with_id=False)["chosen_name"] == a.name
+    guarded = run_sweep(evaluate, [a, b], control_seeds=(0,), with_id=False, id_guard=0.05)
+    assert guarded["chosen_name"] == b.name
+    assert guarded["id_guard_kept"] == [b.name]

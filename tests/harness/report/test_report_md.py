@@ -39,6 +39,7 @@ def parse(command: str) -> ReproduceConfig:
             ood={"max_length": 20},
             device="cpu",
             threads=2,
+            id_guard=0.05,
         ),
         ReproduceConfig(quick=True, output="q", tasks=["reversal"], train_steps=100, **QUICK_SIZES),
         ReproduceConfig(quick=True, output="q", **{**QUICK_SIZES, "num_test": 10}),
