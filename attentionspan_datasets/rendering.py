@@ -14,7 +14,7 @@ import json
 import textwrap
 from json.encoder import c_make_encoder, encode_basestring
 
-from attentionspan_datasets.tasks.base import Instance
+from attentionspan_datasets.tasks.base import Instance, TaskConfig, get_task
 
 MAX_ROWS = 200  # target rows drawn at most
 MAX_COLUMNS = 1000  # columns drawn at most: the last ones before the last drawn row
@@ -66,6 +66,37 @@ def to_json_line(instance: Instance) -> str:
             "params": instance.params,
         }
     )
+
+
+class JsonLines:
+    """`to_json_line` for a stream of one config, faster: for a task whose masks depend on
+    the layout alone (`Task.layout_masks`), the reference is serialised once per layout,
+    keyed by the params' JSON and the prompt and target lengths (which hold the layout),
+    and reused. A bounded cache."""
+
+    MAX_CACHED = 4096
+
+    def __init__(self, config: TaskConfig):
+        self.cache: dict[str, str] = {} if get_task(config.task_name).layout_masks else None
+
+    def __call__(self, instance: Instance) -> str:
+        if self.cache is None:
+            return to_json_line(instance)
+        params = _encode_row(instance.params)
+        layout = f"{len(instance.prompt)} {len(instance.target)} {params}"
+        reference = self.cache.get(layout)
+        if reference is None:
+            if len(self.cache) >= self.MAX_CACHED:
+                self.cache.clear()
+            reference = self.cache[layout] = _encode_row(instance.reference)
+        return (
+            f'{{"task": {encode_basestring(instance.task)}, '
+            f'"config": {encode_basestring(instance.config)}, '
+            f'"index": {instance.index}, '
+            f'"prompt": {encode_basestring(instance.prompt)}, '
+            f'"target": {encode_basestring(instance.target)}, '
+            f'"reference": {reference}, "params": {params}}}'
+        )
 
 
 def _clip(text: str, width: int | None) -> str:

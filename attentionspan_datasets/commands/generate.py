@@ -23,7 +23,7 @@ from attentionspan_datasets.generation import (
     resolve_config,
 )
 from attentionspan_datasets.presets import PRESETS
-from attentionspan_datasets.rendering import legend, render_mask, render_text, to_json_line
+from attentionspan_datasets.rendering import JsonLines, legend, render_mask, render_text
 from attentionspan_datasets.tasks import get_task
 
 PROGRESS_THRESHOLD = 10_000  # below this, a progress bar is noise
@@ -97,7 +97,8 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.start < 0:
         raise ValueError(f"--start must be >= 0, got {args.start}")
     params = parse_params(args.config, args.param)
-    render = to_json_line if args.format == "jsonl" else render_text
+    config = resolve_config(args.config, **params)
+    render = JsonLines(config) if args.format == "jsonl" else render_text
     instances = iter_instances(args.config, args.seed, args.start, args.start + args.num, **params)
     write = sys.stdout.write
     with tqdm(

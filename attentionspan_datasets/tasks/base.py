@@ -246,12 +246,22 @@ class Task:
     generate: GenerateFn
     oracle: OracleFn
     description: str
+    # True when `reference` is a function of the config, `params` and the lengths of prompt
+    # and target alone (the layout): writers may then serialise it once per layout
+    # (rendering.JsonLines).
+    layout_masks: bool = False
 
 
 TASKS: dict[str, Task] = {}
 
 
-def register_task(name: str, config_class: type, generate: GenerateFn, oracle: OracleFn) -> Task:
+def register_task(
+    name: str,
+    config_class: type,
+    generate: GenerateFn,
+    oracle: OracleFn,
+    layout_masks: bool = False,
+) -> Task:
     """Add a task to the registry; refuses duplicates and configs that are not dataclasses."""
     if name in TASKS:
         raise ValueError(f"task {name!r} is already registered")
@@ -259,9 +269,20 @@ def register_task(name: str, config_class: type, generate: GenerateFn, oracle: O
         raise TypeError(f"config of task {name!r} must be a TaskConfig dataclass")
     config_class.task_name = name
     doc = sys.modules[generate.__module__].__doc__ or ""
-    task = Task(name, config_class, generate, oracle, doc.strip().splitlines()[0] if doc else "")
+    summary = doc.strip().splitlines()[0] if doc else ""
+    task = Task(name, config_class, generate, oracle, summary, layout_masks)
     TASKS[name] = task
     return task
+
+
+def randbelow(rng: random.Random, n: int) -> int:
+    """`rng.randrange(n)`, the same number, without randrange's and randint's Python-level
+    argument checks (three calls per draw: a fifth of a multiplication instance)."""
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r
 
 
 def get_task(name: str) -> Task:

@@ -34,6 +34,7 @@ from attentionspan_datasets.tasks.base import (
     REJECTED,
     Instance,
     TaskConfig,
+    randbelow,
     register_task,
     uniform_bytes,
 )
@@ -76,15 +77,16 @@ class FlipFlopConfig(TaskConfig):
 
 
 def generate(rng: random.Random, config: FlipFlopConfig) -> Instance:
-    count = rng.randint(config.min_instructions, config.max_instructions) - 1
+    low, high = config.min_instructions, config.max_instructions
+    count = low + randbelow(rng, high - low + 1) - 1
     flip_weight = config.flip_weight if config.use_flip else 0
     weights = (config.write_weight, config.read_weight, config.ignore_weight, flip_weight)
     ops, registers = _draw_heads(rng, _head_tables(weights, config.num_registers), count)
     bits = format(rng.getrandbits(count), f"0{count}b")
-    read_register = REGISTER_NAMES[rng.randrange(config.num_registers)]
+    read_register = REGISTER_NAMES[randbelow(rng, config.num_registers)]
     if "w" + read_register not in _pairs(ops, registers):
         # Overwrite one instruction, chosen uniformly, with a write to the read register.
-        k = rng.randrange(count)
+        k = randbelow(rng, count)
         ops = f"{ops[:k]}w{ops[k + 1 :]}"
         registers = f"{registers[:k]}{read_register}{registers[k + 1 :]}"
     return _render(ops, registers, bits, read_register, config)

@@ -27,7 +27,7 @@ import functools
 import random
 from dataclasses import dataclass
 
-from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
+from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow, register_task
 
 NAME = "long_addition"
 MAX_OPERANDS = 10  # the sufficient oracle recovers each carry mod 10: carries must stay < 10
@@ -54,10 +54,12 @@ class AdditionConfig(TaskConfig):
 def draw_number(rng: random.Random, min_digits: int, max_digits: int) -> int:
     """A number of d digits, d uniform in [min_digits, max_digits], the value uniform among
     the d-digit numbers (d = 1 includes 0). Shared with long multiplication."""
-    digits = rng.randint(min_digits, max_digits)
+    # randbelow(rng, n) draws what rng.randint(low, low + n - 1) - low would, faster.
+    digits = min_digits + randbelow(rng, max_digits - min_digits + 1)
     if digits == 1:
-        return rng.randint(0, 9)
-    return rng.randint(10 ** (digits - 1), 10**digits - 1)
+        return randbelow(rng, 10)
+    low = 10 ** (digits - 1)
+    return low + randbelow(rng, 10 * low - low)
 
 
 def generate(rng: random.Random, config: AdditionConfig) -> Instance:
@@ -146,4 +148,4 @@ def oracle(visible: list, params: dict, i: int) -> str:
     return column_digit(visible, operand_starts(widths), widths, result_start, i)
 
 
-register_task(NAME, AdditionConfig, generate, oracle)
+register_task(NAME, AdditionConfig, generate, oracle, layout_masks=True)

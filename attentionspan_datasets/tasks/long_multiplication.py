@@ -159,4 +159,4 @@ def oracle(visible: list, params: dict, i: int) -> str:
     return column_digit(visible, starts, row_widths, pos, offset - pos)
 
 
-register_task(NAME, MultiplicationConfig, generate, oracle)
+register_task(NAME, MultiplicationConfig, generate, oracle, layout_masks=True)

@@ -14,7 +14,7 @@ import random
 import string
 from dataclasses import dataclass
 
-from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
+from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow, register_task
 
 NAME = "string_reversal"
 SEPARATOR = "="
@@ -37,7 +37,7 @@ class ReversalConfig(TaskConfig):
 
 
 def generate(rng: random.Random, config: ReversalConfig) -> Instance:
-    length = rng.randint(config.min_length, config.max_length)
+    length = config.min_length + randbelow(rng, config.max_length - config.min_length + 1)
     chars = "".join(rng.choices(config.charset, k=length))
     target = chars[::-1]
     reference = [[length - 1 - i] for i in range(length)]
@@ -48,4 +48,4 @@ def oracle(visible: list, params: dict, i: int) -> str:
     return visible[params["length"] - 1 - i]
 
 
-register_task(NAME, ReversalConfig, generate, oracle)
+register_task(NAME, ReversalConfig, generate, oracle, layout_masks=True)

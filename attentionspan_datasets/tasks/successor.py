@@ -27,7 +27,7 @@ import functools
 import random
 from dataclasses import dataclass
 
-from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
+from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow, register_task
 
 NAME = "successor"
 COUNT_SEPARATOR = ":"
@@ -55,8 +55,8 @@ class SuccessorConfig(TaskConfig):
 
 
 def generate(rng: random.Random, config: SuccessorConfig) -> Instance:
-    start = rng.randint(config.min_start, config.max_start)
-    count = rng.randint(config.min_count, config.max_count)
+    start = config.min_start + randbelow(rng, config.max_start - config.min_start + 1)
+    count = config.min_count + randbelow(rng, config.max_count - config.min_count + 1)
     return make_instance(start, count, config)
 
 
@@ -125,4 +125,4 @@ def oracle(visible: list, params: dict, i: int) -> str:
     raise ValueError(f"{NAME}: target index {i} is past the layout {widths}")
 
 
-register_task(NAME, SuccessorConfig, generate, oracle)
+register_task(NAME, SuccessorConfig, generate, oracle, layout_masks=True)

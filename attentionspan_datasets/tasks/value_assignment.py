@@ -28,6 +28,7 @@ from attentionspan_datasets.tasks.base import (
     REJECTED,
     Instance,
     TaskConfig,
+    randbelow,
     register_task,
     uniform_bytes,
 )
@@ -74,8 +75,9 @@ class ValueAssignmentConfig(TaskConfig):
 
 
 def generate(rng: random.Random, config: ValueAssignmentConfig) -> Instance:
-    size = rng.randint(config.min_table_size, config.max_table_size)
-    length = rng.randint(config.min_length, config.max_length)
+    low, high = config.min_table_size, config.max_table_size
+    size = low + randbelow(rng, high - low + 1)
+    length = config.min_length + randbelow(rng, config.max_length - config.min_length + 1)
     keys = _draw_keys(rng, config.input_alphabet, size)
     values = _draw(rng, config.output_alphabet, size)
     pairs = _indices(rng, size, length)  # the table pair of each string symbol

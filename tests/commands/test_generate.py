@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from attentionspan_datasets import PRESETS, generate, iter_instances
+from attentionspan_datasets import PRESETS, generate, iter_instances, resolve_config
 from attentionspan_datasets.cli import main
-from attentionspan_datasets.rendering import render_mask, to_json_line
+from attentionspan_datasets.rendering import JsonLines, render_mask, to_json_line
 
 
 def run_cli(capsys, *argv):
@@ -223,5 +223,18 @@ def test_json_lines_equal_json_dumps_of_the_row():
         for instance in iter_instances(preset, stop=20):
             expected = json.dumps(instance.to_dict(), ensure_ascii=False)
             assert to_json_line(instance) == expected
+    # The CLI's writer caches each layout's reference: the same lines, variants included.
+    for config, overrides in [
+        ("addition", {"padding": True, "num_operands": 5}),
+        ("multiplication", {"padding": True}),
+        ("successor", {"min_start": 0, "max_start": 10**6, "max_count": 30}),
+        ("multiplication_ood", {"mask": "sufficient"}),
+        ("successor_ood", {"mask": "minimal"}),
+        ("ffml_ood", {}),
+    ]:
+        resolved = resolve_config(config, **overrides)
+        writer = JsonLines(resolved)
+        for instance in iter_instances(resolved, stop=1500):
+            assert writer(instance) == json.dumps(instance.to_dict(), ensure_ascii=False)
     odd = generate("reversal", charset='a"\\\u00e9\u0001b', min_length=20, max_length=20)
     assert json.loads(to_json_line(odd)) == odd.to_dict()
