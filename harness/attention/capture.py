@@ -454,7 +454,8 @@ def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[Atte
         state.forward_calls = 0
 
     def post_hook(_module, _args, _kwargs, _output):
-        if state.forward_calls == 0:
+        # Only the innermost of nested contexts receives the calls.
+        if state.forward_calls == 0 and _STATE.get() is state:
             raise AttentionCaptureError(
                 f"{type(model).__name__}'s attention does not dispatch through transformers' "
                 "AttentionInterface; capture cannot serve this architecture"

@@ -384,3 +384,15 @@ def test_the_implementation_name_is_registered_and_state_does_not_leak(tiny_mode
             assert torch.equal(model(**inputs).logits, plain)
         finally:
             model.set_attn_implementation("eager")
+
+
+def test_nested_contexts_record_in_the_innermost(tiny_models):
+    model = tiny_models["llama"]
+    inputs, _ = padded([6], 6)
+    with torch.no_grad(), capture_attention(model, AttentionPlan(rollout=True)) as outer:
+        with capture_attention(model, AttentionPlan(rollout=True)) as inner:
+            model(**inputs)
+        assert model.config._attn_implementation == ATTENTION_NAME
+        model(**inputs)
+    assert model.config._attn_implementation == "eager"
+    assert inner.calls == LAYERS and outer.calls == LAYERS
