@@ -603,7 +603,7 @@ def stop_on_signals():
 def stop_with_checkpoint(run: Run) -> None:
     """Save where the run stands and end it as an interruption (exit status 130)."""
     name = f"{CHECKPOINT_PREFIX}{run.state.step}"
-    if not (run.output / name / RUN_CONFIG_FILE).is_file():
+    if not due(run.state.step, run.config.save_every):  # else it was saved just now
         save_checkpoint(run, name)
     if run.main:
         print(
@@ -626,7 +626,11 @@ def stop_on_bad_loss(run: Run, error: LossNotFinite) -> None:
 
 def finish(run: Run) -> Path:
     """The final evaluation on the validation split, and the final model."""
-    scores = evaluate_validation(run)
+    try:
+        scores = evaluate_validation(run)
+    except KeyboardInterrupt:  # Ctrl-C during the last evaluation: keep the trained steps
+        stop_with_checkpoint(run)
+        raise
     run.state.elapsed_s = time.perf_counter() - run.started
     if run.main:
         print(
