@@ -78,10 +78,17 @@ class JsonLines:
 
     def __init__(self, config: TaskConfig):
         self.cache: dict[str, str] = {} if get_task(config.task_name).layout_masks else None
+        self.head = ("", "")  # (task, config) and their JSON start, fixed for a stream
 
     def __call__(self, instance: Instance) -> str:
         if self.cache is None:
             return to_json_line(instance)
+        if self.head[0] != (instance.task, instance.config):
+            self.head = (
+                (instance.task, instance.config),
+                f'{{"task": {encode_basestring(instance.task)}, '
+                f'"config": {encode_basestring(instance.config)}, "index": ',
+            )
         params = _encode_row(instance.params)
         layout = f"{len(instance.prompt)} {len(instance.target)} {params}"
         reference = self.cache.get(layout)
@@ -90,10 +97,7 @@ class JsonLines:
                 self.cache.clear()
             reference = self.cache[layout] = _encode_row(instance.reference)
         return (
-            f'{{"task": {encode_basestring(instance.task)}, '
-            f'"config": {encode_basestring(instance.config)}, '
-            f'"index": {instance.index}, '
-            f'"prompt": {encode_basestring(instance.prompt)}, '
+            f'{self.head[1]}{instance.index}, "prompt": {encode_basestring(instance.prompt)}, '
             f'"target": {encode_basestring(instance.target)}, '
             f'"reference": {reference}, "params": {params}}}'
         )

@@ -34,7 +34,14 @@ TARGET_OOD = 25_000  # instances/s through the API, every _ood preset and mask
 TARGET_CLI_SHARE = 0.8  # the CLI's jsonl rate over the API's
 
 
-def measure(preset: str, mask: str, seconds: float) -> dict:
+def measure(preset: str, mask: str, seconds: float, repeat: int) -> dict:
+    """The best of `repeat` runs of `seconds / repeat` CPU-seconds each: on a shared
+    machine, contention only ever slows a run down, so the fastest is the least disturbed."""
+    runs = [_measure(preset, mask, seconds / repeat) for _ in range(repeat)]
+    return max(runs, key=lambda r: r["inst_s"])
+
+
+def _measure(preset: str, mask: str, seconds: float) -> dict:
     stream = iter_instances(preset, seed=0, mask=mask)
     count = tokens = refs = dense = 0
     # CPU time of this process: the machine is shared, and the target is per core.
@@ -58,27 +65,29 @@ def measure(preset: str, mask: str, seconds: float) -> dict:
     }
 
 
-def api_rate(preset: str, seconds: float) -> float:
+def api_rate(preset: str, seconds: float, repeat: int) -> float:
     """Instances/s of iter_instances alone (paper mask), the CLI's reference rate."""
-    stream = iter_instances(preset, seed=1234)
-    count, start = 0, time.process_time()
-    while time.process_time() - start < seconds:
-        for _ in range(500):
-            next(stream)
-        count += 500
-    return count / (time.process_time() - start)
+    rates = []
+    for _ in range(repeat):
+        stream = iter_instances(preset, seed=1234)
+        count, start = 0, time.process_time()
+        while time.process_time() - start < seconds / repeat:
+            for _ in range(500):
+                next(stream)
+            count += 500
+        rates.append(count / (time.process_time() - start))
+    return max(rates)
 
 
-def cli_rate(preset: str, num: int) -> float:
-    """Instances per CPU-second of `attentionspan generate PRESET -n NUM --format jsonl`."""
+def cli_seconds(preset: str, num: int) -> float:
+    """CPU-seconds (user + system) of `attentionspan generate PRESET -n NUM --format jsonl`."""
     script = shutil.which("attentionspan")
     command = [script] if script else [sys.executable, "-m", "attentionspan_datasets.cli"]
     command += ["generate", preset, "-n", str(num), "--format", "jsonl"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return num / cpu
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -86,6 +95,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="CPU time per measurement")
     parser.add_argument("--mask", choices=["paper", "sufficient", "minimal", "all"], default="all")
     parser.add_argument("--presets", default="", help="comma-separated presets (default: all)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the best counts")
     parser.add_argument(
         "--cli-num", type=int, default=100_000, help="instances per CLI run (0: skip the CLI)"
     )
@@ -106,7 +116,7 @@ def main() -> None:
     failures = 0
     for preset in presets:
         for mask in masks:
-            r = measure(preset, mask, args.seconds)
+            r = measure(preset, mask, args.seconds, args.repeat)
             target = ""
             if preset.endswith("_ood"):
                 ok = r["inst_s"] >= TARGET_OOD
@@ -121,14 +131,25 @@ def main() -> None:
         print(
             f"\n# CLI: attentionspan generate PRESET -n {args.cli_num} --format jsonl > /dev/null"
         )
-        print(f"{'preset':24} {'API inst/s':>11} {'CLI inst/s':>11} {'share':>6}  target")
+        print(
+            f"# 'CLI inst/s' counts the interpreter's start-up; 'steady' subtracts the CPU time"
+            f" of the same command with -n 0 (best of {args.repeat} runs each)"
+        )
+        print(
+            f"{'preset':24} {'API inst/s':>11} {'CLI inst/s':>11} {'share':>6} "
+            f"{'steady':>8} {'share':>6}  target"
+        )
         for preset in [p for p in presets if p.endswith("_ood")]:
-            api, cli = api_rate(preset, args.seconds), cli_rate(preset, args.cli_num)
+            api = api_rate(preset, args.seconds, args.repeat)
+            startup = min(cli_seconds(preset, 0) for _ in range(args.repeat))
+            total = min(cli_seconds(preset, args.cli_num) for _ in range(args.repeat))
+            cli, steady = args.cli_num / total, args.cli_num / (total - startup)
             ok = cli >= TARGET_CLI_SHARE * api
             failures += not ok
             print(
-                f"{preset:24} {api:11,.0f} {cli:11,.0f} {cli / api:6.0%}  "
-                f">= {TARGET_CLI_SHARE:.0%} of the API {'ok' if ok else 'MISSED'}",
+                f"{preset:24} {api:11,.0f} {cli:11,.0f} {cli / api:6.0%} {steady:8,.0f} "
+                f"{steady / api:6.0%}  >= {TARGET_CLI_SHARE:.0%} of the API "
+                f"{'ok' if ok else 'MISSED'}",
                 flush=True,
             )
     print(
