@@ -22,8 +22,8 @@ INSTRUCTIONS = {
     "f: flip the register, r: read) and write the bit that the final read returns.",
     "value_assignment": "Translate the string after the table symbol by symbol, using the "
     "table's key-value pairs.",
-    "successor": "Continue counting from the number before '=': write the next numbers, "
-    "separated by spaces.",
+    "successor": "Continue counting from the number between ':' and '=': write as many next "
+    "numbers as the number before ':' says, separated by spaces.",
 }
 
 
