@@ -61,6 +61,7 @@ def test_train_then_eval_with_the_saved_defaults(tmp_path, capsys):
     "args,message",
     [
         (["eval", "--model", "{tmp}/missing", "--configs", "reversal_id"], "does not exist"),
+        (["eval", "--model", "{tmp}/missing"], "model directory '{tmp}/missing' does not exist"),
         (
             ["eval", "--model", "{tiny}", "--configs", "reversal_idd"],
             "unknown config 'reversal_idd'",
@@ -89,6 +90,7 @@ def test_train_then_eval_with_the_saved_defaults(tmp_path, capsys):
 )
 def test_bad_input_is_one_line_and_status_2(args, message, tmp_path, tiny_model_dirs, capsys):
     args = [a.format(tmp=tmp_path, tiny=tiny_model_dirs["llama"]) for a in args]
+    message = message.format(tmp=tmp_path)
     assert main(args) == 2
     line = one_error_line(capsys)
     assert message in line and line.startswith(f"attentionspan {args[0]}: error:")
