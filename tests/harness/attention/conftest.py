@@ -44,8 +44,12 @@ def build_tiny(kind: str, tokenizer, seed: int = 0):
             pad_token_id=tokenizer.pad_token_id,
         )
     else:
-        config = tiny_config(kind, len(tokenizer), tokenizer)
-        if kind == "gemma3":
+        config = tiny_config(kind.removesuffix("-softcap"), len(tokenizer), tokenizer)
+        if kind == "gemma3-softcap":
+            # Set in the config, but Gemma3 does not pass it to the attention function: eager
+            # ignores it, and capture must too.
+            config.attn_logit_softcapping = SOFTCAP
+        if kind.startswith("gemma3"):
             config.sliding_window = SLIDING_WINDOW
             config.layer_types = ["sliding_attention", "full_attention"]
         config.initializer_range = INIT_RANGE
@@ -63,4 +67,5 @@ def attn_tokenizer():
 
 @pytest.fixture(scope="session")
 def tiny_models(attn_tokenizer):
-    return {kind: build_tiny(kind, attn_tokenizer) for kind in (*CAPTURE_ARCHITECTURES, "gemma2")}
+    kinds = (*CAPTURE_ARCHITECTURES, "gemma2", "gemma3-softcap")
+    return {kind: build_tiny(kind, attn_tokenizer) for kind in kinds}

@@ -57,7 +57,7 @@ def heads_mask(*cells):
     return heads
 
 
-@pytest.mark.parametrize("kind", [*CAPTURE_ARCHITECTURES, "gemma2"])
+@pytest.mark.parametrize("kind", [*CAPTURE_ARCHITECTURES, "gemma2", "gemma3-softcap"])
 def test_prefill_logits_and_patterns_equal_eager(tiny_models, kind):
     model = tiny_models[kind]
     inputs, _ = padded([14, 9, 12], 14)
