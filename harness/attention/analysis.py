@@ -84,6 +84,15 @@ def check_has_masks(config: str, seed: int, split: str, probe: int = 20) -> None
 
 
 # --- per-token records -------------------------------------------------------------------
+def _attention_only(model) -> dict[str, Any]:
+    """Forward options for a pass run only for its attention: one position of logits
+    (Gemma 3's 262k-word output layer costs as much as its layers over a whole batch)."""
+    import inspect
+
+    accepted = inspect.signature(model.forward).parameters
+    return {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
+
+
 def _token_records(instances, width, correct_rows, reference, shares, head_rows, mode):
     """One record per scored token: where it is, whether it is right, its rollout share
     (nan without a reference) and its per-head shares ([layers, heads] float32, or None).
@@ -198,7 +207,7 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             torch.inference_mode(),
             capture_attention(model, AttentionPlan(reference=reference, rollout=True)) as rec,
         ):
-            model(**batch.model_inputs(model.device))
+            model(**batch.model_inputs(model.device), **_attention_only(model))
         rolled = scores.rollout(rec.layer_maps)
         shares = scores.rollout_scores(rolled, reference, task_columns(batch))
         written = []
