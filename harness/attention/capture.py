@@ -152,21 +152,23 @@ class _Cells:
             self.index = torch.zeros(mask.shape[0], 0, 1, dtype=torch.long, device=device)
             self.valid = torch.zeros(mask.shape[0], 0, 1, dtype=torch.bool, device=device)
 
-    def rows(self, q0: int, q1: int, k0: int, kv: int, allowed: torch.Tensor | None = None):
+    def rows(self, q0: int, q1: int, k0: int, kv: int):
         """(local key index [b, q, R], valid [b, q, R]) for query rows q0..q1-1 whose keys are
-        the absolute positions k0..k0+kv-1; cells outside the keys or masked are invalid."""
+        the absolute positions k0..k0+kv-1; cells outside those keys are invalid (a masked
+        key needs no check here: its weight is exactly 0)."""
         stop = min(q1, self.length)
         batch = self.index.shape[0]
         width = self.index.shape[-1]
+        if stop == q1:
+            local = self.index[:, q0:q1] - k0
+            valid = self.valid[:, q0:q1] & (local >= 0) & (local < kv)
+            return local.clamp(0, max(kv - 1, 0)), valid
         index = torch.zeros(batch, q1 - q0, width, dtype=torch.long, device=self.index.device)
         valid = torch.zeros(batch, q1 - q0, width, dtype=torch.bool, device=self.index.device)
         if stop > q0:
             local = self.index[:, q0:stop] - k0
-            ok = self.valid[:, q0:stop] & (local >= 0) & (local < kv)
+            valid[:, : stop - q0] = self.valid[:, q0:stop] & (local >= 0) & (local < kv)
             index[:, : stop - q0] = local.clamp(0, max(kv - 1, 0))
-            valid[:, : stop - q0] = ok
-        if allowed is not None:
-            valid &= allowed.expand(batch, -1, -1).gather(-1, index)
         return index, valid
 
 
