@@ -334,6 +334,13 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
         state.batch = batch
     q0 = state.past
     k0 = state.past + q - kv  # Gemma3's sliding layers keep only the last window of keys
+    if k0 < 0:
+        # More keys than positions seen: a preallocated (static) cache, whose unused slots
+        # break the position rule.
+        raise AttentionCaptureError(
+            f"layer {layer} got {kv} keys for {q0 + q} positions: capture needs the default "
+            "DynamicCache (no static or preallocated cache)"
+        )
     state.length = max(state.length, q0 + q)
     if q0 == 0 and q0 + q > state.mask_length:
         # A first forward longer than the plan's masks is a mismatched plan, not generation

@@ -396,3 +396,20 @@ def test_nested_contexts_record_in_the_innermost(tiny_models):
         model(**inputs)
     assert model.config._attn_implementation == "eager"
     assert inner.calls == LAYERS and outer.calls == LAYERS
+
+
+def test_static_cache_is_refused(tiny_models):
+    """A preallocated cache has more key slots than positions: the position rule breaks."""
+    model = tiny_models["llama"]
+    inputs, _ = padded([6, 6], 6)
+    with pytest.raises(AttentionCaptureError, match="needs the default DynamicCache"):
+        with capture_attention(model, AttentionPlan()):
+            model.generate(
+                input_ids=inputs["input_ids"],
+                attention_mask=inputs["attention_mask"],
+                max_new_tokens=3,
+                cache_implementation="static",
+                do_sample=False,
+                pad_token_id=0,
+            )
+    assert model.config._attn_implementation == "eager"
