@@ -116,15 +116,18 @@ def compare(scores, correct) -> dict[str, Any]:
     """Correct versus wrong tokens: per group mean, n and standard deviation; Welch's t-test
     (scipy.stats.ttest_ind, equal_var=False) t and p; Cohen's d (pooled SD) and Hedges' g.
     `scores`: one value per target token, nan where the reference is empty (counted in
-    `empty`, left out of the means); `correct`: bool (or 0/1) per token."""
+    `empty`, left out of the means); `correct`: bool (or 0/1) per token, nan where unknown
+    (such tokens are left out entirely)."""
     import numpy as np
     from scipy import stats
 
     values = np.asarray(_to_numpy(scores), dtype=np.float64).reshape(-1)
-    right = np.asarray(_to_numpy(correct)).reshape(-1)
+    right = np.asarray(_to_numpy(correct), dtype=np.float64).reshape(-1)
     if values.shape != right.shape:
         raise ValueError(f"scores has {values.size} values, correct {right.size}")
-    right = right.astype(bool)
+    # Tokens of unknown correctness (nan, e.g. `per_row` past what a model wrote) are left out.
+    known = ~np.isnan(right)
+    values, right = values[known], right[known].astype(bool)
     empty = np.isnan(values)
     good, bad = values[right & ~empty], values[~right & ~empty]
     out: dict[str, Any] = {

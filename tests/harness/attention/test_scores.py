@@ -75,7 +75,7 @@ def test_compare_matches_scipy_and_counts_empty_rows_apart():
 
 
 def test_compare_small_groups_and_by_group():
-    out = scores.compare([0.5], [True])
+    out = scores.compare([0.5, 0.7], [1.0, float("nan")])  # unknown correctness: left out
     assert out["correct"]["n"] == 1 and out["error"]["n"] == 0 and math.isnan(out["welch_p"])
     values = [0.1, 0.2, 0.3, 0.4, 0.9, 0.8, 0.7]
     correct = [False, False, True, True, True, False, True]
