@@ -344,7 +344,10 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
     for task_name, task in tasks.items():
         folder = out / task_name.removesuffix("_id")
         folder.mkdir(parents=True, exist_ok=True)
-        lines += [f"## {task_name}", "", f"Model: `{task['model']}`.", ""]
+        ood = task.get("ood") or {}
+        shown = ", ".join(f"{k}={v}" for k, v in ood.items())
+        lines += [f"## {task_name}", "", f"Model: `{task['model']}`."]
+        lines += [f"OOD preset overridden: {shown}." if ood else "OOD preset as defined.", ""]
         lines += ["### ID and OOD accuracy (Table 1 analog)", "", *table1(task), ""]
         lines += _made_by(
             command,

@@ -44,11 +44,13 @@ QUICK_SIZES = {
     "strengths": [0.5, 1.0, 2.0],
     "counts": [1, 2, 4],
     "control_seeds": [0, 1],
-    "ood": {"max_length": 20},
     # Tiny models gain little from a second thread, and on a shared 2-core machine two
     # threads per process ran a forward 9x slower than one (docs/usage_analysis.md).
     "threads": 1,
 }
+# --quick's OOD streams where the preset is long: reversal strings of 11-20 characters (the
+# effect is visible there; at 30-50 characters a tiny model gets almost nothing right).
+QUICK_OOD = {"reversal": {"max_length": 20}}
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
 
@@ -110,12 +112,25 @@ class ReproduceConfig:
             raise ValueError("'control_seeds' must list at least one seed")
         if not self.quick and not self.model:
             raise ValueError("'model' is required (a trained model folder), or use --quick")
+        from attentionspan_datasets.generation import resolve_config
+
         for task in self.task_list:
-            task_presets(task)  # unknown task: one line naming the allowed ones
+            _, ood_name = task_presets(task)  # unknown task: one line naming the allowed ones
+            try:
+                resolve_config(ood_name, **self.ood_for(task))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
 
     @property
     def task_list(self) -> list[str]:
         return list(self.tasks) if self.quick and not self.model else [self.config]
+
+    def ood_for(self, task: str) -> dict[str, Any]:
+        """Overrides of the task's OOD preset: `ood`, or with `quick` and none given, the
+        quick default for the task."""
+        if self.ood or not self.quick:
+            return dict(self.ood)
+        return dict(QUICK_OOD.get(task_presets(task)[0][: -len("_id")], {}))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -205,10 +220,11 @@ class TaskRun:
     def __init__(self, cfg: ReproduceConfig, task: str, model_dir: str, out: Path, procs):
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
         self.id_name, self.ood_name = task_presets(task)
+        self.ood = cfg.ood_for(task)
         self.dir = out / task.removesuffix("_id")
         self.stages = Stages(out, log=self.log, write=procs.main)
         self.model = self.tokenizer = self.prompt = None
-        self.results: dict[str, Any] = {"task": task, "model": model_dir}
+        self.results: dict[str, Any] = {"task": task, "model": model_dir, "ood": self.ood}
 
     def log(self, message: str) -> None:
         if self.procs.main:
@@ -235,7 +251,7 @@ class TaskRun:
             "model": str(self.model_dir),
             "task": self.task,
             "seed": self.cfg.seed,
-            "ood": self.cfg.ood,
+            "ood": self.ood,
         }
 
     def instances(self, stream: str, count: int | None = None) -> list:
@@ -244,7 +260,7 @@ class TaskRun:
         which, split, size = STREAMS[stream]
         count = count or getattr(self.cfg, size)
         name = self.ood_name if which == "ood" else self.id_name
-        overrides = self.cfg.ood if which == "ood" else {}
+        overrides = self.ood if which == "ood" else {}
         out = []
         for i in self.procs.share(count):
             x = split_instance(name, self.cfg.seed, split, i, **overrides)

@@ -27,7 +27,7 @@ def parse(command: str) -> ReproduceConfig:
         ReproduceConfig(model="runs/rev/final", output="out"),
         ReproduceConfig(
             model="runs/a b/final",
-            config="successor",
+            config="addition",
             output="o",
             num_test=50,
             counts=[1, 3],
@@ -36,7 +36,7 @@ def parse(command: str) -> ReproduceConfig:
             thresholds=[0.02],
             shift=1,
             control_seeds=[4],
-            ood={"max_length": 20},
+            ood={"max_digits": 7},
             device="cpu",
             threads=2,
             id_guard=0.05,

@@ -116,6 +116,10 @@ def test_bad_options_name_the_field():
         ReproduceConfig(model="x", mode="knockout")
     with pytest.raises(ValueError, match="has no ID/OOD presets"):
         ReproduceConfig(model="x", config="nonsense")
+    with pytest.raises(ValueError, match="'ood' overrides for successor_ood"):
+        ReproduceConfig(model="x", config="successor", ood={"max_length": 20})
+    quick = ReproduceConfig(quick=True, tasks=["reversal", "successor"])
+    assert quick.ood_for("reversal") == {"max_length": 20} and quick.ood_for("successor") == {}
     assert task_presets("reversal") == ("reversal_id", "reversal_ood")
     assert task_presets("successor_id") == ("successor_id", "successor_ood")
 
