@@ -262,7 +262,7 @@ class _State:
         if self.head_rows is not None:
             rec.head_rows = self.head_rows.float().cpu()
         if self.plan.rollout:
-            rec.layer_maps = [_assemble(c, length) for c in self.map_chunks]
+            rec.layer_maps = [_assemble(c, length) for c in self.map_chunks if c]
         for layer, chunks in enumerate(self.pattern_chunks):
             if chunks:
                 rec.patterns[PATTERN_NAME.format(layer=layer)] = _assemble(chunks, length)
@@ -490,5 +490,5 @@ def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[Atte
         for hook in hooks:
             hook.remove()
         model.set_attn_implementation(previous)
-        done = state.record()
-        record.__dict__.update(done.__dict__)
+    # Only after a block that ended normally (an error inside propagates as it is).
+    record.__dict__.update(state.record().__dict__)

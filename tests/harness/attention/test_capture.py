@@ -413,3 +413,10 @@ def test_static_cache_is_refused(tiny_models):
                 pad_token_id=0,
             )
     assert model.config._attn_implementation == "eager"
+
+
+def test_a_block_without_forwards_records_nothing(tiny_models):
+    ref = torch.zeros(1, 4, 4, dtype=torch.bool)
+    with capture_attention(tiny_models["llama"], AttentionPlan(reference=ref, rollout=True)) as r:
+        pass
+    assert r.calls == 0 and r.layer_maps == [] and r.head_mass.abs().sum() == 0
