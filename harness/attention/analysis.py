@@ -124,15 +124,20 @@ def _figure_case(instance, enc, batch, b, rolled, reference, correct, predicted)
     width, shift, n = batch.prompt_width, batch.shifts[b], enc.target_len
     start = shift + enc.prompt_offset
     columns = [*range(start, start + enc.prompt_len), *range(width, width + n)]
-    columns = columns[-MAX_FIGURE_COLUMNS:]
     rows = [width - 1 + i for i in range(n)]
+    # Each row as a share of its task-text mass: the quantity the score is a part of (a deep
+    # model's rollout puts almost everything on BOS and the instruction).
+    shares = rolled[b][rows][:, columns]
+    shares = shares / shares.sum(-1, keepdim=True).clamp_min(1e-30)
+    columns = columns[-MAX_FIGURE_COLUMNS:]
+    shares = shares[:, -len(columns) :]
     text = instance.prompt + instance.target
     return {
         "kind": "correct" if all(correct) else "wrong",
         "index": instance.index,
         "prompt": instance.prompt,
         "target": instance.target,
-        "matrix": rolled[b][rows][:, columns].tolist(),
+        "matrix": shares.tolist(),
         "mask": reference[b][rows][:, columns].tolist(),
         "keys": list(text)[-len(columns) :],
         "queries": [
@@ -510,6 +515,7 @@ def write_outputs(
                     queries=case["queries"],
                     title=title if len(title) < 110 else title[:107] + "...",
                     wrong_rows=case["wrong_rows"],
+                    label="rollout, share of the row's task-text mass",
                 )
             )
     for mode, suffix in (("teacher_forced", ""), ("generate", "-generate")):

@@ -112,6 +112,7 @@ def rollout_map(
     queries: Sequence[str] | None = None,
     title: str | None = None,
     wrong_rows: Sequence[int] = (),
+    label: str = "attention (rollout)",
 ) -> Path:
     """An attention (rollout) map `matrix` [queries, keys] as a heat map, with the cells of
     the boolean reference `mask` (same shape) outlined, token labels on both axes (`keys`,
@@ -136,7 +137,7 @@ def rollout_map(
     height = min(16.0, 2.0 + 0.16 * rows)
     fig, ax = plt.subplots(figsize=(width, height))
     image = ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest")
-    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="attention (rollout)")
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=label)
     if outline is not None:
         for q, k in zip(*np.nonzero(outline)):
             ax.add_patch(
