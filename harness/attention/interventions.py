@@ -51,9 +51,10 @@ def heads_tensor(pairs: Sequence[tuple[int, int]], num_layers: int, num_heads: i
     return mask
 
 
-def random_positions(reference, allowed_keys, seed: int):
+def random_positions(reference, allowed_keys, seed: int, avoid=None):
     """bool [batch, L, L]: per query row with r reference keys, r keys drawn uniformly from
-    the keys it may attend (`allowed_keys` [batch, L], causal) that are not references.
+    the keys it may attend (`allowed_keys` [batch, L], causal) that are not references
+    (nor in `avoid`, e.g. the unshifted reference when `reference` is ref + k).
 
     The positions control: the same heads, the same C, the same number of cells per row,
     none of them a reference. Rows with fewer candidates than references get them all.
@@ -62,6 +63,8 @@ def random_positions(reference, allowed_keys, seed: int):
 
     batch, length, _ = reference.shape
     candidates = causal_valid(torch.ones_like(reference), allowed_keys) & ~reference
+    if avoid is not None:
+        candidates &= ~avoid
     counts = reference.sum(-1, keepdim=True)  # [b, q, 1]
     generator = torch.Generator().manual_seed(int(seed))
     noise = torch.rand(reference.shape, generator=generator)
@@ -80,7 +83,7 @@ def intervention_for(setting: Setting, ranking: HeadRanking, reference, allowed_
     heads = heads_tensor(select_heads(setting, ranking), ranking.num_layers, ranking.num_heads)
     cells = causal_valid(shift_mask(reference, setting.shift), allowed_keys)
     if setting.positions == "random":
-        cells = random_positions(cells, allowed_keys, setting.seed)
+        cells = random_positions(cells, allowed_keys, setting.seed, avoid=reference)
     return Intervention(
         heads=heads,
         strength=setting.strength,

@@ -112,3 +112,7 @@ def test_intervention_carries_heads_cells_and_mode(attn_tokenizer):
     )
     assert not (shifted.positions & reference).all()
     assert intervention_for(BASELINE, ranking, reference, allowed) is None
+    control = Setting(heads="top", n=1, strength=1.0, shift=1, positions="random")
+    moved = intervention_for(control, ranking, reference, allowed).positions
+    assert not (moved & reference).any() and not (moved & shifted.positions).any()
+    assert torch.equal(moved.sum(-1), shifted.positions.sum(-1))
