@@ -14,8 +14,6 @@ import shutil
 import sys
 import textwrap
 
-from tqdm import tqdm
-
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
     config_names,
@@ -101,20 +99,28 @@ def run_generate(args: argparse.Namespace) -> int:
     render = JsonLines(config) if args.format == "jsonl" else render_text
     instances = iter_instances(args.config, args.seed, args.start, args.start + args.num, **params)
     write = sys.stdout.write
-    with tqdm(
-        total=args.num,
-        desc=f"generate {args.config}",
-        disable=args.num < PROGRESS_THRESHOLD,
-        file=sys.stderr,
-    ) as progress:
-        left = args.num
-        while left > 0:
-            size = min(CHUNK, left)
-            # One join and one write per chunk instead of one write per line.
-            write("\n".join([render(next(instances)) for _ in range(size)]) + "\n")
+    progress = _progress(args.num, f"generate {args.config}")
+    left = args.num
+    while left > 0:
+        size = min(CHUNK, left)
+        # One join and one write per chunk instead of one write per line.
+        write("\n".join([render(next(instances)) for _ in range(size)]) + "\n")
+        if progress is not None:
             progress.update(size)
-            left -= size
+        left -= size
+    if progress is not None:
+        progress.close()
     return 0
+
+
+def _progress(total: int, desc: str):
+    """A tqdm bar on a terminal's stderr for long runs, else None: redirected, a bar is noise
+    in a log, and importing tqdm costs 50-90 ms of start-up."""
+    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr)
 
 
 def run_show(args: argparse.Namespace) -> int:
