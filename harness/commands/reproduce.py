@@ -171,7 +171,9 @@ def run_command(args) -> int:
         from harness.models import resolve_model
 
         resolve_model(config.model)  # a missing folder: one line, before any work
-    print(reproduce(config))
+    report = reproduce(config)
+    if report is not None:  # the main process only
+        print(report)
     return 0
 
 

@@ -480,8 +480,9 @@ def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
 
 
 # --- the run -------------------------------------------------------------------------------
-def reproduce(cfg: ReproduceConfig) -> Path:
-    """Run every stage of every task (skipping finished ones) and write the report."""
+def reproduce(cfg: ReproduceConfig) -> Path | None:
+    """Run every stage of every task (skipping finished ones) and write the report; returns
+    its path (None in the other processes of an `accelerate launch`)."""
     import torch
 
     from harness.report.report_md import write_report
@@ -507,7 +508,8 @@ def reproduce(cfg: ReproduceConfig) -> Path:
     if procs.main:
         write_report(out, cfg, tasks, seconds=time.perf_counter() - started)
         log(f"report: {report}")
-    return report
+        return report
+    return None
 
 
 if __name__ == "__main__":
