@@ -323,6 +323,32 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
     return lines
 
 
+def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
+    """One row per task: the chosen setting against the baseline and the random-head control."""
+    lines = [
+        "| task | chosen on validation | OOD partial: baseline -> chosen | gain (95% CI) | "
+        "random heads: gain | ID exact: baseline -> chosen |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, task in tasks.items():
+        sweep = task["sweep"]
+        chosen = sweep["chosen_name"]
+        test, gains = sweep["test"], sweep["test_gains"]
+        randoms = [
+            format_gain(g["partial_acc"]).split(" [")[0]
+            for n, g in gains.items()
+            if n.startswith("random")
+        ]
+        ident = sweep.get("id", {})
+        lines.append(
+            f"| {name} | {chosen} | {_n(test['baseline']['partial_acc'])} -> "
+            f"{_n(test[chosen]['partial_acc'])} | {format_gain(gains[chosen]['partial_acc'])} | "
+            f"{', '.join(randoms) or '-'} | {_n(ident.get('baseline', {}).get('exact_match'))} "
+            f"-> {_n(ident.get(chosen, {}).get('exact_match'))} |"
+        )
+    return lines + [""]
+
+
 # --- the document ---------------------------------------------------------------------------
 def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
     from harness.report.stages import write_text_atomic
@@ -340,6 +366,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         "",
         PAPER,
         "",
+        *summary_table(tasks),
     ]
     for task_name, task in tasks.items():
         folder = out / task_name.removesuffix("_id")
@@ -361,9 +388,9 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         lines += results_section(task, folder, command)
         lines += ["### OOD accuracy by length (Figure 2 analog)", ""]
         lines += figure2(task, folder, command)
-        summary = {k: v for k, v in task.items() if k not in ("attention",)}
-        summary["sweep"] = {k: v for k, v in task["sweep"].items() if k != "records"}
-        write_text_atomic(folder / "results.json", json.dumps(summary, indent=1) + "\n")
+        saved = {k: v for k, v in task.items() if k not in ("attention",)}
+        saved["sweep"] = {k: v for k, v in task["sweep"].items() if k != "records"}
+        write_text_atomic(folder / "results.json", json.dumps(saved, indent=1) + "\n")
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines))
     return path
