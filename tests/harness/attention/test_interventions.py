@@ -116,3 +116,16 @@ def test_intervention_carries_heads_cells_and_mode(attn_tokenizer):
     moved = intervention_for(control, ranking, reference, allowed).positions
     assert not (moved & reference).any() and not (moved & shifted.positions).any()
     assert torch.equal(moved.sum(-1), shifted.positions.sum(-1))
+
+
+def test_conditional_above_every_weight_is_no_intervention(attn_tokenizer, setup):
+    """No post-softmax weight exceeds 1, so a conditional threshold of 1 changes nothing,
+    while a threshold of 0 acts like the standard intervention."""
+    model, instances, ranking = setup
+    never = Setting(heads="top", n=8, strength=50.0, mode="conditional", threshold=1.0)
+    always = Setting(heads="top", n=8, strength=50.0, mode="conditional", threshold=0.0)
+    standard = Setting(heads="top", n=8, strength=50.0)
+    settings = [BASELINE, never, always, standard]
+    records = score_settings(model, attn_tokenizer, instances, settings, ranking, batch_size=6)
+    assert records[never.name] == records["baseline"]
+    assert records[always.name] == records[standard.name]
