@@ -605,6 +605,7 @@ def stop_with_checkpoint(run: Run) -> None:
     name = f"{CHECKPOINT_PREFIX}{run.state.step}"
     if not due(run.state.step, run.config.save_every):  # else it was saved just now
         save_checkpoint(run, name)
+    run.bar.close()  # before the message, so the bar does not print after it
     if run.main:
         print(
             f"interrupted at step {run.state.step} of {run.state.total_steps}: saved "
