@@ -23,8 +23,10 @@ def test_one_task_per_preset_and_a_group_the_glob_does_not_match():
     names = make_yamls.presets()
     assert names == list(PRESETS)  # every preset's task is registered
     files = make_yamls.expected_files()
-    assert sorted(files) == sorted([f"attnspan_{p}.yaml" for p in names] + ["_attnspan.yaml"])
+    groups = ["_attnspan.yaml", "_attnspan_retrieval.yaml"]
+    assert sorted(files) == sorted([f"attnspan_{p}.yaml" for p in names] + groups)
     assert not fnmatch.fnmatch(make_yamls.GROUP, "attnspan_*")
+    assert not fnmatch.fnmatch(make_yamls.RETRIEVAL_GROUP, "attnspan_*")
 
 
 def test_lm_eval_reads_the_files_with_the_template_and_functions():
@@ -43,6 +45,10 @@ def test_lm_eval_reads_the_files_with_the_template_and_functions():
         assert metrics == ["exact_match", "partial_acc", *bins]
     group = load_yaml(Path(TASKS_DIR, "_attnspan.yaml"), resolve_func=True)
     assert group["task"] == [f"attnspan_{p}" for p in make_yamls.presets()]
+    retrieval = load_yaml(Path(TASKS_DIR, "_attnspan_retrieval.yaml"), resolve_func=True)
+    assert retrieval["group"] == "attnspan-retrieval"
+    assert retrieval["task"] == [f"attnspan_t{k}_{s}" for k in range(1, 8) for s in (
+        "len5", "len10", "len15", "len20", "len25", "len30", "id", "ood")]  # fmt: skip
 
 
 def test_generation_budget_covers_the_longest_target():
