@@ -31,7 +31,7 @@ python3 -m harness.train --model scratch --config "${task}_id" --scratch-num-lay
   --log-every 500 2>&1 | tail -n 8
 echo "train_seconds=$(( $(date +%s) - start ))"
 start=$(date +%s)
-python3 -m harness.report.reproduce --model "$run/final" --config "$task" \
+python3 -m harness.commands.reproduce --model "$run/final" --config "$task" \
   --output "$run-reproduce" --device cuda --no-progress "$@" 2>&1 | tail -n 40
 echo "reproduce_seconds=$(( $(date +%s) - start ))"
 cp "$run/final/attentionspan_run.json" "$run-reproduce/" 2>/dev/null

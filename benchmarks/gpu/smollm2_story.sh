@@ -21,7 +21,7 @@ python3 -m harness.train --model "$model" --config "${task}_id" --instruction de
   --mixed-precision bf16 --output "$run" --no-progress --log-every 200 2>&1 | tail -n 6
 echo "train_seconds=$(( $(date +%s) - start ))"
 start=$(date +%s)
-python3 -m harness.report.reproduce --model "$run/final" --config "$task" \
+python3 -m harness.commands.reproduce --model "$run/final" --config "$task" \
   --output "$run-reproduce" --device cuda --no-progress "$@" 2>&1 | tail -n 30
 echo "reproduce_seconds=$(( $(date +%s) - start ))"
 tar czf "$out/smollm2-$task.tgz" "$run-reproduce" "$run/log.jsonl" "$run/final/attentionspan_run.json" 2>/dev/null

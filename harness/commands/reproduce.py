@@ -31,7 +31,7 @@ def _ood_pair(text: str) -> tuple[str, object]:
 
 
 def add_arguments(parser) -> None:
-    from harness.report.reproduce import DEVICES, QUICK_TASKS
+    from harness.report.settings import DEVICES, QUICK_TASKS
 
     parser.add_argument("--model", default=None, help="a trained model folder (or --quick)")
     parser.add_argument(
@@ -122,7 +122,7 @@ def add_parser(subparsers) -> None:
 
 
 def config_from_args(args):
-    from harness.report.reproduce import QUICK_SIZES, ReproduceConfig
+    from harness.report.settings import QUICK_SIZES, ReproduceConfig
 
     values = {
         "output": args.output,

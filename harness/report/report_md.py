@@ -32,7 +32,7 @@ PAPER = (
 
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
-    from harness.report.reproduce import QUICK_SIZES, ReproduceConfig
+    from harness.report.settings import QUICK_SIZES, ReproduceConfig
 
     # Options equal to what the command fills in by itself are left out.
     default = ReproduceConfig(quick=True, **(QUICK_SIZES if cfg.quick else {}))

@@ -2,8 +2,8 @@
 
     attentionspan reproduce --model runs/rev/final --config reversal --output OUT
     attentionspan reproduce --quick --output OUT          # trains tiny models first (CPU)
-    python -m harness.report.reproduce --model runs/rev/final --config reversal --output OUT
-    accelerate launch -m harness.report.reproduce --model ... # evaluation shared by processes
+    python -m harness.commands.reproduce --model runs/rev/final --config reversal --output OUT
+    accelerate launch -m harness.commands.reproduce --model ... # evaluation shared by processes
 
 Stages, each saved as `OUT/stages/<stage>.json` when it finishes (a rerun with the same
 settings skips it; the sweep is saved per setting and stream, so it resumes mid-way):
@@ -21,134 +21,24 @@ then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentionspan_datasets.generation import DEFAULT_SEED
-from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
+from harness.report.settings import (  # noqa: F401  (re-exported: the pipeline's options)
+    DEVICES,
+    QUICK_OOD,
+    QUICK_SIZES,
+    QUICK_TASKS,
+    REPORT_FILE,
+    SETTINGS_FILE,
+    ReproduceConfig,
+    task_presets,
+)
 from harness.report.stages import Stages, write_json_atomic
 
-QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
-DEVICES = ("auto", "cpu", "cuda")
-# --quick: sizes that fit the whole story (two tiny models trained from nothing, then every
-# stage) in about 15 minutes on a quiet 2-core CPU; options given explicitly win.
-QUICK_SIZES = {
-    "num_heads": 30,
-    "num_validation": 48,
-    "num_test": 64,
-    "num_attention": 32,
-    "strengths": [0.5, 1.0, 2.0],
-    "counts": [1, 2, 4],
-    "control_seeds": [0, 1],
-    # Tiny models gain little from a second thread, and on a shared 2-core machine two
-    # threads per process ran a forward 9x slower than one (docs/usage_analysis.md).
-    "threads": 1,
-}
-# --quick's OOD streams where the preset is long: reversal strings of 11-20 characters (the
-# effect is visible there; at 30-50 characters a tiny model gets almost nothing right).
-QUICK_OOD = {"reversal": {"max_length": 20}}
-SETTINGS_FILE = "settings.json"
-REPORT_FILE = "report.md"
 
-
-@dataclass
-class ReproduceConfig:
-    """Options of one reproduce run (saved as OUT/settings.json)."""
-
-    output: str = "runs/reproduce"
-    model: str | None = None  # a trained model folder; None with `quick`
-    config: str = "reversal"  # the task: <task>_id and <task>_ood are its presets
-    quick: bool = False
-    tasks: list[str] = field(default_factory=lambda: list(QUICK_TASKS))  # with `quick`
-    train_steps: int = 600  # with `quick`: optimizer steps per task (batch 32, lr 2e-3)
-    seed: int = DEFAULT_SEED
-    num_heads: int = 30  # ID instances for the head ranking (paper: 30)
-    num_validation: int = 100  # OOD validation instances (the sweep chooses there)
-    num_test: int = 200  # OOD and ID test instances (reported)
-    num_attention: int = 100  # instances per config for the Table 2 analysis
-    batch_size: int = 32
-    counts: list[int] = field(default_factory=list)  # head counts N; empty: 1, 2, 4.. ~10%
-    strengths: list[float] = field(default_factory=lambda: list(DEFAULT_STRENGTHS))
-    mode: str = "standard"  # or "conditional" (then `thresholds` are swept too)
-    thresholds: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.1])
-    shift: int = 0  # rank and reinforce at ref + shift
-    head_threshold: float = 0.0  # ranking counts only weights above this
-    control_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    metric: str = "partial_acc"  # what the sweep maximises on validation
-    id_guard: float | None = None  # choose only settings within this of ID validation exact
-    ood: dict[str, Any] = field(default_factory=dict)  # parameter overrides of the OOD preset
-    device: str = "auto"
-    threads: int = 0  # torch CPU threads; 0: torch's default
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
-        if self.id_guard is not None and self.id_guard < 0:
-            raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
-        if self.threads < 0:
-            raise ValueError(f"'threads' must be >= 0, got {self.threads}")
-        for name in (*positive, "train_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
-        if self.mode not in MODES or self.mode == "knockout":
-            raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
-        if self.metric not in SELECT_METRICS:
-            raise ValueError(
-                f"'metric' must be one of {', '.join(SELECT_METRICS)}, got {self.metric!r}"
-            )
-        if self.device not in DEVICES:
-            raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        if not self.strengths:
-            raise ValueError("'strengths' must list at least one C")
-        if any(c < 0 for c in self.strengths):
-            raise ValueError(f"'strengths' must be >= 0, got {self.strengths}")
-        if any(n < 1 for n in self.counts):
-            raise ValueError(f"'counts' must be >= 1, got {self.counts}")
-        if not self.control_seeds:
-            raise ValueError("'control_seeds' must list at least one seed")
-        if not self.quick and not self.model:
-            raise ValueError("'model' is required (a trained model folder), or use --quick")
-        from attentionspan_datasets.generation import resolve_config
-
-        for task in self.task_list:
-            _, ood_name = task_presets(task)  # unknown task: one line naming the allowed ones
-            try:
-                resolve_config(ood_name, **self.ood_for(task))
-            except (TypeError, ValueError) as error:
-                raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
-
-    @property
-    def task_list(self) -> list[str]:
-        return list(self.tasks) if self.quick and not self.model else [self.config]
-
-    def ood_for(self, task: str) -> dict[str, Any]:
-        """Overrides of the task's OOD preset: `ood`, or with `quick` and none given, the
-        quick default for the task."""
-        if self.ood or not self.quick:
-            return dict(self.ood)
-        return dict(QUICK_OOD.get(task_presets(task)[0][: -len("_id")], {}))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def task_presets(task: str) -> tuple[str, str]:
-    """`reversal` (or `reversal_id`) -> (`reversal_id`, `reversal_ood`)."""
-    from attentionspan_datasets.presets import PRESETS
-
-    base = task[:-3] if task.endswith("_id") else task[:-4] if task.endswith("_ood") else task
-    pair = (f"{base}_id", f"{base}_ood")
-    if not all(name in PRESETS for name in pair):
-        tasks = sorted({name.rsplit("_", 1)[0] for name in PRESETS})
-        raise ValueError(f"config {task!r} has no ID/OOD presets; allowed: {', '.join(tasks)}")
-    return pair
-
-
-# --- devices and processes ------------------------------------------------------------------
 class Processes:
     """This process's share of the evaluation work, and the gathering of it. Without
     `accelerate launch` there is one process and nothing to gather."""
@@ -510,9 +400,3 @@ def reproduce(cfg: ReproduceConfig) -> Path | None:
         log(f"report: {report}")
         return report
     return None
-
-
-if __name__ == "__main__":
-    from harness.commands.reproduce import main
-
-    sys.exit(main())  # python -m harness.report.reproduce: the command's options
