@@ -361,7 +361,7 @@ def convert_gguf(
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=filename)
     # The weights are dequantised to plain float32 on load; transformers only refuses to
-    # save because the quantizer is still attached (see FINDINGS.md).
+    # save because the quantizer is still attached (clearing it is enough).
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

@@ -78,7 +78,7 @@ EVAL_KEYS = ("count", "exact_match", "partial_acc", "tf_token_acc")
 # Options a resume may change: they do not change the run.
 RESUME_FREE = ("output",)
 # bf16 autocast pays off for large matrices on hardware with bf16 units (2.5x for the 135M
-# model on an AVX512-BF16 CPU, FINDINGS.md); on an AVX2-only CPU it is emulated and several
+# model on an AVX512-BF16 CPU in one measurement); on an AVX2-only CPU it is emulated and several
 # times slower, and for tiny models the casts cost more than they save (docs/performance.md).
 AUTO_BF16_MIN_PARAMS = 20_000_000
 

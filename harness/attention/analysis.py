@@ -12,7 +12,7 @@ through two passes with capture on (`harness.attention.capture`, eager attention
 - teacher-forced (as the authors): one forward over prompt + target; token i is correct
   when it is the argmax given the true prefix, from that same forward;
 - free-running: greedy generation (the tokens the model actually wrote, the EOS too), then
-  one forward over prompt + generated tokens (FINDINGS: its rows equal those computed during
+  one forward over prompt + generated tokens (tests/harness/attention: its rows equal those of
   KV-cached generation); the i-th written token uses the gold reference row i and is
   correct when it equals target[i].
 Per scored token: the paper's score, the share of its rollout row (Abnar and Zuidema: per

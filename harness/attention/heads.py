@@ -9,7 +9,7 @@ On in-distribution instances, teacher-forced (the model is right there, so the t
 is what it would have written), every (layer, head) gets the sum of its post-softmax weights
 on the reference keys of every target row (`capture`'s `head_mass`), and heads are ranked in
 descending order. Options: `threshold` counts only weights above it (the authors' variant),
-`shift` ranks by the weight on key `ref + shift` instead (FINDINGS: a shallow model's lookup
+`shift` ranks by the weight on key `ref + shift` instead (docs/results.md: a shallow model's lookup
 heads read the token after the reference). Each head's offset profile, its mean weight per
 target row at ref-2 .. ref+2, tells which case a model is in.
 """

@@ -217,7 +217,7 @@ def run_sweep(
 
     With `id_guard`, every grid point is also scored on the ID *validation* stream
     ("id_validation"), and only settings whose ID exact match stays within `id_guard` of the
-    baseline's may be chosen (FINDINGS: on a shallow model the top heads' reinforcement
+    baseline's may be chosen (docs/results.md: on a shallow model the top heads' reinforcement
     lifts OOD and collapses ID); if none does, the choice is made among all and
     `id_guard_kept` is empty.
     """

@@ -118,7 +118,7 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
         f"{source.get('seed')}), teacher-forced; shift {source.get('shift')}, threshold "
         f"{source.get('threshold')}; {heads['rows']} target rows. Offset profile: the mean "
         "weight per target row at ref-2 .. ref+2 (a head that reads ref+1 is a shallow "
-        "model's lookup through a previous-token head; FINDINGS).",
+        "model's lookup through a previous-token head; docs/results.md).",
         "",
         "| rank | layer | head | score (sum) | per row | "
         + " | ".join(f"ref{int(k):+d}" if k != "0" else "ref" for k in OFFSET_KEYS)
