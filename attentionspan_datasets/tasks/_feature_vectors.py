@@ -219,6 +219,12 @@ def build(
     row = list(range(query_start, query_start + len(query_text)))
     # A feature is at most once per vector and its character is nowhere else in the body,
     # so its occurrences are the character's positions in the body.
+    if config.mask == "sufficient" and not plan.answer:
+        # The whole input and the query: sorted and unique already.
+        row = list(range(len(body))) + row
+        return Instance(
+            task, prompt, "0", [row], _params(plan, length, vectors, excluded, extra_params)
+        )
     if config.mask == "minimal":
         if plan.answer:  # one occurrence of each feature the yes needs
             minimal = plan.decisive[:1] if plan.case.startswith("both_") else plan.decisive
@@ -231,11 +237,14 @@ def build(
                 row.append(position)
                 position = body.find(char, position + 1)
     if config.mask == "sufficient":
-        if not plan.answer:
-            row = list(range(len(body))) + row
-        elif plan.ordered is not None:
+        if plan.ordered is not None:
             # The "|" after the first feature's vector shows the two lie in different vectors.
             row.append(body.find(VECTOR_SEPARATOR, body.find(ALPHABET[plan.ordered[0]])))
+    params = _params(plan, length, vectors, excluded, extra_params)
+    return Instance(task, prompt, str(plan.answer), [sorted(set(row))], params)
+
+
+def _params(plan: Plan, length: int, vectors: list, excluded: list, extra: dict | None) -> dict:
     params = {
         "length": length,
         "vectors": vectors,
@@ -244,9 +253,9 @@ def build(
         "case": plan.case,
         "excluded": excluded,
     }
-    if extra_params:
-        params.update(extra_params)
-    return Instance(task, prompt, str(plan.answer), [sorted(set(row))], params)
+    if extra:
+        params.update(extra)
+    return params
 
 
 def _exclusions(rng: random.Random, config: FeatureConfig, avoid: set[int]) -> list[int]:
