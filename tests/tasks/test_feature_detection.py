@@ -296,3 +296,19 @@ def test_docstring_examples_are_right(short):
     for prompt, target in examples:
         assert FORMAT.match(prompt)
         assert task.oracle(list(prompt + target), {"mapping_seed": 0}, 0) == target, prompt
+
+
+def test_builder_and_lm_eval_dataset_accept_a_retrieval_preset(tmp_path):
+    """Issue 12: the builder (load_dataset's path) and lm-eval's custom_dataset take T1-T7."""
+    from attentionspan_datasets.builder import load
+
+    ds = load("t6_len5", cache_dir=str(tmp_path), num_train=30, num_validation=10, num_test=10)
+    assert {s: len(ds[s]) for s in ds} == {"train": 30, "validation": 10, "test": 10}
+    row = ds["test"][0]
+    assert row["task"] == "ordered_feature_detection" and row["prompt"].endswith("=")
+    assert row["target"] in ("0", "1") and '"vectors"' in row["params"]
+
+    from lm_eval_tasks.dataset import custom_dataset
+
+    docs = custom_dataset(preset="t3_id", attnspan={"size": 5, "fewshot_size": 3})
+    assert len(docs["test"]) == 5 and all(d["target"] in ("0", "1") for d in docs["test"])

@@ -171,3 +171,15 @@ def test_command_errors_are_one_line(tmp_path, capsys):
     assert main(["baselines", "--task", "T1", "--length", "1", "--output", "x.json"]) == 2
     assert "'min_length'" in capsys.readouterr().err
     assert fv.NUM_FEATURES == 36
+
+
+def test_harness_generator_source_reads_retrieval_presets():
+    from harness.data import GeneratorSource
+
+    source = GeneratorSource("t7_id", seed=0, split="test", size=3)
+    instances = [source[i] for i in range(3)]
+    assert all(
+        x.config == "t7_id" and x.task == "contextual_ordered_set_member_detection"
+        for x in instances
+    )
+    assert to_batch(instances).vectors.shape == (3, 10, 36)
