@@ -21,7 +21,7 @@ import argparse
 import importlib
 import sys
 
-from harness.options import PROG, run_guarded
+from harness.options import PROG, OneLineParser, run_guarded
 
 COMMAND_MODULES = [
     # data (attentionspan_datasets): instances, pictures of masks, Hub export
@@ -39,7 +39,7 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Algorithmic tasks with reference attention masks: generate and export "
         "the data, train models on it one token per character, and evaluate them.",

@@ -25,6 +25,15 @@ DEFAULT_INSTRUCTION = "default"
 PROG = "attentionspan"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like every other refusal: the usage
+    block argparse prints before them is pages long for some commands (train), and the
+    line that matters came last. Subparsers inherit the class."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def option(name: str) -> str:
     """The flag of a dataclass field: `max_grad_norm` -> `--max-grad-norm`."""
     return "--" + name.replace("_", "-")
@@ -192,7 +201,7 @@ def main_for(
 ) -> int:
     """`python -m harness.<module>`: the options and one-line errors of `attentionspan
     COMMAND`, without building the whole command line."""
-    parser = argparse.ArgumentParser(prog=f"{PROG} {command}")
+    parser = OneLineParser(prog=f"{PROG} {command}")
     add_arguments(parser)
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
