@@ -9,6 +9,7 @@ command read the settings without importing the pipeline.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,13 @@ class ReproduceConfig:
 
     def __post_init__(self) -> None:
         positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
+        # nan compares False with everything, so `< 0` alone lets it through: a sweep at
+        # C = nan ran for minutes and reported nonsense.
+        for name in ("strengths", "thresholds", "head_threshold", "id_guard"):
+            value = getattr(self, name)
+            values = value if isinstance(value, list) else [value]
+            if any(v is not None and not math.isfinite(v) for v in values):
+                raise ValueError(f"'{name}' must be finite, got {value}")
         if self.id_guard is not None and self.id_guard < 0:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
         if self.threads < 0:
