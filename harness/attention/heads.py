@@ -188,8 +188,8 @@ def rank_heads(
 
     if not instances:
         raise ValueError("rank_heads needs at least one instance")
-    if threshold < 0:
-        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    if not 0 <= threshold < 1:  # nan fails too; weights are at most 1 and count when above it
+        raise ValueError(f"threshold must be in [0, 1), got {threshold}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     char_tok = tokenizer if isinstance(tokenizer, CharTokenizer) else CharTokenizer(tokenizer)

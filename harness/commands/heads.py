@@ -61,6 +61,7 @@ def run_command(args) -> int:
     from harness.attention.heads import HEADS_FILE, rank_heads
     from harness.data import PromptConfig
     from harness.evaluate import saved_run_config
+    from harness.models import resolve_model
     from harness.runs import load_model_checked, section
 
     quiet_transformers()
@@ -68,6 +69,7 @@ def run_command(args) -> int:
         raise ValueError(f"-n/--num must be >= 1, got {args.num}")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but no CUDA device is available")
+    resolve_model(args.model)  # a missing folder is named before its missing saved config
     saved = saved_run_config(args.model) if Path(args.model).is_dir() else None
     config = args.config or (saved or {}).get("train", {}).get("config")
     if not config:
