@@ -47,7 +47,9 @@ def run_lm_eval(python, args, cwd):
 def expected_metrics(task: str) -> set[str]:
     from lm_eval_tasks.dataset import custom_dataset
 
-    row = custom_dataset(task.removeprefix("attnspan_"), size=1, fewshot_size=1)["test"][0]
+    row = custom_dataset(task.removeprefix("attnspan_"), attnspan={"size": 1, "fewshot_size": 1})[
+        "test"
+    ][0]
     return {"exact_match", "partial_acc", *row["length_bins"]}
 
 

@@ -56,7 +56,7 @@ def bpe_model(tmp_path_factory, save_llama):
 
 @pytest.fixture(scope="module")
 def docs():
-    return list(custom_dataset("reversal_id", size=4, fewshot_size=4)["test"])
+    return list(custom_dataset("reversal_id", attnspan={"size": 4, "fewshot_size": 4})["test"])
 
 
 def test_task_text_is_one_token_per_character(bpe_model, docs):
