@@ -17,12 +17,14 @@ with `torch.load(weights_only=True)` and weights only from safetensors or the sa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import pickle
 import shutil
 import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +168,15 @@ def save_folder(
     return target
 
 
+@contextlib.contextmanager
+def quiet_pickle_protocol():
+    """No "Detected pickle protocol 4" UserWarning from torch's weights-only unpickler: a
+    foreign pickle is refused in one line, and the warning would be two more before it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+        yield
+
+
 def load_training_state(checkpoint: Path) -> dict[str, Any]:
     """The optimizer and scheduler state of a checkpoint, tensors only (never unpickled)."""
     import torch
@@ -174,7 +185,8 @@ def load_training_state(checkpoint: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"{path} is missing: the checkpoint cannot be resumed")
     try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
+        with quiet_pickle_protocol():
+            state = torch.load(path, weights_only=True, map_location="cpu")
     except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(
@@ -191,7 +203,8 @@ def load_model_checked(spec: str, **kwargs):
     from harness.models import load_model
 
     try:
-        return load_model(spec, **kwargs)
+        with quiet_pickle_protocol():
+            return load_model(spec, **kwargs)
     except pickle.UnpicklingError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "UnpicklingError"
         raise ValueError(
