@@ -1,0 +1,516 @@
+"""The corpus of bad inputs: every console command, `load_dataset`, and the Python API.
+
+    python -m pytest -q tests/test_bad_inputs.py
+
+One table per surface. A CLI row is `attentionspan ARGS` run in-process through
+`harness.cli.main`: it must exit with status 2 and print exactly one stderr line,
+`attentionspan CMD: error: ...`, holding every fragment of the row (the option or field it
+names, and the allowed values or the cap where there are some). An API row must raise one
+ValueError whose one-line message holds its fragments. A new command adds its rows here
+(issue 13: "the corpus of bad inputs in tests/ grows with each new command").
+
+Nothing here trains more than one optimizer step (the resumable run folder) and every
+model is a tiny random one built once per module; every CLI row runs under an alarm that
+only catches a hang (huge sizes must be refused up front, never generated).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pickle
+import shutil
+import signal
+import warnings
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+HANG = 60  # seconds: only a hang trips this; a refusal takes milliseconds
+HUGE = "1000000000"
+
+
+class Payload:
+    """Unpickling this would print; a refused pickle must never run it."""
+
+    def __reduce__(self):
+        return (print, ("payload ran",))
+
+
+@pytest.fixture(scope="module")
+def places(tmp_path_factory):
+    """Folders the rows point at: a tiny model (no saved training config), model folders
+    broken in each way, a run folder with a checkpoint, a pickled training state, a locked
+    run folder."""
+    from safetensors.torch import load_file
+
+    from harness.runs import RunLock
+    from harness.train import TrainConfig, train
+    from tests.harness.conftest import save_tiny_model
+    from tests.harness.test_train import TINY
+
+    root = tmp_path_factory.mktemp("bad_inputs")
+    model = save_tiny_model("llama", root / "model")
+
+    def copy(name: str) -> Path:
+        return Path(shutil.copytree(model, root / name))
+
+    (copy("extra_key") / "attentionspan_run.json").write_text('{"prompt": {"colour": 1}}')
+    (copy("invalid_json") / "attentionspan_run.json").write_text("{broken")
+    pickled = copy("pickled_weights")
+    weights = load_file(str(pickled / "model.safetensors"))
+    (pickled / "model.safetensors").unlink()
+    weights["payload"] = Payload()
+    (pickled / "pytorch_model.bin").write_bytes(pickle.dumps(weights))
+
+    run = root / "run"  # one optimizer step, checkpoint-1, as a killed run leaves it
+    config = TrainConfig(
+        output=str(run), lr=1e-3, max_steps=2, save_every=1, eval_size=2, scratch=TINY
+    )
+    train(config, stop_after=1, progress=False)
+    state_run = Path(shutil.copytree(run, root / "pickled_state"))
+    (checkpoint,) = state_run.glob("checkpoint-*")
+    state = {"optimizer": Payload(), "scheduler": {}}
+    (checkpoint / "training_state.pt").write_bytes(pickle.dumps(state))
+
+    with RunLock(root / "locked"):  # held by this process: another run there is refused
+        yield {
+            "tmp": root,
+            "model": model,
+            "extra_key": root / "extra_key",
+            "invalid_json": root / "invalid_json",
+            "pickled_weights": pickled,
+            "run": run,
+            "pickled_state": state_run,
+            "locked": root / "locked",
+        }
+
+
+def run_cli(args: list[str]) -> tuple[int, list[str], str]:
+    """(exit status, stderr lines, stdout) of `attentionspan ARGS`, in-process."""
+    err, out = io.StringIO(), io.StringIO()
+
+    def hang(signum, frame):
+        raise TimeoutError(f"attentionspan {' '.join(args)} still running after {HANG} s")
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(HANG)
+    try:
+        with (
+            contextlib.redirect_stderr(err),
+            contextlib.redirect_stdout(out),
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            # What a user's interpreter shows (pytest would swallow warnings otherwise):
+            # each one is two more stderr lines in the console.
+            warnings.simplefilter("default")
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning):
+                warnings.simplefilter("ignore", category)
+            try:
+                status = main(args)
+            except SystemExit as done:  # argparse's own refusals exit from parse_args
+                status = done.code
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    shown = [f"{w.category.__name__}: {w.message}" for w in caught]
+    return status, shown + err.getvalue().strip().splitlines(), out.getvalue()
+
+
+TRAIN = ["train", "--model", "scratch", "--output", "{tmp}/train", "--max-steps", "1"]
+EVAL = ["eval", "--model", "{model}", "--configs", "reversal_id", "-n", "2"]
+ATTENTION = ["attention", "--model", "{model}", "--configs", "reversal_id", "-n", "2"]
+HEADS = ["heads", "--model", "{model}", "--config", "reversal_id", "-n", "2"]
+REPRODUCE = ["reproduce", "--model", "{model}", "--output", "{tmp}/reproduce"]
+BASELINES = ["baselines", "--task", "t1", "--output", "{tmp}/baselines.json"]
+EXPORT = ["export", "reversal_id", "--out", "{tmp}/export"]
+
+# (id, arguments, fragments of the one error line). {name}: a folder of `places`.
+CLI_ROWS = [
+    # --- the top level
+    ("no-command", [], ["attentionspan: error:", "COMMAND"]),
+    ("unknown-command", ["frobnicate"], ["invalid choice: 'frobnicate'", "generate"]),
+    # --- generate: huge sizes are refused up front, naming the field and the cap
+    (
+        "generate-huge-reversal",
+        ["generate", "reversal", "-n", "1", "--param", f"min_length={HUGE}"]
+        + ["--param", f"max_length={HUGE}"],
+        ["'min_length'", "<= 100000"],
+    ),
+    (
+        "generate-huge-value-assignment",
+        ["generate", "value_assignment", "-n", "1", "--param", f"min_length={HUGE}"]
+        + ["--param", f"max_length={HUGE}"],
+        ["'min_length'", "<= 100000"],
+    ),
+    (
+        "generate-huge-successor",
+        ["generate", "successor", "-n", "1", "--param", f"min_count={HUGE}"]
+        + ["--param", f"max_count={HUGE}"],
+        ["'min_count'", "<= 1000"],
+    ),
+    (
+        "generate-huge-ffml",
+        ["generate", "ffml", "-n", "1", "--param", f"min_instructions={HUGE}"]
+        + ["--param", f"max_instructions={HUGE}"],
+        ["'min_instructions'", "<="],
+    ),
+    (
+        "generate-5001-digit-max-start",
+        ["generate", "successor", "--param", "max_start=" + "9" * 5001],
+        ["a 5001-digit number", "'max_start'", "max_start <= 1000000000000000000"],
+    ),
+    ("generate-unknown-config", ["generate", "nope"], ["unknown config 'nope'", "reversal_id"]),
+    ("generate-unknown-param", ["generate", "reversal", "--param", "foo=1"], ["'foo'", "charset"]),
+    ("generate-param-no-value", ["generate", "reversal", "--param", "min_length"], ["KEY=VALUE"]),
+    (
+        "generate-param-not-int",
+        ["generate", "reversal", "--param", "min_length=abc"],
+        ["'min_length' must be an integer"],
+    ),
+    (
+        "generate-unknown-mask",
+        ["generate", "reversal", "--param", "mask=nope"],
+        ["'mask'", "'paper', 'sufficient', 'minimal'"],
+    ),
+    ("generate-negative-n", ["generate", "reversal", "-n", "-1"], ["-n/--num must be >= 0"]),
+    ("generate-n-not-int", ["generate", "reversal", "-n", "abc"], ["-n/--num", "'abc'"]),
+    ("generate-negative-start", ["generate", "reversal", "--start", "-1"], ["--start", ">= 0"]),
+    ("generate-seed-not-int", ["generate", "reversal", "--seed", "abc"], ["--seed", "'abc'"]),
+    ("generate-format", ["generate", "reversal", "--format", "xml"], ["--format", "'jsonl'"]),
+    # --- show
+    ("show-negative-index", ["show", "reversal", "--index", "-1"], ["--index must be >= 0"]),
+    ("show-float-index", ["show", "reversal", "--index", "1.5"], ["--index", "'1.5'"]),
+    (
+        "show-unknown-split",
+        ["show", "reversal", "--split", "dev"],
+        ["--split", "'train', 'validation', 'test'"],
+    ),
+    ("show-nothing", ["show"], ["CONFIG or --all"]),
+    ("show-unknown-config", ["show", "nope"], ["unknown config 'nope'"]),
+    ("show-zero-n", ["show", "reversal", "-n", "0"], ["-n/--num must be >= 1"]),
+    # --- export
+    (
+        "export-huge-without-force",
+        [*EXPORT, "--num-train", "1000000000000"],
+        ["--num-train", "cap of 10,000,000", "--force"],
+    ),
+    ("export-unknown-config", ["export", "nope", "--out", "{tmp}/e"], ["unknown config(s) nope"]),
+    ("export-negative-size", [*EXPORT, "--num-test", "-5"], ["--num-test", "non-negative"]),
+    ("export-no-out", ["export", "reversal_id"], ["--out"]),
+    # --- train: non-finite hyperparameters, short context, bad run folders
+    ("train-lr-inf", [*TRAIN, "--lr", "inf"], ["'lr' must be a finite number, got inf"]),
+    (
+        "train-max-grad-norm-nan",
+        [*TRAIN, "--max-grad-norm", "nan"],
+        ["'max_grad_norm' must be a finite number, got nan"],
+    ),
+    ("train-lr-negative", [*TRAIN, "--lr", "-1"], ["'lr' must be > 0"]),
+    ("train-lr-not-float", [*TRAIN, "--lr", "abc"], ["--lr", "'abc'"]),
+    (
+        "train-context-too-short",
+        [*TRAIN, "--scratch-max-positions", "16"],
+        ["context (max_position_embeddings = 16"],
+    ),
+    ("train-unknown-config", [*TRAIN, "--config", "nope"], ["unknown config 'nope'"]),
+    ("train-batch-size-0", [*TRAIN, "--batch-size", "0"], ["'batch_size' must be >= 1"]),
+    ("train-missing-model", [*TRAIN, "--model", "/nonexistent"], ["'/nonexistent' does not exist"]),
+    (
+        "train-mixed-precision",
+        [*TRAIN, "--mixed-precision", "fp8"],
+        ["--mixed-precision", "'bf16'"],
+    ),
+    ("train-resume-nothing", [*TRAIN, "--resume"], ["no checkpoint to resume"]),
+    (
+        "train-resume-changed-options",
+        ["train", "--output", "{run}", "--resume", "--lr", "5e-6"],
+        ["these options differ from it", "--lr 5e-06 (saved: 0.001)"],
+    ),
+    (
+        "train-pickled-training-state",
+        ["train", "--output", "{pickled_state}", "--resume"],
+        ["training_state.pt: not a tensors-only file (refused to unpickle"],
+    ),
+    (
+        "train-locked-folder",
+        ["train", "--model", "scratch", "--output", "{locked}", "--max-steps", "1"],
+        ["run folder", "is in use by"],
+    ),
+    # --- eval: model folders broken in each way
+    (
+        "eval-missing-folder",
+        ["eval", "--model", "/nonexistent"],
+        ["model directory '/nonexistent' does not exist", "scratch"],
+    ),
+    (
+        "eval-run-file-extra-key",
+        [*EVAL, "--model", "{extra_key}"],
+        ["attentionspan_run.json: unknown key(s) prompt.colour"],
+    ),
+    (
+        "eval-run-file-invalid-json",
+        [*EVAL, "--model", "{invalid_json}"],
+        ["attentionspan_run.json: not valid JSON"],
+    ),
+    ("eval-pickled-weights", [*EVAL, "--model", "{pickled_weights}"], ["refused to unpickle"]),
+    ("eval-not-a-model", [*EVAL, "--model", "{tmp}"], ["not a Hugging Face model directory"]),
+    ("eval-unknown-config", [*EVAL, "--configs", "nope"], ["unknown config 'nope'"]),
+    ("eval-no-configs", ["eval", "--model", "{model}"], ["no --configs given"]),
+    ("eval-zero-n", [*EVAL, "-n", "0"], ["-n/--num must be >= 1"]),
+    ("eval-batch-size-0", [*EVAL, "--batch-size", "0"], ["--batch-size must be >= 1"]),
+    ("eval-negative-fewshot", [*EVAL, "--num-fewshot", "-1"], ["num_fewshot must be >= 0"]),
+    # --- models
+    ("models-no-action", ["models"], ["ACTION"]),
+    (
+        "models-fetch-unknown",
+        ["models", "fetch", "gpt-5"],
+        ["invalid choice: 'gpt-5'", "smollm2-135m-instruct"],
+    ),
+    # --- attention
+    ("attention-zero-n", [*ATTENTION, "-n", "0"], ["-n/--num must be >= 1"]),
+    ("attention-unknown-config", [*ATTENTION, "--configs", "nope"], ["unknown config 'nope'"]),
+    ("attention-not-a-model", [*ATTENTION, "--model", "{tmp}"], ["not a Hugging Face model"]),
+    (
+        "attention-no-saved-config",
+        ["attention", "--model", "{model}"],
+        ["no --configs given", "no saved training config"],
+    ),
+    ("attention-unknown-mode", [*ATTENTION, "--modes", "x"], ["--modes", "'teacher_forced'"]),
+    ("attention-batch-size-0", [*ATTENTION, "--batch-size", "0"], ["--batch-size must be >= 1"]),
+    # --- heads
+    ("heads-unknown-config", [*HEADS, "--config", "nope"], ["unknown config 'nope'"]),
+    ("heads-zero-n", [*HEADS, "-n", "0"], ["-n/--num must be >= 1"]),
+    ("heads-threshold-nan", [*HEADS, "--threshold", "nan"], ["threshold must be in [0, 1)"]),
+    ("heads-threshold-1", [*HEADS, "--threshold", "1"], ["threshold must be in [0, 1)"]),
+    ("heads-shift-not-int", [*HEADS, "--shift", "1.5"], ["--shift", "'1.5'"]),
+    (
+        "heads-missing-folder",
+        ["heads", "--model", "/nonexistent"],
+        ["model directory '/nonexistent' does not exist"],
+    ),
+    ("heads-no-saved-config", ["heads", "--model", "{model}"], ["no --config given"]),
+    # --- reproduce
+    ("reproduce-no-model", ["reproduce"], ["'model' is required", "--quick"]),
+    ("reproduce-counts-0", [*REPRODUCE, "--counts", "0"], ["'counts' must be >= 1"]),
+    ("reproduce-counts-float", [*REPRODUCE, "--counts", "1.5"], ["--counts", "'1.5'"]),
+    ("reproduce-strengths-nan", [*REPRODUCE, "--strengths", "nan"], ["'strengths' must be fin"]),
+    ("reproduce-strengths-inf", [*REPRODUCE, "--strengths", "1", "inf"], ["'strengths'", "inf"]),
+    ("reproduce-strengths-negative", [*REPRODUCE, "--strengths=-1"], ["'strengths' must be >= 0"]),
+    ("reproduce-thresholds-nan", [*REPRODUCE, "--thresholds", "nan"], ["'thresholds' must be f"]),
+    ("reproduce-id-guard-nan", [*REPRODUCE, "--id-guard", "nan"], ["'id_guard' must be finite"]),
+    ("reproduce-mode", [*REPRODUCE, "--mode", "knockout"], ["--mode", "'conditional'"]),
+    ("reproduce-shift-not-int", [*REPRODUCE, "--shift", "x"], ["--shift", "'x'"]),
+    ("reproduce-metric", [*REPRODUCE, "--metric", "bleu"], ["--metric", "'exact_match'"]),
+    (
+        "reproduce-unknown-config",
+        [*REPRODUCE, "--config", "nope"],
+        ["config 'nope' has no ID/OOD presets", "reversal"],
+    ),
+    ("reproduce-num-test-0", [*REPRODUCE, "--num-test", "0"], ["'num_test' must be >= 1"]),
+    (
+        "reproduce-unknown-ood-param",
+        [*REPRODUCE, "--ood", "foo=1"],
+        ["'ood' overrides for reversal_ood", "'foo'"],
+    ),
+    # --- baselines
+    ("baselines-unknown-task", [*BASELINES, "--task", "t9"], ["--task 't9'", "T1 ... T7"]),
+    ("baselines-length-0", [*BASELINES, "--length", "0"], ["length", "2 <= "]),
+    ("baselines-length-huge", [*BASELINES, "--length", HUGE], ["length", "<= 200"]),
+    ("baselines-seeds-0", [*BASELINES, "--seeds", "0"], ["--seeds must be >= 1"]),
+    ("baselines-lr-nan", [*BASELINES, "--lr", "nan"], ["'lr'", "nan"]),
+    ("baselines-unknown-model", [*BASELINES, "--models", "gru"], ["--models", "'lstm+att'"]),
+    ("baselines-epochs-0", [*BASELINES, "--epochs", "0"], ["--epochs must be >= 1"]),
+    ("baselines-no-output", ["baselines", "--task", "t1"], ["--output"]),
+]
+
+
+@pytest.mark.parametrize("args,fragments", [r[1:] for r in CLI_ROWS], ids=[r[0] for r in CLI_ROWS])
+def test_a_bad_command_line_is_one_line_and_status_2(args, fragments, places, capsys):
+    args = [a.format(**places) for a in args]
+    status, err, out = run_cli(args)
+    assert status == 2, (status, err)
+    assert len(err) == 1, err
+    command = " ".join(["attentionspan", *args[:1]]) if args and args[0] != "frobnicate" else ""
+    assert err[0].startswith(f"{command or 'attentionspan'}"), err[0]
+    assert ": error: " in err[0], err[0]
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+    assert "payload ran" not in out + "\n".join(err)
+
+
+def test_refusals_write_nothing(places):
+    """A refused export, reproduce or baselines leaves nothing behind; a refused train at
+    most its run folder's empty lock file (kept on purpose: see harness.runs.RunLock)."""
+    for name in ("export", "reproduce", "baselines.json"):
+        assert not (places["tmp"] / name).exists(), name
+    train = places["tmp"] / "train"
+    assert not train.exists() or [p.name for p in train.iterdir()] == [".lock"]
+    assert not train.exists() or (train / ".lock").read_text() == ""
+
+
+# --- the Python API and load_dataset: one ValueError line naming the argument
+
+
+def _api_rows():
+    import datasets
+
+    import attentionspan_datasets as api
+    from attentionspan_datasets import splits
+
+    test = "test"
+    return [
+        ("generate-index-float", lambda: api.generate("reversal_id", index=1.5), ["'index'"]),
+        ("generate-index-negative", lambda: api.generate("reversal_id", index=-1), ["'index'"]),
+        ("generate-seed-list", lambda: api.generate("reversal_id", seed=[1, 2]), ["'seed'"]),
+        ("generate-seed-bool", lambda: api.generate("reversal_id", seed=True), ["bool True"]),
+        (
+            "generate-huge",
+            lambda: api.generate("reversal", min_length=10**9, max_length=10**9),
+            ["'min_length'", "<= 100000"],
+        ),
+        (
+            "generate-5001-digit-max-start",
+            lambda: api.generate("successor", max_start=10**5000),
+            ["'max_start'", "about 5001 digits", "<= 1000000000000000000"],
+        ),
+        ("generate-unknown-config", lambda: api.generate("nope"), ["unknown config 'nope'"]),
+        ("generate-unknown-field", lambda: api.generate("reversal", foo=1), ["'foo'"]),
+        (
+            "iter-start-negative",
+            lambda: list(api.iter_instances("reversal_id", start=-1, stop=2)),
+            ["'start'"],
+        ),
+        (
+            "iter-stop-float",
+            lambda: list(api.iter_instances("reversal_id", stop=1.5)),
+            ["'stop'"],
+        ),
+        (
+            "iter-seed-bool",
+            lambda: list(api.iter_instances("reversal_id", seed=True, stop=1)),
+            ["'seed'"],
+        ),
+        (
+            "split-unknown",
+            lambda: splits.split_instance("reversal_id", 1234, "dev", 0),
+            ["invalid split 'dev'", "train, validation, test"],
+        ),
+        (
+            "split-index-negative",
+            lambda: splits.split_instance("reversal_id", 1234, test, -1),
+            ["'index'"],
+        ),
+        (
+            "split-index-float",
+            lambda: splits.split_instance("reversal_id", 1234, test, 1.5),
+            ["'index'"],
+        ),
+        (
+            "split-seed-list",
+            lambda: splits.split_instance("reversal_id", [1, 2], test, 0),
+            ["'seed'"],
+        ),
+        (
+            "load-huge-without-force",
+            lambda: api.load("reversal_id", num_train=10**12),
+            ["'num_train'", "cap of 10,000,000", "force=True"],
+        ),
+        ("load-negative-size", lambda: api.load("reversal_id", num_train=-1), ["'num_train'"]),
+        (
+            "load-dataset-huge",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", num_test=10**12),
+            ["'num_test'", "cap of 10,000,000"],
+        ),
+        (
+            "load-dataset-seed-bool",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", seed=True),
+            ["'seed' must be an int, got True"],
+        ),
+        (
+            "load-dataset-unknown-key",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", foo=1),
+            ["'foo'", "allowed keys: min_length"],
+        ),
+        (
+            "load-dataset-unknown-mask",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", mask="nope"),
+            ["invalid mask 'nope'", "'paper', 'sufficient', 'minimal'"],
+        ),
+        (
+            "load-dataset-huge-length",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", min_length=10**9),
+            ["'min_length'", "<= 100000"],
+        ),
+        (
+            "load-dataset-float-size",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", num_train=1.5),
+            ["'num_train'", "got 1.5"],
+        ),
+        (
+            "load-dataset-unknown-config",
+            lambda: datasets.load_dataset("attentionspan", "nope"),
+            ["'nope'", "reversal_id"],
+        ),
+    ]
+
+
+API_IDS = [
+    "generate-index-float",
+    "generate-index-negative",
+    "generate-seed-list",
+    "generate-seed-bool",
+    "generate-huge",
+    "generate-5001-digit-max-start",
+    "generate-unknown-config",
+    "generate-unknown-field",
+    "iter-start-negative",
+    "iter-stop-float",
+    "iter-seed-bool",
+    "split-unknown",
+    "split-index-negative",
+    "split-index-float",
+    "split-seed-list",
+    "load-huge-without-force",
+    "load-negative-size",
+    "load-dataset-huge",
+    "load-dataset-seed-bool",
+    "load-dataset-unknown-key",
+    "load-dataset-unknown-mask",
+    "load-dataset-huge-length",
+    "load-dataset-float-size",
+    "load-dataset-unknown-config",
+]
+
+
+@pytest.mark.parametrize("row_id", API_IDS)
+def test_a_bad_api_call_is_one_value_error_line(row_id):
+    rows = {row[0]: row[1:] for row in _api_rows()}
+    assert list(rows) == API_IDS
+    call, fragments = rows[row_id]
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_a_dataset_folder_holding_a_script_is_one_line(tmp_path):
+    import datasets
+
+    folder = tmp_path / "scripted"
+    folder.mkdir()
+    (folder / "scripted.py").write_text("raise SystemExit('a script must never run')\n")
+    with pytest.raises(ValueError) as error:
+        datasets.load_dataset(str(folder))
+    message = str(error.value)
+    assert "\n" not in message and "holds a loading script (scripted.py)" in message
+
+
+def test_the_traceback_variable_shows_the_traceback(places, monkeypatch):
+    """ATTENTIONSPAN_TRACEBACK=1: the one line becomes the exception itself."""
+    monkeypatch.setenv("ATTENTIONSPAN_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="'lr' must be a finite number"):
+        main(["train", "--output", str(places["tmp"] / "train"), "--lr", "inf"])
