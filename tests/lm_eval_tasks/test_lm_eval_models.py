@@ -35,6 +35,9 @@ def make_bpe_tokenizer():
         initial_alphabet=list(CHARSET),
     )
     corpus = [r["prompt"] + r["target"] for r in custom_dataset("reversal_id")["test"]]
+    # The documents the tests use appear often enough to be merged, whatever the split rule
+    # makes of the test stream.
+    corpus += [r["prompt"] for r in first_docs()] * 20
     corpus += ["Write the characters before '=' in reverse order."] * 20
     backend.train_from_iterator(corpus, trainer)
     tokenizer = PreTrainedTokenizerFast(
@@ -54,9 +57,13 @@ def bpe_model(tmp_path_factory, save_llama):
     return AttnspanHFLM(pretrained=folder, device="cpu", dtype="float32", batch_size=4)
 
 
+def first_docs():
+    return list(custom_dataset("reversal_id", attnspan={"size": 4, "fewshot_size": 4})["test"])
+
+
 @pytest.fixture(scope="module")
 def docs():
-    return list(custom_dataset("reversal_id", attnspan={"size": 4, "fewshot_size": 4})["test"])
+    return first_docs()
 
 
 def test_task_text_is_one_token_per_character(bpe_model, docs):
