@@ -514,3 +514,30 @@ def test_the_traceback_variable_shows_the_traceback(places, monkeypatch):
     monkeypatch.setenv("ATTENTIONSPAN_TRACEBACK", "1")
     with pytest.raises(ValueError, match="'lr' must be a finite number"):
         main(["train", "--output", str(places["tmp"] / "train"), "--lr", "inf"])
+
+
+# The README's troubleshooting section quotes these messages; the rows above produce them.
+README_MESSAGES = [
+    "above the cap of 10,000,000 rows per split; pass --force",
+    "is in use by pid N on HOST",
+    "--resume continues the saved run unchanged; these options differ from it",
+    "no checkpoint to resume in",
+    "the run stopped before that step",
+    "'lr' must be a finite number, got inf",
+    "is shorter than the longest sequence of",
+    "refused to unpickle it (use safetensors)",
+    "training_state.pt: not a tensors-only file",
+    "attentionspan_run.json: not valid JSON",
+    "holds a loading script",
+    "has a small input space",
+    "using the prompt layout saved in",
+    "ATTENTIONSPAN_TRACEBACK=1",
+    "(see attentionspan COMMAND --help)",
+]
+
+
+def test_the_readme_says_what_each_refusal_means():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Troubleshooting", 1)[1].split("\n## ", 1)[0]
+    for message in README_MESSAGES:
+        assert message in section, message
