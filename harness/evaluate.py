@@ -97,8 +97,6 @@ def score_instances(
     buckets = {}  # config name -> its TaskConfig, whose length_bucket lm-eval also uses
     for first in range(0, len(instances), batch_size):
         chunk = instances[first : first + batch_size]
-        if bar is not None:
-            bar.update(len(chunk))
         encodings = [prompt.encode(char_tok, x) for x in chunk]
         # One token past the longest target decides exact match for every row: an answer
         # that goes on without EOS is already wrong at that token.
@@ -128,6 +126,8 @@ def score_instances(
                     "tf_correct": [int(x) for x in tf],
                 }
             )
+        if bar is not None:  # after the batch is scored, so 100% means done
+            bar.update(len(chunk))
     return records
 
 
