@@ -18,6 +18,7 @@ from harness.evaluate import (
     EvalConfig,
     evaluate_model,
     markdown_table,
+    score_instances,
     summarise,
     write_reports,
 )
@@ -246,3 +247,28 @@ def test_eval_scores_the_rows_of_the_datasets_test_split(preset, tmp_path, char_
     assert [r["target"] for r in records[preset]] == test["target"]
     assert [r["index"] for r in records[preset]] == test["index"]
     assert results[preset]["exact_match"] == 1.0 and results[preset]["count"] == 12
+
+
+def test_progress_counts_only_scored_instances(char_tokenizer):
+    """The bar advances after a batch is scored: a failure in the second batch leaves it at
+    the first batch's size (it used to reach 100% while the last batch was still running)."""
+    from harness.data import GeneratorSource
+
+    char_tok = CharTokenizer(char_tokenizer)
+    source = GeneratorSource("reversal_id", split="test")
+    instances = [source[i] for i in range(10)]
+    model = StandInLM(char_tok, instances, lambda x: x.target)
+    calls, generate = [], model.generate
+
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("stop")
+        return generate(*args, **kwargs)
+
+    model.generate = second_fails
+    bar = SimpleNamespace(n=0)
+    bar.update = lambda k: setattr(bar, "n", bar.n + k)
+    with pytest.raises(RuntimeError, match="stop"):
+        score_instances(model, char_tok, instances, PromptConfig(), 5, bar=bar)
+    assert bar.n == 5
