@@ -341,6 +341,10 @@ def export(
         raise ValueError(f"unknown config(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
     if len(set(configs)) != len(configs):
         raise ValueError(f"a config is listed twice: {' '.join(configs)}")
+    if num_proc is not None and (
+        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
+    ):  # checked here: datasets says "Number of processes" only after a progress bar
+        raise ValueError(f"--num-proc must be a positive integer, got {num_proc!r}")
     sizes = {"train": num_train, "validation": num_validation, "test": num_test}
     for split, size in sizes.items():
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
