@@ -135,7 +135,10 @@ def run_command(args) -> int:
     from harness.baselines.train import RecipeConfig, run_one
 
     settings = settings_of(args)
-    config = task_config(settings["task"], settings["length"])  # a bad length fails here
+    try:
+        config = task_config(settings["task"], settings["length"])
+    except ValueError as error:  # it names min_length: say which option set it
+        raise UsageError(f"--length {settings['length']}: {error}") from None
     torch.set_num_threads(args.threads)
     output = Path(args.output)
     runs: list[dict] = []
