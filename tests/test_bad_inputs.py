@@ -200,6 +200,7 @@ CLI_ROWS = [
     ("export-unknown-config", ["export", "nope", "--out", "{tmp}/e"], ["unknown config(s) nope"]),
     ("export-negative-size", [*EXPORT, "--num-test", "-5"], ["--num-test", "non-negative"]),
     ("export-no-out", ["export", "reversal_id"], ["--out"]),
+    ("export-num-proc-0", [*EXPORT, "--num-proc", "0"], ["--num-proc must be a positive"]),
     # --- train: non-finite hyperparameters, short context, bad run folders
     ("train-lr-inf", [*TRAIN, "--lr", "inf"], ["'lr' must be a finite number, got inf"]),
     (
@@ -316,8 +317,8 @@ CLI_ROWS = [
     ),
     # --- baselines
     ("baselines-unknown-task", [*BASELINES, "--task", "t9"], ["--task 't9'", "T1 ... T7"]),
-    ("baselines-length-0", [*BASELINES, "--length", "0"], ["length", "2 <= "]),
-    ("baselines-length-huge", [*BASELINES, "--length", HUGE], ["length", "<= 200"]),
+    ("baselines-length-0", [*BASELINES, "--length", "0"], ["--length 0:", "2 <= min_length"]),
+    ("baselines-length-huge", [*BASELINES, "--length", HUGE], ["--length 1000000000:", "<= 200"]),
     ("baselines-seeds-0", [*BASELINES, "--seeds", "0"], ["--seeds must be >= 1"]),
     ("baselines-lr-nan", [*BASELINES, "--lr", "nan"], ["'lr'", "nan"]),
     ("baselines-unknown-model", [*BASELINES, "--models", "gru"], ["--models", "'lstm+att'"]),
