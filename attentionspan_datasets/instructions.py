@@ -24,6 +24,23 @@ INSTRUCTIONS = {
     "table's key-value pairs.",
     "successor": "Continue counting from the number between ':' and '=': write as many next "
     "numbers as the number before ':' says, separated by spaces.",
+    # T1-T7: vectors of active features (0-9a-z) separated by '|', then '?' and the query.
+    # T3-T7 map each query to input features by a fixed mapping the model has to learn.
+    "one_feature_detection": "Write 1 if the feature after '?' is active in some vector "
+    "before it, else 0.",
+    "two_feature_detection": "Write 1 if both features after '?' are active in the vectors "
+    "before it, else 0.",
+    "set_member_detection": "Write 1 if either of the two input features that the query "
+    "after '?' stands for is active before it, else 0.",
+    "contextual_two_feature_detection": "Write 1 if both input features that the query "
+    "after '?' stands for are active before it, else 0.",
+    "contextual_set_member_detection": "Write 1 if both features of either feature pair "
+    "that the query after '?' stands for are active before it, else 0.",
+    "ordered_feature_detection": "Write 1 if the first input feature that the query after "
+    "'?' stands for is active in an earlier vector than its second, else 0.",
+    "contextual_ordered_set_member_detection": "Write 1 if, for either ordered feature pair "
+    "that the query after '?' stands for, the first is active in an earlier vector than the "
+    "second, else 0.",
 }
 
 
