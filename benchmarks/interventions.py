@@ -36,31 +36,14 @@ def cpu_time(fn, repeats: int) -> float:
 
 
 def build(model_path: str | None):
-    import string
-
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from harness.models import load_model
-    from harness.tokenization import make_char_tokenizer
+    """The fetched/trained model at `model_path`, or the harness's default scratch Llama
+    (4 layers x 4 heads, hidden 128, seed 0): the same model `train --model scratch` starts from."""
+    from harness.models import ScratchConfig, build_scratch, load_model
 
     if model_path:
         return load_model(model_path)
-    tokenizer = make_char_tokenizer(string.printable)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=128,
-        intermediate_size=512,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval(), tokenizer
+    model, tokenizer = build_scratch(ScratchConfig())
+    return model.eval(), tokenizer
 
 
 def main() -> int:
