@@ -64,6 +64,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--data-seed", type=int, default=1234, help="seed of the generated data")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument(
+        "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."
+    )
     parser.add_argument("--output", required=True, help="JSON results file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -140,6 +143,12 @@ def run_command(args) -> int:
     except ValueError as error:  # it names min_length: say which option set it
         raise UsageError(f"--length {settings['length']}: {error}") from None
     torch.set_num_threads(args.threads)
+    try:
+        device = torch.device(args.device)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:  # a bad name, or no such device here
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"invalid --device {args.device!r}: {message}") from None
     output = Path(args.output)
     runs: list[dict] = []
     if output.exists():
@@ -171,7 +180,7 @@ def run_command(args) -> int:
             bar.update(1)
             bar.set_postfix(val=f"{val_accuracy:.3f}")
 
-        result = run_one(settings["config"], kind, seed, data, recipe, on_epoch)
+        result = run_one(settings["config"], kind, seed, data, recipe, on_epoch, device=device)
         bar.update(recipe.epochs - result["epochs_run"])  # early stop: skip the rest
         runs.append(result)
         document = {

@@ -39,6 +39,10 @@ class FeatureBatch:
     def __len__(self) -> int:
         return self.labels.shape[0]
 
+    def to(self, device: str | torch.device) -> FeatureBatch:
+        fields = (self.vectors, self.query, self.labels, self.reference, self.carriers)
+        return FeatureBatch(*(t.to(device) for t in fields))
+
     def take(self, index: torch.Tensor) -> FeatureBatch:
         return FeatureBatch(
             self.vectors[index],

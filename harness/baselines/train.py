@@ -99,13 +99,16 @@ def run_one(
     data: dict[str, FeatureBatch],
     recipe: RecipeConfig,
     on_epoch: Callable[[int, float], None] | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Train one model from `seed` on data["train"], select on data["validation"], score on
-    data["test"]. `on_epoch(epoch, validation_accuracy)` reports progress."""
+    data["test"], on `device` ("cpu", "cuda", ...). `on_epoch(epoch, validation_accuracy)`
+    reports progress."""
     started = time.perf_counter()
     torch.manual_seed(seed)
     model_config = ModelConfig(kind=kind, dropout=recipe.dropout)
-    model = build_model(model_config)
+    model = build_model(model_config).to(device)
+    data = {split: batch.to(device) for split, batch in data.items()}
     optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     train, validation = data["train"], data["validation"]
@@ -114,8 +117,8 @@ def run_one(
     history = []
     for epoch in range(1, recipe.epochs + 1):
         model.train()
-        total = 0.0
-        permutation = torch.randperm(len(train), generator=order)
+        total = torch.zeros((), device=device)  # summed on the device: no sync per step
+        permutation = torch.randperm(len(train), generator=order).to(device)
         for start in range(0, len(train), recipe.batch_size):
             batch = train.take(permutation[start : start + recipe.batch_size])
             logits, _ = model(batch.vectors, batch.query)
@@ -124,11 +127,11 @@ def run_one(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
             optimizer.step()
-            total += float(loss.detach()) * len(batch)
+            total += loss.detach() * len(batch)
         probs, _ = predict(model, validation, recipe.eval_batch_size)
         val_accuracy = accuracy(probs, validation.labels)
         history.append(
-            {"epoch": epoch, "train_loss": total / len(train), "val_accuracy": val_accuracy}
+            {"epoch": epoch, "train_loss": float(total) / len(train), "val_accuracy": val_accuracy}
         )
         if on_epoch is not None:
             on_epoch(epoch, val_accuracy)
@@ -140,7 +143,9 @@ def run_one(
     model.load_state_dict(best_state)
     test = data["test"]
     probs, alpha = predict(model, test, recipe.eval_batch_size)
-    correct = (probs >= 0.5).float() == test.labels
+    correct = ((probs >= 0.5).float() == test.labels).cpu()
+    alpha = alpha.cpu() if alpha is not None else None
+    test = test.to("cpu")
     result = {
         "config": config,
         "model": kind,

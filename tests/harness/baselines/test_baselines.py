@@ -86,15 +86,35 @@ def test_encoder_is_causal_so_a_later_vector_never_changes_an_earlier_representa
     batch = to_batch([generate("t6_len5", seed=0, index=i) for i in range(3)])
     changed = batch.vectors.clone()
     changed[:, -1] = 1.0 - changed[:, -1]
+    before, after = model.encode(batch.vectors), model.encode(changed)
+    torch.testing.assert_close(before[:, :-1], after[:, :-1])
+    assert not torch.allclose(before[:, -1], after[:, -1])
 
-    # With the decoder's weights of vector 0 alone: compare the encoder outputs directly.
-    def encode(vectors):
-        h = model.embed_input(vectors) + sinusoidal_encoding(5, 16)
-        causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
-        return model.encoder(h, src_mask=causal)
 
-    torch.testing.assert_close(encode(batch.vectors)[:, :-1], encode(changed)[:, :-1])
-    assert not torch.allclose(encode(batch.vectors)[:, -1], encode(changed)[:, -1])
+@pytest.mark.parametrize("kind", ["t-pos-att", "t+pos-att"])
+def test_without_self_attention_each_vector_is_encoded_alone(kind):
+    """ "-Att" keeps the encoder cell but drops its attention: h_i depends on vector i (and
+    its position) only, so shuffling the other vectors leaves it unchanged."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind=kind, d_model=16, ffn_dim=32)).eval()
+    assert model.encoder is not None and model.encoder.attention is None
+    vectors = to_batch([generate("t6_len5", seed=0, index=i) for i in range(3)]).vectors
+    other = vectors.clone()
+    other[:, :2] = vectors[:, :2].flip(0)  # other instances' first two vectors
+    torch.testing.assert_close(model.encode(vectors)[:, 2:], model.encode(other)[:, 2:])
+
+
+def test_models_follow_the_authors_sizes():
+    """Parameter counts of the paper's sizes (d = 100, feed-forward 100, 36 features):
+    W_in and W_q 2 x 3,700, encoder norms 400, feed-forward 20,200, attention 40,400,
+    output MLP 20,100 + 101; the LSTM reads the 36 features directly (4 x 100 x (36 + 100)
+    + 800 = 55,200) and has no W_in."""
+    models = {k: build_model(ModelConfig(kind=k)) for k in KINDS}
+    counts = {k: sum(p.numel() for p in model.parameters()) for k, model in models.items()}
+    without = 2 * 3_700 + 400 + 20_200 + 20_201
+    assert counts["t-pos-att"] == counts["t+pos-att"] == without
+    assert counts["t-pos+att"] == counts["t+pos+att"] == without + 40_400
+    assert counts["lstm"] == counts["lstm+att"] == 3_700 + 55_200 + 20_201
 
 
 def test_positional_encoding_matches_vaswani():
