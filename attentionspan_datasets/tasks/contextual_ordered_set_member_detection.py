@@ -41,7 +41,7 @@ class ContextualOrderedSetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualOrderedSetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = rng.randrange(fv.NUM_FEATURES)
+    q = fv.below(rng, fv.NUM_FEATURES)
     pairs = fv.mapping(NAME, config.mapping_seed, 2)[q]
     chosen = rng.getrandbits(1)
     (a, b), other = pairs[chosen], pairs[1 - chosen]

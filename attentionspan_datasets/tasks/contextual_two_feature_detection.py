@@ -39,7 +39,7 @@ class ContextualTwoFeatureConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualTwoFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = rng.randrange(fv.NUM_FEATURES)
+    q = fv.below(rng, fv.NUM_FEATURES)
     ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
     answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)
     plan = fv.Plan([q], [a, b], answer, case, planted, {a, b}, decisive=decisive)

@@ -38,14 +38,14 @@ class OneFeatureConfig(fv.FeatureConfig):
 
 def generate(rng: random.Random, config: OneFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    f = rng.randrange(fv.NUM_FEATURES)
+    f = fv.below(rng, fv.NUM_FEATURES)
     if not rng.getrandbits(1):
         plan = fv.Plan([f], [f], 0, "absent", [], {f})
     elif config.single_occurrence:
-        plan = fv.Plan([f], [f], 1, "present", [(f, rng.randrange(length))], {f}, decisive=(f,))
+        plan = fv.Plan([f], [f], 1, "present", [(f, fv.below(rng, length))], {f}, decisive=(f,))
     else:
         # Planted once, and left in the background elsewhere (the paper's training data).
-        planted = [(f, rng.randrange(length))]
+        planted = [(f, fv.below(rng, length))]
         plan = fv.Plan([f], [f], 1, "present", planted, set(), frozenset({f}), decisive=(f,))
     return fv.build(rng, config, NAME, length, plan)
 

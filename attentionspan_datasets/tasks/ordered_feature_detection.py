@@ -41,7 +41,7 @@ class OrderedFeatureConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: OrderedFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = rng.randrange(fv.NUM_FEATURES)
+    q = fv.below(rng, fv.NUM_FEATURES)
     ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
     answer, case, planted, decisive, order = fv.ordered_plan(rng, length, a, b)
     plan = fv.Plan([q], [a, b], answer, case, planted, {a, b}, decisive=decisive, ordered=order)

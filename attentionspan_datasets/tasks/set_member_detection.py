@@ -38,13 +38,13 @@ class SetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: SetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = rng.randrange(fv.NUM_FEATURES)
+    q = fv.below(rng, fv.NUM_FEATURES)
     ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
     if not rng.getrandbits(1):
         answer, case, planted, decisive = 0, "none_present", [], ()
     elif rng.getrandbits(1):
         one = a if rng.getrandbits(1) else b
-        answer, case, planted, decisive = 1, "one_present", [(one, rng.randrange(length))], (one,)
+        answer, case, planted, decisive = 1, "one_present", [(one, fv.below(rng, length))], (one,)
     else:
         answer, case, planted, decisive = fv.two_feature_plan_positive(rng, length, a, b)
         case = "both_" + case  # both_same_vector or both_different_vectors

@@ -36,7 +36,9 @@ class TwoFeatureConfig(fv.FeatureConfig):
 
 def generate(rng: random.Random, config: TwoFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    a, b = sorted(rng.sample(range(fv.NUM_FEATURES), 2))
+    a, b = fv.two_positions(rng, fv.NUM_FEATURES)
+    if a > b:
+        a, b = b, a
     answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)
     plan = fv.Plan([a, b], [a, b], answer, case, planted, {a, b}, decisive=decisive)
     return fv.build(rng, config, NAME, length, plan)
