@@ -203,3 +203,21 @@ def test_harness_generator_source_reads_retrieval_presets():
         for x in instances
     )
     assert to_batch(instances).vectors.shape == (3, 10, 36)
+
+
+def test_paper_flag_sets_the_appendix_recipe_and_defaults_are_the_measured_cpu_recipe():
+    import argparse
+
+    from harness.baselines.command import add_arguments, settings_of
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    default = settings_of(parser.parse_args(["--task", "T6", "--output", "x.json"]))
+    assert (default["num_train"], default["batch_size"], default["lr"]) == (100_000, 50, 5e-4)
+    paper = settings_of(parser.parse_args(["--task", "T6", "--paper", "--output", "x.json"]))
+    assert (paper["epochs"], paper["batch_size"], paper["lr"]) == (100, 10, 1e-4)
+    assert (paper["num_train"], paper["num_validation"], paper["num_test"]) == (
+        100_000,
+        10_000,
+        10_000,
+    )
