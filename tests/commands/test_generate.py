@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
 import time
+from itertools import islice
 
 import pytest
 
@@ -238,3 +240,62 @@ def test_json_lines_equal_json_dumps_of_the_row():
             assert writer(instance) == json.dumps(instance.to_dict(), ensure_ascii=False)
     odd = generate("reversal", charset='a"\\\u00e9\u0001b', min_length=20, max_length=20)
     assert json.loads(to_json_line(odd)) == odd.to_dict()
+
+
+def _dumps(instance):
+    return json.dumps(instance.to_dict(), ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_json_lines_in_batches_equal_json_dumps(preset):
+    """JsonLines.lines, as the CLI calls it (iterators of 100 fresh rows), over enough rows
+    that layouts repeat and the cache serves most of them."""
+    writer = JsonLines(resolve_config(preset))
+    stream = iter_instances(preset, stop=500)
+    text = "".join(writer.lines(islice(stream, 100)) for _ in range(5))
+    assert text == "".join(map(_dumps, iter_instances(preset, stop=500)))
+    assert writer.lines(iter([])) == ""
+
+
+def test_json_lines_cache_keeps_types_and_falls_back():
+    """The layout cache is keyed by marshal.dumps(params): True and 1 (equal in Python)
+    get their own lines; params marshal cannot write, and a row of another config in the
+    same batch, are encoded the plain way."""
+
+    class Count(int):  # JSON writes it as an int; marshal refuses it
+        pass
+
+    base = generate("reversal_id", index=0)
+    variants = []
+    for value in (1, True, 1.0, Count(1), 1):
+        variants.append(dataclasses.replace(base, params={**base.params, "x": value}))
+    other = dataclasses.replace(base, config="elsewhere", index=9)
+    writer = JsonLines(resolve_config("reversal_id"))
+    batch = [*variants, other, base]
+    assert writer.lines(iter(batch)) == "".join(map(_dumps, batch))
+    assert '"x": true' in writer.lines(iter(variants[1:2]))
+
+
+def test_json_lines_at_once_falls_back_when_a_row_marker_repeats():
+    """Tasks without layout masks are encoded a batch per C call and split at each row's
+    '{"task": '; a params object holding that marker makes the split unsafe, so those
+    lines are encoded one by one, still equal to json.dumps."""
+    rows = list(iter_instances("ffml_ood", stop=5))
+    rows[2] = dataclasses.replace(rows[2], params={"nested": {"task": "x"}})
+    rows[3] = dataclasses.replace(rows[3], prompt='a, {"task": b\n')
+    writer = JsonLines(resolve_config("ffml_ood"))
+    assert writer.lines(iter(rows)) == "".join(map(_dumps, rows))
+
+
+def test_generate_writes_every_row_once(capsys):
+    """Rows are encoded in batches of BATCH and written WRITE_ROWS at a time: counts that
+    are not multiples of either still give exactly the rows asked for."""
+    from attentionspan_datasets.commands import generate as command
+
+    num = command.WRITE_ROWS + command.BATCH + 7
+    code, out, _ = run_cli(capsys, "generate", "value_assignment_ood", "-n", str(num))
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == num and out.endswith("\n")
+    assert [json.loads(line)["index"] for line in lines] == list(range(num))
+    assert lines[-1] + "\n" == _dumps(generate("value_assignment_ood", index=num - 1))
