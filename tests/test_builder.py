@@ -362,3 +362,36 @@ def test_params_json_is_json_dumps_sorted(config):
 def test_a_split_of_size_zero_is_left_out(tmp_path):
     ds = build(tmp_path, "reversal_ood", num_train=5, num_validation=0, num_test=2)
     assert ds.num_rows == {"train": 5, "test": 2}
+
+
+def test_params_json_cache_is_exact():
+    """ParamsJson caches by marshal.dumps(params): True, 1 and 1.0 (equal in Python) keep
+    their own JSON; values marshal cannot write are encoded directly."""
+
+    class Count(int):
+        pass
+
+    encode = builder_module.ParamsJson()
+    for config in REGISTERED_PRESETS[:12]:
+        for index in range(30):
+            params = generate(config, index=index).params
+            assert encode(params) == json.dumps(params, sort_keys=True)
+    for value in (1, True, 1.0, Count(2), 1, True):
+        params = {"b": [value], "a": value}
+        assert encode(params) == json.dumps(params, sort_keys=True)
+
+
+def test_stream_resumes_from_its_state_and_batches(tmp_path):
+    """The streamed rows' keys are plain (shard, index) tuples: datasets' resuming,
+    batching and Arrow formatting work on them."""
+    train = stream(tmp_path, "addition_ood")
+    rows = iter(train)
+    for _ in range(5):
+        next(rows)
+    state = train.state_dict()
+    after = [next(rows)["index"] for _ in range(3)]
+    train.load_state_dict(state)
+    assert [row["index"] for row in islice(iter(train), 3)] == after == [5, 6, 7]
+    assert [batch["index"] for batch in train.batch(4).take(2)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    table = next(iter(train.with_format("arrow")))
+    assert table.column("index").to_pylist() == [0]

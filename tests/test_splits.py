@@ -130,3 +130,29 @@ def test_small_space_report_names_small_lengths_only():
 def test_iter_split_is_unlimited_without_stop():
     rows = list(itertools.islice(iter_split("reversal_id", split="train"), 3))
     assert [row.index for row in rows] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("split", [*SPLITS, "fewshot"])
+@pytest.mark.parametrize("config", ["addition_id", "successor_id", "ffml_ood"])
+def test_streamed_rows_equal_random_access_rows_where_the_first_draw_misses(config, split):
+    """iter_split draws attempt 0 inline and hands a miss to the drawer from attempt 1:
+    every row, missed first draws included, equals split_instance and lies in its split."""
+    stop = 400 if split == "train" else 60
+    rows = list(iter_split(config, seed=5, split=split, stop=stop))
+    wanted = "train" if split == "fewshot" else split
+    missed = 0
+    for row in rows:
+        first = generate(config, seed=5, index=row.index, stream=split)
+        missed += first.prompt != row.prompt
+        assert row == split_instance(config, 5, split, row.index)
+        assert split_of(row.prompt) == wanted
+    assert missed > 0  # the test reaches the hand-over
+
+
+def test_split_of_matches_the_hash_rule_on_many_prompts():
+    prompts = [row.prompt for row in iter_split("addition_ood", split="train", stop=500)]
+    prompts += [row.prompt for row in iter_split("ffml_ood", split="test", stop=50)]
+    prompts += ["", "é=", "\u0001", "a" * 300]
+    for prompt in prompts:
+        low, high = SPLIT_RANGES[split_of(prompt)]
+        assert low <= _bucket(prompt) < high
