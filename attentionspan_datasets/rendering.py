@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable
+from itertools import islice
 from json.encoder import c_make_encoder, encode_basestring
 from marshal import dumps
+from typing import Any
 
 from attentionspan_datasets.tasks.base import Instance, TaskConfig, get_task
 
@@ -71,29 +73,37 @@ def to_json_line(instance: Instance) -> str:
 
 
 class JsonLines:
-    """`to_json_line` for a stream of one config, faster; `lines(instances)` writes a chunk.
-    Give it only instances of the config it was made for (a mask variant changes the
-    reference, not the row's labels).
+    """`to_json_line` for a stream of one config, faster: `lines(instances)` gives a chunk
+    of lines, the same text as `to_json_line` line by line (tested on every preset). Give
+    it only instances of the config it was made for (a mask variant changes the reference,
+    not the row's labels); a row of other labels is encoded the plain way.
 
-    Two ways, both giving exactly `to_json_line`'s lines (tested on every preset):
+    Each line is one f-string: a head fixed for the stream (task, config), the index, the
+    escaped prompt and target, then the reference and params JSON, made the cheapest way:
     - a task whose masks depend on the layout alone (`Task.layout_masks`): the JSON of the
-      reference and the params is made once per layout and reused, so a row costs two string
-      escapes and one f-string. The layout is keyed by the prompt and target lengths and
-      `marshal.dumps(params)`: three times cheaper than encoding the params, and exact
-      (marshal keeps types, True is not 1, and loads back the same value, so equal keys mean
-      equal JSON). Params marshal cannot write fall back to `to_json_line`. A bounded cache.
-    - any other task: the rows of a chunk go to the C encoder in one call, as one JSON
-      list, and the list's row separators become newlines. A row starts with `{"task": `,
-      which cannot occur inside a JSON string (its quote would be escaped); when the chunk
-      holds the marker anywhere else (a params value that is an object keyed "task"), the
-      rows are encoded one by one instead.
+      reference and params together, once per layout, keyed by the prompt and target
+      lengths and `marshal.dumps(params)`;
+    - any other task: the references of AT_ONCE rows in one C encoder call, as one JSON
+      list with a separator string between them, split at the separators (exact: every
+      boundary holds one, so a reference holding the separator string itself makes one
+      part too many, and the batch is then encoded row by row); params JSON cached by
+      `marshal.dumps(params)`.
+    `marshal.dumps` is about three times cheaper than encoding the params, and exact as a
+    key: it keeps types (True is not 1) and loads back the same value, so equal keys mean
+    equal JSON. Params marshal cannot write are encoded each time. Bounded caches.
     """
 
     MAX_CACHED = 4096
+    MAX_KEY = 256  # bytes: longer params (feature vectors) rarely repeat, so are not cached
+    AT_ONCE = 20  # rows per batch of references (a list of many live instances is slow)
 
     def __init__(self, config: TaskConfig):
-        self.cache: dict | None = {} if get_task(config.task_name).layout_masks else None
-        self.head = (("", ""), "")  # (task, config) and their JSON start, set by _head
+        self.layout = get_task(config.task_name).layout_masks
+        # layout: (prompt length, target length, marshal(params)) -> reference+params JSON;
+        # else: marshal(params) -> params JSON
+        self.cache: dict = {}
+        self.labels: tuple | None = None  # (task, config) of the stream, set by its first row
+        self.head = ""  # their JSON start of a line
 
     def __call__(self, instance: Instance) -> str:
         """One line (no newline): `to_json_line(instance)`."""
@@ -101,78 +111,100 @@ class JsonLines:
 
     def lines(self, instances: Iterable[Instance]) -> str:
         """The JSON lines of `instances`, each ended by a newline. Pass an iterator of
-        fresh instances rather than a long list: each is encoded as soon as it is drawn,
-        and holding many live instances slows the generator (memory: multiplication_ood
-        draws at 20 us an instance one by one, 45 us held in lists of 100)."""
-        if self.cache is None:
-            return _lines_at_once(list(instances))
-        head, (task, config), cache = self.head[1], self.head[0], self.cache
-        out = []
+        fresh instances rather than a long list: rows are encoded as they are drawn, and
+        holding many live instances slows the generator (memory: multiplication_ood drew
+        20 us an instance one by one, 45 us held in lists of 100)."""
+        if self.layout:
+            return self._layout_lines(instances)
+        instances = iter(instances)
+        return "".join(iter(lambda: self._batch(list(islice(instances, self.AT_ONCE))), ""))
+
+    def _labels(self, instance: Instance) -> bool:
+        """True when `instance` has the stream's labels; the first row sets them."""
+        labels = (instance.task, instance.config)
+        if labels == self.labels:
+            return True
+        if self.labels is not None:
+            return False
+        self.labels = labels
+        self.head = (
+            f'{{"task": {encode_basestring(labels[0])}, '
+            f'"config": {encode_basestring(labels[1])}, "index": '
+        )
+        return True
+
+    def _layout_lines(self, instances: Iterable[Instance]) -> str:
+        out, get = [], self.cache.get
+        (task, config), head = self.labels or (None, None), self.head
         for instance in instances:
-            prompt, target = instance.prompt, instance.target
             if instance.config != config or instance.task != task:
-                if not out:  # a stream's first row: its (task, config) head, a new cache
-                    task, config = instance.task, instance.config
-                    head = self._head(task, config)
-                    cache.clear()
-                else:  # a mixed list: rare
-                    out.append(to_json_line(instance))
+                if not self._labels(instance):
+                    out.append(to_json_line(instance) + "\n")
                     continue
+                (task, config), head = self.labels, self.head
+            prompt, target = instance.prompt, instance.target
             try:
                 key = (len(prompt), len(target), dumps(instance.params))
             except ValueError:  # a value marshal cannot write
-                out.append(to_json_line(instance))
+                out.append(to_json_line(instance) + "\n")
                 continue
-            tail = cache.get(key) or self._store(key, instance)
+            tail = get(key)
+            if tail is None:
+                tail = _encode_row(instance.reference)
+                tail = f'{tail}, "params": {_encode_row(instance.params)}}}\n'
+                self._store(key, tail)
             out.append(
                 f'{head}{instance.index}, "prompt": {encode_basestring(prompt)}, '
                 f'"target": {encode_basestring(target)}, "reference": {tail}'
             )
-        if out:
-            out.append("")
-        return "\n".join(out)
+        return "".join(out)
 
-    def _head(self, task: str, config: str) -> str:
-        """The JSON start of every line of (task, config), kept for the next call."""
-        self.head = (
-            (task, config),
-            f'{{"task": {encode_basestring(task)}, "config": {encode_basestring(config)}, '
-            f'"index": ',
-        )
-        return self.head[1]
+    def _batch(self, batch: list[Instance]) -> str:
+        if not batch:
+            return ""
+        self._labels(batch[0])
+        # [ref, SEP, ref, SEP, ref]: one C call for the batch's references
+        refs = [item for instance in batch for item in (_SEP, instance.reference)]
+        parts = _encode_row(refs)[len(_SEP_JSON) + 3 : -1].split(f", {_SEP_JSON}, ")
+        if len(parts) != len(batch):
+            return "".join([to_json_line(instance) + "\n" for instance in batch])
+        head, (task, config), get = self.head, self.labels, self.cache.get
+        out = []
+        for instance, reference in zip(batch, parts):
+            if instance.config != config or instance.task != task:
+                out.append(to_json_line(instance) + "\n")
+                continue
+            params = instance.params
+            try:
+                params_json = get(dumps(params)) or self._params(params)
+            except ValueError:  # a value marshal cannot write
+                params_json = _encode_row(params)
+            out.append(
+                f"{head}{instance.index}, "
+                f'"prompt": {encode_basestring(instance.prompt)}, '
+                f'"target": {encode_basestring(instance.target)}, '
+                f'"reference": {reference}, "params": {params_json}}}\n'
+            )
+        return "".join(out)
 
-    def _store(self, key: tuple, instance: Instance) -> str:
-        """The line's JSON from the reference on, cached under `key`."""
+    def _params(self, params: dict) -> str:
+        """The params' JSON, cached unless its marshal key is long."""
+        key, text = dumps(params), _encode_row(params)
+        if len(key) <= self.MAX_KEY:
+            self._store(key, text)
+        return text
+
+    def _store(self, key: Any, text: str) -> None:
         if len(self.cache) >= self.MAX_CACHED:
             self.cache.clear()
-        tail = f'{_encode_row(instance.reference)}, "params": {_encode_row(instance.params)}}}'
-        self.cache[key] = tail
-        return tail
+        self.cache[key] = text
 
 
-_ROW_START = '{"task": '
-
-
-def _lines_at_once(instances: list[Instance]) -> str:
-    """JSON lines of `instances` from one C encoder call (see JsonLines)."""
-    if not instances:
-        return ""
-    rows = [
-        {
-            "task": i.task,
-            "config": i.config,
-            "index": i.index,
-            "prompt": i.prompt,
-            "target": i.target,
-            "reference": i.reference,
-            "params": i.params,
-        }
-        for i in instances
-    ]
-    text = _encode_row(rows)  # "[row, row, ...]"
-    if text.count(_ROW_START) != len(rows):
-        return "".join([to_json_line(i) + "\n" for i in instances])
-    return text[1:-1].replace(", " + _ROW_START, "\n" + _ROW_START) + "\n"
+# Between two references in a batch: a string, where references are lists, so its JSON
+# ('"\\u0000"') between two ", " can only stand at a boundary or inside a reference that
+# holds the string itself (then the split gives one part too many).
+_SEP = "\x00"
+_SEP_JSON = encode_basestring(_SEP)
 
 
 def _clip(text: str, width: int | None) -> str:

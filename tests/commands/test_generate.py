@@ -276,15 +276,22 @@ def test_json_lines_cache_keeps_types_and_falls_back():
     assert '"x": true' in writer.lines(iter(variants[1:2]))
 
 
-def test_json_lines_at_once_falls_back_when_a_row_marker_repeats():
-    """Tasks without layout masks are encoded a batch per C call and split at each row's
-    '{"task": '; a params object holding that marker makes the split unsafe, so those
-    lines are encoded one by one, still equal to json.dumps."""
-    rows = list(iter_instances("ffml_ood", stop=5))
-    rows[2] = dataclasses.replace(rows[2], params={"nested": {"task": "x"}})
-    rows[3] = dataclasses.replace(rows[3], prompt='a, {"task": b\n')
+def test_json_lines_batched_references_fall_back_when_the_separator_repeats():
+    """Tasks without layout masks encode a batch's references in one C call, separated by
+    a string, and split there; a reference holding that string makes the split unsafe, so
+    the batch is encoded row by row: still json.dumps's lines. Odd params and prompts,
+    and rows of other labels, too."""
+    from attentionspan_datasets.rendering import _SEP
+
+    rows = list(iter_instances("ffml_ood", stop=45))
+    rows[2] = dataclasses.replace(rows[2], params={"nested": {"task": "x"}, "t": True})
+    rows[3] = dataclasses.replace(rows[3], prompt='a, "\\u0000", b\n\x00')
+    rows[25] = dataclasses.replace(rows[25], reference=[[1], _SEP, [2]])
+    rows[30] = dataclasses.replace(rows[30], config="elsewhere")
     writer = JsonLines(resolve_config("ffml_ood"))
-    assert writer.lines(iter(rows)) == "".join(map(_dumps, rows))
+    # to_json_line: json.dumps of the fields (to_dict would copy the string as a list)
+    assert writer.lines(iter(rows)) == "".join(to_json_line(row) + "\n" for row in rows)
+    assert writer.lines(iter(rows[:20])) == "".join(map(_dumps, rows[:20]))
 
 
 def test_generate_writes_every_row_once(capsys):
