@@ -83,11 +83,13 @@ class JsonLines:
     - a task whose masks depend on the layout alone (`Task.layout_masks`): the JSON of the
       reference and params together, once per layout, keyed by the prompt and target
       lengths and `marshal.dumps(params)`;
-    - any other task: the references of AT_ONCE rows in one C encoder call, as one JSON
-      list with a separator string between them, split at the separators (exact: every
-      boundary holds one, so a reference holding the separator string itself makes one
-      part too many, and the batch is then encoded row by row); params JSON cached by
-      `marshal.dumps(params)`.
+    - any other task: each reference by orjson (`_orjson_reference`: 3x faster than json's
+      encoder on value assignment's 45 positions, where the encoder cost a fifth of the
+      generator's time); without orjson, the references of AT_ONCE rows in one C encoder
+      call, as one JSON list with a separator string between them, split at the separators
+      (exact: every boundary holds one, so a reference holding the separator string itself
+      makes one part too many, and the batch is then encoded row by row). Params JSON
+      cached by `marshal.dumps(params)`.
     `marshal.dumps` is about three times cheaper than encoding the params, and exact as a
     key: it keeps types (True is not 1) and loads back the same value, so equal keys mean
     equal JSON. Params marshal cannot write are encoded each time. Bounded caches.
@@ -104,6 +106,7 @@ class JsonLines:
         self.cache: dict = {}
         self.labels: tuple | None = None  # (task, config) of the stream, set by its first row
         self.head = ""  # their JSON start of a line
+        self.orjson = _orjson_dumps()
 
     def __call__(self, instance: Instance) -> str:
         """One line (no newline): `to_json_line(instance)`."""
@@ -163,11 +166,14 @@ class JsonLines:
         if not batch:
             return ""
         self._labels(batch[0])
-        # [ref, SEP, ref, SEP, ref]: one C call for the batch's references
-        refs = [item for instance in batch for item in (_SEP, instance.reference)]
-        parts = _encode_row(refs)[len(_SEP_JSON) + 3 : -1].split(f", {_SEP_JSON}, ")
-        if len(parts) != len(batch):
-            return "".join([to_json_line(instance) + "\n" for instance in batch])
+        if self.orjson is not None:
+            parts = [_orjson_reference(self.orjson, instance.reference) for instance in batch]
+        else:
+            # [SEP, ref, SEP, ref, ...]: one C call for the batch's references
+            refs = [item for instance in batch for item in (_SEP, instance.reference)]
+            parts = _encode_row(refs)[len(_SEP_JSON) + 3 : -1].split(f", {_SEP_JSON}, ")
+            if len(parts) != len(batch):
+                return "".join([to_json_line(instance) + "\n" for instance in batch])
         head, (task, config), get = self.head, self.labels, self.cache.get
         out = []
         for instance, reference in zip(batch, parts):
@@ -205,6 +211,33 @@ class JsonLines:
 # holds the string itself (then the split gives one part too many).
 _SEP = "\x00"
 _SEP_JSON = encode_basestring(_SEP)
+
+
+def _orjson_dumps():
+    """orjson.dumps, or None where orjson is not installed (the stdlib way then)."""
+    try:
+        from orjson import dumps as orjson_dumps
+    except ImportError:
+        return None
+    return orjson_dumps
+
+
+_INT_LISTS = b"0123456789[],-"  # the only bytes of JSON lists (of lists) of integers
+
+
+def _orjson_reference(orjson_dumps, reference: list) -> str:
+    """`_encode_row(reference)` through orjson: when its compact JSON holds only digits,
+    minus signs, brackets and commas, the value is lists of integers (floats have '.' or
+    'e', strings quotes, objects braces, booleans and null letters), written in decimal
+    as json writes them, and every comma separates items: with ", " in their place it is
+    json's text. Anything else goes to json's encoder."""
+    try:
+        text = orjson_dumps(reference)
+    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
+        return _encode_row(reference)
+    if text.translate(None, _INT_LISTS):
+        return _encode_row(reference)
+    return text.replace(b",", b", ").decode()
 
 
 def _clip(text: str, width: int | None) -> str:

@@ -250,11 +250,15 @@ def _dumps(instance):
 def test_json_lines_in_batches_equal_json_dumps(preset):
     """JsonLines.lines, as the CLI calls it (iterators of 100 fresh rows), over enough rows
     that layouts repeat and the cache serves most of them."""
-    writer = JsonLines(resolve_config(preset))
-    stream = iter_instances(preset, stop=500)
-    text = "".join(writer.lines(islice(stream, 100)) for _ in range(5))
-    assert text == "".join(map(_dumps, iter_instances(preset, stop=500)))
-    assert writer.lines(iter([])) == ""
+    expected = "".join(map(_dumps, iter_instances(preset, stop=500)))
+    for use_orjson in (True, False):
+        writer = JsonLines(resolve_config(preset))
+        if not use_orjson:
+            writer.orjson = None  # the stdlib path (layout tasks never use orjson)
+        stream = iter_instances(preset, stop=500)
+        text = "".join(writer.lines(islice(stream, 100)) for _ in range(5))
+        assert text == expected
+        assert writer.lines(iter([])) == ""
 
 
 def test_json_lines_cache_keeps_types_and_falls_back():
@@ -276,7 +280,8 @@ def test_json_lines_cache_keeps_types_and_falls_back():
     assert '"x": true' in writer.lines(iter(variants[1:2]))
 
 
-def test_json_lines_batched_references_fall_back_when_the_separator_repeats():
+@pytest.mark.parametrize("use_orjson", [True, False])
+def test_json_lines_batched_references_fall_back_when_the_separator_repeats(use_orjson):
     """Tasks without layout masks encode a batch's references in one C call, separated by
     a string, and split there; a reference holding that string makes the split unsafe, so
     the batch is encoded row by row: still json.dumps's lines. Odd params and prompts,
@@ -289,6 +294,10 @@ def test_json_lines_batched_references_fall_back_when_the_separator_repeats():
     rows[25] = dataclasses.replace(rows[25], reference=[[1], _SEP, [2]])
     rows[30] = dataclasses.replace(rows[30], config="elsewhere")
     writer = JsonLines(resolve_config("ffml_ood"))
+    if use_orjson:
+        assert writer.orjson is not None, "orjson is a requirement (setup.cfg)"
+    else:
+        writer.orjson = None  # the stdlib path, as where orjson is missing
     # to_json_line: json.dumps of the fields (to_dict would copy the string as a list)
     assert writer.lines(iter(rows)) == "".join(to_json_line(row) + "\n" for row in rows)
     assert writer.lines(iter(rows[:20])) == "".join(map(_dumps, rows[:20]))
@@ -306,3 +315,28 @@ def test_generate_writes_every_row_once(capsys):
     assert len(lines) == num and out.endswith("\n")
     assert [json.loads(line)["index"] for line in lines] == list(range(num))
     assert lines[-1] + "\n" == _dumps(generate("value_assignment_ood", index=num - 1))
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        [[1, 2], [3]],
+        [],
+        [[]],
+        [[-1, 0], [2**63 - 1]],
+        [[2**64]],  # beyond orjson's integers
+        [[1.0, 2]],
+        [[True, 0]],
+        [[None]],
+        [["1, 2"]],
+        [[1], {"a": 1}],
+        [[[1, 2]], [[3]]],
+        [(1, 2)],
+    ],
+)
+def test_orjson_reference_is_json_dumps(reference):
+    """orjson's compact text, commas spaced, only when it is lists of integers; anything
+    else goes to json's encoder: the same text as json.dumps either way."""
+    from attentionspan_datasets.rendering import _orjson_dumps, _orjson_reference
+
+    assert _orjson_reference(_orjson_dumps(), reference) == json.dumps(reference)
