@@ -365,13 +365,13 @@ def test_a_split_of_size_zero_is_left_out(tmp_path):
 
 
 def test_params_json_cache_is_exact():
-    """ParamsJson caches by marshal.dumps(params): True, 1 and 1.0 (equal in Python) keep
+    """cached_params_json caches by marshal.dumps(params): True, 1 and 1.0 (equal in Python) keep
     their own JSON; values marshal cannot write are encoded directly."""
 
     class Count(int):
         pass
 
-    encode = builder_module.ParamsJson()
+    encode = builder_module.cached_params_json(max_cached=8)
     for config in REGISTERED_PRESETS[:12]:
         for index in range(30):
             params = generate(config, index=index).params
