@@ -34,6 +34,7 @@ gets a ValueError naming the config after MAX_ATTEMPTS draws.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import random
 import sys
@@ -180,8 +181,7 @@ def _iterate(drawer: _Drawer, start: int, stop: int | None) -> Iterator[Instance
     )
     low, high = SPLIT_RANGES[drawer.wanted]
     blake2b, from_bytes, key = hashlib.blake2b, int.from_bytes, drawer.key(0)
-    index = start
-    while stop is None or index < stop:
+    for index in itertools.count(start) if stop is None else range(start, stop):
         seed(rng, key + index)
         instance = generate(rng, cfg)
         bucket = from_bytes(blake2b(instance.prompt.encode(), digest_size=8).digest(), "little")
@@ -191,7 +191,6 @@ def _iterate(drawer: _Drawer, start: int, stop: int | None) -> Iterator[Instance
         else:
             instance = drawer.row(index, first=1)
         yield instance
-        index += 1
 
 
 SMALL_SPACE = 1000  # fewer distinct prompts than this at one length: the report names it
