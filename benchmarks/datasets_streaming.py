@@ -7,7 +7,11 @@ raw generator's instances/s (`iter_instances` over the same split stream). The t
 measured in alternating rounds in one process; rates are instances per second of CPU time
 of this process (`time.process_time`), so other work on a busy machine does not skew the
 ratio; wall-clock rates are printed beside them. The figure is the median of the per-round
-ratios.
+ratios ('rounds': their range).
+
+The streamed train split pays for the split rule (attentionspan_datasets.splits): a train
+row is the first draw of its sub-streams that hashes into train, about 1.11 draws and one
+BLAKE2b hash a row; the raw stream is one draw a row.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.2f}, attentionspan {attentionspan_datasets.__version__}"
     )
     print(
-        f"{'config':<16}{'raw inst/s':>12}{'stream inst/s':>15}{'ratio':>8}  target"
+        f"{'config':<16}{'raw inst/s':>12}{'stream inst/s':>15}{'ratio':>8}{'rounds':>12}  target"
         f"{'':>14}wall: raw, stream, ratio"
     )
     failed = False
@@ -69,13 +73,15 @@ def main() -> None:
                 rounds.append((raw, streamed))
             raw_cpu = statistics.median(r[0][0] for r in rounds)
             stream_cpu = statistics.median(r[1][0] for r in rounds)
-            ratio = statistics.median(r[1][0] / r[0][0] for r in rounds)
+            ratios = [r[1][0] / r[0][0] for r in rounds]
+            ratio = statistics.median(ratios)
             wall = [statistics.median(r[i][1] for r in rounds) for i in (0, 1)]
             wall_ratio = statistics.median(r[1][1] / r[0][1] for r in rounds)
             ok = ratio >= TARGET
             failed |= not ok
             print(
-                f"{config:<16}{raw_cpu:>12,.0f}{stream_cpu:>15,.0f}{ratio:>8.2f}  >= {TARGET:.2f} "
+                f"{config:<16}{raw_cpu:>12,.0f}{stream_cpu:>15,.0f}{ratio:>8.2f}"
+                f"{f'{min(ratios):.2f}-{max(ratios):.2f}':>12}  >= {TARGET:.2f} "
                 f"{'ok    ' if ok else 'MISSED'}    "
                 f"{wall[0]:,.0f}, {wall[1]:,.0f}, {wall_ratio:.2f}"
             )
