@@ -165,16 +165,18 @@ def _layout(length: int) -> tuple[int, int, int, int]:
 
     Cell i of the text integer is bit i; slot t holds cells 37t (feature 0) to 37t + 35
     (feature 35) and 37t + 36 (the "|" after vector t). `mask * repeat` copies a 37-bit mask
-    to every slot; the third value has cell i's character code in byte i from the left
-    (big-endian), for picking the active cells' characters in one AND.
+    to every slot. The third value has cell i's character code in byte i from the right,
+    the order in which bin() writes the cells (the last cell first), for picking the active
+    cells' characters in one AND.
     """
     repeat = sum(1 << (SLOT * t) for t in range(length))
     cell_chars = (ALPHABET + VECTOR_SEPARATOR).encode() * length
-    return repeat, (1 << NUM_FEATURES) * repeat, int.from_bytes(cell_chars, "big"), SLOT * length
+    return repeat, (1 << NUM_FEATURES) * repeat, int.from_bytes(cell_chars, "little"), SLOT * length
 
 
-# '0' -> 0x00 and '1' -> 0xff: a bit string becomes a byte mask.
-_BIT_TO_BYTE = bytes.maketrans(b"01", b"\x00\xff")
+# bin()'s digits: '1' -> 0xff, '0' and the "b" of the "0b" prefix -> 0x00 (leading zero
+# bytes of a big-endian number change nothing): a bit string becomes a byte mask.
+_BIT_TO_BYTE = bytes.maketrans(b"01b", b"\x00\xff\x00")
 # A feature character -> its id as a byte, "|" -> 0xff (the split point).
 _CHAR_TO_ID = bytes.maketrans((ALPHABET + VECTOR_SEPARATOR).encode(), bytes(range(36)) + b"\xff")
 
@@ -238,6 +240,12 @@ def build(
     percent = config.background_percent
     if percent >= 100:
         bits = (1 << cells) - 1
+    elif percent == 20:
+        # The paper's p = 0.2, digits 0011 0011 0011 0011: the loop below written out.
+        bits = 0
+        for _ in range(4):
+            bits = (bits | getrandbits(cells) | getrandbits(cells)) & getrandbits(cells)
+            bits &= getrandbits(cells)
     else:
         bits = 0
         for bit in _probability_ops(percent):
@@ -245,12 +253,11 @@ def build(
     bits = (bits & (FULL & ~off) * repeat) | separators
     for feature, t in plan.planted:
         bits |= 1 << (SLOT * t + feature)
-    # All in C: bits -> a 0x00/0xff byte per cell (cell 0 first; the top cell, the last
-    # "|", is always set, so bin() has exactly `cells` digits) -> the active cells'
-    # characters -> the text without the inactive cells and the last "|".
-    byte_mask = bin(bits)[:1:-1].encode().translate(_BIT_TO_BYTE)
-    chosen = (int.from_bytes(byte_mask, "big") & cell_chars).to_bytes(cells, "big")
-    body_bytes = chosen.translate(None, b"\x00")[:-1]
+    # All in C: bits -> a 0x00/0xff byte per cell (the last cell first, as bin() writes
+    # them) -> the active cells' characters -> without the inactive cells -> reversed,
+    # without the last "|" (the top cell, always set, so the first byte here).
+    byte_mask = int.from_bytes(bin(bits).encode().translate(_BIT_TO_BYTE), "big")
+    body_bytes = (byte_mask & cell_chars).to_bytes(cells, "big").translate(None, b"\x00")[:0:-1]
     body = body_bytes.decode()
     vectors = list(map(list, body_bytes.translate(_CHAR_TO_ID).split(b"\xff")))
     query = plan.query
