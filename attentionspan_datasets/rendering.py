@@ -107,7 +107,8 @@ class JsonLines:
         self.cache: dict = {}
         self.labels: tuple | None = None  # (task, config) of the stream, set by its first row
         self.head = ""  # their JSON start of a line
-        self.orjson = _orjson_dumps()
+        # imported only where used: orjson loads datetime and uuid, 5 ms of start-up
+        self.orjson = None if self.layout else _orjson_dumps()
 
     def __call__(self, instance: Instance) -> str:
         """One line (no newline): `to_json_line(instance)`."""
