@@ -76,7 +76,9 @@ def length_bins(lengths: Iterable[int], max_bins: int = 10) -> list[tuple[int, i
 
     A range of at most `max_bins` lengths gets one bin per length; a wider one (string
     reversal OOD: 11-50) gets bins of ceil(span / max_bins) lengths, so each bin holds
-    enough instances to be worth a number. Returns inclusive (first, last) pairs.
+    enough instances to be worth a number. Bins that hold no length are left out (the
+    retrieval OOD presets have 20 and 30 vectors only: two bins, not six with four empty).
+    Returns inclusive (first, last) pairs.
     """
     if max_bins < 1:
         raise ValueError(f"max_bins must be >= 1, got {max_bins}")
@@ -85,7 +87,8 @@ def length_bins(lengths: Iterable[int], max_bins: int = 10) -> list[tuple[int, i
         return []
     low, high = min(values), max(values)
     width = -(-(high - low + 1) // max_bins)
-    return [(start, min(start + width - 1, high)) for start in range(low, high + 1, width)]
+    present = {(value - low) // width for value in values}
+    return [(low + k * width, min(low + (k + 1) * width - 1, high)) for k in sorted(present)]
 
 
 def bin_of(length: int, bins: Sequence[tuple[int, int]]) -> tuple[int, int] | None:

@@ -50,8 +50,10 @@ def test_length_bins():
 
     assert length_bins([3, 1, 2]) == [(1, 1), (2, 2), (3, 3)]
     assert length_bins(range(11, 51)) == [(s, s + 3) for s in range(11, 51, 4)]
-    assert length_bins([11, 100]) == [(s, min(s + 8, 100)) for s in range(11, 101, 9)]
-    assert length_bins([10, 20]) == [(10, 11), (12, 13), (14, 15), (16, 17), (18, 19), (20, 20)]
+    assert length_bins([11, 100]) == [(11, 19), (92, 100)]  # no empty bins
+    assert length_bins([11, 20, 100]) == [(11, 19), (20, 28), (92, 100)]
+    assert length_bins([10, 20]) == [(10, 11), (20, 20)]
+    assert length_bins([20] * 5 + [30] * 5) == [(20, 21), (30, 30)]
     assert length_bins([]) == []
     bins = length_bins(range(11, 51))
     assert bin_of(12, bins) == (11, 14) and bin_of(50, bins) == (47, 50)
