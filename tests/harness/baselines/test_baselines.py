@@ -221,3 +221,31 @@ def test_paper_flag_sets_the_appendix_recipe_and_defaults_are_the_measured_cpu_r
         10_000,
         10_000,
     )
+
+
+def _run(config, model, seed, accuracy):
+    return {"config": config, "model": model, "seed": seed, "test_accuracy": accuracy}
+
+
+def test_table_pools_files_and_marks_differences_beyond_three_points():
+    from harness.baselines.table import markdown
+
+    first = {
+        "runs": [_run("t6_len10", "t+pos-att", 0, 0.80), _run("t6_len10", "t+pos-att", 1, 0.82)]
+    }
+    second = {"runs": [_run("t6_len10", "t-pos+att", 0, 0.70)]}
+    text = markdown([first, second])
+    row = text.splitlines()[2].split(" | ")
+    assert row[0] == "| t6_len10" and row[1] == "-"
+    assert row[3] == "81.0 ± 1.4 (2)"  # |81.0 - 80.2| <= 3: no mark
+    assert row[4] == "80.2 ± 0.4"
+    assert row[5] == "70.0 ± 0.0 (1) **-22.1**"
+
+
+def test_table_refuses_a_seed_given_twice(tmp_path, capsys):
+    from harness.baselines.table import main as table_main
+
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"runs": [_run("t1_len10", "t-pos-att", 0, 0.9)]}))
+    assert table_main([str(path), str(path)]) == 2
+    assert "t1_len10 t-pos-att seed 0 appears twice" in capsys.readouterr().err
