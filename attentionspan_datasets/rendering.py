@@ -98,7 +98,7 @@ class JsonLines:
 
     MAX_CACHED = 4096
     MAX_KEY = 256  # bytes: longer params (feature vectors) rarely repeat, so are not cached
-    AT_ONCE = 20  # rows per batch of references (a list of many live instances is slow)
+    AT_ONCE = 25  # rows per batch of references (a list of many live instances is slow)
 
     def __init__(self, config: TaskConfig):
         self.layout = get_task(config.task_name).layout_masks

@@ -304,11 +304,11 @@ def test_json_lines_batched_references_fall_back_when_the_separator_repeats(use_
 
 
 def test_generate_writes_every_row_once(capsys):
-    """Rows are encoded in batches of BATCH and written WRITE_ROWS at a time: counts that
-    are not multiples of either still give exactly the rows asked for."""
+    """Rows are encoded and written in batches of BATCH (references AT_ONCE at a time):
+    counts that are not multiples of either still give exactly the rows asked for."""
     from attentionspan_datasets.commands import generate as command
 
-    num = command.WRITE_ROWS + command.BATCH + 7
+    num = 3 * command.BATCH + JsonLines.AT_ONCE + 7
     code, out, _ = run_cli(capsys, "generate", "value_assignment_ood", "-n", str(num))
     assert code == 0
     lines = out.splitlines()
