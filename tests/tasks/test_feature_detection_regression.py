@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 
 import pytest
 
 from attentionspan_datasets import generate, iter_instances
 from attentionspan_datasets.presets import PRESETS, RETRIEVAL_TASKS
+from attentionspan_datasets.tasks import _feature_vectors as fv
 
 PER_STREAM = 40
 # Configs beyond the presets: the T1 training distribution, other mapping seeds, background
@@ -139,6 +141,51 @@ def test_instances_are_unchanged(name):
 
 def test_every_retrieval_preset_is_covered():
     assert set(GOLDEN) == set(cases())
+
+
+# The inline draws of the generator against random.py's own functions: if a Python release
+# changes how randrange or sample draw, these fail (and the digests above with them).
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 17, 21, 22, 30, 36, 64, 200])
+def test_below_and_two_positions_draw_as_random_py(n):
+    for seed in range(200):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        assert fv.below(ours, n) == theirs.randrange(n)
+        if n >= 2:
+            assert list(fv.two_positions(ours, n)) == theirs.sample(range(n), 2)
+        assert ours.getrandbits(32) == theirs.getrandbits(32)  # the same draws consumed
+
+
+@pytest.mark.parametrize("low, high, step", [(10, 10, 1), (20, 30, 10), (2, 200, 3), (5, 30, 1)])
+def test_draw_length_draws_as_random_py(low, high, step):
+    config = fv.FeatureConfig(min_length=low, max_length=high, length_step=step)
+    for seed in range(200):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        expected = low if low == high else theirs.randrange(low, high + 1, step)
+        assert fv.draw_length(ours, config) == expected
+        assert ours.getrandbits(32) == theirs.getrandbits(32)
+
+
+@pytest.mark.parametrize("percent", [0, 20, 37, 100])
+def test_build_draws_as_its_readable_helpers(percent):
+    """`build` inlines `_exclusions` and `_bernoulli_bits`: the same features and cells."""
+    config = fv.FeatureConfig(min_length=7, max_length=7, background_percent=percent)
+    plan = fv.Plan([3], [3, 30], 1, "present", [(3, 2), (30, 6)], {3, 30}, decisive=(3, 30))
+    for seed in range(100):
+        instance = fv.build(random.Random(seed), config, "t", 7, plan)
+        rng = random.Random(seed)
+        excluded = fv._exclusions(rng, config, plan.controlled)
+        bits = fv._bernoulli_bits(rng, fv.SLOT * 7, percent)
+        off = set(excluded) | plan.controlled
+        vectors = [
+            [f for f in range(fv.NUM_FEATURES) if f not in off and bits >> (fv.SLOT * t + f) & 1]
+            for t in range(7)
+        ]
+        for f, t in plan.planted:
+            vectors[t] = sorted({*vectors[t], f})
+        assert instance.params["excluded"] == excluded
+        assert instance.params["vectors"] == vectors
 
 
 if __name__ == "__main__":
