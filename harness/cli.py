@@ -9,8 +9,10 @@
 This is the top layer: it imports the data layer's command modules and the harness's,
 and nothing imports it. Each module in COMMAND_MODULES has `add_parser(subparsers)`,
 whose parsers set `func`; a module's heavy imports (torch, transformers, datasets) stay
-inside its run function, so `attentionspan generate` never loads torch. A new command is
-one more line here. Errors a user can fix print one line and exit with status 2
+inside its run function, so `attentionspan generate` never loads torch. When the first
+argument names a command, only its module is imported (start-up counts in a pipeline such
+as `attentionspan generate ... | head`); `--help` and anything else build the whole parser.
+A new command is one more entry here. Errors a user can fix print one line and exit with status 2
 (`harness.options.run_guarded`). `python -m attentionspan_datasets` keeps the data
 commands alone.
 """
@@ -23,36 +25,39 @@ import sys
 
 from harness.options import PROG, OneLineParser, run_guarded
 
-COMMAND_MODULES = [
+# module -> the commands its add_parser registers (in --help's order)
+COMMAND_MODULES = {
     # data (attentionspan_datasets): instances, pictures of masks, Hub export
-    "attentionspan_datasets.commands.generate",
-    "attentionspan_datasets.commands.export",
+    "attentionspan_datasets.commands.generate": ("generate", "show"),
+    "attentionspan_datasets.commands.export": ("export",),
     # models (harness)
-    "harness.train",
-    "harness.evaluate",
-    "harness.model_commands",
-    "harness.commands.attention",
-    "harness.commands.reproduce",
-    "harness.baselines.command",
-    "harness.commands.heads",
-]
+    "harness.train": ("train",),
+    "harness.evaluate": ("eval",),
+    "harness.model_commands": ("models",),
+    "harness.commands.attention": ("attention",),
+    "harness.commands.reproduce": ("reproduce",),
+    "harness.baselines.command": ("baselines",),
+    "harness.commands.heads": ("heads",),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of the module that registers `command`."""
     parser = OneLineParser(
         prog=PROG,
         description="Algorithmic tasks with reference attention masks: generate and export "
         "the data, train models on it one token per character, and evaluate them.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    modules = [m for m, names in COMMAND_MODULES.items() if command in names]
+    for name in modules or COMMAND_MODULES:
         importlib.import_module(name).add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     args.argv = list(argv)  # for commands that need to know what was given explicitly
     return run_guarded(args.command, args.func, args)
 

@@ -137,6 +137,35 @@ def test_help_lists_the_registered_commands_and_promises_nothing_else():
         assert "analy" not in parser.description  # issue 14: no promise of what is not there
 
 
+def test_each_module_registers_exactly_the_commands_listed_for_it():
+    import argparse
+    import importlib
+
+    from harness.cli import COMMAND_MODULES, build_parser
+
+    for module, names in COMMAND_MODULES.items():
+        parser = argparse.ArgumentParser()
+        subparsers = parser.add_subparsers(dest="command")
+        importlib.import_module(module).add_parser(subparsers)
+        assert tuple(subparsers.choices) == names, module
+        only = build_parser(names[0])._subparsers._group_actions[0].choices
+        assert tuple(only) == names  # a named command builds its own module's parsers only
+    every = build_parser("--help")._subparsers._group_actions[0].choices
+    assert list(every) == [n for names in COMMAND_MODULES.values() for n in names]
+
+
+def test_generate_starts_without_importing_the_harness_commands():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from harness.cli import main; main(['generate', 'reversal_id', '-n', '1']);"
+        "print(sorted(m for m in sys.modules if m.startswith(('harness.train', 'torch'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize(
     "error,status,line",
     [
