@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from json.encoder import c_make_encoder, encode_basestring
 from marshal import dumps
@@ -72,6 +72,36 @@ def to_json_line(instance: Instance) -> str:
     )
 
 
+def marshal_cached(
+    encode: Callable[[Any], str], max_cached: int = 4096, max_key: int | None = None
+) -> Callable[[Any], str]:
+    """`encode` for a stream of values (params dicts), from a bounded cache keyed by
+    `marshal.dumps(value, 2)` (version 2: no back-references, so the bytes depend on the
+    value alone, and faster). marshal is about three times cheaper than encoding params, and
+    exact as a key: it keeps types (True is not 1) and loads back the same value, so equal
+    keys mean equal JSON. Values marshal cannot write are encoded each time; keys longer
+    than `max_key` bytes (values that rarely repeat) are not stored. A function, not a
+    method: a call per row is cheaper."""
+    cache: dict[bytes, str] = {}
+    get = cache.get
+
+    def cached(value: Any) -> str:
+        try:
+            key = dumps(value, 2)
+        except ValueError:  # a value marshal cannot write
+            return encode(value)
+        text = get(key)
+        if text is None:
+            text = encode(value)
+            if max_key is None or len(key) <= max_key:
+                if len(cache) >= max_cached:
+                    cache.clear()
+                cache[key] = text
+        return text
+
+    return cached
+
+
 class JsonLines:
     """`to_json_line` for a stream of one config, faster: `lines(instances)` gives a chunk
     of lines, the same text as `to_json_line` line by line (tested on every preset). Give
@@ -89,11 +119,9 @@ class JsonLines:
       call, as one JSON list with a separator string between them, split at the separators
       (exact: every boundary holds one, so a reference holding the separator string itself
       makes one part too many, and the batch is then encoded row by row). Params JSON
-      cached by `marshal.dumps(params)`.
-    `marshal.dumps` (version 2: no back-references, so the bytes depend on the value alone,
-    and faster) is about three times cheaper than encoding the params, and exact as a
-    key: it keeps types (True is not 1) and loads back the same value, so equal keys mean
-    equal JSON. Params marshal cannot write are encoded each time. Bounded caches.
+      through `marshal_cached`.
+    Both caches are keyed by `marshal.dumps(params)` (see `marshal_cached` for why that is
+    exact) and bounded.
     """
 
     MAX_CACHED = 4096
@@ -102,9 +130,9 @@ class JsonLines:
 
     def __init__(self, config: TaskConfig):
         self.layout = get_task(config.task_name).layout_masks
-        # layout: (prompt length, target length, marshal(params)) -> reference+params JSON;
-        # else: marshal(params) -> params JSON
+        # layout: (prompt length, target length, marshal(params)) -> reference+params JSON
         self.cache: dict = {}
+        self.params_json = marshal_cached(_encode_row, self.MAX_CACHED, self.MAX_KEY)
         self.labels: tuple | None = None  # (task, config) of the stream, set by its first row
         self.head = ""  # their JSON start of a line
         # imported only where used: orjson loads datetime and uuid, 5 ms of start-up
@@ -176,31 +204,19 @@ class JsonLines:
             parts = _encode_row(refs)[len(_SEP_JSON) + 3 : -1].split(f", {_SEP_JSON}, ")
             if len(parts) != len(batch):
                 return "".join([to_json_line(instance) + "\n" for instance in batch])
-        head, (task, config), get = self.head, self.labels, self.cache.get
+        head, (task, config), params_json = self.head, self.labels, self.params_json
         out = []
         for instance, reference in zip(batch, parts):
             if instance.config != config or instance.task != task:
                 out.append(to_json_line(instance) + "\n")
                 continue
-            params = instance.params
-            try:
-                params_json = get(dumps(params, 2)) or self._params(params)
-            except ValueError:  # a value marshal cannot write
-                params_json = _encode_row(params)
             out.append(
                 f"{head}{instance.index}, "
                 f'"prompt": {encode_basestring(instance.prompt)}, '
                 f'"target": {encode_basestring(instance.target)}, '
-                f'"reference": {reference}, "params": {params_json}}}\n'
+                f'"reference": {reference}, "params": {params_json(instance.params)}}}\n'
             )
         return "".join(out)
-
-    def _params(self, params: dict) -> str:
-        """The params' JSON, cached unless its marshal key is long."""
-        key, text = dumps(params, 2), _encode_row(params)
-        if len(key) <= self.MAX_KEY:
-            self._store(key, text)
-        return text
 
     def _store(self, key: Any, text: str) -> None:
         if len(self.cache) >= self.MAX_CACHED:
