@@ -498,16 +498,8 @@ def test_a_bad_api_call_is_one_value_error_line(row_id):
         assert fragment in message, (fragment, message)
 
 
-def test_a_dataset_folder_holding_a_script_is_one_line(tmp_path):
-    import datasets
-
-    folder = tmp_path / "scripted"
-    folder.mkdir()
-    (folder / "scripted.py").write_text("raise SystemExit('a script must never run')\n")
-    with pytest.raises(ValueError) as error:
-        datasets.load_dataset(str(folder))
-    message = str(error.value)
-    assert "\n" not in message and "holds a loading script (scripted.py)" in message
+# A dataset folder holding a loading script: tests/test_dataset_registration.py
+# (test_a_dataset_folder_with_a_script_is_one_clear_line) checks its one line.
 
 
 def test_the_traceback_variable_shows_the_traceback(places, monkeypatch):
