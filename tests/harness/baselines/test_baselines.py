@@ -190,6 +190,9 @@ def test_command_errors_are_one_line(tmp_path, capsys):
     assert "invalid --task 'T8'" in capsys.readouterr().err
     assert main(["baselines", "--task", "T1", "--length", "1", "--output", "x.json"]) == 2
     assert "'min_length'" in capsys.readouterr().err
+    assert main(["baselines", "--task", "T1", "--device", "gpu7", "--output", "x.json"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid --device 'gpu7'" in err and len(err.strip().splitlines()) == 1
     assert fv.NUM_FEATURES == 36
 
 
