@@ -4,6 +4,8 @@
     attentionspan baselines --task t1 --models t-pos-att t+pos+att --seeds 3 \\
         --epochs 5 --patience 2 --output runs/baselines/t1.json
     attentionspan baselines --task T6 --paper --device cuda --output t6-paper.json
+    attentionspan baselines --task T7 --models t+pos-att --seeds 1 --output t7.json \\
+        --authors-test DiscreteSeq/dataset/Task_7/10len/test.tsv   # also their test file
 
 The defaults are the recipe measured on a 2-core CPU in docs/results.md: the paper's data
 sizes (100,000 / 10,000 / 10,000 instances), Adam, dropout 0.2, clipping 0.5 and best-epoch
@@ -15,7 +17,9 @@ once (data seed `--data-seed`) and shared by every model and seed; `--seeds K` t
 command keeps what it finished and a rerun with the same settings skips it) holds each run
 (accuracy, best epoch, validation curve, decoder attention on the reference vectors,
 seconds) and a summary per model: mean and sample standard deviation of test accuracy over
-seeds.
+seeds. `--authors-test` scores every model on the authors' released test file as well
+(authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by `--authors-vocab`):
+`authors_test_accuracy` per run and its mean and s.d. in the summary.
 """
 
 from __future__ import annotations
@@ -81,6 +85,20 @@ def add_arguments(parser) -> None:
         "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."
     )
     parser.add_argument("--output", required=True, help="JSON results file")
+    parser.add_argument(
+        "--authors-test",
+        metavar="PATH",
+        help="also score every trained model on the authors' released test file "
+        "(sorodoc/DiscreteSeq dataset/Task_N/<n>len/test.tsv; harness/baselines/"
+        "authors_data.py): T3-T7 are relabelled onto our query-to-feature mapping; the "
+        "accuracy goes into the JSON beside ours",
+    )
+    parser.add_argument(
+        "--authors-vocab",
+        metavar="PATH",
+        help="the authors' q_vocab.txt for --authors-test on T3-T7 (default: the one beside "
+        "the test file or one folder up, their layout Task_N/q_vocab.txt)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -118,6 +136,12 @@ def settings_of(args) -> dict:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {settings[name]}")
     if args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    if getattr(args, "authors_test", None):  # only then: older files keep resuming
+        settings["authors_test"] = args.authors_test
+        if args.authors_vocab:
+            settings["authors_vocab"] = args.authors_vocab
+    elif getattr(args, "authors_vocab", None):
+        raise UsageError("--authors-vocab needs --authors-test")
     return settings
 
 
@@ -139,7 +163,32 @@ def summarise(runs: list[dict]) -> dict:
             "attention_share_mean": statistics.fmean(shares) if shares else None,
             "seconds_mean": statistics.fmean(r["seconds"] for r in runs if r["model"] == kind),
         }
+        authors = [r["authors_test_accuracy"] for r in runs if r["model"] == kind]
+        if authors and len(authors) == len(scores):
+            summary[kind]["authors_test_accuracy_mean"] = statistics.fmean(authors)
+            summary[kind]["authors_test_accuracy_sd"] = (
+                statistics.stdev(authors) if len(authors) > 1 else 0.0
+            )
     return summary
+
+
+def load_authors_option(settings: dict, config):
+    """(batch, info) of --authors-test (None without it); a bad file is one line naming the
+    option it came from."""
+    if "authors_test" not in settings:
+        return None
+    from harness.baselines.authors_data import load_authors
+
+    vocab = settings.get("authors_vocab")
+    for option, path in (("--authors-test", settings["authors_test"]), ("--authors-vocab", vocab)):
+        if path is not None and not Path(path).is_file():
+            raise UsageError(f"invalid {option} {path!r}: no such file")
+    try:
+        return load_authors(settings["authors_test"], config, vocab)
+    except (OSError, ValueError) as error:
+        message = str(error).splitlines()[0]
+        option = "--authors-vocab" if vocab and message.startswith(vocab) else "--authors-test"
+        raise UsageError(f"invalid {option}: {message}") from None
 
 
 def run_command(args) -> int:
@@ -175,10 +224,14 @@ def run_command(args) -> int:
         patience=settings["patience"],
     )
     started = time.perf_counter()
+    authors = load_authors_option(settings, config)  # first: a bad path fails at once
     data = {
         split: load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
         for split in ("train", "validation", "test")
     }
+    authors_info = None
+    if authors is not None:
+        data["authors_test"], authors_info = authors
     data_seconds = time.perf_counter() - started
     todo = [(k, s) for k in args.models for s in range(args.seeds)]
     done = {(r["model"], r["seed"]) for r in runs}
@@ -200,6 +253,7 @@ def run_command(args) -> int:
             "settings": settings,
             "command": "attentionspan baselines " + " ".join(getattr(args, "argv", [])),
             "data_seconds": round(data_seconds, 1),
+            **({"authors_test": authors_info} if authors_info else {}),
             "summary": summarise(runs),
             "runs": runs,
         }
@@ -211,6 +265,12 @@ def run_command(args) -> int:
             f"{settings['config']} {kind:10} accuracy {100 * row['test_accuracy_mean']:.1f}"
             f" ± {100 * row['test_accuracy_sd']:.1f} ({row['seeds']} seeds)"
             + (f", decoder attention on reference {share:.2f}" if share is not None else "")
+            + (
+                f"; on the authors' test file {100 * row['authors_test_accuracy_mean']:.1f}"
+                f" ± {100 * row['authors_test_accuracy_sd']:.1f}"
+                if "authors_test_accuracy_mean" in row
+                else ""
+            )
         )
     return 0
 

@@ -102,7 +102,8 @@ def run_one(
     device: str = "cpu",
 ) -> dict:
     """Train one model from `seed` on data["train"], select on data["validation"], score on
-    data["test"], on `device` ("cpu", "cuda", ...). `on_epoch(epoch, validation_accuracy)`
+    data["test"], on `device` ("cpu", "cuda", ...); a data["authors_test"] (the authors'
+    test file, authors_data.py) is scored too. `on_epoch(epoch, validation_accuracy)`
     reports progress."""
     started = time.perf_counter()
     torch.manual_seed(seed)
@@ -160,6 +161,14 @@ def run_one(
         "seconds": round(time.perf_counter() - started, 1),
     }
     result["attention"] = attention_scores(alpha, test, correct) if alpha is not None else None
+    if "authors_test" in data:  # the authors' released test file (authors_data.py)
+        authors = data["authors_test"]
+        probs, alpha = predict(model, authors, recipe.eval_batch_size)
+        correct = ((probs >= 0.5).float() == authors.labels).cpu()
+        result["authors_test_accuracy"] = float(correct.float().mean())
+        result["authors_test_attention"] = (
+            attention_scores(alpha.cpu(), authors.to("cpu"), correct) if alpha is not None else None
+        )
     if not math.isfinite(history[-1]["train_loss"]):
         raise ValueError(f"training diverged (loss {history[-1]['train_loss']})")
     return result
