@@ -6,6 +6,8 @@ import string
 
 import pytest
 
+from tests.tiny_models import tiny_config
+
 CHARSET = string.printable  # letters, digits, punctuation, space and "\n"
 # A minimal chat template, so that --apply_chat_template can be tested.
 CHAT_TEMPLATE = (
@@ -37,21 +39,10 @@ def make_char_tokenizer():
 
 def save_tiny_llama(folder, tokenizer) -> str:
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    config = tiny_config("llama", tokenizer, num_attention_heads=2, max_position_embeddings=512)
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)

@@ -11,7 +11,7 @@ import string
 
 import pytest
 
-from tests.harness.conftest import tiny_config
+from tests.tiny_models import tiny_config
 
 CAPTURE_ARCHITECTURES = ("llama", "qwen2", "gemma3")
 SLIDING_WINDOW = 4
@@ -24,35 +24,19 @@ INIT_RANGE = 0.3
 def build_tiny(kind: str, tokenizer, seed: int = 0):
     """A tiny random causal LM (eval mode, eager attention) of architecture `kind`."""
     import torch
-    from transformers import AutoModelForCausalLM, Gemma2Config
+    from transformers import AutoModelForCausalLM
 
-    if kind == "gemma2":
-        config = Gemma2Config(
-            vocab_size=len(tokenizer),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=8,
-            max_position_embeddings=256,
-            sliding_window=SLIDING_WINDOW,
-            attn_logit_softcapping=SOFTCAP,
-            initializer_range=INIT_RANGE,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-    else:
-        config = tiny_config(kind.removesuffix("-softcap"), len(tokenizer), tokenizer)
-        if kind == "gemma3-softcap":
-            # Set in the config, but Gemma3 does not pass it to the attention function: eager
-            # ignores it, and capture must too.
-            config.attn_logit_softcapping = SOFTCAP
-        if kind.startswith("gemma3"):
-            config.sliding_window = SLIDING_WINDOW
-            config.layer_types = ["sliding_attention", "full_attention"]
-        config.initializer_range = INIT_RANGE
+    base = kind.removesuffix("-softcap")
+    overrides = {"initializer_range": INIT_RANGE}
+    if base.startswith("gemma"):
+        overrides["sliding_window"] = SLIDING_WINDOW
+    if base == "gemma3":
+        overrides["layer_types"] = ["sliding_attention", "full_attention"]
+    if kind in ("gemma2", "gemma3-softcap"):
+        # Gemma3 sets it in the config but does not pass it to the attention function:
+        # eager ignores it, and capture must too. Gemma2 passes it as `softcap`.
+        overrides["attn_logit_softcapping"] = SOFTCAP
+    config = tiny_config(base, tokenizer, **overrides)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     return model.eval()
