@@ -36,6 +36,8 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
+from itertools import accumulate, count
+from operator import add
 
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
 
@@ -160,40 +162,44 @@ def _probability_ops(percent: int) -> tuple[int, ...]:
 
 @functools.cache
 def _layout(length: int) -> tuple[int, int, int, int]:
-    """(1 at the start of every slot, the "|" cell of every slot, every cell's character,
-    the number of cells).
+    """(1 at the start of every slot, the "|" cell of every slot, every cell's code, the
+    number of cells).
 
     Cell i of the text integer is bit i; slot t holds cells 37t (feature 0) to 37t + 35
     (feature 35) and 37t + 36 (the "|" after vector t). `mask * repeat` copies a 37-bit mask
-    to every slot. The third value has cell i's character code in byte i from the right,
-    the order in which bin() writes the cells (the last cell first), for picking the active
-    cells' characters in one AND.
+    to every slot. The third value has 2 * (i mod 37) in byte i from the right, the order in
+    which bin() writes the cells (the last cell first): added to bin()'s digits read as a
+    big-endian number, each byte becomes ord("0") + active + 2 * (i mod 37), which names
+    both the cell's character and whether it shows (`_CELL_TO_CHAR`).
     """
     repeat = sum(1 << (SLOT * t) for t in range(length))
-    cell_chars = (ALPHABET + VECTOR_SEPARATOR).encode() * length
-    return repeat, (1 << NUM_FEATURES) * repeat, int.from_bytes(cell_chars, "little"), SLOT * length
+    codes = bytes(range(0, 2 * SLOT, 2)) * length
+    return repeat, (1 << NUM_FEATURES) * repeat, int.from_bytes(codes, "little"), SLOT * length
 
 
-# bin()'s digits: '1' -> 0xff, '0' and the "b" of the "0b" prefix -> 0x00 (leading zero
-# bytes of a big-endian number change nothing): a bit string becomes a byte mask.
-_BIT_TO_BYTE = bytes.maketrans(b"01b", b"\x00\xff\x00")
+# A coded byte (see `_layout`) -> the character of an active cell; the inactive cells'
+# bytes (even: "0" is 0x30) and bin()'s "0b" prefix (even, and never coded) are deleted.
+_ACTIVE = range(ord("1"), ord("1") + 2 * SLOT, 2)
+_CELL_TO_CHAR = bytes.maketrans(bytes(_ACTIVE), (ALPHABET + VECTOR_SEPARATOR).encode())
+_INACTIVE = bytes(sorted(set(range(256)) - set(_ACTIVE)))
 # A feature character -> its id as a byte, "|" -> 0xff (the split point).
 _CHAR_TO_ID = bytes.maketrans((ALPHABET + VECTOR_SEPARATOR).encode(), bytes(range(36)) + b"\xff")
 
 
-@dataclass
-class Plan:
-    """What a task's recipe decides for one instance."""
+# The positions 0, 1, 2, ...: a row of consecutive positions is a slice of this list (a C
+# copy) instead of a list built from a range (3 us for a 30-vector input).
+_POSITIONS = list(range(MAX_LENGTH * SLOT + 3))  # the longest input, "?", two query characters
+NO_EXTRA: dict = {}  # never mutated: `build` copies it into params
 
-    query: list[int]  # the query vector's active features
-    features: list  # the queried input features (task-specific nesting, into params)
-    answer: int
-    case: str  # which branch of the recipe (e.g. "wrong_order"), into params
-    planted: list[tuple[int, int]]  # (feature, vector index) set active
-    controlled: set[int]  # active only where planted, never excluded
-    keep: frozenset[int] = frozenset()  # stay in the background, never excluded (T1 training)
-    decisive: tuple[int, ...] = ()  # features whose occurrences the paper mask shows
-    ordered: tuple[int, int] | None = None  # (first, second) features of an ordered yes
+
+@functools.lru_cache(maxsize=4096)
+def _marks(decisive: tuple[int, ...]) -> bytes:
+    """A `bytes.translate` table that turns the text's characters of the `decisive` features
+    into 0x01 and leaves every other character (none of them 0x01) as it is."""
+    table = bytearray(range(256))
+    for feature in decisive:
+        table[ord(ALPHABET[feature])] = 1
+    return bytes(table)
 
 
 def build(
@@ -201,110 +207,121 @@ def build(
     config: FeatureConfig,
     task: str,
     length: int,
-    plan: Plan,
-    extra_params: dict | None = None,
+    query: list[int],
+    features: list,
+    answer: int,
+    case: str,
+    planted: list[tuple[int, int]],
+    controlled: int,
+    decisive: tuple[int, ...],
+    first: int | None = None,
+    extra: dict = NO_EXTRA,
+    keep: int = 0,
 ) -> Instance:
-    """Background + planted features -> text, masks and params.
+    """Background + planted features -> text, masks and params: one instance.
+
+    What the task's recipe decided: `query` (the query vector's features, increasing),
+    `features` (the queried input features, into params), `answer` (1 or 0), `case` (the
+    recipe's branch, e.g. "wrong_order"), `planted` ((feature, vector index) pairs set
+    active), `controlled` (a bit mask of the features active only where planted, never
+    excluded), `decisive` (the features whose occurrences the paper mask shows), `first`
+    (the first feature of an ordered yes), `extra` (more params), `keep` (a bit mask of
+    features left in the background and never excluded: T1's training distribution).
 
     The draws, in order: the number of excluded features and the features (`_exclusions`),
     then the background (`_bernoulli_bits`). Written out inline, without helper calls per
     feature: at 20,000+ instances/s each microsecond is 2% of the budget.
     """
     getrandbits = rng.getrandbits
-    controlled = 0
-    for f in plan.controlled:
-        controlled |= 1 << f
     # _exclusions, inline: randint(min_excluded, max_excluded) as random.py draws it, then
-    # features by rejection from 6-bit draws.
+    # features by rejection from 6-bit draws (`left` has a 1 for each feature that may
+    # still be excluded, and none at 36-63).
     low = config.min_excluded
     width = config.max_excluded - low + 1
     k = width.bit_length()
-    count = getrandbits(k)
-    while count >= width:
-        count = getrandbits(k)
-    count += low
-    blocked = controlled
-    for f in plan.keep:
-        blocked |= 1 << f
+    todo = getrandbits(k)
+    while todo >= width:
+        todo = getrandbits(k)
+    todo += low
+    left = FULL ^ (controlled | keep)
     excluded: list[int] = []
-    off = controlled
-    while count:
+    while todo:
         f = getrandbits(6)
-        if f < NUM_FEATURES and not blocked >> f & 1:
-            blocked |= 1 << f
-            off |= 1 << f
+        if left >> f & 1:
+            left ^= 1 << f
             excluded.append(f)
-            count -= 1
+            todo -= 1
     excluded.sort()
-    repeat, separators, cell_chars, cells = _layout(length)
+    repeat, separators, cell_codes, cells = _layout(length)
     percent = config.background_percent
-    if percent >= 100:
-        bits = (1 << cells) - 1
-    elif percent == 20:
+    if percent == 20:
         # The paper's p = 0.2, digits 0011 0011 0011 0011: the loop below written out.
         bits = 0
         for _ in range(4):
             bits = (bits | getrandbits(cells) | getrandbits(cells)) & getrandbits(cells)
             bits &= getrandbits(cells)
+    elif percent >= 100:
+        bits = (1 << cells) - 1
     else:
         bits = 0
         for bit in _probability_ops(percent):
             bits = (bits | getrandbits(cells)) if bit else (bits & getrandbits(cells))
-    bits = (bits & (FULL & ~off) * repeat) | separators
-    for feature, t in plan.planted:
+    # The background may show the features neither controlled nor excluded: `left`, and
+    # `keep` (never excluded).
+    bits = (bits & (left | keep) * repeat) | separators
+    for feature, t in planted:
         bits |= 1 << (SLOT * t + feature)
-    # All in C: bits -> a 0x00/0xff byte per cell (the last cell first, as bin() writes
-    # them) -> the active cells' characters -> without the inactive cells -> reversed,
-    # without the last "|" (the top cell, always set, so the first byte here).
-    byte_mask = int.from_bytes(bin(bits).encode().translate(_BIT_TO_BYTE), "big")
-    body_bytes = (byte_mask & cell_chars).to_bytes(cells, "big").translate(None, b"\x00")[:0:-1]
+    # All in C: bits -> a digit byte per cell (bin(): the last cell first) -> plus each
+    # cell's code (one addition; no carries, every byte stays below 0x80) -> the bytes in
+    # cell order (little-endian) -> the active cells' characters, the rest deleted, in one
+    # translate -> without the last "|" (the top cell, always set).
+    digits = bin(bits).encode()
+    coded = int.from_bytes(digits, "big") + cell_codes
+    body_bytes = coded.to_bytes(len(digits), "little").translate(_CELL_TO_CHAR, _INACTIVE)[:-1]
     body = body_bytes.decode()
     vectors = list(map(list, body_bytes.translate(_CHAR_TO_ID).split(b"\xff")))
-    query = plan.query
     if len(query) == 1:
         query_text = ALPHABET[query[0]]
-        query = [query[0]]
     else:
-        query = sorted(query)
         query_text = "".join([ALPHABET[f] for f in query])
-    query_start = len(body) + 1
-    prompt = f"{body}?{query_text}="
     params = {
         "length": length,
         "vectors": vectors,
         "query": query,
-        "features": plan.features,
-        "case": plan.case,
+        "features": features,
+        "case": case,
         "excluded": excluded,
+        **extra,
     }
-    if extra_params:
-        params.update(extra_params)
+    # Masks: the input is body[0:n], "?" at n, the query from n + 1. A feature is at most
+    # once per vector and its character is nowhere else in the body, so its occurrences
+    # are the character's positions in the body.
+    n = len(body)
     mask = config.mask
-    answer = plan.answer
-    # A feature is at most once per vector and its character is nowhere else in the body,
-    # so its occurrences are the character's positions in the body.
     if mask == "sufficient" and not answer:
-        # The whole input and the query: sorted and unique already.
-        row = list(range(len(body)))
-        row += range(query_start, query_start + len(query_text))
-        return Instance(task, prompt, "0", [row], params)
-    row = list(range(query_start, query_start + len(query_text)))
-    if mask == "minimal":
+        # The whole input and the query.
+        row = _POSITIONS[:n]
+        row += _POSITIONS[n + 1 : n + 1 + len(query_text)]
+    elif mask == "minimal":
+        row = _POSITIONS[n + 1 : n + 1 + len(query_text)]
         if answer:  # one occurrence of each feature the yes needs
-            minimal = plan.decisive[:1] if plan.case.startswith("both_") else plan.decisive
-            row += [body.find(ALPHABET[feature]) for feature in minimal]
+            needed = decisive[:1] if case.startswith("both_") else decisive
+            row += [body.find(ALPHABET[feature]) for feature in needed]
+            row.sort()
     else:
-        find = body.find
-        for feature in plan.decisive:
-            char = ALPHABET[feature]
-            position = find(char)
-            while position >= 0:
-                row.append(position)
-                position = find(char, position + 1)
-        if mask == "sufficient" and plan.ordered is not None:
+        # Every occurrence of a decisive feature, increasing, in C: the decisive characters
+        # become 0x01; split there, piece k ends at (length of pieces 0..k) + k, which is
+        # the k-th occurrence (the last piece ends at n: the query's place).
+        pieces = body_bytes.translate(_marks(decisive)).split(b"\x01")
+        row = list(map(add, accumulate(map(len, pieces)), count()))
+        row[-1] = n + 1
+        if len(query_text) == 2:
+            row.append(n + 2)
+        if first is not None and mask == "sufficient":
             # The "|" after the first feature's vector shows the two lie in different vectors.
-            row.append(find(VECTOR_SEPARATOR, find(ALPHABET[plan.ordered[0]])))
-    return Instance(task, prompt, "1" if answer else "0", [sorted(set(row))], params)
+            row.append(body.find(VECTOR_SEPARATOR, body.find(ALPHABET[first])))
+            row.sort()
+    return Instance(task, f"{body}?{query_text}=", "1" if answer else "0", [row], params)
 
 
 def _exclusions(rng: random.Random, config: FeatureConfig, avoid: set[int]) -> list[int]:
@@ -383,12 +400,12 @@ def ordered_plan(rng: random.Random, length: int, first: int, second: int) -> tu
     """T6's pipeline for `first` before `second`: positive (two vectors in that order);
     negative (both in the wrong order, or at most one: one of them, or neither, uniformly).
 
-    Returns (answer, case, planted, decisive, (first, second) for a yes else None)."""
+    Returns (answer, case, planted, decisive, `first` for a yes else None)."""
     if rng.getrandbits(1):
         s, t = two_positions(rng, length)
         if s > t:
             s, t = t, s
-        return 1, "in_order", [(first, s), (second, t)], (first, second), (first, second)
+        return 1, "in_order", [(first, s), (second, t)], (first, second), first
     if rng.getrandbits(1):
         s, t = two_positions(rng, length)
         if s > t:
@@ -400,11 +417,11 @@ def ordered_plan(rng: random.Random, length: int, first: int, second: int) -> tu
     return 0, "none_present", [], (), None
 
 
-def other_pair_absent(rng: random.Random, pair: tuple[int, int]) -> tuple[set[int], int]:
+def other_pair_absent(rng: random.Random, pair: tuple[int, int]) -> tuple[int, int]:
     """T5/T7: one feature of the other pair (drawn) is kept out of the sequence; the other
-    stays in the background. Returns ({absent}, background feature)."""
+    stays in the background. Returns (absent feature, background feature)."""
     absent = pair[rng.getrandbits(1)]
-    return {absent}, pair[0] if absent == pair[1] else pair[1]
+    return absent, pair[0] if absent == pair[1] else pair[1]
 
 
 # --- reading the answer back (oracles) ---------------------------------------------------

@@ -45,22 +45,28 @@ def generate(rng: random.Random, config: ContextualOrderedSetMemberConfig) -> In
     pairs = fv.mapping(NAME, config.mapping_seed, 2)[q]
     chosen = rng.getrandbits(1)
     (a, b), other = pairs[chosen], pairs[1 - chosen]
-    answer, case, planted, decisive, order = fv.ordered_plan(rng, length, a, b)
+    answer, case, planted, decisive, first = fv.ordered_plan(rng, length, a, b)
     absent, background = fv.other_pair_absent(rng, other)
     if not answer:
         decisive = (*decisive, background)
-    plan = fv.Plan(
+    features = [[*pairs[0]], [*pairs[1]]]
+    controlled = 1 << a | 1 << b | 1 << absent
+    extra = {"mapping_seed": config.mapping_seed, "pair": chosen}
+    return fv.build(
+        rng,
+        config,
+        NAME,
+        length,
         [q],
-        [list(p) for p in pairs],
+        features,
         answer,
         case,
         planted,
-        {a, b} | absent,
-        decisive=decisive,
-        ordered=order,
+        controlled,
+        decisive,
+        first,
+        extra,
     )
-    extra = {"mapping_seed": config.mapping_seed, "pair": chosen}
-    return fv.build(rng, config, NAME, length, plan, extra)
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

@@ -48,11 +48,24 @@ def generate(rng: random.Random, config: ContextualSetMemberConfig) -> Instance:
     absent, background = fv.other_pair_absent(rng, other)
     if not answer:
         decisive = (*decisive, background)
-    plan = fv.Plan(
-        [q], [list(p) for p in pairs], answer, case, planted, {a, b} | absent, decisive=decisive
-    )
+    features = [[*pairs[0]], [*pairs[1]]]
+    controlled = 1 << a | 1 << b | 1 << absent
     extra = {"mapping_seed": config.mapping_seed, "pair": chosen}
-    return fv.build(rng, config, NAME, length, plan, extra)
+    return fv.build(
+        rng,
+        config,
+        NAME,
+        length,
+        [q],
+        features,
+        answer,
+        case,
+        planted,
+        controlled,
+        decisive,
+        None,
+        extra,
+    )
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

@@ -42,8 +42,23 @@ def generate(rng: random.Random, config: ContextualTwoFeatureConfig) -> Instance
     q = fv.below(rng, fv.NUM_FEATURES)
     ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
     answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)
-    plan = fv.Plan([q], [a, b], answer, case, planted, {a, b}, decisive=decisive)
-    return fv.build(rng, config, NAME, length, plan, {"mapping_seed": config.mapping_seed})
+    controlled = 1 << a | 1 << b
+    extra = {"mapping_seed": config.mapping_seed}
+    return fv.build(
+        rng,
+        config,
+        NAME,
+        length,
+        [q],
+        [a, b],
+        answer,
+        case,
+        planted,
+        controlled,
+        decisive,
+        None,
+        extra,
+    )
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

@@ -40,14 +40,27 @@ def generate(rng: random.Random, config: OneFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
     f = fv.below(rng, fv.NUM_FEATURES)
     if not rng.getrandbits(1):
-        plan = fv.Plan([f], [f], 0, "absent", [], {f})
-    elif config.single_occurrence:
-        plan = fv.Plan([f], [f], 1, "present", [(f, fv.below(rng, length))], {f}, decisive=(f,))
-    else:
-        # Planted once, and left in the background elsewhere (the paper's training data).
-        planted = [(f, fv.below(rng, length))]
-        plan = fv.Plan([f], [f], 1, "present", planted, set(), frozenset({f}), decisive=(f,))
-    return fv.build(rng, config, NAME, length, plan)
+        return fv.build(rng, config, NAME, length, [f], [f], 0, "absent", [], 1 << f, ())
+    planted = [(f, fv.below(rng, length))]
+    if config.single_occurrence:
+        return fv.build(rng, config, NAME, length, [f], [f], 1, "present", planted, 1 << f, (f,))
+    # Planted once, and left in the background elsewhere (the paper's training data).
+    return fv.build(
+        rng,
+        config,
+        NAME,
+        length,
+        [f],
+        [f],
+        1,
+        "present",
+        planted,
+        0,
+        (f,),
+        None,
+        fv.NO_EXTRA,
+        1 << f,
+    )
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

@@ -43,9 +43,24 @@ def generate(rng: random.Random, config: OrderedFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
     q = fv.below(rng, fv.NUM_FEATURES)
     ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
-    answer, case, planted, decisive, order = fv.ordered_plan(rng, length, a, b)
-    plan = fv.Plan([q], [a, b], answer, case, planted, {a, b}, decisive=decisive, ordered=order)
-    return fv.build(rng, config, NAME, length, plan, {"mapping_seed": config.mapping_seed})
+    answer, case, planted, decisive, first = fv.ordered_plan(rng, length, a, b)
+    controlled = 1 << a | 1 << b
+    extra = {"mapping_seed": config.mapping_seed}
+    return fv.build(
+        rng,
+        config,
+        NAME,
+        length,
+        [q],
+        [a, b],
+        answer,
+        case,
+        planted,
+        controlled,
+        decisive,
+        first,
+        extra,
+    )
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

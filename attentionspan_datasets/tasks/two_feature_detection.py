@@ -40,8 +40,10 @@ def generate(rng: random.Random, config: TwoFeatureConfig) -> Instance:
     if a > b:
         a, b = b, a
     answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)
-    plan = fv.Plan([a, b], [a, b], answer, case, planted, {a, b}, decisive=decisive)
-    return fv.build(rng, config, NAME, length, plan)
+    controlled = 1 << a | 1 << b
+    return fv.build(
+        rng, config, NAME, length, [a, b], [a, b], answer, case, planted, controlled, decisive
+    )
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

@@ -168,21 +168,26 @@ def test_draw_length_draws_as_random_py(low, high, step):
 
 
 @pytest.mark.parametrize("percent", [0, 20, 37, 100])
-def test_build_draws_as_its_readable_helpers(percent):
+@pytest.mark.parametrize("keep", [0, 1 << 12])
+def test_build_draws_as_its_readable_helpers(percent, keep):
     """`build` inlines `_exclusions` and `_bernoulli_bits`: the same features and cells."""
     config = fv.FeatureConfig(min_length=7, max_length=7, background_percent=percent)
-    plan = fv.Plan([3], [3, 30], 1, "present", [(3, 2), (30, 6)], {3, 30}, decisive=(3, 30))
+    controlled, planted = {3, 30}, [(3, 2), (30, 6)]
+    mask = sum(1 << f for f in controlled)
     for seed in range(100):
-        instance = fv.build(random.Random(seed), config, "t", 7, plan)
+        instance = fv.build(
+            random.Random(seed), config, "t", 7, [3], [3, 30], 1, "c", planted, mask, (3, 30),
+            None, fv.NO_EXTRA, keep,
+        )  # fmt: skip
         rng = random.Random(seed)
-        excluded = fv._exclusions(rng, config, plan.controlled)
+        excluded = fv._exclusions(rng, config, controlled | ({12} if keep else set()))
         bits = fv._bernoulli_bits(rng, fv.SLOT * 7, percent)
-        off = set(excluded) | plan.controlled
+        off = set(excluded) | controlled
         vectors = [
             [f for f in range(fv.NUM_FEATURES) if f not in off and bits >> (fv.SLOT * t + f) & 1]
             for t in range(7)
         ]
-        for f, t in plan.planted:
+        for f, t in planted:
             vectors[t] = sorted({*vectors[t], f})
         assert instance.params["excluded"] == excluded
         assert instance.params["vectors"] == vectors
