@@ -128,6 +128,12 @@ def mapping(task: str, seed: int, pairs_per_query: int) -> tuple[tuple[tuple[int
             return tuple(groups)
 
 
+def mappings(task: str, pairs_per_query: int) -> Memo:
+    """mapping_seed -> `mapping(task, seed, pairs_per_query)`: one dict lookup per instance
+    (the lru_cache of `mapping` hashes three arguments per call); at most 64 seeds."""
+    return Memo(lambda seed: mapping(task, seed, pairs_per_query), 64)
+
+
 # --- sampling -------------------------------------------------------------------------
 
 
@@ -160,8 +166,23 @@ def _probability_ops(percent: int) -> tuple[int, ...]:
     return tuple(reversed(_probability_bits(percent)))
 
 
-@functools.cache
-def _layout(length: int) -> tuple[int, int, int, int]:
+class Memo(dict):
+    """`memo[key]` = `function(key)`, computed once: a plain dict lookup per call (an
+    lru_cache wrapper costs a few hundred instructions more); forgets everything past
+    `limit` keys."""
+
+    def __init__(self, function, limit: int) -> None:
+        super().__init__()
+        self.function, self.limit = function, limit
+
+    def __missing__(self, key):
+        if len(self) >= self.limit:
+            self.clear()
+        value = self[key] = self.function(key)
+        return value
+
+
+def _make_layout(length: int) -> tuple[int, int, int, int]:
     """(1 at the start of every slot, the "|" cell of every slot, every cell's code, the
     number of cells).
 
@@ -176,6 +197,8 @@ def _layout(length: int) -> tuple[int, int, int, int]:
     codes = bytes(range(0, 2 * SLOT, 2)) * length
     return repeat, (1 << NUM_FEATURES) * repeat, int.from_bytes(codes, "little"), SLOT * length
 
+
+_layout = Memo(_make_layout, MAX_LENGTH)  # _layout[length]
 
 # A coded byte (see `_layout`) -> the character of an active cell; the inactive cells'
 # bytes (even: "0" is 0x30) and bin()'s "0b" prefix (even, and never coded) are deleted.
@@ -192,14 +215,16 @@ _POSITIONS = list(range(MAX_LENGTH * SLOT + 3))  # the longest input, "?", two q
 NO_EXTRA: dict = {}  # never mutated: `build` copies it into params
 
 
-@functools.lru_cache(maxsize=4096)
-def _marks(decisive: tuple[int, ...]) -> bytes:
+def _make_marks(decisive: tuple[int, ...]) -> bytes:
     """A `bytes.translate` table that turns the text's characters of the `decisive` features
     into 0x01 and leaves every other character (none of them 0x01) as it is."""
     table = bytearray(range(256))
     for feature in decisive:
         table[ord(ALPHABET[feature])] = 1
     return bytes(table)
+
+
+_marks = Memo(_make_marks, 4096)  # _marks[decisive]
 
 
 def build(
@@ -252,7 +277,7 @@ def build(
             excluded.append(f)
             todo -= 1
     excluded.sort()
-    repeat, separators, cell_codes, cells = _layout(length)
+    repeat, separators, cell_codes, cells = _layout[length]
     percent = config.background_percent
     if percent == 20:
         # The paper's p = 0.2, digits 0011 0011 0011 0011: the loop below written out.
@@ -312,7 +337,7 @@ def build(
         # Every occurrence of a decisive feature, increasing, in C: the decisive characters
         # become 0x01; split there, piece k ends at (length of pieces 0..k) + k, which is
         # the k-th occurrence (the last piece ends at n: the query's place).
-        pieces = body_bytes.translate(_marks(decisive)).split(b"\x01")
+        pieces = body_bytes.translate(_marks[decisive]).split(b"\x01")
         row = list(map(add, accumulate(map(len, pieces)), count()))
         row[-1] = n + 1
         if len(query_text) == 2:
@@ -352,23 +377,49 @@ def two_positions(rng: random.Random, n: int) -> tuple[int, int]:
 
     random.py samples 2 of n <= 21 from a pool (the second draw is below n - 1, and the
     first pick's slot then holds n - 1), of n > 21 by redrawing a repeat; both written out
-    here, which is 2 us cheaper than the call."""
-    j = below(rng, n)
+    here with `below` inline, which is 2 us cheaper than the call."""
+    getrandbits = rng.getrandbits
+    k = n.bit_length()
+    j = getrandbits(k)
+    while j >= n:
+        j = getrandbits(k)
     if n <= 21:
-        i = below(rng, n - 1)
-        return j, (n - 1 if i == j else i)
-    i = below(rng, n)
-    while i == j:
-        i = below(rng, n)
+        m = n - 1
+        k = m.bit_length()
+        i = getrandbits(k)
+        while i >= m:
+            i = getrandbits(k)
+        return j, (m if i == j else i)
+    # below(n) until it differs from j: the first draw below n that is not j.
+    i = getrandbits(k)
+    while i >= n or i == j:
+        i = getrandbits(k)
     return j, i
 
 
 def draw_length(rng: random.Random, config: FeatureConfig) -> int:
-    """`rng.randrange(min_length, max_length + 1, length_step)`, drawn as random.py does."""
-    low, step = config.min_length, config.length_step
-    if low == config.max_length:
+    """`rng.randrange(min_length, max_length + 1, length_step)`, drawn as random.py does
+    (`below` inline)."""
+    low = config.min_length
+    high = config.max_length
+    if low == high:
         return low
-    return low + step * below(rng, (config.max_length - low + step) // step)
+    step = config.length_step
+    n = (high - low + step) // step
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return low + step * r
+
+
+def query_feature(rng: random.Random) -> int:
+    """`below(rng, 36)`: the query feature of T1 and T3-T7."""
+    getrandbits = rng.getrandbits
+    q = getrandbits(6)
+    while q >= NUM_FEATURES:
+        q = getrandbits(6)
+    return q
 
 
 # --- recipes shared by several tasks ----------------------------------------------------

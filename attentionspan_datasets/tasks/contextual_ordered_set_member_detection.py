@@ -32,6 +32,7 @@ from attentionspan_datasets.tasks import _feature_vectors as fv
 from attentionspan_datasets.tasks.base import Instance, register_task
 
 NAME = "contextual_ordered_set_member_detection"
+MAPPINGS = fv.mappings(NAME, 2)  # mapping_seed -> fv.mapping(NAME, seed, 2)
 
 
 @dataclass
@@ -41,8 +42,8 @@ class ContextualOrderedSetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualOrderedSetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.below(rng, fv.NUM_FEATURES)
-    pairs = fv.mapping(NAME, config.mapping_seed, 2)[q]
+    q = fv.query_feature(rng)
+    pairs = MAPPINGS[config.mapping_seed][q]
     chosen = rng.getrandbits(1)
     (a, b), other = pairs[chosen], pairs[1 - chosen]
     answer, case, planted, decisive, first = fv.ordered_plan(rng, length, a, b)

@@ -31,6 +31,7 @@ from attentionspan_datasets.tasks import _feature_vectors as fv
 from attentionspan_datasets.tasks.base import Instance, register_task
 
 NAME = "contextual_set_member_detection"
+MAPPINGS = fv.mappings(NAME, 2)  # mapping_seed -> fv.mapping(NAME, seed, 2)
 
 
 @dataclass
@@ -40,8 +41,8 @@ class ContextualSetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualSetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.below(rng, fv.NUM_FEATURES)
-    pairs = fv.mapping(NAME, config.mapping_seed, 2)[q]
+    q = fv.query_feature(rng)
+    pairs = MAPPINGS[config.mapping_seed][q]
     chosen = rng.getrandbits(1)
     (a, b), other = pairs[chosen], pairs[1 - chosen]
     answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)

@@ -30,6 +30,7 @@ from attentionspan_datasets.tasks import _feature_vectors as fv
 from attentionspan_datasets.tasks.base import Instance, register_task
 
 NAME = "contextual_two_feature_detection"
+MAPPINGS = fv.mappings(NAME, 1)  # mapping_seed -> fv.mapping(NAME, seed, 1)
 
 
 @dataclass
@@ -39,8 +40,8 @@ class ContextualTwoFeatureConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualTwoFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.below(rng, fv.NUM_FEATURES)
-    ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
+    q = fv.query_feature(rng)
+    ((a, b),) = MAPPINGS[config.mapping_seed][q]
     answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)
     controlled = 1 << a | 1 << b
     extra = {"mapping_seed": config.mapping_seed}

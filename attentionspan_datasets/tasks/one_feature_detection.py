@@ -38,7 +38,7 @@ class OneFeatureConfig(fv.FeatureConfig):
 
 def generate(rng: random.Random, config: OneFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    f = fv.below(rng, fv.NUM_FEATURES)
+    f = fv.query_feature(rng)
     if not rng.getrandbits(1):
         return fv.build(rng, config, NAME, length, [f], [f], 0, "absent", [], 1 << f, ())
     planted = [(f, fv.below(rng, length))]

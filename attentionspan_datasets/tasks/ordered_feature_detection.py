@@ -32,6 +32,7 @@ from attentionspan_datasets.tasks import _feature_vectors as fv
 from attentionspan_datasets.tasks.base import Instance, register_task
 
 NAME = "ordered_feature_detection"
+MAPPINGS = fv.mappings(NAME, 1)  # mapping_seed -> fv.mapping(NAME, seed, 1)
 
 
 @dataclass
@@ -41,8 +42,8 @@ class OrderedFeatureConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: OrderedFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.below(rng, fv.NUM_FEATURES)
-    ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
+    q = fv.query_feature(rng)
+    ((a, b),) = MAPPINGS[config.mapping_seed][q]
     answer, case, planted, decisive, first = fv.ordered_plan(rng, length, a, b)
     controlled = 1 << a | 1 << b
     extra = {"mapping_seed": config.mapping_seed}

@@ -29,6 +29,7 @@ from attentionspan_datasets.tasks import _feature_vectors as fv
 from attentionspan_datasets.tasks.base import Instance, register_task
 
 NAME = "set_member_detection"
+MAPPINGS = fv.mappings(NAME, 1)  # mapping_seed -> fv.mapping(NAME, seed, 1)
 
 
 @dataclass
@@ -38,8 +39,8 @@ class SetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: SetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.below(rng, fv.NUM_FEATURES)
-    ((a, b),) = fv.mapping(NAME, config.mapping_seed, 1)[q]
+    q = fv.query_feature(rng)
+    ((a, b),) = MAPPINGS[config.mapping_seed][q]
     if not rng.getrandbits(1):
         answer, case, planted, decisive = 0, "none_present", [], ()
     elif rng.getrandbits(1):
