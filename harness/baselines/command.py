@@ -163,8 +163,9 @@ def summarise(runs: list[dict]) -> dict:
             "attention_share_mean": statistics.fmean(shares) if shares else None,
             "seconds_mean": statistics.fmean(r["seconds"] for r in runs if r["model"] == kind),
         }
-        authors = [r["authors_test_accuracy"] for r in runs if r["model"] == kind]
-        if authors and len(authors) == len(scores):
+        # runs trained without --authors-test have no such key
+        authors = [r.get("authors_test_accuracy") for r in runs if r["model"] == kind]
+        if authors and None not in authors:
             summary[kind]["authors_test_accuracy_mean"] = statistics.fmean(authors)
             summary[kind]["authors_test_accuracy_sd"] = (
                 statistics.stdev(authors) if len(authors) > 1 else 0.0
