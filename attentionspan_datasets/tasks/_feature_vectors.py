@@ -210,7 +210,7 @@ _CHAR_TO_ID = bytes.maketrans((ALPHABET + VECTOR_SEPARATOR).encode(), bytes(rang
 
 
 # The positions 0, 1, 2, ...: a row of consecutive positions is a slice of this list (a C
-# copy) instead of a list built from a range (3 us for a 30-vector input).
+# copy, 0.5 us for a 30-vector input, where a list built from a range took 2.5 us).
 _POSITIONS = list(range(MAX_LENGTH * SLOT + 3))  # the longest input, "?", two query characters
 NO_EXTRA: dict = {}  # never mutated: `build` copies it into params
 

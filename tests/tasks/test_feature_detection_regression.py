@@ -193,6 +193,15 @@ def test_build_draws_as_its_readable_helpers(percent, keep):
         assert instance.params["vectors"] == vectors
 
 
+def test_memo_computes_once_and_forgets_past_its_limit():
+    calls = []
+    memo = fv.Memo(lambda key: calls.append(key) or key * 2, 2)
+    assert (memo[1], memo[1], memo[2]) == (2, 2, 4) and calls == [1, 2]
+    assert memo[3] == 6 and dict(memo) == {3: 6}  # full at 2 keys: cleared, then 3 added
+    table = fv.mappings("ordered_feature_detection", 1)
+    assert table[7] == fv.mapping("ordered_feature_detection", 7, 1)
+
+
 if __name__ == "__main__":
     print("GOLDEN = {")
     for name, (config, overrides) in cases().items():
