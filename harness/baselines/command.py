@@ -252,7 +252,7 @@ def run_command(args) -> int:
         runs.append(result)
         document = {
             "settings": settings,
-            "command": "attentionspan baselines " + " ".join(getattr(args, "argv", [])),
+            "command": " ".join(["attentionspan", *getattr(args, "argv", ["baselines"])]),
             "data_seconds": round(data_seconds, 1),
             **({"authors_test": authors_info} if authors_info else {}),
             "summary": summarise(runs),

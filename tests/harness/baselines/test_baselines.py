@@ -173,6 +173,7 @@ def test_command_writes_json_and_resumes(tmp_path, capsys):
     assert main(argv) == 0
     document = json.loads(out.read_text())
     assert document["settings"]["config"] == "t6_len5"
+    assert document["command"] == "attentionspan " + " ".join(argv)
     assert [(r["model"], r["seed"]) for r in document["runs"]] == [
         ("t-pos-att", 0), ("t-pos-att", 1), ("lstm", 0), ("lstm", 1),
     ]  # fmt: skip
