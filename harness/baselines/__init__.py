@@ -5,5 +5,7 @@ vectors), trained with the paper's recipe.
     attentionspan baselines --task T6 --length 10 --seeds 5 --output runs/baselines/t6.json
 
 models.py: the six models; data.py: instances -> tensors and reference vectors;
-train.py: one (task, length, model, seed) run; command.py: the command.
+train.py: one (task, length, model, seed) run; command.py: the command; table.py: result
+files beside the paper's Table 2; authors_data.py: the authors' released test files read
+into the same tensors (`--authors-test`).
 """
