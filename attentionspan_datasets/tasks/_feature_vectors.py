@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate, count
 from operator import add
@@ -473,6 +474,52 @@ def other_pair_absent(rng: random.Random, pair: tuple[int, int]) -> tuple[int, i
     stays in the background. Returns (absent feature, background feature)."""
     absent = pair[rng.getrandbits(1)]
     return absent, pair[0] if absent == pair[1] else pair[1]
+
+
+def build_one_pair(
+    rng: random.Random,
+    config: MappedConfig,
+    task: str,
+    length: int,
+    q: int,
+    a: int,
+    b: int,
+    plan: tuple,
+) -> Instance:
+    """T3, T4, T6: the instance of query `q` about its one mapped pair (a, b), from the
+    recipe's `plan` (answer, case, planted, decisive[, first]); a and b are controlled."""
+    answer, case, planted, decisive, *first = plan
+    extra = {"mapping_seed": config.mapping_seed}
+    return build(
+        rng, config, task, length, [q], [a, b], answer, case, planted,
+        1 << a | 1 << b, decisive, first[0] if first else None, extra,
+    )  # fmt: skip
+
+
+def build_two_pairs(
+    rng: random.Random,
+    config: MappedConfig,
+    task: str,
+    length: int,
+    q: int,
+    pairs: tuple[tuple[int, int], tuple[int, int]],
+    make_plan: Callable[[random.Random, int, int, int], tuple],
+) -> Instance:
+    """T5, T7: query `q` asks about two mapped pairs. One pair is drawn and decided by
+    `make_plan(rng, length, a, b)` (answer, case, planted, decisive[, first]); one feature
+    of the other is kept out (`other_pair_absent`), and a no also depends on the other's
+    background feature. The draws, in order: the pair, the plan, the absent feature."""
+    chosen = rng.getrandbits(1)
+    (a, b), other = pairs[chosen], pairs[1 - chosen]
+    answer, case, planted, decisive, *first = make_plan(rng, length, a, b)
+    absent, background = other_pair_absent(rng, other)
+    if not answer:
+        decisive = (*decisive, background)
+    extra = {"mapping_seed": config.mapping_seed, "pair": chosen}
+    return build(
+        rng, config, task, length, [q], [[*pairs[0]], [*pairs[1]]], answer, case, planted,
+        1 << a | 1 << b | 1 << absent, decisive, first[0] if first else None, extra,
+    )  # fmt: skip
 
 
 # --- reading the answer back (oracles) ---------------------------------------------------

@@ -43,30 +43,7 @@ def generate(rng: random.Random, config: ContextualSetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
     q = fv.query_feature(rng)
     pairs = MAPPINGS[config.mapping_seed][q]
-    chosen = rng.getrandbits(1)
-    (a, b), other = pairs[chosen], pairs[1 - chosen]
-    answer, case, planted, decisive = fv.two_feature_plan(rng, length, a, b)
-    absent, background = fv.other_pair_absent(rng, other)
-    if not answer:
-        decisive = (*decisive, background)
-    features = [[*pairs[0]], [*pairs[1]]]
-    controlled = 1 << a | 1 << b | 1 << absent
-    extra = {"mapping_seed": config.mapping_seed, "pair": chosen}
-    return fv.build(
-        rng,
-        config,
-        NAME,
-        length,
-        [q],
-        features,
-        answer,
-        case,
-        planted,
-        controlled,
-        decisive,
-        None,
-        extra,
-    )
+    return fv.build_two_pairs(rng, config, NAME, length, q, pairs, fv.two_feature_plan)
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

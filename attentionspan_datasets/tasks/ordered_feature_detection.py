@@ -44,24 +44,8 @@ def generate(rng: random.Random, config: OrderedFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
     q = fv.query_feature(rng)
     ((a, b),) = MAPPINGS[config.mapping_seed][q]
-    answer, case, planted, decisive, first = fv.ordered_plan(rng, length, a, b)
-    controlled = 1 << a | 1 << b
-    extra = {"mapping_seed": config.mapping_seed}
-    return fv.build(
-        rng,
-        config,
-        NAME,
-        length,
-        [q],
-        [a, b],
-        answer,
-        case,
-        planted,
-        controlled,
-        decisive,
-        first,
-        extra,
-    )
+    plan = fv.ordered_plan(rng, length, a, b)
+    return fv.build_one_pair(rng, config, NAME, length, q, a, b, plan)
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:

@@ -49,23 +49,7 @@ def generate(rng: random.Random, config: SetMemberConfig) -> Instance:
     else:
         answer, case, planted, decisive = fv.two_feature_plan_positive(rng, length, a, b)
         case = "both_" + case  # both_same_vector or both_different_vectors
-    controlled = 1 << a | 1 << b
-    extra = {"mapping_seed": config.mapping_seed}
-    return fv.build(
-        rng,
-        config,
-        NAME,
-        length,
-        [q],
-        [a, b],
-        answer,
-        case,
-        planted,
-        controlled,
-        decisive,
-        None,
-        extra,
-    )
+    return fv.build_one_pair(rng, config, NAME, length, q, a, b, (answer, case, planted, decisive))
 
 
 def oracle(visible: list, params: dict, i: int) -> str | None:
