@@ -42,12 +42,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from attentionspan_datasets.generation import resolve_config
 from attentionspan_datasets.tasks import _feature_vectors as fv
 from attentionspan_datasets.tasks.base import TaskConfig
-from harness.baselines.data import NUM_FEATURES, FeatureBatch
+from harness.baselines.data import NUM_FEATURES, FeatureBatch, make_batch
 
 QUERY_WORDS = ("have", "you", "seen")
 ANSWERS = {"yes": 1, "no": 0}
@@ -244,30 +242,24 @@ def load_authors(
         kept.append((vectors, query, point.answer, features, pair))
     if not kept:
         raise ValueError(f"{path}: no datapoint can be relabelled onto our mapping")
-    size, n = len(kept), cfg.min_length
-    batch = FeatureBatch(
-        torch.zeros(size, n, NUM_FEATURES),
-        torch.zeros(size, NUM_FEATURES),
-        torch.tensor([float(k[2]) for k in kept]),
-        torch.zeros(size, n, dtype=torch.bool),
-        torch.full((size, 2), -1, dtype=torch.long),
+    batch = make_batch(
+        cfg.min_length,
+        [
+            (
+                vectors,
+                query,
+                float(answer),
+                [t for t, vector in enumerate(vectors) if set(vector) & set(features)],
+                _carriers(vectors, pair),
+            )
+            for vectors, query, answer, features, pair in kept
+        ],
     )
-    rows, cols, feats = [], [], []
-    for i, (vectors, query, _, features, pair) in enumerate(kept):
-        for t, vector in enumerate(vectors):
-            rows += [i] * len(vector)
-            cols += [t] * len(vector)
-            feats += vector
-            if set(vector) & set(features):
-                batch.reference[i, t] = True
-        batch.query[i, query] = 1.0
-        batch.carriers[i] = torch.tensor(_carriers(vectors, pair))
-    batch.vectors[rows, cols, feats] = 1.0
     info = {
         "path": str(path),
         "vocab": str(vocab) if table is not None else None,
         "datapoints": len(points),
-        "instances": size,
+        "instances": len(kept),
         "left_out": left_out,
         "label_mismatches": mismatches,
     }

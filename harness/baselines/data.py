@@ -87,22 +87,40 @@ def to_batch(instances: list[Instance]) -> FeatureBatch:
     n = instances[0].params["length"]
     if any(x.params["length"] != n for x in instances):
         raise ValueError("to_batch needs instances of one length (one vector count)")
-    size = len(instances)
+    rows = [
+        (
+            x.params["vectors"],
+            x.params["query"],
+            float(x.target),
+            reference_vectors(x),
+            carrier_vectors(x),
+        )
+        for x in instances
+    ]
+    return make_batch(n, rows)
+
+
+def make_batch(n: int, rows: list[tuple]) -> FeatureBatch:
+    """A FeatureBatch of `rows`, each (vectors: n lists of active feature ids, query
+    features, label 0.0/1.0, indices of the reference vectors, (earlier, later) carrier
+    vectors or (-1, -1)): what our instances (`to_batch`) and the authors' files
+    (authors_data.py) both become."""
+    size = len(rows)
     vectors = torch.zeros(size, n, NUM_FEATURES)
     query = torch.zeros(size, NUM_FEATURES)
     reference = torch.zeros(size, n, dtype=torch.bool)
     carriers = torch.full((size, 2), -1, dtype=torch.long)
-    rows, cols, feats = [], [], []
-    for i, x in enumerate(instances):
-        for t, vector in enumerate(x.params["vectors"]):
-            rows += [i] * len(vector)
-            cols += [t] * len(vector)
+    at_rows, at_cols, feats = [], [], []
+    for i, (row_vectors, row_query, _, row_reference, row_carriers) in enumerate(rows):
+        for t, vector in enumerate(row_vectors):
+            at_rows += [i] * len(vector)
+            at_cols += [t] * len(vector)
             feats += vector
-        query[i, x.params["query"]] = 1.0
-        reference[i, reference_vectors(x)] = True
-        carriers[i] = torch.tensor(carrier_vectors(x))
-    vectors[rows, cols, feats] = 1.0
-    labels = torch.tensor([float(x.target) for x in instances])
+        query[i, row_query] = 1.0
+        reference[i, row_reference] = True
+        carriers[i] = torch.tensor(row_carriers)
+    vectors[at_rows, at_cols, feats] = 1.0
+    labels = torch.tensor([row[2] for row in rows])
     return FeatureBatch(vectors, query, labels, reference, carriers)
 
 
