@@ -1,11 +1,13 @@
-"""The authors' released T1-T7 files -> the baselines' tensors, to score a model trained on
-our generated data on the paper's own test set.
+"""The authors' released T1-T7 files -> the baselines' tensors: to score a model trained on
+our generated data on the paper's own test set, or to train on their files altogether.
 
     from harness.baselines.authors_data import load_authors
     batch, info = load_authors("DiscreteSeq/dataset/Task_6/10len/test.tsv", "t6_len10")
     batch.vectors  # float [N, n, 36], as harness.baselines.data.to_batch makes them
     attentionspan baselines --task T6 --epochs 10 --seeds 1 --output t6.json \\
         --authors-test DiscreteSeq/dataset/Task_6/10len/test.tsv
+    attentionspan baselines --task T1 --length 5 --seeds 1 --output t1.json \\
+        --authors-data DiscreteSeq/dataset/Task_1/5len   # their training, valid, test files
 
 The format is the one their dataset/README.md documents (sorodoc/DiscreteSeq, which has no
 licence: read its files from where they lie, never copy them into this repository). Three
@@ -18,8 +20,9 @@ tab-separated lines per datapoint:
 From T3 on, the query is an id whose input features q_vocab.txt lists: one line per query,
 `<id><TAB><a> <b>` (T3, T4, T6) or `<id><TAB><a> <b><TAB><c> <d>` (T5, T7), the pairs in
 order for T6 and T7 ("a before b"). Their repository keeps it at Task_N/q_vocab.txt, the
-test file at Task_N/<n>len/test.tsv; `find_vocab` looks beside the test file, then one
-folder up.
+test file at Task_N/<n>len/test.tsv (valid.tsv beside it, and the 100,000 training
+datapoints as training.tar.gz, which `read_text` opens; only the 5-vector archives are in
+the copy we read); `find_vocab` looks beside the test file, then one folder up.
 
 Our models learned OUR query-to-feature mapping (drawn from the config's mapping_seed),
 not theirs, so for T3-T7 every datapoint is relabelled: their query id q becomes our
@@ -39,6 +42,7 @@ two features both occur), when each occurs once in different vectors.
 
 from __future__ import annotations
 
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +129,43 @@ def parse_vocab(text: str, source: str = "<text>") -> dict[int, list[tuple[int, 
     return vocab
 
 
+# Their folder Task_N/<n>len/: our split -> their file names (training comes archived).
+FOLDER_FILES = {
+    "train": ("training.tsv", "training.tar.gz"),
+    "validation": ("valid.tsv",),
+    "test": ("test.tsv",),
+}
+
+
+def read_text(path: str | Path) -> str:
+    """A .tsv file's text, or that of the one .tsv inside a .tar.gz (how they ship training
+    data, about 22 MB unpacked at 5 vectors); ValueError for an archive without exactly one."""
+    path = Path(path)
+    if not path.name.endswith((".tar.gz", ".tgz")):
+        return path.read_text()
+    with tarfile.open(path, "r:gz") as archive:
+        members = [m for m in archive.getmembers() if m.isfile() and m.name.endswith(".tsv")]
+        if len(members) != 1:
+            names = [m.name for m in members]
+            raise ValueError(f"{path}: expected one .tsv file in the archive, got {names}")
+        return archive.extractfile(members[0]).read().decode()
+
+
+def folder_files(folder: str | Path) -> dict[str, Path]:
+    """Their three files in `folder` (Task_N/<n>len/): {"train", "validation", "test"} ->
+    path; ValueError naming the files when one is missing."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such folder")
+    files = {}
+    for split, names in FOLDER_FILES.items():
+        found = [folder / name for name in names if (folder / name).is_file()]
+        if not found:
+            raise ValueError(f"{folder}: no {' or '.join(names)} in it")
+        files[split] = found[0]
+    return files
+
+
 def find_vocab(test_path: str | Path) -> Path | None:
     """q_vocab.txt beside the test file or one folder up (their layout), else None."""
     folder = Path(test_path).parent
@@ -195,7 +236,7 @@ def load_authors(
         raise ValueError(f"the authors' files hold T1-T7; got a {cfg.task_name} config")
     kind, pairs_per_query, rule = TASKS[cfg.task_name]
     path = Path(path)
-    points = parse_tsv(path.read_text(), str(path))
+    points = parse_tsv(read_text(path), str(path))
     lengths = {len(p.vectors) for p in points}
     if lengths != {cfg.min_length} or cfg.max_length != cfg.min_length:
         raise ValueError(

@@ -6,6 +6,8 @@
     attentionspan baselines --task T6 --paper --device cuda --output t6-paper.json
     attentionspan baselines --task T7 --models t+pos-att --seeds 1 --output t7.json \\
         --authors-test DiscreteSeq/dataset/Task_7/10len/test.tsv   # also their test file
+    attentionspan baselines --task T1 --length 5 --models t-pos-att --output t1-theirs.json \\
+        --authors-data DiscreteSeq/dataset/Task_1/5len   # train, select, test on their files
 
 The defaults are the recipe measured on a 2-core CPU in docs/results.md: the paper's data
 sizes (100,000 / 10,000 / 10,000 instances), Adam, dropout 0.2, clipping 0.5 and best-epoch
@@ -19,7 +21,9 @@ command keeps what it finished and a rerun with the same settings skips it) hold
 seconds) and a summary per model: mean and sample standard deviation of test accuracy over
 seeds. `--authors-test` scores every model on the authors' released test file as well
 (authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by `--authors-vocab`):
-`authors_test_accuracy` per run and its mean and s.d. in the summary.
+`authors_test_accuracy` per run and its mean and s.d. in the summary. `--authors-data`
+replaces our three splits by their released folder (training.tsv or training.tar.gz,
+valid.tsv, test.tsv), relabelled the same way, to tell their data from their recipe.
 """
 
 from __future__ import annotations
@@ -96,8 +100,16 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--authors-vocab",
         metavar="PATH",
-        help="the authors' q_vocab.txt for --authors-test on T3-T7 (default: the one beside "
-        "the test file or one folder up, their layout Task_N/q_vocab.txt)",
+        help="the authors' q_vocab.txt for --authors-test or --authors-data on T3-T7 "
+        "(default: the one beside the test file or one folder up, their layout "
+        "Task_N/q_vocab.txt)",
+    )
+    parser.add_argument(
+        "--authors-data",
+        metavar="DIR",
+        help="train, select and test on the authors' released files instead of ours: their "
+        "folder Task_N/<n>len/ with training.tsv (or training.tar.gz), valid.tsv and "
+        "test.tsv (--num-train, --num-validation, --num-test and --data-seed do not apply)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -136,12 +148,23 @@ def settings_of(args) -> dict:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {settings[name]}")
     if args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
-    if getattr(args, "authors_test", None):  # only then: older files keep resuming
-        settings["authors_test"] = args.authors_test
-        if args.authors_vocab:
-            settings["authors_vocab"] = args.authors_vocab
-    elif getattr(args, "authors_vocab", None):
-        raise UsageError("--authors-vocab needs --authors-test")
+    authors_test = getattr(args, "authors_test", None)
+    authors_data = getattr(args, "authors_data", None)
+    if authors_test and authors_data:
+        raise UsageError(
+            "--authors-test and --authors-data exclude each other (the test split "
+            "of --authors-data is their test file)"
+        )
+    if authors_data:  # their sizes and their draw: ours do not apply
+        for name in ("num_train", "num_validation", "num_test", "data_seed"):
+            del settings[name]
+        settings["authors_data"] = authors_data
+    elif authors_test:  # only then: older files keep resuming
+        settings["authors_test"] = authors_test
+    if getattr(args, "authors_vocab", None):
+        if not (authors_test or authors_data):
+            raise UsageError("--authors-vocab needs --authors-test or --authors-data")
+        settings["authors_vocab"] = args.authors_vocab
     return settings
 
 
@@ -173,22 +196,31 @@ def summarise(runs: list[dict]) -> dict:
     return summary
 
 
-def load_authors_option(settings: dict, config):
-    """(batch, info) of --authors-test (None without it); a bad file is one line naming the
-    option it came from."""
-    if "authors_test" not in settings:
+def load_authors_option(settings: dict, config) -> dict | None:
+    """{split: (batch, info)} of --authors-test ("authors_test") or --authors-data ("train",
+    "validation", "test"), None without either; a bad file is one line naming the option it
+    came from."""
+    option = "--authors-data" if "authors_data" in settings else "--authors-test"
+    if option[2:].replace("-", "_") not in settings:
         return None
-    from harness.baselines.authors_data import load_authors
+    from harness.baselines.authors_data import folder_files, load_authors
 
     vocab = settings.get("authors_vocab")
-    for option, path in (("--authors-test", settings["authors_test"]), ("--authors-vocab", vocab)):
-        if path is not None and not Path(path).is_file():
-            raise UsageError(f"invalid {option} {path!r}: no such file")
+    if vocab is not None and not Path(vocab).is_file():
+        raise UsageError(f"invalid --authors-vocab {vocab!r}: no such file")
     try:
-        return load_authors(settings["authors_test"], config, vocab)
+        if option == "--authors-data":
+            files = folder_files(settings["authors_data"])
+        else:
+            path = settings["authors_test"]
+            if not Path(path).is_file():
+                raise UsageError(f"invalid --authors-test {path!r}: no such file")
+            files = {"authors_test": path}
+        return {split: load_authors(path, config, vocab) for split, path in files.items()}
     except (OSError, ValueError) as error:
         message = str(error).splitlines()[0]
-        option = "--authors-vocab" if vocab and message.startswith(vocab) else "--authors-test"
+        if vocab and message.startswith(vocab):
+            option = "--authors-vocab"
         raise UsageError(f"invalid {option}: {message}") from None
 
 
@@ -225,14 +257,14 @@ def run_command(args) -> int:
         patience=settings["patience"],
     )
     started = time.perf_counter()
-    authors = load_authors_option(settings, config)  # first: a bad path fails at once
-    data = {
-        split: load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
-        for split in ("train", "validation", "test")
-    }
-    authors_info = None
-    if authors is not None:
-        data["authors_test"], authors_info = authors
+    authors = load_authors_option(settings, config) or {}  # first: a bad path fails at once
+    data = {split: batch for split, (batch, _) in authors.items()}
+    for split in ("train", "validation", "test"):
+        if split not in data:  # not from --authors-data: our generated split
+            data[split] = load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
+    authors_info = {split: info for split, (_, info) in authors.items()}
+    if "authors_test" in authors_info:  # the layout of files written before --authors-data
+        authors_info = authors_info["authors_test"]
     data_seconds = time.perf_counter() - started
     todo = [(k, s) for k in args.models for s in range(args.seeds)]
     done = {(r["model"], r["seed"]) for r in runs}
@@ -254,7 +286,11 @@ def run_command(args) -> int:
             "settings": settings,
             "command": " ".join(["attentionspan", *getattr(args, "argv", ["baselines"])]),
             "data_seconds": round(data_seconds, 1),
-            **({"authors_test": authors_info} if authors_info else {}),
+            **(
+                {"authors_data" if "authors_data" in settings else "authors_test": authors_info}
+                if authors_info
+                else {}
+            ),
             "summary": summarise(runs),
             "runs": runs,
         }

@@ -4,13 +4,22 @@ is made up by the test in the format of their dataset/README.md."""
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 
 import pytest
 import torch
 
 from attentionspan_datasets.tasks import _feature_vectors as fv
-from harness.baselines.authors_data import find_vocab, load_authors, parse_tsv, parse_vocab
+from harness.baselines.authors_data import (
+    find_vocab,
+    folder_files,
+    load_authors,
+    parse_tsv,
+    parse_vocab,
+    read_text,
+)
 from harness.cli import main
 
 
@@ -180,3 +189,92 @@ def test_command_bad_authors_paths_are_one_line(tmp_path, capsys):
     assert "invalid --authors-vocab" in capsys.readouterr().err
     assert main([*base, "--authors-vocab", str(bad_vocab)]) == 2
     assert "--authors-vocab needs --authors-test" in capsys.readouterr().err
+
+
+def write_archive(path, members: dict[str, str]) -> None:
+    """A .tar.gz holding `members` (name -> text), as they ship training.tar.gz."""
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def t1_points(count: int) -> str:
+    """`count` T1 datapoints of 5 vectors, alternately yes (feature k in vector 1) and no."""
+    return "".join(
+        datapoint([(k,), (k + 1,), (), (), (30,)], str(k), "yes")
+        if k % 2 == 0
+        else datapoint([(k + 1,), (), (), (), (30,)], str(k), "no")
+        for k in range(count)
+    )
+
+
+def test_training_archive_is_read_like_the_file(tmp_path):
+    text = t1_points(4)
+    write_archive(tmp_path / "training.tar.gz", {"training.tsv": text})
+    assert read_text(tmp_path / "training.tar.gz") == text
+    batch, info = load_authors(tmp_path / "training.tar.gz", "t1_len5")
+    assert info["instances"] == 4 and batch.labels.tolist() == [1.0, 0.0, 1.0, 0.0]
+    write_archive(tmp_path / "two.tar.gz", {"a.tsv": text, "b.tsv": text})
+    with pytest.raises(ValueError, match="expected one .tsv file"):
+        read_text(tmp_path / "two.tar.gz")
+
+
+def test_folder_files_prefers_the_unpacked_training_file_and_names_a_missing_one(tmp_path):
+    (tmp_path / "valid.tsv").write_text(t1_points(2))
+    write_archive(tmp_path / "training.tar.gz", {"training.tsv": t1_points(2)})
+    with pytest.raises(ValueError, match="no test.tsv"):
+        folder_files(tmp_path)
+    (tmp_path / "test.tsv").write_text(t1_points(2))
+    assert folder_files(tmp_path)["train"].name == "training.tar.gz"
+    (tmp_path / "training.tsv").write_text(t1_points(2))
+    files = folder_files(tmp_path)
+    assert {k: v.name for k, v in files.items()} == {
+        "train": "training.tsv",
+        "validation": "valid.tsv",
+        "test": "test.tsv",
+    }
+    with pytest.raises(ValueError, match="no such folder"):
+        folder_files(tmp_path / "none")
+
+
+def test_command_trains_and_tests_on_the_authors_folder(tmp_path, capsys):
+    folder = tmp_path / "Task_1" / "5len"
+    folder.mkdir(parents=True)
+    write_archive(folder / "training.tar.gz", {"training.tsv": t1_points(30)})
+    (folder / "valid.tsv").write_text(t1_points(10))
+    (folder / "test.tsv").write_text(t1_points(8))
+    out = tmp_path / "t1.json"
+    argv = [
+        "baselines", "--task", "T1", "--length", "5", "--models", "t-pos-att", "--seeds", "1",
+        "--epochs", "1", "--output", str(out), "--no-progress", "--authors-data", str(folder),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    document = json.loads(out.read_text())
+    settings = document["settings"]
+    assert settings["authors_data"] == str(folder)
+    assert "num_train" not in settings and "data_seed" not in settings  # theirs, not ours
+    counts = {split: info["instances"] for split, info in document["authors_data"].items()}
+    assert counts == {"train": 30, "validation": 10, "test": 8}
+    (run,) = document["runs"]
+    assert run["test_accuracy"] in {k / 8 for k in range(9)}
+    assert run["attention"]["instances_with_reference"] == 4  # the yes datapoints
+    assert "authors_test_accuracy" not in run  # the test split is theirs already
+    # a rerun with the same settings resumes: nothing left to train
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["runs"] == document["runs"]
+
+
+def test_command_bad_authors_data_is_one_line(tmp_path, capsys):
+    base = ["baselines", "--task", "T1", "--length", "5", "--output", str(tmp_path / "x.json")]
+    assert main([*base, "--authors-data", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "invalid --authors-data" in err and "no such folder" in err
+    assert len(err.strip().splitlines()) == 1
+    assert main([*base, "--authors-data", str(tmp_path)]) == 2
+    assert "no training.tsv or training.tar.gz" in capsys.readouterr().err
+    both = [*base, "--authors-data", str(tmp_path), "--authors-test", str(tmp_path / "t.tsv")]
+    assert main(both) == 2
+    assert "exclude each other" in capsys.readouterr().err
