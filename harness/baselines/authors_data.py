@@ -32,7 +32,9 @@ onto ours in increasing order. The background is exchangeable across features, s
 relabelled datapoint is drawn from their distribution with our mapping, and its answer
 under our mapping is theirs (checked per datapoint: `info["label_mismatches"]`). Their
 T5/T7 mapping has queries whose two pairs share a feature, which ours never has; no
-permutation maps those, so their datapoints are left out (`info["left_out"]`).
+permutation maps those, so their datapoints are left out (`info["left_out"]`). A model
+trained on their files alone (`--authors-data`) needs none of this: `relabel=False` keeps
+their features and every datapoint, and reads the masks through their own mapping.
 
 The reference vectors and the decisive pair mirror data.py's paper mask: a yes points at
 the occurrences of the clause(s) that hold, a no at every queried feature that occurs;
@@ -225,12 +227,16 @@ def load_authors(
     path: str | Path,
     config: str | TaskConfig,
     vocab: str | Path | None = None,
+    relabel: bool = True,
 ) -> tuple[FeatureBatch, dict]:
     """Their file at `path` as a FeatureBatch for `config` (a T1-T7 preset or config; its
     length must be the file's vector count), and what was read: {"path", "vocab",
-    "datapoints", "instances", "left_out", "label_mismatches"}. `vocab`: their
-    q_vocab.txt for T3-T7, found by `find_vocab` when None. ValueError for a file out of
-    format, a missing vocabulary or a length that is not the config's."""
+    "datapoints", "instances", "left_out", "label_mismatches", "shared_queries"}. `vocab`:
+    their q_vocab.txt for T3-T7, found by `find_vocab` when None. `relabel=False` keeps
+    their features and reads the masks through their mapping, for a model trained on their
+    files alone: then no datapoint is left out, and "shared_queries" lists the queries
+    whose pairs share a feature (their T5/T7). ValueError for a file out of format, a
+    missing vocabulary or a length that is not the config's."""
     cfg = resolve_config(config)
     if cfg.task_name not in TASKS:
         raise ValueError(f"the authors' files hold T1-T7; got a {cfg.task_name} config")
@@ -268,16 +274,18 @@ def load_authors(
                     f"{path}:{3 * number + 2}: query {point.query} is not a query of "
                     f"{vocab} with {pairs_per_query} pair(s)"
                 )
-            theirs = [f for pair in table[q] for f in pair]
-            perm = _permutation(theirs, [f for pair in ours[q] for f in pair])
-            if perm is None:
-                left_out += 1
-                continue
-            query = [q]
-            vectors = [sorted(perm[f] for f in v) for v in point.vectors]
-            clauses = [list(pair) for pair in ours[q]]
+            query, vectors, pairs = [q], point.vectors, table[q]
+            if relabel:
+                theirs = [f for pair in table[q] for f in pair]
+                perm = _permutation(theirs, [f for pair in ours[q] for f in pair])
+                if perm is None:
+                    left_out += 1
+                    continue
+                vectors = [sorted(perm[f] for f in v) for v in point.vectors]
+                pairs = ours[q]
+            clauses = [list(pair) for pair in pairs]
             if rule == "any":
-                clauses = [[f] for pair in ours[q] for f in pair]
+                clauses = [[f] for pair in pairs for f in pair]
         answer, features, pair = _decisive(vectors, clauses, rule)
         mismatches += answer != point.answer
         kept.append((vectors, query, point.answer, features, pair))
@@ -303,5 +311,10 @@ def load_authors(
         "instances": len(kept),
         "left_out": left_out,
         "label_mismatches": mismatches,
+        "shared_queries": sorted(  # their T5/T7 queries whose two pairs share a feature
+            q
+            for q, pairs in (table or {}).items()
+            if len(pairs) == 2 and len({f for pair in pairs for f in pair}) < 4
+        ),
     }
     return batch, info

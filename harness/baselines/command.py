@@ -216,7 +216,12 @@ def load_authors_option(settings: dict, config) -> dict | None:
             if not Path(path).is_file():
                 raise UsageError(f"invalid --authors-test {path!r}: no such file")
             files = {"authors_test": path}
-        return {split: load_authors(path, config, vocab) for split, path in files.items()}
+        # their folder alone: their features and mapping, every datapoint (no relabelling)
+        relabel = option == "--authors-test"
+        return {
+            split: load_authors(path, config, vocab, relabel=relabel)
+            for split, path in files.items()
+        }
     except (OSError, ValueError) as error:
         message = str(error).splitlines()[0]
         if vocab and message.startswith(vocab):

@@ -74,6 +74,15 @@ def _mean(values: torch.Tensor) -> float | None:
     return float(values.mean()) if values.numel() else None
 
 
+def accuracy_by_query(query: torch.Tensor, correct: torch.Tensor) -> dict[int, float] | None:
+    """Accuracy per query id when every query is one feature or id (T1, T3-T7), else None
+    (T2's two features): which queries a model has not learned."""
+    if not bool((query.sum(dim=1) == 1).all()):
+        return None
+    ids = query.argmax(dim=1)
+    return {int(q): float(correct[ids == q].float().mean()) for q in ids.unique()}
+
+
 def attention_scores(alpha: torch.Tensor, data: FeatureBatch, correct: torch.Tensor) -> dict:
     """Share of decoder attention on the reference vectors, and Table 3's difference."""
     has_reference = data.reference.any(dim=1)
@@ -152,6 +161,7 @@ def run_one(
         "model": kind,
         "seed": seed,
         "test_accuracy": float(correct.float().mean()),
+        "test_accuracy_by_query": accuracy_by_query(test.query, correct),
         "validation_accuracy": best_accuracy,
         "best_epoch": best_epoch,
         "epochs_run": len(history),

@@ -61,6 +61,7 @@ def test_t1_file_is_the_native_form(tmp_path):
         "instances": 2,
         "left_out": 0,
         "label_mismatches": 0,
+        "shared_queries": [],
     }
 
 
@@ -109,6 +110,30 @@ def test_t7_queries_whose_pairs_share_a_feature_are_left_out(tmp_path):
     (a, b), (c, d) = fv.mapping("contextual_ordered_set_member_detection", 0, 2)[1]
     assert batch.vectors[0, 0, c] == 1 and batch.vectors[0, 1, d] == 1
     assert batch.carriers.tolist() == [[0, 1], [0, 1]]  # the pair that holds; the one present
+
+
+def test_without_relabelling_their_features_and_every_datapoint_are_kept(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("0\t3 20\t5 20\n1\t3 21\t22 5\n")  # query 0's pairs share 20
+    path = tmp_path / "test.tsv"
+    path.write_text(
+        datapoint([(3,), (20,), (), (), ()], "0", "yes")
+        + datapoint([(22,), (5,), (3,), (), ()], "1", "yes")
+        + datapoint([(21,), (3,), (), (5,), ()], "1", "no")
+    )
+    batch, info = load_authors(path, "t7_len5", vocab=vocab, relabel=False)
+    assert (info["instances"], info["left_out"], info["label_mismatches"]) == (3, 0, 0)
+    assert info["shared_queries"] == [0]
+    assert batch.vectors[0, 0, 3] == 1 and batch.vectors[0, 1, 20] == 1  # their features
+    assert batch.labels.tolist() == [1.0, 1.0, 0.0]
+    assert batch.query.argmax(dim=1).tolist() == [0, 1, 1]
+    # yes: the pair that holds; no: every queried feature that occurs (21, 3 and 5)
+    assert batch.reference.tolist() == [
+        [True, True, False, False, False],
+        [True, True, False, False, False],
+        [True, True, False, True, False],
+    ]
+    assert batch.carriers.tolist() == [[0, 1], [0, 1], [0, 1]]
 
 
 def test_vocab_is_found_in_their_layout(tmp_path):
@@ -262,6 +287,7 @@ def test_command_trains_and_tests_on_the_authors_folder(tmp_path, capsys):
     assert run["test_accuracy"] in {k / 8 for k in range(9)}
     assert run["attention"]["instances_with_reference"] == 4  # the yes datapoints
     assert "authors_test_accuracy" not in run  # the test split is theirs already
+    assert set(run["test_accuracy_by_query"]) == {str(k) for k in range(8)}  # one per row
     # a rerun with the same settings resumes: nothing left to train
     assert main(argv) == 0
     assert json.loads(out.read_text())["runs"] == document["runs"]

@@ -12,7 +12,7 @@ from attentionspan_datasets import generate
 from attentionspan_datasets.tasks import _feature_vectors as fv
 from harness.baselines.data import carrier_vectors, load_split, reference_vectors, to_batch
 from harness.baselines.models import KINDS, ModelConfig, build_model, sinusoidal_encoding
-from harness.baselines.train import RecipeConfig, attention_scores, run_one
+from harness.baselines.train import RecipeConfig, accuracy_by_query, attention_scores, run_one
 from harness.cli import main
 
 
@@ -253,3 +253,12 @@ def test_table_refuses_a_seed_given_twice(tmp_path, capsys):
     path.write_text(json.dumps({"runs": [_run("t1_len10", "t-pos-att", 0, 0.9)]}))
     assert table_main([str(path), str(path)]) == 2
     assert "t1_len10 t-pos-att seed 0 appears twice" in capsys.readouterr().err
+
+
+def test_accuracy_by_query_on_known_answers():
+    query = torch.zeros(5, 36)
+    query[torch.arange(5), torch.tensor([2, 2, 7, 7, 7])] = 1.0
+    correct = torch.tensor([True, False, True, True, False])
+    assert accuracy_by_query(query, correct) == {2: 0.5, 7: pytest.approx(2 / 3)}
+    query[0, 9] = 1.0  # a two-feature query (T2): no ids to group by
+    assert accuracy_by_query(query, correct) is None
