@@ -200,8 +200,11 @@ def load_authors_option(settings: dict, config) -> dict | None:
     """{split: (batch, info)} of --authors-test ("authors_test") or --authors-data ("train",
     "validation", "test"), None without either; a bad file is one line naming the option it
     came from."""
-    option = "--authors-data" if "authors_data" in settings else "--authors-test"
-    if option[2:].replace("-", "_") not in settings:
+    if "authors_data" in settings:
+        option = "--authors-data"
+    elif "authors_test" in settings:
+        option = "--authors-test"
+    else:
         return None
     from harness.baselines.authors_data import folder_files, load_authors
 
