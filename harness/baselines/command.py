@@ -78,6 +78,12 @@ def add_arguments(parser) -> None:
         "--lr", type=float, default=5e-4, help="Adam learning rate (the paper's: 1e-4)"
     )
     parser.add_argument(
+        "--no-shuffle",
+        action="store_true",
+        help="read the training rows in their stored order every epoch, as the authors' "
+        "training loop does (default: a new order per epoch)",
+    )
+    parser.add_argument(
         "--paper",
         action="store_true",
         help="the appendix's recipe exactly (overrides the options above): 100k/10k/10k "
@@ -141,6 +147,8 @@ def settings_of(args) -> dict:
         "lr": args.lr,
         "data_seed": args.data_seed,
     }
+    if getattr(args, "no_shuffle", False):  # only then: older files keep resuming
+        settings["shuffle"] = False
     if args.paper:
         settings.update(PAPER_RECIPE)
     for name in ("num_train", "num_validation", "num_test", "epochs", "batch_size"):
@@ -263,6 +271,7 @@ def run_command(args) -> int:
         batch_size=settings["batch_size"],
         lr=settings["lr"],
         patience=settings["patience"],
+        shuffle=settings.get("shuffle", True),
     )
     started = time.perf_counter()
     authors = load_authors_option(settings, config) or {}  # first: a bad path fails at once

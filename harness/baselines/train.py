@@ -40,6 +40,9 @@ class RecipeConfig:
     dropout: float = 0.2  # the paper's
     patience: int = 0  # epochs without a better validation accuracy before stopping; 0: off
     eval_batch_size: int = 1000
+    # False: every epoch reads the training rows in their stored order, as the authors'
+    # training loop does (it never reshuffles); True: a new permutation per epoch
+    shuffle: bool = True
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "eval_batch_size"):
@@ -128,7 +131,10 @@ def run_one(
     for epoch in range(1, recipe.epochs + 1):
         model.train()
         total = torch.zeros((), device=device)  # summed on the device: no sync per step
-        permutation = torch.randperm(len(train), generator=order).to(device)
+        if recipe.shuffle:
+            permutation = torch.randperm(len(train), generator=order).to(device)
+        else:
+            permutation = torch.arange(len(train), device=device)
         for start in range(0, len(train), recipe.batch_size):
             batch = train.take(permutation[start : start + recipe.batch_size])
             logits, _ = model(batch.vectors, batch.query)

@@ -10,7 +10,13 @@ import torch
 
 from attentionspan_datasets import generate
 from attentionspan_datasets.tasks import _feature_vectors as fv
-from harness.baselines.data import carrier_vectors, load_split, reference_vectors, to_batch
+from harness.baselines.data import (
+    FeatureBatch,
+    carrier_vectors,
+    load_split,
+    reference_vectors,
+    to_batch,
+)
 from harness.baselines.models import KINDS, ModelConfig, build_model, sinusoidal_encoding
 from harness.baselines.train import RecipeConfig, accuracy_by_query, attention_scores, run_one
 from harness.cli import main
@@ -163,6 +169,27 @@ def test_one_tiny_run_keeps_the_best_epoch_and_is_seeded():
     assert again["test_accuracy"] == result["test_accuracy"]  # the seed fixes the run
 
 
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_training_order_is_stored_order_without_shuffle(monkeypatch, shuffle):
+    data = {
+        split: load_split("t1_len5", split, size=40, seed=0)
+        for split in ("train", "validation", "test")
+    }
+    taken = []
+    take = FeatureBatch.take
+    monkeypatch.setattr(
+        FeatureBatch, "take", lambda self, i: taken.append(i.tolist()) or take(self, i)
+    )
+    recipe = RecipeConfig(epochs=2, batch_size=10, shuffle=shuffle)
+    run_one("t1_len5", "t-pos-att", 0, data, recipe)
+    epochs = [sum(taken[:4], []), sum(taken[4:], [])]
+    assert all(sorted(epoch) == list(range(40)) for epoch in epochs)  # every row once
+    if shuffle:
+        assert epochs[0] != epochs[1] != list(range(40))
+    else:
+        assert epochs[0] == epochs[1] == list(range(40))
+
+
 def test_command_writes_json_and_resumes(tmp_path, capsys):
     out = tmp_path / "t6.json"
     argv = [
@@ -262,3 +289,14 @@ def test_accuracy_by_query_on_known_answers():
     assert accuracy_by_query(query, correct) == {2: 0.5, 7: pytest.approx(2 / 3)}
     query[0, 9] = 1.0  # a two-feature query (T2): no ids to group by
     assert accuracy_by_query(query, correct) is None
+
+
+def test_command_no_shuffle_is_a_setting(tmp_path):
+    out = tmp_path / "t1.json"
+    argv = [
+        "baselines", "--task", "T1", "--length", "5", "--models", "t-pos-att", "--seeds", "1",
+        "--num-train", "20", "--num-validation", "10", "--num-test", "10", "--epochs", "1",
+        "--output", str(out), "--no-progress", "--no-shuffle",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["settings"]["shuffle"] is False
