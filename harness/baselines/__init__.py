@@ -6,6 +6,7 @@ vectors), trained with the paper's recipe.
 
 models.py: the six models; data.py: instances -> tensors and reference vectors;
 train.py: one (task, length, model, seed) run; command.py: the command; table.py: result
-files beside the paper's Table 2; authors_data.py: the authors' released test files read
-into the same tensors (`--authors-test`).
+files beside the paper's Table 2; authors_data.py: the authors' released files read into
+the same tensors (`--authors-test` scores on their test file, `--authors-data` trains on
+their folder).
 """

@@ -255,7 +255,8 @@ def load_authors(
         if vocab is None:
             raise ValueError(f"{path}: {cfg.task_name} needs q_vocab.txt (none beside it)")
         table = parse_vocab(vocab.read_text(), str(vocab))
-        ours = fv.mapping(cfg.task_name, cfg.mapping_seed, pairs_per_query)
+        if relabel:  # only relabelling needs our mapping
+            ours = fv.mapping(cfg.task_name, cfg.mapping_seed, pairs_per_query)
     kept, left_out, mismatches = [], 0, 0
     for number, point in enumerate(points):
         if kind == "direct":

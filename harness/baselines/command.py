@@ -23,7 +23,8 @@ seeds. `--authors-test` scores every model on the authors' released test file as
 (authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by `--authors-vocab`):
 `authors_test_accuracy` per run and its mean and s.d. in the summary. `--authors-data`
 replaces our three splits by their released folder (training.tsv or training.tar.gz,
-valid.tsv, test.tsv), relabelled the same way, to tell their data from their recipe.
+valid.tsv, test.tsv), kept in their own features and mapping (nothing to relabel: no
+model sees our data), to tell their data from their recipe.
 """
 
 from __future__ import annotations
@@ -279,9 +280,12 @@ def run_command(args) -> int:
     for split in ("train", "validation", "test"):
         if split not in data:  # not from --authors-data: our generated split
             data[split] = load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
-    authors_info = {split: info for split, (_, info) in authors.items()}
-    if "authors_test" in authors_info:  # the layout of files written before --authors-data
-        authors_info = authors_info["authors_test"]
+    if "authors_data" in settings:  # what was read of their folder, per split
+        authors_record = {"authors_data": {split: info for split, (_, info) in authors.items()}}
+    elif authors:  # their test file's info, as files written before --authors-data had it
+        authors_record = {"authors_test": authors["authors_test"][1]}
+    else:
+        authors_record = {}
     data_seconds = time.perf_counter() - started
     todo = [(k, s) for k in args.models for s in range(args.seeds)]
     done = {(r["model"], r["seed"]) for r in runs}
@@ -303,11 +307,7 @@ def run_command(args) -> int:
             "settings": settings,
             "command": " ".join(["attentionspan", *getattr(args, "argv", ["baselines"])]),
             "data_seconds": round(data_seconds, 1),
-            **(
-                {"authors_data" if "authors_data" in settings else "authors_test": authors_info}
-                if authors_info
-                else {}
-            ),
+            **authors_record,
             "summary": summarise(runs),
             "runs": runs,
         }
