@@ -118,7 +118,11 @@ def add_arguments(parser) -> None:
         "folder Task_N/<n>len/ with training.tsv (or training.tar.gz), valid.tsv and "
         "test.tsv (--num-train, --num-validation, --num-test and --data-seed do not apply)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar: one line per epoch on stderr instead (for the log of a long run)",
+    )
 
 
 def add_parser(subparsers) -> None:
@@ -294,11 +298,18 @@ def run_command(args) -> int:
         if (kind, seed) in done:
             bar.update(recipe.epochs)
             continue
-        bar.set_description(f"{settings['config']} {kind} seed {seed}")
+        label = f"{settings['config']} {kind} seed {seed}"
+        bar.set_description(label)
 
-        def on_epoch(epoch: int, val_accuracy: float) -> None:
+        def on_epoch(epoch: int, val_accuracy: float, label: str = label) -> None:
             bar.update(1)
             bar.set_postfix(val=f"{val_accuracy:.3f}")
+            if args.no_progress:  # a log still shows how far a long run has come
+                print(
+                    f"{label} epoch {epoch}/{recipe.epochs} validation {val_accuracy:.4f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         result = run_one(settings["config"], kind, seed, data, recipe, on_epoch, device=device)
         bar.update(recipe.epochs - result["epochs_run"])  # early stop: skip the rest

@@ -206,8 +206,15 @@ def test_command_writes_json_and_resumes(tmp_path, capsys):
     ]  # fmt: skip
     assert set(document["summary"]) == {"t-pos-att", "lstm"}
     assert document["summary"]["lstm"]["seeds"] == 2
-    printed = capsys.readouterr().out
-    assert "t6_len5 t-pos-att" in printed and "accuracy" in printed
+    captured = capsys.readouterr()
+    assert "t6_len5 t-pos-att" in captured.out and "accuracy" in captured.out
+    # --no-progress: no bar, one line per epoch and run for the log instead
+    assert captured.err.splitlines() == [
+        f"t6_len5 {kind} seed {seed} epoch 1/1 validation {r['history'][0]['val_accuracy']:.4f}"
+        for (kind, seed), r in zip(
+            [("t-pos-att", 0), ("t-pos-att", 1), ("lstm", 0), ("lstm", 1)], document["runs"]
+        )
+    ]
     seconds = [r["seconds"] for r in document["runs"]]
     assert main(argv) == 0  # nothing left to do: the runs are kept, not redone
     assert [r["seconds"] for r in json.loads(out.read_text())["runs"]] == seconds
