@@ -13,7 +13,9 @@ The defaults are the recipe measured on a 2-core CPU in docs/results.md: the pap
 sizes (100,000 / 10,000 / 10,000 instances), Adam, dropout 0.2, clipping 0.5 and best-epoch
 selection, but batch 50 at learning rate 5e-4 (the appendix's 10 at 1e-4, scaled with the
 batch) for 10 epochs, about 10 minutes per model and seed. `--paper` is the appendix's
-schedule exactly: batch 10, learning rate 1e-4, 100 epochs (GPU work). The data are drawn
+schedule exactly: batch 10, learning rate 1e-4, 100 epochs (with `--patience 10`, 15-65
+minutes a T7 run on one CPU thread). The shortcut is not neutral everywhere: on T7 it
+leaves T-Pos+Att 9 points under `--paper` (docs/results.md). The data are drawn
 once (data seed `--data-seed`) and shared by every model and seed; `--seeds K` trains seeds
 0..K-1 of every model. The JSON (written atomically after every run, so an interrupted
 command keeps what it finished and a rerun with the same settings skips it) holds each run
