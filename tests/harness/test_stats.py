@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
 import random
+import warnings
 
+import numpy as np
 import pytest
 
-from harness.stats import format_gain, gain_table, paired_gain, summarise
+from harness.stats import (
+    DIRECTIONS,
+    UNDETERMINED,
+    correct_vs_wrong,
+    format_gain,
+    gain_table,
+    paired_gain,
+    summarise,
+)
 
 
 def synthetic(n: int, gain: float, seed: int = 0):
@@ -65,3 +78,182 @@ def test_per_length_bins_and_summary():
     summary = summarise(base)
     assert summary["n"] == 100 and set(summary["per_length"]) == set(table["per_length"])
     assert format_gain(table["partial_acc"]).startswith("+")
+
+
+# --- correct versus wrong tokens, counting instances ---------------------------------------
+def token(index, length, position, share, correct, **extra):
+    return {
+        "index": index,
+        "length": length,
+        "position": position,
+        "share": share,
+        "correct": correct,
+        **extra,
+    }
+
+
+@contextlib.contextmanager
+def no_warnings():
+    """A context in which any warning (scipy's precision-loss RuntimeWarning) fails."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def test_every_instance_differing_by_a_tenth_gives_a_paired_difference_of_a_tenth():
+    # Instance i: base 0.1 + 0.05 i, its correct tokens at base + 0.1, its wrong ones at base;
+    # the better instances have more correct tokens, so the pooled difference is larger.
+    records = []
+    for i in range(10):
+        base = 0.1 + 0.05 * i
+        labels = [True] * (i + 1) + [False] * (10 - i)
+        for p, ok in enumerate(labels):
+            records.append(token(i, 11, p, base + 0.1 if ok else base, ok))
+    out = correct_vs_wrong(records)
+    paired = out["paired"]
+    assert paired["mean_difference"] == pytest.approx(0.1, abs=1e-12)
+    assert paired["low"] == pytest.approx(0.1, abs=1e-9)
+    assert paired["high"] == pytest.approx(0.1, abs=1e-9)
+    assert paired["n_instances"] == 10 and paired["n_tokens"] == 110
+    # Ten positive differences: the exact two-sided signed-rank p is 2 / 2**10.
+    assert paired["wilcoxon_p"] == pytest.approx(2 / 2**10)
+    right = [r["share"] for r in records if r["correct"]]
+    wrong = [r["share"] for r in records if not r["correct"]]
+    pooled = sum(right) / len(right) - sum(wrong) / len(wrong)
+    assert pooled > 0.2  # confounded by instance quality
+    boot = out["cluster_bootstrap"]
+    assert boot["difference"] == pytest.approx(pooled)
+    assert boot["low"] < pooled < boot["high"]
+    assert out["direction"] == "correct > wrong" and out["direction_from"] == "cluster bootstrap"
+    assert out["n_tokens"] == 110 and out["n_instances"] == 10
+
+
+def one_long_failing_instance():
+    """20 instances of length 6 whose correct and wrong tokens differ by +0.02 in half of
+    them and -0.02 in the other half, and one instance of length 200 that gets every token
+    wrong with a low share."""
+    records = []
+    for i in range(20):
+        base = 0.25 + 0.01 * (i % 5)
+        sign = 1 if i % 2 else -1
+        right = {(i + k) % 6 for k in (0, 2, 3)}  # three correct positions, varying
+        for p in range(6):
+            ok = p in right
+            records.append(token(i, 6, p, base + sign * (0.01 if ok else -0.01), ok))
+    for p in range(200):
+        records.append(token(20, 200, p, 0.05 + 0.001 * (p % 7), False))
+    return records
+
+
+def test_one_long_failing_instance_fools_only_the_pooled_test():
+    records = one_long_failing_instance()
+    with no_warnings():
+        out = correct_vs_wrong(records)
+    from scipy import stats
+
+    right = [r["share"] for r in records if r["correct"]]
+    wrong = [r["share"] for r in records if not r["correct"]]
+    assert stats.ttest_ind(right, wrong, equal_var=False).pvalue < 1e-20  # the paper's test
+    boot = out["cluster_bootstrap"]
+    assert boot["low"] < 0 < boot["high"]
+    assert out["direction"] == "no difference at 5%"
+    paired = out["paired"]
+    assert paired["mean_difference"] == pytest.approx(0.0, abs=1e-12)
+    assert paired["n_instances"] == 20 and paired["wilcoxon_p"] == pytest.approx(1.0)
+    matched = out["matched"]
+    # The long instance is alone at its length: it cannot be matched and is left out.
+    assert matched["n_instances"] == 20 and matched["n_tokens"] == 120
+    assert matched["p"] > 0.05
+
+
+def confounded_by_position(effect: float, seed: int = 0):
+    """Lengths 8-10, 30 instances each: later positions attend less AND fail more often, so
+    the pooled comparison sees a difference with no effect; `effect` is added to the share
+    of every correct token."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(90):
+        length = 8 + i % 3
+        for p in range(length):
+            ok = bool(rng.random() < 0.9 - 0.08 * p)
+            share = 0.4 - 0.03 * p + effect * ok + rng.normal(0, 0.02)
+            records.append(token(i, length, p, share, ok))
+    return records
+
+
+def test_the_matched_permutation_test_finds_a_planted_effect_and_no_confounded_one():
+    planted = correct_vs_wrong(confounded_by_position(0.05), seed=1)["matched"]
+    assert planted["difference"] == pytest.approx(0.05, abs=0.01)
+    assert planted["p"] == pytest.approx(1 / 2001)  # no permutation reaches it
+    assert planted["n_strata"] == 3 and planted["n_instances"] == 90
+    null = confounded_by_position(0.0)
+    out = correct_vs_wrong(null, seed=1)
+    # Position alone makes a difference over tokens and within instances (later positions
+    # attend less and fail more); matched on position, none is left.
+    assert out["cluster_bootstrap"]["low"] > 0.02 and out["paired"]["low"] > 0.02
+    assert abs(out["matched"]["difference"]) < 0.005 and out["matched"]["p"] > 0.05
+
+
+def test_the_matched_statistic_by_hand():
+    # Two instances of length 2. Cell means: position 0 (0.5 + 0.2) / 2, position 1
+    # (0.1 + 0.4) / 2, so the residuals are +-0.15; correct tokens average +0.15, wrong ones
+    # -0.15. Swapping the two label vectors gives -0.3: every permutation is as extreme.
+    records = [
+        token(0, 2, 0, 0.5, True),
+        token(0, 2, 1, 0.1, False),
+        token(1, 2, 0, 0.2, False),
+        token(1, 2, 1, 0.4, True),
+    ]
+    out = correct_vs_wrong(records, n_resamples=200)["matched"]
+    assert out["difference"] == pytest.approx(0.3)
+    assert out["p"] == 1.0 and out["n_strata"] == 1 and out["n_tokens"] == 4
+
+
+def test_the_same_seed_gives_the_same_figures():
+    records = confounded_by_position(0.02, seed=4)
+    first = correct_vs_wrong(records, seed=7)
+    assert correct_vs_wrong(records, seed=7) == first
+    other = correct_vs_wrong(records, seed=8)
+    assert other["cluster_bootstrap"]["low"] != first["cluster_bootstrap"]["low"]
+    assert json.loads(json.dumps(first, allow_nan=False)) == first
+
+
+def test_degenerate_inputs_give_none_not_errors():
+    with no_warnings():
+        empty = correct_vs_wrong([])
+        assert empty["n_tokens"] == 0 and empty["cluster_bootstrap"]["difference"] is None
+        assert empty["paired"]["mean_difference"] is None and empty["matched"]["p"] is None
+        assert empty["direction"] == UNDETERMINED
+        # No wrong token: nothing to compare.
+        all_right = [token(i, 5, p, 0.3, True) for i in range(3) for p in range(5)]
+        out = correct_vs_wrong(all_right)
+        assert out["cluster_bootstrap"]["difference"] is None
+        assert out["paired"]["n_instances"] == 0 and out["paired"]["wilcoxon_p"] is None
+        assert out["matched"]["difference"] is None and out["direction"] == UNDETERMINED
+        # One instance: a difference, but no interval over instances.
+        one = [token(0, 4, p, 0.1 * (p + 1), p < 2) for p in range(4)]
+        out = correct_vs_wrong(one)
+        assert out["cluster_bootstrap"]["difference"] == pytest.approx(0.15 - 0.35)
+        assert out["cluster_bootstrap"]["low"] is None
+        assert out["paired"]["mean_difference"] == pytest.approx(-0.2)
+        assert out["paired"]["low"] is None and out["matched"]["p"] is None
+        assert out["direction"] == UNDETERMINED
+        # Identical values everywhere: no spread, no scipy warning.
+        flat = [token(i, 3, p, 0.2, p == 0) for i in range(4) for p in range(3)]
+        out = correct_vs_wrong(flat)
+        assert out["paired"]["mean_difference"] == 0.0 and out["paired"]["wilcoxon_p"] is None
+        assert out["cluster_bootstrap"]["low"] == 0.0 and out["direction"] == DIRECTIONS[2]
+    # Tokens without a reference (nan share) and of unknown correctness are counted apart.
+    records = confounded_by_position(0.05)
+    extra = [token(500, 8, 0, math.nan, True), token(500, 8, 1, 0.3, None)]
+    out = correct_vs_wrong(records + extra)
+    assert out["no_reference"] == 1 and out["unknown"] == 1
+    assert out["n_tokens"] == len(records) and out["n_instances"] == 90
+
+
+def test_instances_are_told_apart_by_config_and_repeats_are_refused():
+    a = [token(0, 3, p, 0.1 * p, p == 1, config="x") for p in range(3)]
+    b = [token(0, 3, p, 0.1 * p, p != 1, config="y") for p in range(3)]
+    assert correct_vs_wrong(a + b)["n_instances"] == 2
+    with pytest.raises(ValueError, match="two tokens at the same position"):
+        correct_vs_wrong([dict(r, config="x") for r in a + b])
