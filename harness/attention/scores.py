@@ -9,6 +9,7 @@ correct-versus-wrong comparison (Table 2).
     rows = target_index >= 0
     scores.compare(score[rows], correct[rows])                # means, n, Welch t and p, d and g
     scores.compare_by(score[rows], correct[rows], keys)       # the same per config / length
+    scores.table2_statistics(token_records)                   # + counting instances, not tokens
 
 Definitions (paper v2 Section 4.2 and Appendix C; DESIGN.md "The analysis layer"): rollout is,
 per layer, the head mean of the post-softmax map plus the identity, rows renormalised, and the
@@ -172,6 +173,39 @@ def compare_by(scores, correct, keys: Sequence[Hashable]) -> dict[Hashable, dict
         chosen = np.array([k == key for k in keys])
         out[key] = compare(values[chosen], right[chosen])
     return out
+
+
+PAPER_TEST = "paper's test: pooled Welch t-test over tokens, as if tokens were independent"
+
+
+def table2_statistics(
+    records: Sequence[dict[str, Any]], n_resamples: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Correct versus wrong tokens of one (config, mode), JSON-safe (nan written as None):
+    `paper_test` (`compare` over tokens, labelled as the paper's test) beside the
+    instance-aware figures of `harness.stats.correct_vs_wrong` (cluster bootstrap over
+    instances, within-instance paired test, length- and position-matched permutation test)
+    and the `direction` read from them. `records`: one per token with `index` (and
+    `config`), `length`, `position`, `share` (nan without a reference) and `correct`.
+
+        table2_statistics(rows)["direction"]          # 'correct > wrong', ...
+        table2_statistics(rows)["paper_test"]["welch_p"]
+    """
+    from harness.stats import correct_vs_wrong, json_safe
+
+    out = correct_vs_wrong(records, n_resamples=n_resamples, seed=seed)
+    # Unknown correctness (None or nan) is left out; a missing share counts as empty.
+    paper = compare(
+        [math.nan if r.get("share") is None else float(r["share"]) for r in records],
+        [math.nan if r.get("correct") is None else float(r["correct"]) for r in records],
+    )
+    paper = {
+        "label": PAPER_TEST,
+        **paper,
+        "n_tokens": paper["correct"]["n"] + paper["error"]["n"],
+        "n_instances": out["n_instances"],  # the same tokens: a share and a known label
+    }
+    return {"direction": out.pop("direction"), "paper_test": json_safe(paper), **out}
 
 
 def _to_numpy(values):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -93,3 +94,34 @@ def test_per_row_places_characters_on_their_rows():
     got = scores.per_row(index, [[True, False, True], [False]])
     assert got[0, 1:4].tolist() == [1.0, 0.0, 1.0]
     assert got[1, 2].item() == 0.0 and got[1, 3].isnan()
+
+
+def test_table2_statistics_label_the_pooled_test_and_count_instances():
+    # 20 instances of length 6 with no difference within instances (+-0.02 in turn), and one
+    # instance of length 200 that gets every token wrong with a low share: the pooled test
+    # over tokens sees a difference that only that instance makes.
+    records = []
+    for i in range(20):
+        base, sign = 0.25 + 0.01 * (i % 5), 1 if i % 2 else -1
+        right = {(i + k) % 6 for k in (0, 2, 3)}
+        for p in range(6):
+            ok = p in right
+            share = base + sign * (0.01 if ok else -0.01)
+            records.append({"index": i, "length": 6, "position": p, "share": share, "correct": ok})
+    for p in range(200):
+        share = 0.05 + 0.001 * (p % 7)
+        records.append(
+            {"index": 20, "length": 200, "position": p, "share": share, "correct": False}
+        )
+    records.append({"index": 21, "length": 6, "position": 0, "share": math.nan, "correct": True})
+    records.append({"index": 21, "length": 6, "position": 1, "share": 0.3, "correct": None})
+    out = scores.table2_statistics(records, n_resamples=500)
+    paper = out["paper_test"]
+    assert paper["label"].startswith("paper's test")
+    assert paper["welch_p"] < 1e-20 and paper["empty"] == 1
+    assert paper["n_tokens"] == 320 and paper["n_instances"] == 21
+    assert paper["correct"]["n"] == 60 and paper["error"]["n"] == 260
+    assert out["direction"] == "no difference at 5%"
+    assert out["paired"]["wilcoxon_p"] == pytest.approx(1.0) and out["matched"]["p"] > 0.05
+    assert out["no_reference"] == 1 and out["unknown"] == 1
+    assert json.loads(json.dumps(out, allow_nan=False)) == out
