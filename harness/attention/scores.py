@@ -4,7 +4,10 @@ correct-versus-wrong comparison (Table 2).
     from harness.attention import scores
     table = scores.head_shares(record.head_rows)              # [layers, heads] mean share
     roll = scores.rollout(record.layer_maps)                  # [batch, T, T] (Abnar & Zuidema)
-    score = scores.rollout_scores(roll, ref, task_columns)    # [batch, T], nan: no reference
+    cols = scores.score_columns(batch)                        # the paper's denominator
+    score = scores.rollout_scores(roll, ref, cols)            # [batch, T], nan: no reference
+    cols = scores.score_columns(batch, "authors", tasks=[x.task for x in instances])
+    score = scores.rollout_scores(roll, ref, cols, "authors", scores.score_rows(batch))
     correct = scores.per_row(target_index, tf.correct)        # [batch, T] from per-character lists
     rows = target_index >= 0
     scores.compare(score[rows], correct[rows])                # means, n, Welch t and p, d and g
@@ -15,15 +18,26 @@ Definitions (paper v2 Section 4.2 and Appendix C; DESIGN.md "The analysis layer"
 per layer, the head mean of the post-softmax map plus the identity, rows renormalised, and the
 product over layers from the first layer up. The score of a target token is the share of its
 rollout row on its reference columns over its task-text columns (instruction, few-shot block
-and template columns left out, as the authors do). Rows whose reference is empty are counted
-apart (`empty`), never as zeros (the authors count them as 0).
+and template columns left out, as the paper's text says). Rows whose reference is empty are
+counted apart (`empty`), never as zeros. That is the `paper` convention; `authors` computes
+the score as the authors' released code does, which differs in three ways (`score_columns`,
+`score_rows`): string reversal's denominator leaves out the prompt's first character, the
+chat template's columns between prompt and answer count, and rows without a reference, the
+row that predicts EOS among them, score 0.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Literal
+
+Convention = Literal["paper", "authors"]
+CONVENTIONS: tuple[str, ...] = ("paper", "authors")
+# Prompt characters the authors' code leaves out of the denominator, per task: only their
+# string-reversal generator cuts at `instruction_length + 1` (the others at
+# `instruction_length`), with `instruction_length` already counting BOS.
+AUTHORS_DROPPED_PROMPT_CHARS = {"string_reversal": 1}
 
 
 def head_shares(head_rows):
@@ -76,19 +90,104 @@ def _fit(mask, length: int):
     return out
 
 
-def rollout_scores(rolled, reference, columns):
-    """[batch, T]: per query row, the rollout mass on the reference columns over the mass on
-    the task-text columns (`columns`: bool [batch, L], positions.task_columns); nan for rows
-    without a reference. Masks longer or shorter than the rollout are cropped or padded."""
+def check_convention(convention: str) -> str:
+    """`convention` if it is one of CONVENTIONS, else ValueError naming the allowed values."""
+    if convention not in CONVENTIONS:
+        raise ValueError(
+            f"score convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}"
+        )
+    return convention
+
+
+def score_columns(
+    batch: Any,
+    convention: Convention = "paper",
+    length: int | None = None,
+    tasks: Sequence[str] | None = None,
+):
+    """bool [batch, L]: the columns of the score's denominator.
+
+    - `paper` (v2 Appendix C, the default): the task text, `positions.task_columns` (the
+      prompt's and the target's characters; instruction, few-shot block, chat template, BOS,
+      EOS and padding left out).
+    - `authors`: as their released code computes it. Their attention labels mark with -100
+      the columns before `instruction_length` (BOS, instruction, few-shot block, the chat
+      template's header) and keep every later column with label 0 or 1 in the denominator;
+      so the chat template's pieces between the prompt and the answer (the assistant turn's
+      header) count. String reversal cuts one column later, `attn_labels[:, :
+      instruction_length+1]` in `generate_attention_labels` of their
+      generators/string_reversal.py, where `instruction_length` already counts BOS: the
+      prompt's first character is left out (an off-by-one; `AUTHORS_DROPPED_PROMPT_CHARS`).
+      Here: every column from `prompt[d]` on, d = 1 for string reversal, else 0 (`tasks[b]`,
+      required, names row b's task). Columns after a query carry no causal mass, so the end
+      of the range does not matter. Their reference labels are written after the cut, so a
+      reference on `prompt[0]` still counts: `rollout_scores` adds the reference cells."""
     import torch
 
+    from harness.attention.positions import task_columns
+
+    if check_convention(convention) == "paper":
+        return task_columns(batch, length)
+    encodings, shifts = batch.encodings, list(batch.shifts)
+    if tasks is None or len(tasks) != len(encodings):
+        raise ValueError(
+            "convention='authors' needs tasks= (the task of each row of the batch: their code "
+            f"drops prompt[0] for string_reversal only), got {tasks!r}"
+        )
+    length = int(batch.input_ids.shape[1]) if length is None else int(length)
+    out = torch.zeros((len(encodings), length), dtype=torch.bool)
+    for b, (enc, shift, task) in enumerate(zip(encodings, shifts, tasks)):
+        out[b, shift + enc.prompt_offset + AUTHORS_DROPPED_PROMPT_CHARS.get(task, 0) :] = True
+    return out
+
+
+def score_rows(batch: Any, length: int | None = None):
+    """bool [batch, L]: the rows the authors' code scores whether or not they have a
+    reference: every row from the one that predicts target[0] to the one that predicts the
+    EOS after the answer (their rows from `instruction_length + prompt_length +
+    generation_prompt_length - 1` on). A row without a reference label, the EOS row among
+    them, gets 0 from their `compute_percentages` and
+    `evaluate_attention_prediction_correlation` (attention_evaluation/aggregation.py): the
+    numerator is empty. Our encodings end the answer with one EOS, so one such row per
+    sequence; their chat layout scores each closing token of the template the same way."""
+    import torch
+
+    encodings, shifts = batch.encodings, list(batch.shifts)
+    length = int(batch.input_ids.shape[1]) if length is None else int(length)
+    out = torch.zeros((len(encodings), length), dtype=torch.bool)
+    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
+        first = shift + enc.target_offset - 1
+        out[b, first : min(first + enc.target_len + 1, length)] = True  # + 1: the EOS row
+    return out
+
+
+def rollout_scores(rolled, reference, columns, convention: Convention = "paper", rows=None):
+    """[batch, T]: per query row, the rollout mass on the reference columns over the mass on
+    the denominator's columns (`columns`: bool [batch, L], `score_columns`).
+
+    - `paper`: share = R[q, ref] / R[q, columns]; nan for rows without a reference (they
+      are counted apart, never as zeros).
+    - `authors`: share = R[q, ref] / R[q, columns | ref]; rows in `rows` (bool [batch, L],
+      `score_rows`: the answer's rows and the EOS row) without a reference score 0, other
+      rows without a reference nan.
+    Masks longer or shorter than the rollout are cropped or padded."""
+    import torch
+
+    if check_convention(convention) == "authors" and rows is None:
+        raise ValueError("convention='authors' needs rows= (score_rows(batch): the rows it scores)")
     length = rolled.shape[-1]
     ref = _fit(reference.to(rolled.device), length)
-    cols = _fit(columns.to(rolled.device), length)
+    cols = _fit(columns.to(rolled.device), length)[:, None, :]
+    if convention == "authors":
+        cols = cols | ref  # their reference labels are written after the column cut
     mass = (rolled * ref).sum(-1)
-    total = (rolled * cols[:, None, :]).sum(-1)
+    total = (rolled * cols).sum(-1)
     share = mass / total.clamp(min=torch.finfo(rolled.dtype).tiny)
-    return torch.where(ref.any(-1), share, torch.full_like(share, float("nan")))
+    empty = torch.full_like(share, float("nan"))
+    if convention == "authors":
+        scored = _fit(rows.to(rolled.device), length)
+        empty = torch.where(scored, torch.zeros_like(share), empty)
+    return torch.where(ref.any(-1), share, empty)
 
 
 def per_row(target_index, per_char: Sequence[Sequence[Any]], fill: float = float("nan")):

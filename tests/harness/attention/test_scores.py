@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ import torch
 from scipy import stats
 
 from harness.attention import scores
+from harness.attention.positions import reference_mask
+from harness.tokenization import Encoding
 
 
 def test_rollout_by_hand():
@@ -125,3 +128,91 @@ def test_table2_statistics_label_the_pooled_test_and_count_instances():
     assert out["paired"]["wilcoxon_p"] == pytest.approx(1.0) and out["matched"]["p"] > 0.05
     assert out["no_reference"] == 1 and out["unknown"] == 1
     assert json.loads(json.dumps(out, allow_nan=False)) == out
+
+
+def hand_batch():
+    """Two rows of width 11, layouts written out by hand.
+
+    Row 0 (no padding): 0 BOS, 1-2 instruction, 3-6 prompt "abc=", 7-9 target "cba", 10 EOS;
+    target[i] refers to prompt[2 - i] (columns 5, 4, 3); its rows are 6, 7, 8, the EOS row 9.
+    Row 1 (two pads, a chat layout): 2 header, 3-4 prompt "x=", 5-6 the assistant turn's
+    header, 7 target "x", 8 EOS; target[0] refers to prompt[0] (column 3); its row is 6,
+    the EOS row 7.
+    """
+    plain = Encoding(
+        input_ids=list(range(11)),
+        labels=[-100] * 7 + [7, 8, 9, 10],
+        prompt_offset=3,
+        target_offset=7,
+        prompt_len=4,
+        target_len=3,
+        reference=[[5], [4], [3]],
+    )
+    chat = Encoding(
+        input_ids=list(range(7)),
+        labels=[-100] * 5 + [5, 6],
+        prompt_offset=1,
+        target_offset=5,
+        prompt_len=2,
+        target_len=1,
+        reference=[[1]],
+    )
+    batch = SimpleNamespace(
+        encodings=[plain, chat], shifts=[0, 2], input_ids=torch.zeros(2, 11, dtype=torch.long)
+    )
+    # A rollout that spreads each row evenly over its causal columns: a row's share on a set
+    # of columns is just how many of them it can see.
+    rolled = torch.tril(torch.ones(11, 11)) / torch.arange(1, 12)[:, None]
+    return batch, rolled.expand(2, 11, 11).clone()
+
+
+def test_both_score_conventions_by_hand():
+    batch, rolled = hand_batch()
+    ref = reference_mask(batch)
+    nan = float("nan")
+    # The paper: task text only. Row 0, query 6 sees prompt columns 3-6: 1/4; query 7 sees
+    # 3-7: 1/5; query 8 sees 3-8: 1/6. Row 1, query 6 sees the prompt, 3-4: 1/2.
+    paper = scores.rollout_scores(rolled, ref, scores.score_columns(batch))
+    expected = torch.full((2, 11), nan)
+    expected[0, 6:9] = torch.tensor([1 / 4, 1 / 5, 1 / 6])
+    expected[1, 6] = 1 / 2
+    torch.testing.assert_close(paper, expected, equal_nan=True)
+    # The authors, string reversal: columns from prompt[1] on, plus the reference. Row 0,
+    # query 6 sees 4-6: 1/3; query 7 sees 4-7: 1/4; query 8's reference is prompt[0]
+    # (column 3), counted again: 3-8, 1/6; the EOS row (9) scores 0. Row 1, query 6: its
+    # reference (3) plus 4 and the template's header 5-6: 1/4; its EOS row (7) scores 0.
+    tasks = ["string_reversal", "string_reversal"]
+    columns = scores.score_columns(batch, "authors", tasks=tasks)
+    assert columns[0].tolist() == [False] * 4 + [True] * 7
+    assert columns[1].tolist() == [False] * 4 + [True] * 7
+    rows = scores.score_rows(batch)
+    assert rows.nonzero().tolist() == [[0, 6], [0, 7], [0, 8], [0, 9], [1, 6], [1, 7]]
+    authors = scores.rollout_scores(rolled, ref, columns, "authors", rows)
+    expected = torch.full((2, 11), nan)
+    expected[0, 6:10] = torch.tensor([1 / 3, 1 / 4, 1 / 6, 0.0])
+    expected[1, 6:8] = torch.tensor([1 / 4, 0.0])
+    torch.testing.assert_close(authors, expected, equal_nan=True)
+    # Other tasks keep prompt[0] (their cut is `instruction_length`): row 0 as the paper,
+    # 1/4, 1/5, 1/6, its EOS row 0; row 1 counts the header: 3-6, 1/4.
+    columns = scores.score_columns(batch, "authors", tasks=["value_assignment"] * 2)
+    other = scores.rollout_scores(rolled, ref, columns, "authors", rows)
+    expected[0, 6:10] = torch.tensor([1 / 4, 1 / 5, 1 / 6, 0.0])
+    torch.testing.assert_close(other, expected, equal_nan=True)
+    # A target row without a reference: nan for the paper (counted apart), 0 for the authors.
+    ref[0, 7] = False
+    assert scores.rollout_scores(rolled, ref, scores.score_columns(batch))[0, 7].isnan()
+    assert scores.rollout_scores(rolled, ref, columns, "authors", rows)[0, 7] == 0.0
+
+
+def test_score_convention_is_checked():
+    batch, rolled = hand_batch()
+    ref = reference_mask(batch)
+    cols = scores.score_columns(batch)
+    with pytest.raises(ValueError, match="one of paper, authors, got 'author'"):
+        scores.score_columns(batch, "author")
+    with pytest.raises(ValueError, match="one of paper, authors"):
+        scores.rollout_scores(rolled, ref, cols, "Paper")
+    with pytest.raises(ValueError, match="needs tasks="):
+        scores.score_columns(batch, "authors")
+    with pytest.raises(ValueError, match="needs rows="):
+        scores.rollout_scores(rolled, ref, cols, "authors")
