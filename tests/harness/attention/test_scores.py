@@ -11,6 +11,7 @@ import pytest
 import torch
 from scipy import stats
 
+from attentionspan_datasets.tasks.base import Instance
 from harness.attention import scores
 from harness.attention.positions import reference_mask
 from harness.tokenization import Encoding
@@ -216,3 +217,61 @@ def test_score_convention_is_checked():
         scores.score_columns(batch, "authors")
     with pytest.raises(ValueError, match="needs rows="):
         scores.rollout_scores(rolled, ref, cols, "authors")
+
+
+def authors_percentages(rolled, input_ids, first_row, reference, cut):
+    """The authors' score written the way their code is organised (not copied): a label
+    matrix over the input without its last token, -100 on rows before the first answer row
+    and on columns before `cut`, 1 on the reference cells (written after the cut), 0
+    elsewhere; each row not all -100 scores sum(R where 1) / sum(R where 0 or 1)."""
+    size = len(input_ids) - 1
+    labels = torch.zeros(size, size)
+    labels[:first_row] = -100
+    labels[:, :cut] = -100
+    for row, keys in reference.items():
+        labels[row, keys] = 1
+    out = {}
+    for row in range(size):
+        if bool((labels[row] == -100).all()):
+            continue
+        r = rolled[row, :size]
+        counted = r[(labels[row] == 0) | (labels[row] == 1)].sum()
+        out[row] = float(r[labels[row] == 1].sum() / counted) if counted > 0 else 0.0
+    return out
+
+
+@pytest.mark.parametrize("task, extra", [("string_reversal", 1), ("successor", 0)])
+def test_the_authors_convention_matches_their_label_matrix(attn_tokenizer, task, extra):
+    """A real encoding (BOS, instruction, few-shot block) and a random rollout: the authors'
+    convention gives, on every row, what their label-matrix construction gives."""
+    from harness.inference import collate_left
+    from harness.tokenization import CharTokenizer, encode_instance
+
+    char_tok = CharTokenizer(attn_tokenizer)
+    text = "k3Pq7"
+    instance = Instance(
+        task=task,
+        prompt=text + "=",
+        target=text[::-1],
+        reference=[[len(text) - 1 - i] for i in range(len(text))],
+    )
+    enc = encode_instance(char_tok, instance, instruction="Reverse.", fewshot=["ab=ba"])
+    batch = collate_left([enc], char_tok.pad_id)
+    n = batch.input_ids.shape[1]
+    torch.manual_seed(0)
+    rolled = torch.rand(n, n).tril()
+    rolled = rolled / rolled.sum(-1, keepdim=True)
+    # Their `instruction_length` counts BOS, the instruction and the few-shot block: the
+    # prompt's first column. Their first answer row predicts target[0].
+    ref = {enc.target_offset - 1 + i: row for i, row in enumerate(enc.reference)}
+    theirs = authors_percentages(
+        rolled, enc.input_ids, enc.target_offset - 1, ref, cut=enc.prompt_offset + extra
+    )
+    columns = scores.score_columns(batch, "authors", tasks=[task])
+    ours = scores.rollout_scores(
+        rolled[None], reference_mask(batch), columns, "authors", scores.score_rows(batch)
+    )[0]
+    assert sorted(theirs) == ours.isfinite().nonzero().flatten().tolist()
+    assert len(theirs) == len(text) + 1  # the answer's rows and the EOS row
+    for row, value in theirs.items():
+        assert float(ours[row]) == pytest.approx(value, rel=1e-5)
