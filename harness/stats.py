@@ -264,8 +264,8 @@ def cluster_bootstrap_difference(
     Written with numpy rather than `scipy.stats.bootstrap`: the statistic is a ratio of
     per-instance sums, undefined in a resample that draws no correct (or no wrong) token;
     such resamples are skipped and counted (`undefined_resamples`), which scipy's interval
-    cannot do. Each resample is a vector of draw counts per instance, so a resample's sums
-    are one matrix product. Fewer than 2 instances, or no token of one kind: None."""
+    cannot do. A resample's sums are sums of per-instance sums, so the tokens are read once.
+    Fewer than 2 instances, or no token of one kind: None."""
     import numpy as np
 
     if not 0 < confidence < 1:
@@ -298,11 +298,11 @@ def cluster_bootstrap_difference(
         return out
     rng = np.random.default_rng(seed)
     draws = []
-    chunk = max(1, 2_000_000 // n)  # resamples per matrix product, to bound memory
+    chunk = max(1, 500_000 // n)  # resamples at a time, to bound memory
     for start in range(0, n_resamples, chunk):
         size = min(chunk, n_resamples - start)
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=size)  # [size, instances]
-        t = counts @ sums  # [size, 4]
+        drawn = rng.integers(0, n, size=(size, n))  # [size, n]: the instances of a resample
+        t = sums[drawn].sum(1)  # [size, 4]
         with np.errstate(invalid="ignore", divide="ignore"):
             draws.append(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3])
     values = np.concatenate(draws)
