@@ -266,12 +266,16 @@ def summarise(records: list[dict[str, Any]], num_layers: int, num_heads: int) ->
     share per head, and the same per length and per target position."""
     import numpy as np
 
+    from harness.attention import scores
+
     def block(rows, heads=True):
         scored = [r for r in rows if math.isfinite(r["share"])]
         out = {
             "tokens": len(rows),
             "token_accuracy": sum(r["correct"] for r in rows) / len(rows) if rows else None,
             "rollout": compare([r["share"] for r in rows], [r["correct"] for r in rows]),
+            # Counting instances, not tokens: cluster bootstrap, paired, matched; direction.
+            "instances": scores.table2_statistics(rows),
         }
         if heads:
             table = np.full((num_layers, num_heads), np.nan)
