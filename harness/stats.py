@@ -182,7 +182,7 @@ def format_gain(gain: dict[str, float], scale: float = 100.0) -> str:
 # (the pooled Welch test of the paper's Table 2) overstates its precision: on 200 OOD
 # instances of the scratch reversal model the pooled interval was half as wide as a
 # bootstrap over instances, and the within-instance difference 3.4x smaller than the pooled
-# one (docs/FINDINGS "What a reviewer asks of the causal analysis").
+# one (a reviewer's measurement on main, 2026-11, issue 22).
 DIRECTIONS = ("correct > wrong", "wrong > correct", "no difference at 5%")
 UNDETERMINED = "too few instances to tell"
 
@@ -345,7 +345,7 @@ def paired_difference(
         "confidence": confidence,
         "wilcoxon_statistic": None,
         "wilcoxon_p": None,
-        **_counts(cluster, both[cluster] if n else None),
+        **_counts(cluster, both[cluster]),
     }
     if diffs.size >= 2:
         interval = mean_interval(list(diffs), confidence, n_resamples, seed)
@@ -492,8 +492,9 @@ def correct_vs_wrong(
 
     `cluster_bootstrap` (interval over instances for the pooled difference), `paired`
     (within instances, Wilcoxon), `matched` (length- and position-matched permutation test);
-    `direction` is read from the cluster bootstrap interval (the paired interval where the
-    bootstrap has none), never from a test that counts tokens as independent. Tokens
+    `direction` is read from the cluster bootstrap interval, never from a test that counts
+    tokens as independent (where the bootstrap has no interval, neither has the paired
+    test: both need two instances). Tokens
     without a reference (`no_reference`) or of unknown correctness (`unknown`) are left out
     and counted. The same seed gives the same figures."""
     data = instance_tokens(records)
@@ -503,14 +504,9 @@ def correct_vs_wrong(
     matched = matched_permutation(
         share, correct, cluster, data["length"], data["position"], n_resamples, seed
     )
-    low, high = boot["low"], boot["high"]
-    basis = "cluster bootstrap"
-    if low is None or high is None:
-        low, high, basis = paired["low"], paired["high"], "paired"
     return json_safe(
         {
-            "direction": direction(low, high),
-            "direction_from": basis,
+            "direction": direction(boot["low"], boot["high"]),
             **_counts(cluster),
             "no_reference": data["no_reference"],
             "unknown": data["unknown"],
