@@ -185,6 +185,7 @@ def format_gain(gain: dict[str, float], scale: float = 100.0) -> str:
 # one (a reviewer's measurement on main, 2026-11, issue 22).
 DIRECTIONS = ("correct > wrong", "wrong > correct", "no difference at 5%")
 UNDETERMINED = "too few instances to tell"
+NOTHING_TO_COMPARE = {True: "no wrong tokens to compare", False: "no correct tokens to compare"}
 
 
 def json_safe(value):
@@ -494,7 +495,8 @@ def correct_vs_wrong(
     (within instances, Wilcoxon), `matched` (length- and position-matched permutation test);
     `direction` is read from the cluster bootstrap interval, never from a test that counts
     tokens as independent (where the bootstrap has no interval, neither has the paired
-    test: both need two instances). Tokens
+    test: both need two instances; with one kind of token only, it says which is missing).
+    Tokens
     without a reference (`no_reference`) or of unknown correctness (`unknown`) are left out
     and counted. The same seed gives the same figures."""
     data = instance_tokens(records)
@@ -504,9 +506,12 @@ def correct_vs_wrong(
     matched = matched_permutation(
         share, correct, cluster, data["length"], data["position"], n_resamples, seed
     )
+    verdict = direction(boot["low"], boot["high"])
+    if correct.size and (correct.all() or not correct.any()):
+        verdict = NOTHING_TO_COMPARE[bool(correct[0])]  # e.g. in distribution: all right
     return json_safe(
         {
-            "direction": direction(boot["low"], boot["high"]),
+            "direction": verdict,
             **_counts(cluster),
             "no_reference": data["no_reference"],
             "unknown": data["unknown"],

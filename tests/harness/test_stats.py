@@ -229,7 +229,8 @@ def test_degenerate_inputs_give_none_not_errors():
         out = correct_vs_wrong(all_right)
         assert out["cluster_bootstrap"]["difference"] is None
         assert out["paired"]["n_instances"] == 0 and out["paired"]["wilcoxon_p"] is None
-        assert out["matched"]["difference"] is None and out["direction"] == UNDETERMINED
+        assert out["matched"]["difference"] is None
+        assert out["direction"] == "no wrong tokens to compare"
         # One instance: a difference, but no interval over instances.
         one = [token(0, 4, p, 0.1 * (p + 1), p < 2) for p in range(4)]
         out = correct_vs_wrong(one)
