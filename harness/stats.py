@@ -496,9 +496,8 @@ def correct_vs_wrong(
     `direction` is read from the cluster bootstrap interval, never from a test that counts
     tokens as independent (where the bootstrap has no interval, neither has the paired
     test: both need two instances; with one kind of token only, it says which is missing).
-    Tokens
-    without a reference (`no_reference`) or of unknown correctness (`unknown`) are left out
-    and counted. The same seed gives the same figures."""
+    Tokens without a reference (`no_reference`) or of unknown correctness (`unknown`) are
+    left out and counted. The same seed gives the same figures."""
     data = instance_tokens(records)
     share, correct, cluster = data["share"], data["correct"], data["cluster"]
     boot = cluster_bootstrap_difference(share, correct, cluster, confidence, n_resamples, seed)
