@@ -41,9 +41,9 @@ class Setting:
     heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed`);
     n, strength (C), mode, threshold (conditional), renormalise: as in
     `harness.attention.capture.Intervention` ("restore" sets each head's weight on the cells
-    to its ID level from the ranking, `harness.attention.controls`); positions: `reference` (the reference cells,
-    moved by `shift`) or `random` (as many random non-reference keys per row, drawn with
-    `seed`: the positions control).
+    to its ID level from the ranking, `harness.attention.controls`); positions: `reference`
+    (the reference cells, moved by `shift`) or `random` (as many random non-reference keys
+    per row, drawn with `seed`: the positions control).
     """
 
     heads: str = "none"
