@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.report.findings import findings_section
 from harness.stats import format_gain, mean_interval
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
@@ -229,10 +230,41 @@ def results_section(task, folder: Path, command: str) -> list[str]:
         "(x100), paired per instance, with bootstrap 95% intervals (BCa, 2000 resamples). "
         "Controls: `random*` the same N and C on random heads (one row per seed); `*randpos*` "
         "the chosen heads at as many random non-reference keys per row; `bottom*` the "
-        "lowest-ranked heads; `*knockout` the chosen heads' reference weights set to 0.",
+        "lowest-ranked heads; `*knockout` the chosen heads' reference weights set to 0; "
+        "`*shift-3`, `*shift+3` the chosen push at ref-3 / ref+3 (pointer shift); `*restore` "
+        "each chosen head's reference weight set to its ID level, the row renormalised.",
         "",
+        *verdict_lines(sweep.get("verdict")),
     ]
     lines += _made_by(command, f"stage files `{task['task']}-sweep-test-*` and `-sweep-id-*`")
+    return lines
+
+
+def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
+    """The repair-or-pointer verdict with the numbers it rests on (docs/usage_analysis.md)."""
+    if not verdict:
+        return []
+    numbers = verdict["numbers"]
+    lines = [
+        f"**Verdict: {verdict['verdict']}** (the rule of docs/usage_analysis.md, "
+        f'"Repair or pointer"): ' + "; ".join(verdict["reasons"]) + ".",
+        "",
+        "| pointer shift | rows | writes the pointed-at character | without intervention | "
+        "excess |",
+        "|---|---|---|---|---|",
+    ]
+    for k, f in numbers["follows"].items():
+        lines.append(
+            f"| ref{int(k):+d} | {f['tokens']} | {_n(f['rate'])} | {_n(f.get('baseline_rate'))} "
+            f"| {_n(f.get('excess'))} |"
+        )
+    share = numbers.get("answer_at_reference")
+    lines += [
+        "",
+        f"Answer characters that sit at their own reference: {_n(share)} (1.0 on a copy task, "
+        "where a pointer could hand the answer over).",
+        "",
+    ]
     return lines
 
 
@@ -364,6 +396,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         f"Settings: `settings.json`; stage results: `stages/`; {seconds:.0f} s for this "
         "invocation (stages finished before were reused).",
         "",
+        *findings_section(tasks),
         PAPER,
         "",
         *summary_table(tasks),
