@@ -223,10 +223,19 @@ def results_section(task, folder: Path, command: str) -> list[str]:
             f"{format_gain(id_gain['exact_match']) if id_gain else '-'} |"
         )
     n_test = test["baseline"]["n"]
+    records = sweep.get("records", {})
+    ood_records = records.get("test", {})
+    long_answers = ", ".join(
+        f"{name} {overlong(rows)}" for name, rows in ood_records.items() if overlong(rows)
+    )
     lines += [
         "",
-        f"OOD: {n_test} *test* instances; ID: {ident.get('baseline', {}).get('n', 0)} test "
-        "instances of the ID preset, under the same interventions. Gains are in points "
+        f"OOD: {n_test} *test* instances (lengths "
+        f"{lengths_of(ood_records.get('baseline', []))}); ID: "
+        f"{ident.get('baseline', {}).get('n', 0)} test "
+        "instances of the ID preset, under the same interventions. Free-running answers longer "
+        "than the gold one (partial accuracy ignores the extra characters, exact match does "
+        f"not): {long_answers or 'none'}. Gains are in points "
         "(x100), paired per instance, with bootstrap 95% intervals (BCa, 2000 resamples). "
         "Controls: `random*` the same N and C on random heads (one row per seed); `*randpos*` "
         "the chosen heads at as many random non-reference keys per row; `bottom*` the "
@@ -268,52 +277,74 @@ def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def lengths_of(records) -> str:
+    """`11-20`: the lengths a stage's instances span (each stage says which it used)."""
+    lengths = sorted({int(r["length"]) for r in records})
+    if not lengths:
+        return "none"
+    return str(lengths[0]) if lengths[0] == lengths[-1] else f"{lengths[0]}-{lengths[-1]}"
+
+
+def overlong(records) -> int:
+    """Free-running answers that run past the gold answer (partial accuracy ignores the
+    extra characters; exact match counts them wrong)."""
+    return sum(len(r["prediction"]) > r["target_len"] for r in records)
+
+
+FIGURE2_METRICS = ("tf_token_acc", "partial_acc")  # the authors' metric first, then ours
+
+
 def figure2(task, folder: Path, command: str) -> list[str]:
+    """OOD accuracy by length for the baseline, the chosen setting and one random-head
+    control. The plot is teacher-forced token accuracy, the authors' Figure 2 metric; the
+    table adds free-running partial accuracy."""
     from harness.report import plots
     from harness.stats import by_length
 
     sweep = task["sweep"]
     records = sweep["records"]["test"]
-    metric = "partial_acc"
     chosen = sweep["chosen_name"]
     random_names = [n for n in records if n.startswith("random")]
     shown = {"baseline": "baseline", chosen: f"best ({chosen})"}
     if random_names:
         shown[random_names[0]] = f"random heads ({random_names[0]})"
     base = records["baseline"]
+    metrics = [m for m in FIGURE2_METRICS if all(m in r for r in base)]
     groups = by_length(base, lambda r: int(r["length"]))
     labels = list(groups)
     centres = [sum(map(int, label.split("-"))) / len(label.split("-")) for label in labels]
-    series = {}
+    series: dict[str, dict[str, dict[str, list]]] = {m: {} for m in metrics}
     for name, title in shown.items():
         by_bin = by_length(records[name], lambda r: int(r["length"]))
-        means, lows, highs = [], [], []
-        for label in labels:
-            interval = mean_interval([r[metric] for r in by_bin.get(label, [])])
-            means.append(interval["gain"])
-            lows.append(interval["low"])
-            highs.append(interval["high"])
-        series[title] = {"mean": means, "low": lows, "high": highs}
+        for metric in metrics:
+            means, lows, highs = [], [], []
+            for label in labels:
+                interval = mean_interval([r[metric] for r in by_bin.get(label, [])])
+                means.append(interval["gain"])
+                lows.append(interval["low"])
+                highs.append(interval["high"])
+            series[metric][title] = {"mean": means, "low": lows, "high": highs}
+    plotted = metrics[0]
     path = plots.accuracy_by_length(
         centres,
-        series,
+        series[plotted],
         folder / "accuracy-by-length.png",
-        title=f"{task['task']}: OOD test {metric.replace('_', ' ')} by length (95% bands)",
+        title=f"{task['task']}: OOD test {plotted.replace('_', ' ')} by length (95% bands)",
         xlabel="input length (characters; centre of each bin)",
     )
     lines = [f"![accuracy by length]({path.relative_to(folder.parent)})", ""]
-    rows = [
-        "| length | n | " + " | ".join(shown.values()) + " |",
-        "|---|---|" + "---|" * len(shown),
-    ]
+    heads = [f"{title}: {m.replace('_', ' ')}" for m in metrics for title in shown.values()]
+    rows = ["| length | n | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
     for i, label in enumerate(labels):
-        rows.append(
-            f"| {label} | {len(groups[label])} | "
-            + " | ".join(_n(series[t]["mean"][i]) for t in shown.values())
-            + " |"
-        )
+        cells = [_n(series[m][t]["mean"][i]) for m in metrics for t in shown.values()]
+        rows.append(f"| {label} | {len(groups[label])} | " + " | ".join(cells) + " |")
     lines += rows + [""]
-    lines += _made_by(command, "OOD test split, free-running greedy answers, partial accuracy")
+    lines += _made_by(
+        command,
+        f"OOD test split (lengths {lengths_of(base)}); the plot is teacher-forced token "
+        "accuracy (the authors' Figure 2 metric) under each intervention, the table adds "
+        "free-running partial accuracy",
+    )
     return lines
 
 
@@ -347,10 +378,14 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
     for png in sorted(pngs):
         if png.startswith("rollout-") or png in ("heads.png", "scores.png"):
             lines += [f"![{png}]({folder.name}/attention/{png})", ""]
+    spans = ", ".join(
+        f"{name} {lengths_of([{'length': k} for k in result.get('by_length', {})])}"
+        for name, result in results.items()
+    )
     lines += _made_by(
         command,
-        f"stage `{task['task']}-attention` ({meta['instances']} test instances per config; "
-        "the same measurement as `attentionspan attention`)",
+        f"stage `{task['task']}-attention` ({meta['instances']} test instances per config, "
+        f"lengths {spans}; the same measurement as `attentionspan attention`)",
     )
     return lines
 
