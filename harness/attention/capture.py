@@ -66,7 +66,7 @@ from typing import Any
 import torch
 
 ATTENTION_NAME = "attentionspan"
-MODES = ("standard", "conditional", "knockout")
+MODES = ("standard", "conditional", "knockout", "restore")
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
 
 
@@ -85,6 +85,7 @@ class Intervention:
     renormalise: bool = False
     prefill: bool = False
     positions: torch.Tensor | None = None
+    levels: torch.Tensor | None = None  # mode "restore": float [layers, heads] in [0, 1]
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -95,6 +96,17 @@ class Intervention:
                 f"Intervention.heads must be a bool tensor [layers, heads], got "
                 f"{self.heads.dtype} {tuple(self.heads.shape)}"
             )
+        if (self.mode == "restore") != (self.levels is not None):
+            raise ValueError("Intervention.levels is required with mode 'restore' and only there")
+        if self.levels is not None:
+            self.levels = torch.as_tensor(self.levels, dtype=torch.float32)
+            if self.levels.shape != self.heads.shape:
+                raise ValueError(
+                    f"Intervention.levels must be [layers, heads] = {tuple(self.heads.shape)}, "
+                    f"got {tuple(self.levels.shape)}"
+                )
+            if not bool(((self.levels >= 0) & (self.levels <= 1)).all()):
+                raise ValueError("Intervention.levels must lie in [0, 1]")
         if self.positions is not None:
             _check_square_bool("Intervention.positions", self.positions)
 
@@ -230,6 +242,8 @@ class _State:
             self.layer_active = [bool(a) for a in heads.any(1).tolist()]
             self.head_select = heads[:, None, :, None, None]  # per layer [1, h, 1, 1]
             self.head_scale = heads.float()[:, None, :, None, None] * float(iv.strength)
+            if iv.levels is not None:
+                self.head_level = iv.levels.to(device)[:, None, :, None, None]
         self.head_rows = None
         if plan.head_mass:
             batch, length = plan.reference.shape[:2]
@@ -400,6 +414,8 @@ def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mas
     select = state.head_select[layer]  # [1, h, 1, 1] bool
     if iv.mode == "knockout":
         out = weights.masked_fill(cells & select, 0.0)
+    elif iv.mode == "restore":
+        out = _restore(weights, cells & select, state.head_level[layer].to(weights.dtype))
     else:
         if iv.mode == "conditional":
             cells = cells & (weights > iv.threshold)
@@ -408,6 +424,19 @@ def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mas
     if iv.renormalise:
         out = torch.where(select, out / out.sum(-1, keepdim=True), out)
     return out
+
+
+def _restore(weights, cells, level):
+    """Each selected row's mass on `cells` set to `level` (its head's ID level), spread as
+    the weights already were (evenly where they were all 0), and the rest of the row scaled
+    by (1 - level) / (1 - old mass) so the row still sums to 1. A row whose every key is a
+    cell (all its mass already there) is left as it is: there is nothing to move."""
+    mass = (weights * cells).sum(-1, keepdim=True)
+    count = cells.sum(-1, keepdim=True).clamp_min(1)
+    on = torch.where(mass > 0, weights * (level / mass.clamp_min(1e-30)), level / count)
+    rest = weights * ((1 - level) / (1 - mass).clamp_min(1e-30))
+    moved = cells.any(-1, keepdim=True) & (mass < 1 - 1e-6)
+    return torch.where(moved, torch.where(cells, on, rest), weights)
 
 
 def _register() -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from attentionspan_datasets.metrics import score
+from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
 
@@ -84,10 +85,12 @@ def intervention_for(setting: Setting, ranking: HeadRanking, reference, allowed_
     cells = causal_valid(shift_mask(reference, setting.shift), allowed_keys)
     if setting.positions == "random":
         cells = random_positions(cells, allowed_keys, setting.seed, avoid=reference)
+    levels = restore_levels(ranking, setting.shift) if setting.mode == "restore" else None
     return Intervention(
         heads=heads,
         strength=setting.strength,
         mode=setting.mode,
+        levels=levels,
         threshold=setting.threshold,
         renormalise=setting.renormalise,
         # The row predicting target[0] is the last prompt row: it is reinforced too (the

@@ -28,7 +28,7 @@ from harness.stats import gain_table, mean
 from harness.stats import summarise as summarise_metrics
 
 HEAD_CHOICES = ("none", "top", "random", "bottom")
-MODES = ("standard", "conditional", "knockout")
+MODES = ("standard", "conditional", "knockout", "restore")
 POSITION_CHOICES = ("reference", "random")
 DEFAULT_STRENGTHS = (0.3, 0.5, 1.0, 1.5, 2.0)
 SELECT_METRICS = ("partial_acc", "exact_match")
@@ -40,9 +40,10 @@ class Setting:
 
     heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed`);
     n, strength (C), mode, threshold (conditional), renormalise: as in
-    `harness.attention.capture.Intervention`; positions: `reference` (the reference cells,
-    moved by `shift`) or `random` (as many random non-reference keys per row, drawn with
-    `seed`: the positions control).
+    `harness.attention.capture.Intervention` ("restore" sets each head's weight on the cells
+    to its ID level from the ranking, `harness.attention.controls`); positions: `reference`
+    (the reference cells, moved by `shift`) or `random` (as many random non-reference keys
+    per row, drawn with `seed`: the positions control).
     """
 
     heads: str = "none"
@@ -79,8 +80,8 @@ class Setting:
         if self.is_baseline:
             return "baseline"
         parts = [f"{self.heads}{self.n}"]
-        if self.mode == "knockout":
-            parts.append("knockout")
+        if self.mode in ("knockout", "restore"):
+            parts.append(self.mode)
         else:
             parts.append(f"C{self.strength:g}")
             if self.mode == "conditional":
@@ -137,7 +138,7 @@ def grid(
     for n in counts:
         if not 1 <= n <= total_heads:
             raise ValueError(f"head count must be in 1..{total_heads}, got {n}")
-    if mode == "knockout":
+    if mode in ("knockout", "restore"):
         raise ValueError("the sweep reinforces: mode must be 'standard' or 'conditional'")
     thresholds = list(thresholds) if mode == "conditional" else [0.0]
     return [
@@ -148,10 +149,19 @@ def grid(
     ]
 
 
-def control_settings(chosen: Setting, seeds: Iterable[int] = (0, 1, 2)) -> list[Setting]:
+def control_settings(
+    chosen: Setting,
+    seeds: Iterable[int] = (0, 1, 2),
+    pointer_shifts: Sequence[int] = (-3, 3),
+    restore: bool = True,
+) -> list[Setting]:
     """The controls of a chosen setting: the same N and C on random heads (one per seed) and
-    at random non-reference positions of the chosen heads; the bottom-N heads; and the
-    knock-out of the chosen heads."""
+    at random non-reference positions of the chosen heads; the bottom-N heads; the
+    knock-out of the chosen heads; and the repair-or-pointer controls
+    (`harness.attention.controls`): the chosen push at ref + k for each pointer shift, and
+    the chosen heads restored to their ID weight on the reference."""
+    from harness.attention.controls import pointer_settings, restore_setting
+
     if chosen.is_baseline:
         return []
     seeds = list(seeds)
@@ -159,6 +169,9 @@ def control_settings(chosen: Setting, seeds: Iterable[int] = (0, 1, 2)) -> list[
     controls.append(dataclasses.replace(chosen, positions="random", seed=seeds[0] if seeds else 0))
     controls.append(dataclasses.replace(chosen, heads="bottom"))
     controls.append(knockout_of(chosen))
+    controls += pointer_settings(chosen, pointer_shifts) if pointer_shifts else []
+    if restore:
+        controls.append(restore_setting(chosen))
     return controls
 
 

@@ -153,6 +153,17 @@ def rollout_map(
     ax.set_ylabel("query (predicts the next token)")
     if title:
         ax.set_title(title, fontsize=10)
+    # A legend for the marks, so the figure reads without the report's text.
+    marks = []
+    if outline is not None and outline.any():
+        marks.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor="#ff3030", label="reference"))
+    if bad_rows:
+        (wrong,) = ax.plot([], [], ">", color=WRONG_COLOUR, label="wrong token (gold->predicted)")
+        marks.append(wrong)
+    if marks:
+        ax.legend(
+            handles=marks, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8
+        )
     return _save(fig, path)
 
 

@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.report.findings import findings_section
 from harness.stats import format_gain, mean_interval
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
@@ -222,66 +223,128 @@ def results_section(task, folder: Path, command: str) -> list[str]:
             f"{format_gain(id_gain['exact_match']) if id_gain else '-'} |"
         )
     n_test = test["baseline"]["n"]
+    records = sweep.get("records", {})
+    ood_records = records.get("test", {})
+    long_answers = ", ".join(
+        f"{name} {overlong(rows)}" for name, rows in ood_records.items() if overlong(rows)
+    )
     lines += [
         "",
-        f"OOD: {n_test} *test* instances; ID: {ident.get('baseline', {}).get('n', 0)} test "
-        "instances of the ID preset, under the same interventions. Gains are in points "
+        f"OOD: {n_test} *test* instances (lengths "
+        f"{lengths_of(ood_records.get('baseline', []))}); ID: "
+        f"{ident.get('baseline', {}).get('n', 0)} test "
+        "instances of the ID preset, under the same interventions. Free-running answers longer "
+        "than the gold one (partial accuracy ignores the extra characters, exact match does "
+        f"not): {long_answers or 'none'}. Gains are in points "
         "(x100), paired per instance, with bootstrap 95% intervals (BCa, 2000 resamples). "
         "Controls: `random*` the same N and C on random heads (one row per seed); `*randpos*` "
         "the chosen heads at as many random non-reference keys per row; `bottom*` the "
-        "lowest-ranked heads; `*knockout` the chosen heads' reference weights set to 0.",
+        "lowest-ranked heads; `*knockout` the chosen heads' reference weights set to 0; "
+        "`*shift-3`, `*shift+3` the chosen push at ref-3 / ref+3 (pointer shift); `*restore` "
+        "each chosen head's reference weight set to its ID level, the row renormalised.",
         "",
+        *verdict_lines(sweep.get("verdict")),
     ]
     lines += _made_by(command, f"stage files `{task['task']}-sweep-test-*` and `-sweep-id-*`")
     return lines
 
 
+def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
+    """The repair-or-pointer verdict with the numbers it rests on (docs/usage_analysis.md)."""
+    if not verdict:
+        return []
+    numbers = verdict["numbers"]
+    lines = [
+        f"**Verdict: {verdict['verdict']}** (the rule of docs/usage_analysis.md, "
+        f'"Repair or pointer"): ' + "; ".join(verdict["reasons"]) + ".",
+        "",
+        "| pointer shift | rows | writes the pointed-at character | without intervention | "
+        "excess |",
+        "|---|---|---|---|---|",
+    ]
+    for k, f in numbers["follows"].items():
+        lines.append(
+            f"| ref{int(k):+d} | {f['tokens']} | {_n(f['rate'])} | {_n(f.get('baseline_rate'))} "
+            f"| {_n(f.get('excess'))} |"
+        )
+    share = numbers.get("answer_at_reference")
+    lines += [
+        "",
+        f"Answer characters that sit at their own reference: {_n(share)} (1.0 on a copy task, "
+        "where a pointer could hand the answer over).",
+        "",
+    ]
+    return lines
+
+
+def lengths_of(records) -> str:
+    """`11-20`: the lengths a stage's instances span (each stage says which it used)."""
+    lengths = sorted({int(r["length"]) for r in records})
+    if not lengths:
+        return "none"
+    return str(lengths[0]) if lengths[0] == lengths[-1] else f"{lengths[0]}-{lengths[-1]}"
+
+
+def overlong(records) -> int:
+    """Free-running answers that run past the gold answer (partial accuracy ignores the
+    extra characters; exact match counts them wrong)."""
+    return sum(len(r["prediction"]) > r["target_len"] for r in records)
+
+
+FIGURE2_METRICS = ("tf_token_acc", "partial_acc")  # the authors' metric first, then ours
+
+
 def figure2(task, folder: Path, command: str) -> list[str]:
+    """OOD accuracy by length for the baseline, the chosen setting and one random-head
+    control. The plot is teacher-forced token accuracy, the authors' Figure 2 metric; the
+    table adds free-running partial accuracy."""
     from harness.report import plots
     from harness.stats import by_length
 
     sweep = task["sweep"]
     records = sweep["records"]["test"]
-    metric = "partial_acc"
     chosen = sweep["chosen_name"]
     random_names = [n for n in records if n.startswith("random")]
     shown = {"baseline": "baseline", chosen: f"best ({chosen})"}
     if random_names:
         shown[random_names[0]] = f"random heads ({random_names[0]})"
     base = records["baseline"]
+    metrics = [m for m in FIGURE2_METRICS if all(m in r for r in base)]
     groups = by_length(base, lambda r: int(r["length"]))
     labels = list(groups)
     centres = [sum(map(int, label.split("-"))) / len(label.split("-")) for label in labels]
-    series = {}
+    series: dict[str, dict[str, dict[str, list]]] = {m: {} for m in metrics}
     for name, title in shown.items():
         by_bin = by_length(records[name], lambda r: int(r["length"]))
-        means, lows, highs = [], [], []
-        for label in labels:
-            interval = mean_interval([r[metric] for r in by_bin.get(label, [])])
-            means.append(interval["gain"])
-            lows.append(interval["low"])
-            highs.append(interval["high"])
-        series[title] = {"mean": means, "low": lows, "high": highs}
+        for metric in metrics:
+            means, lows, highs = [], [], []
+            for label in labels:
+                interval = mean_interval([r[metric] for r in by_bin.get(label, [])])
+                means.append(interval["gain"])
+                lows.append(interval["low"])
+                highs.append(interval["high"])
+            series[metric][title] = {"mean": means, "low": lows, "high": highs}
+    plotted = metrics[0]
     path = plots.accuracy_by_length(
         centres,
-        series,
+        series[plotted],
         folder / "accuracy-by-length.png",
-        title=f"{task['task']}: OOD test {metric.replace('_', ' ')} by length (95% bands)",
+        title=f"{task['task']}: OOD test {plotted.replace('_', ' ')} by length (95% bands)",
         xlabel="input length (characters; centre of each bin)",
     )
     lines = [f"![accuracy by length]({path.relative_to(folder.parent)})", ""]
-    rows = [
-        "| length | n | " + " | ".join(shown.values()) + " |",
-        "|---|---|" + "---|" * len(shown),
-    ]
+    heads = [f"{title}: {m.replace('_', ' ')}" for m in metrics for title in shown.values()]
+    rows = ["| length | n | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
     for i, label in enumerate(labels):
-        rows.append(
-            f"| {label} | {len(groups[label])} | "
-            + " | ".join(_n(series[t]["mean"][i]) for t in shown.values())
-            + " |"
-        )
+        cells = [_n(series[m][t]["mean"][i]) for m in metrics for t in shown.values()]
+        rows.append(f"| {label} | {len(groups[label])} | " + " | ".join(cells) + " |")
     lines += rows + [""]
-    lines += _made_by(command, "OOD test split, free-running greedy answers, partial accuracy")
+    lines += _made_by(
+        command,
+        f"OOD test split (lengths {lengths_of(base)}); the plot is teacher-forced token "
+        "accuracy (the authors' Figure 2 metric) under each intervention, the table adds "
+        "free-running partial accuracy",
+    )
     return lines
 
 
@@ -315,10 +378,14 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
     for png in sorted(pngs):
         if png.startswith("rollout-") or png in ("heads.png", "scores.png"):
             lines += [f"![{png}]({folder.name}/attention/{png})", ""]
+    spans = ", ".join(
+        f"{name} {lengths_of([{'length': k} for k in result.get('by_length', {})])}"
+        for name, result in results.items()
+    )
     lines += _made_by(
         command,
-        f"stage `{task['task']}-attention` ({meta['instances']} test instances per config; "
-        "the same measurement as `attentionspan attention`)",
+        f"stage `{task['task']}-attention` ({meta['instances']} test instances per config, "
+        f"lengths {spans}; the same measurement as `attentionspan attention`)",
     )
     return lines
 
@@ -364,6 +431,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         f"Settings: `settings.json`; stage results: `stages/`; {seconds:.0f} s for this "
         "invocation (stages finished before were reused).",
         "",
+        *findings_section(tasks),
         PAPER,
         "",
         *summary_table(tasks),

@@ -144,6 +144,20 @@ class TaskRun:
             "ood": self.ood,
         }
 
+    def all_instances(self, stream: str) -> list:
+        """Every instance of a stream, whatever this process's share."""
+        from attentionspan_datasets.splits import split_instance
+
+        which, split, size = STREAMS[stream]
+        name = self.ood_name if which == "ood" else self.id_name
+        overrides = self.ood if which == "ood" else {}
+        out = []
+        for i in range(getattr(self.cfg, size)):
+            x = split_instance(name, self.cfg.seed, split, i, **overrides)
+            x.config = name
+            out.append(x)
+        return out
+
     def instances(self, stream: str, count: int | None = None) -> list:
         from attentionspan_datasets.splits import split_instance
 
@@ -296,6 +310,7 @@ class TaskRun:
         return ranking
 
     def run_sweep(self, ranking) -> dict[str, Any]:
+        from harness.attention.controls import assess
         from harness.attention.sweep import grid, head_counts, run_sweep
 
         counts = self.cfg.counts or head_counts(ranking.total)
@@ -316,6 +331,9 @@ class TaskRun:
             progress=self.log,
             id_guard=self.cfg.id_guard,
         )
+        # The repair-or-pointer verdict reads the shifted answers against every OOD test
+        # instance (the records are gathered from all processes).
+        result["verdict"] = assess(result, self.all_instances("test"))
         result["grid"] = {
             "counts": counts,
             "strengths": list(self.cfg.strengths),

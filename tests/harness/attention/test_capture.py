@@ -465,3 +465,46 @@ def test_real_gemma3_when_fetched():
     torch.testing.assert_close(
         rec.head_rows[:, :t], rec_full.head_rows[:, :t], equal_nan=True, atol=1e-5, rtol=0
     )
+
+
+def test_restore_sets_the_reference_mass_to_the_level_and_keeps_rows_summing_to_one(
+    tiny_models,
+):
+    """mode "restore": a selected head's mass on the cells becomes its level, spread as the
+    weights were; the rest of the row is scaled so the row sums to 1; other heads untouched."""
+    model = tiny_models["llama"]
+    inputs, _ = padded([10, 10], 10)
+    ref = random_reference(inputs["attention_mask"], per_row=2)
+    heads = heads_mask((0, 1), (0, 2))
+    levels = torch.zeros(heads.shape)
+    levels[0, 1], levels[0, 2] = 0.6, 0.05
+    iv = Intervention(heads, mode="restore", levels=levels)
+    eager, got, _ = _layer0(model, inputs, iv, ref)
+    for head, level in ((1, 0.6), (2, 0.05)):
+        # rows with references and somewhere else to put the rest (row 0 sees one key only)
+        has = ref.any(-1) & ((eager[:, head] * ref).sum(-1) < 1 - 1e-6)  # [b, q]
+        assert has.sum() >= 10
+        mass = (got[:, head] * ref).sum(-1)
+        torch.testing.assert_close(mass[has], torch.full_like(mass[has], level), atol=1e-5, rtol=0)
+        # spread as before: ratios among the cells of a row are kept
+        old = eager[:, head] * ref
+        expected = old / old.sum(-1, keepdim=True).clamp_min(1e-30) * level
+        torch.testing.assert_close((got[:, head] * ref)[has], expected[has], atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            got[:, head].sum(-1)[has], torch.ones_like(mass[has]), atol=1e-5, rtol=0
+        )
+        torch.testing.assert_close(got[:, head][~has], eager[:, head][~has], atol=0, rtol=0)
+    untouched = [h for h in range(HEADS) if h not in (1, 2)]
+    torch.testing.assert_close(got[:, untouched], eager[:, untouched], atol=0, rtol=0)
+
+
+def test_restore_needs_levels_in_range():
+    heads = torch.ones(LAYERS, HEADS, dtype=torch.bool)
+    with pytest.raises(ValueError, match="levels is required"):
+        Intervention(heads, mode="restore")
+    with pytest.raises(ValueError, match="levels is required"):
+        Intervention(heads, levels=torch.zeros(LAYERS, HEADS))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        Intervention(heads, mode="restore", levels=torch.full((LAYERS, HEADS), 1.5))
+    with pytest.raises(ValueError, match="must be \\[layers, heads\\]"):
+        Intervention(heads, mode="restore", levels=torch.zeros(LAYERS, HEADS + 1))

@@ -53,9 +53,13 @@ def test_controls_keep_n_and_c():
     assert ("random", "reference", "standard") in kinds
     assert ("top", "random", "standard") in kinds
     assert ("top", "reference", "knockout") in kinds
+    assert ("top", "reference", "restore") in kinds
+    assert sorted(c.shift for c in controls if c.shift) == [-3, 3]
     assert all(c.n == 4 for c in controls)
-    assert all(c.strength == 1.5 for c in controls if c.mode != "knockout")
+    assert all(c.strength == 1.5 for c in controls if c.mode not in ("knockout", "restore"))
     assert len({c.name for c in controls}) == len(controls)
+    plain = control_settings(chosen, seeds=(0,), pointer_shifts=(), restore=False)
+    assert not any(c.shift or c.mode == "restore" for c in plain)
 
 
 def test_select_on_validation_not_test():

@@ -127,3 +127,15 @@ def test_sweep_heatmap(tmp_path):
         plots.sweep_heatmap(
             values, [1, 2, 4, 8], [1, 2, 3, 4, 5], tmp_path / "b.png", chosen=(4, 0)
         )
+
+
+def test_rollout_map_has_a_legend_for_its_marks(tmp_path, monkeypatch):
+    seen = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: seen.append(fig) or save(fig, path))
+    mask = np.eye(4, dtype=bool)
+    plots.rollout_map(np.ones((4, 4)), tmp_path / "a.png", mask=mask, wrong_rows=[1])
+    plots.rollout_map(np.ones((4, 4)), tmp_path / "b.png")  # no marks, no legend
+    labels = [t.get_text() for t in seen[0].axes[0].get_legend().get_texts()]
+    assert labels == ["reference", "wrong token (gold->predicted)"]
+    assert seen[1].axes[0].get_legend() is None

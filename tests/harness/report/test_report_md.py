@@ -48,3 +48,27 @@ def parse(command: str) -> ReproduceConfig:
 def test_command_round_trips(config):
     again = parse(command_for(config))
     assert dataclasses.replace(again, progress=config.progress) == config
+
+
+def test_each_stage_says_its_lengths_and_overlong_answers_are_counted():
+    from harness.report.report_md import lengths_of, overlong, verdict_lines
+
+    assert lengths_of([{"length": 14}, {"length": 11}, {"length": 20}]) == "11-20"
+    assert lengths_of([{"length": 7}]) == "7" and lengths_of([]) == "none"
+    records = [
+        {"prediction": "abc", "target_len": 3},
+        {"prediction": "abcd", "target_len": 3},  # runs past the gold answer
+        {"prediction": "a", "target_len": 3},
+    ]
+    assert overlong(records) == 1
+    verdict = {
+        "verdict": "pointer",
+        "reasons": ["at ref+3 ..."],
+        "numbers": {
+            "follows": {"3": {"tokens": 40, "rate": 0.6, "baseline_rate": 0.05, "excess": 0.55}},
+            "answer_at_reference": 1.0,
+        },
+    }
+    text = "\n".join(verdict_lines(verdict))
+    assert "**Verdict: pointer**" in text and "| ref+3 | 40 | 0.600 | 0.050 | 0.550 |" in text
+    assert verdict_lines(None) == []

@@ -68,6 +68,13 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     assert any(name.startswith("random") for name in sweep["test"])
     assert any(name.endswith("knockout") for name in sweep["test"])
     assert "low" in sweep["test_gains"][sweep["chosen_name"]]["partial_acc"]
+    # The repair-or-pointer controls and the verdict they give, in the JSON and the report.
+    assert any(name.endswith("restore") for name in sweep["test"])
+    assert any("shift+3" in name for name in sweep["test"])
+    assert sweep["verdict"]["verdict"] in ("repair", "pointer", "inconclusive")
+    assert set(sweep["verdict"]["numbers"]["follows"]) == {"-3", "3"}
+    assert text.index("## Findings") < text.index("## reversal")
+    assert "**Verdict: " in text and "reversal: The model" in text
     stage_files = sorted(p.name for p in (out / "stages").iterdir())
 
     # A second run computes nothing: every scoring call would fail.

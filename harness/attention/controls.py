@@ -1,0 +1,272 @@
+"""Controls that tell a repaired lookup from an oracle pointer, and the verdict they give.
+
+    from harness.attention.controls import (
+        answer_at_reference, pointer_following, pointer_settings, restore_setting, verdict)
+    shifted = pointer_settings(chosen)                 # the chosen heads and C at ref-3, ref+3
+    follow = pointer_following(instances, records["top4-C2-shift+3"], 3, records["baseline"])
+    follow["excess"]                                    # writes the pointed-at character more
+    verdict(chosen_gain=..., restore_gain=..., follows={3: follow}, shift_gains={3: ...},
+            id_exact=(1.0, 0.98), answer_at_reference=1.0)["verdict"]   # repair/pointer/...
+
+Why these controls (docs/usage_analysis.md, "Repair or pointer"): on string reversal the
+reference key holds the very character to write, so adding C there can hand the model the
+answer whether or not it repairs the lookup it learnt. Two controls separate the readings:
+- *pointer shift*: the same heads and C at `ref + k`. A repaired lookup has no reason to
+  copy what sits k keys away; a pointer does, so the model writes the character at the
+  shifted key (the *pointer-following rate*, counted only on rows where that character
+  differs from the gold one, and compared with the same rows without intervention);
+- *restore*: each chosen head's weight on the reference set to its mean in-distribution
+  level (from the ranking instances), the rest of the row renormalised. This gives a head
+  back what it had where the model works, and no more: a gain that survives it is a repair.
+`answer_at_reference` says how often the reference holds the answer at all: near 1 on
+copy tasks (reversal), low where the reference is not the answer (addition's operand
+digits), where a pointer cannot hand the answer over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+DEFAULT_SHIFTS = (-3, 3)
+# The verdict rule (docs/usage_analysis.md states it; fixed before any measurement):
+POINTER_EXCESS = 0.2  # shifted pushes make the model write the pointed-at character this much
+# more often than without intervention, on the same rows
+MIN_POINTER_TOKENS = 20  # rows a following rate needs before it counts
+ID_TOLERANCE = 0.05  # ID exact match may fall this much under the chosen setting and "hold"
+
+
+def pointer_settings(chosen, shifts: Sequence[int] = DEFAULT_SHIFTS) -> list:
+    """The chosen heads and C with their cells moved to `ref + k` for each k."""
+    if chosen.is_baseline:
+        return []
+    bad = [k for k in shifts if k == 0]
+    if bad:
+        raise ValueError(f"pointer shifts must be non-zero, got {list(shifts)}")
+    return [dataclasses.replace(chosen, shift=chosen.shift + int(k)) for k in shifts]
+
+
+def restore_setting(chosen):
+    """The chosen heads restored to their ID weight on the reference (mode "restore")."""
+    if chosen.is_baseline:
+        return None
+    return dataclasses.replace(chosen, mode="restore", strength=0.0, threshold=0.0)
+
+
+def restore_levels(ranking, shift: int = 0):
+    """float [layers, heads]: each head's mean weight per target row at `ref + shift` on
+    the ranking's (ID) instances, the level "restore" gives back. From the ranking's offset
+    profile, or its own per-row scores when it was ranked at that shift."""
+    import torch
+
+    if str(shift) in ranking.offsets:
+        values = ranking.offsets[str(shift)]
+    elif int(ranking.source.get("shift", 0)) == shift:
+        values = ranking.per_row
+    else:
+        raise ValueError(
+            f"the head ranking has no ID level at ref{shift:+d} (offsets: "
+            f"{', '.join(sorted(ranking.offsets)) or 'none'}); rank with that offset"
+        )
+    return torch.tensor(values, dtype=torch.float32).clamp(0, 1)
+
+
+def _pointed_rows(instance, shift: int) -> list[tuple[int, str]]:
+    """(target position i, the character at ref + shift) for every row whose reference is a
+    single key, whose shifted key is a real earlier character, and whose pointed-at character
+    differs from the gold one (where they agree, following and answering look the same)."""
+    text = instance.prompt + instance.target
+    first_query = len(instance.prompt) - 1  # the key before target[0] in text coordinates
+    rows = []
+    for i, keys in enumerate(instance.reference):
+        if len(keys) != 1:
+            continue
+        key = keys[0] + shift
+        if not 0 <= key <= first_query + i:  # the query predicting target[i] sits there
+            continue
+        if text[key] != instance.target[i]:
+            rows.append((i, text[key]))
+    return rows
+
+
+def pointer_following(
+    instances: Sequence[Any],
+    records: Sequence[Mapping[str, Any]],
+    shift: int,
+    baseline: Sequence[Mapping[str, Any]] | None = None,
+    field: str = "prediction",
+) -> dict[str, Any]:
+    """How often the answer holds the character at `ref + shift` instead of the gold one.
+
+    `records` (and `baseline`) are per-instance records with `index` and `field`, the
+    answer (free-running `prediction`, or teacher-forced `tf_prediction`). `rate`: the
+    share of eligible rows (see `_pointed_rows`) whose answer character is the pointed-at
+    one; `instance_rate`: the mean of per-instance rates (each instance counts once);
+    `baseline_rate` and `excess` (rate - baseline_rate) on the same rows when a baseline is
+    given. None where no row is eligible (e.g. every reference row has several keys).
+    """
+    by_index = {x.index: x for x in instances}
+    base = {r["index"]: r for r in baseline} if baseline is not None else None
+
+    def counts(rows_of):
+        hits = total = 0
+        per_instance = []
+        for record in rows_of:
+            instance = by_index.get(record["index"])
+            if instance is None:
+                raise ValueError(f"record index {record['index']} is not among the instances")
+            rows = _pointed_rows(instance, shift)
+            answer = record[field]
+            mine = sum(1 for i, char in rows if i < len(answer) and answer[i] == char)
+            hits += mine
+            total += len(rows)
+            if rows:
+                per_instance.append(mine / len(rows))
+        return hits, total, per_instance
+
+    hits, total, per_instance = counts(records)
+    out: dict[str, Any] = {
+        "shift": shift,
+        "tokens": total,
+        "instances": len(per_instance),
+        "rate": hits / total if total else None,
+        "instance_rate": sum(per_instance) / len(per_instance) if per_instance else None,
+    }
+    if base is not None:
+        missing = [r["index"] for r in records if r["index"] not in base]
+        if missing:
+            raise ValueError(f"baseline records lack instances {missing[:5]}")
+        b_hits, b_total, _ = counts([base[r["index"]] for r in records])
+        out["baseline_rate"] = b_hits / b_total if b_total else None
+        out["excess"] = out["rate"] - out["baseline_rate"] if total and b_total else None
+    return out
+
+
+def answer_at_reference(instances: Sequence[Any]) -> float | None:
+    """The share of target characters (with a reference) equal to a character at one of
+    their reference keys: 1.0 for reversal, where a pointer could hand the answer over."""
+    hits = total = 0
+    for x in instances:
+        text = x.prompt + x.target
+        for i, keys in enumerate(x.reference):
+            if keys:
+                total += 1
+                hits += any(text[k] == x.target[i] for k in keys)
+    return hits / total if total else None
+
+
+def _significant(gain: Mapping[str, float] | None) -> bool:
+    return bool(gain) and math.isfinite(gain.get("low", math.nan)) and gain["low"] > 0
+
+
+def verdict(
+    chosen_gain: Mapping[str, float],
+    restore_gain: Mapping[str, float] | None,
+    follows: Mapping[int, Mapping[str, Any]],
+    shift_gains: Mapping[int, Mapping[str, float]],
+    id_exact: tuple[float, float] | None,
+    answer_at_reference: float | None = None,
+) -> dict[str, Any]:
+    """*repair*, *pointer* or *inconclusive*, with the reasons and numbers it rests on.
+
+    `chosen_gain`, `restore_gain`, `shift_gains[k]`: paired gains over the baseline on the
+    OOD test split (`harness.stats.paired_gain`: gain, low, high); `follows[k]`:
+    `pointer_following` of the shifted setting; `id_exact`: (baseline, chosen) ID exact
+    match. The rule (docs/usage_analysis.md):
+    - pointer: a shifted setting makes the model write the pointed-at character at least
+      POINTER_EXCESS more often than without intervention (on >= MIN_POINTER_TOKENS rows);
+    - repair: the chosen setting gains (interval above 0), restore gains too (interval
+      above 0), no shifted setting is followed, each shifted setting gains less than the
+      chosen one (its interval's top under the chosen gain's bottom: the reference itself
+      matters), and ID exact match holds (falls by at most ID_TOLERANCE);
+    - inconclusive otherwise; the reasons list every condition that failed.
+    """
+    reasons: list[str] = []
+    followed = {
+        k: f["excess"]
+        for k, f in follows.items()
+        if f.get("excess") is not None
+        and f.get("tokens", 0) >= MIN_POINTER_TOKENS
+        and f["excess"] >= POINTER_EXCESS
+    }
+    numbers = {
+        "chosen_gain": dict(chosen_gain),
+        "restore_gain": dict(restore_gain) if restore_gain else None,
+        "follows": {str(k): dict(v) for k, v in follows.items()},
+        "shift_gains": {str(k): dict(v) for k, v in shift_gains.items()},
+        "id_exact": list(id_exact) if id_exact else None,
+        "answer_at_reference": answer_at_reference,
+        "rule": {
+            "pointer_excess": POINTER_EXCESS,
+            "min_pointer_tokens": MIN_POINTER_TOKENS,
+            "id_tolerance": ID_TOLERANCE,
+        },
+    }
+    if followed:
+        for k, excess in sorted(followed.items()):
+            reasons.append(
+                f"at ref{k:+d} the model writes the pointed-at character {excess:+.2f} more "
+                "often than without intervention"
+            )
+        return {"verdict": "pointer", "reasons": reasons, "numbers": numbers}
+    if not _significant(chosen_gain):
+        reasons.append("the chosen setting's gain is not above 0 (interval)")
+    if not _significant(restore_gain):
+        reasons.append("restoring the heads' ID weight gives no gain (interval)")
+    for k, gain in sorted(shift_gains.items()):
+        if not (math.isfinite(gain.get("high", math.nan)) and gain["high"] < chosen_gain["low"]):
+            reasons.append(f"the push at ref{k:+d} gains about as much as at the reference")
+    if id_exact is None:
+        reasons.append("ID exact match under the chosen setting was not measured")
+    elif id_exact[1] < id_exact[0] - ID_TOLERANCE:
+        reasons.append(f"ID exact match falls {id_exact[0]:.3f} -> {id_exact[1]:.3f}")
+    if not any(f.get("tokens", 0) >= MIN_POINTER_TOKENS for f in follows.values()):
+        # No measurable pointer rows: only a task whose reference is not the answer may
+        # still pass (there, a pointer cannot hand the answer over).
+        if answer_at_reference is None or answer_at_reference >= 0.5:
+            reasons.append("no row could measure pointer following")
+    if reasons:
+        return {"verdict": "inconclusive", "reasons": reasons, "numbers": numbers}
+    return {
+        "verdict": "repair",
+        "reasons": ["the gain survives restore, shifted pointers are not followed, ID holds"],
+        "numbers": numbers,
+    }
+
+
+def assess(sweep: Mapping[str, Any], instances: Sequence[Any], metric: str | None = None):
+    """The verdict of a finished sweep (`harness.attention.sweep.run_sweep`, whose reported
+    settings include `control_settings`' pointer shifts and restore) on the OOD test
+    `instances` it scored: the numbers of `verdict`, read from the sweep's records."""
+    from harness.attention.sweep import Setting
+
+    metric = metric or sweep["metric"]
+    chosen = Setting.from_dict(sweep["chosen"])
+    records = sweep["records"]["test"]
+    gains = sweep["test_gains"]
+    baseline = records["baseline"]
+    follows, shift_gains = {}, {}
+    for setting in pointer_settings(chosen):
+        if setting.name in records:
+            k = setting.shift - chosen.shift
+            follows[k] = pointer_following(
+                instances, records[setting.name], setting.shift, baseline
+            )
+            shift_gains[k] = gains[setting.name][metric]
+    restore = restore_setting(chosen)
+    restore_gain = gains[restore.name][metric] if restore and restore.name in gains else None
+    id_exact = None
+    if "id" in sweep and chosen.name in sweep["id"]:
+        id_exact = (sweep["id"]["baseline"]["exact_match"], sweep["id"][chosen.name]["exact_match"])
+    out = verdict(
+        gains[chosen.name][metric],
+        restore_gain,
+        follows,
+        shift_gains,
+        id_exact,
+        answer_at_reference(instances),
+    )
+    out["metric"] = metric
+    return out

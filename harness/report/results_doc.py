@@ -1,0 +1,173 @@
+"""Put a `reproduce` run's findings into docs/results.md, generated, never typed.
+
+    attentionspan reproduce --quick --output runs/quick
+    python -m harness.report.results_doc runs/quick --date 2026-11-24 \\
+        --machine "2-core CPU" --command "attentionspan reproduce --quick --output runs/quick"
+
+Reads the run's per-task `results.json` and `attention/attention.json`, keeps the numbers the
+findings rest on in a digest (`docs/runs/quick.json`, committed), and rewrites the block
+between the `quick-findings` markers of docs/results.md from that digest alone. A test
+renders the committed digest again and compares it with the block, so the figures in the
+doc are the command's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from attentionspan_datasets.atomic import atomic_write_text
+from harness.report.findings import task_findings
+from harness.stats import format_gain
+
+BEGIN = (
+    "<!-- quick-findings: generated from the run below by harness/report/results_doc.py; "
+    "do not edit -->"
+)
+END = "<!-- /quick-findings -->"
+
+
+def digest(out: Path) -> dict[str, Any]:
+    """The numbers the findings and the table read, per task, from a reproduce folder."""
+    tasks = {}
+    for path in sorted(out.glob("*/results.json")):
+        result = json.loads(path.read_text())
+        sweep = result.get("sweep") or {}
+        test = sweep.get("test") or {}
+        kept = set(test) & {"baseline", sweep.get("chosen_name")}
+        tasks[result["task"]] = {
+            "eval": result.get("eval"),
+            "ood": result.get("ood"),
+            "attention": {"results": _attention(path.parent / "attention" / "attention.json")},
+            "sweep": {
+                "metric": sweep.get("metric"),
+                "chosen_name": sweep.get("chosen_name"),
+                "test": {k: _means(v) for k, v in test.items() if k in kept},
+                "test_gains": {
+                    k: {m: v[m] for m in ("exact_match", "partial_acc") if m in v}
+                    for k, v in (sweep.get("test_gains") or {}).items()
+                },
+                "id": {k: _means(v) for k, v in (sweep.get("id") or {}).items()},
+                "verdict": sweep.get("verdict"),
+            },
+        }
+    if not tasks:
+        raise ValueError(f"{out} holds no <task>/results.json: is it a reproduce output folder?")
+    return tasks
+
+
+def _means(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in summary.items() if k != "per_length"}
+
+
+def _attention(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    configs = json.loads(path.read_text()).get("configs", {})
+    out = {}
+    for name, result in configs.items():
+        keep = {k: result[k] for k in ("rollout", "instances") if k in result}
+        generate = result.get("generate") or {}
+        if generate:
+            keep["generate"] = {k: generate[k] for k in ("rollout", "instances") if k in generate}
+        out[name] = keep
+    return out
+
+
+def render(tasks: dict[str, Any], command: str, machine: str, date: str) -> str:
+    """The block: the command, the findings, one row per task with the controls."""
+    lines = [
+        BEGIN,
+        "",
+        f"Measured {date} on {machine}:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+    ]
+    for name, task in tasks.items():
+        lines += [f"- {line}" for line in task_findings(name, task)]
+    lines += [
+        "",
+        "| task | chosen | OOD gain | restore gain | pointer following at ref-3 / ref+3 "
+        "(without) | ID exact: baseline -> chosen | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, task in tasks.items():
+        sweep = task["sweep"]
+        metric = sweep["metric"]
+        verdict = sweep.get("verdict") or {}
+        numbers = verdict.get("numbers") or {}
+        restore = numbers.get("restore_gain")
+        follows = numbers.get("follows") or {}
+        shown = []
+        for k in ("-3", "3"):
+            f = follows.get(k) or {}
+            if f.get("rate") is None:
+                shown.append("n/a")
+            else:
+                shown.append(f"{f['rate']:.2f} ({f.get('baseline_rate') or 0:.2f})")
+        ident = sweep.get("id") or {}
+        chosen = sweep["chosen_name"]
+        id_cell = (
+            f"{ident['baseline']['exact_match']:.3f} -> {ident[chosen]['exact_match']:.3f}"
+            if chosen in ident and "baseline" in ident
+            else "-"
+        )
+        lines.append(
+            f"| {name} | {chosen} | {format_gain(sweep['test_gains'][chosen][metric])} | "
+            f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
+            f"{verdict.get('verdict', '-')} |"
+        )
+    lines += [
+        "",
+        f"Gains: OOD test {tasks and next(iter(tasks.values()))['sweep']['metric']}, points, "
+        "paired per instance with bootstrap 95% intervals; the digest of the run is "
+        "[runs/quick.json](runs/quick.json).",
+        "",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError("docs/results.md has no quick-findings markers")
+    return text[:start] + block + text[end + len(END) :]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.report.results_doc",
+        description="Write a reproduce run's findings into docs/results.md (and its digest).",
+    )
+    parser.add_argument("run", help="the reproduce --output folder")
+    parser.add_argument("--command", required=True, help="the command that made the run")
+    parser.add_argument("--machine", required=True, help="where it ran, in words")
+    parser.add_argument("--date", required=True, help="when it ran (YYYY-MM-DD)")
+    parser.add_argument("--doc", default="docs/results.md")
+    parser.add_argument("--digest", default="docs/runs/quick.json")
+    args = parser.parse_args(argv)
+    try:
+        tasks = digest(Path(args.run))
+    except ValueError as error:
+        print(f"results_doc: {error}", file=sys.stderr)
+        return 2
+    meta = {"command": args.command, "machine": args.machine, "date": args.date}
+    Path(args.digest).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        Path(args.digest), json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n"
+    )
+    doc = Path(args.doc)
+    atomic_write_text(doc, replace_block(doc.read_text(), render(tasks, **meta)))
+    print(f"wrote {args.digest} and the quick-findings block of {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

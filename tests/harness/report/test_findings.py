@@ -1,0 +1,86 @@
+"""Findings are written from the numbers by rules: each rule on numbers whose reading is
+known."""
+
+from harness.report import findings
+
+GAIN_UP = {"gain": 0.13, "low": 0.08, "high": 0.18, "n": 50}
+GAIN_NONE = {"gain": 0.01, "low": -0.02, "high": 0.04, "n": 50}
+
+
+def task(**changes):
+    base = {
+        "eval": {
+            "reversal_id": {"n": 50, "exact_match": 1.0, "partial_acc": 1.0},
+            "reversal_ood": {"n": 50, "exact_match": 0.0, "partial_acc": 0.21},
+        },
+        "attention": {
+            "results": {
+                "reversal_ood": {
+                    "rollout": {
+                        "correct": {"mean": 0.44, "n": 100},
+                        "error": {"mean": 0.545, "n": 300},
+                        "welch_p": 1e-6,
+                    }
+                }
+            }
+        },
+        "sweep": {
+            "metric": "partial_acc",
+            "chosen_name": "top4-C2",
+            "test": {
+                "baseline": {"exact_match": 0.0, "partial_acc": 0.21},
+                "top4-C2": {"exact_match": 0.0, "partial_acc": 0.34},
+            },
+            "test_gains": {
+                "top4-C2": {"partial_acc": GAIN_UP},
+                "random4-C2-s0": {"partial_acc": GAIN_UP},
+                "random4-C2-s1": {"partial_acc": GAIN_NONE},
+            },
+            "id": {"baseline": {"exact_match": 1.0}, "top4-C2": {"exact_match": 0.0}},
+            "verdict": {"verdict": "pointer", "reasons": ["at ref+3 the model writes ..."]},
+        },
+    }
+    base.update(changes)
+    return base
+
+
+def test_every_rule_fires_on_its_numbers():
+    lines = findings.task_findings("reversal", task())
+    text = "\n".join(lines)
+    assert all(line.startswith("reversal: ") for line in lines)
+    assert "solves the in-distribution task (reversal_id exact match 1.000)" in text
+    assert "fails the longer inputs" in text
+    assert (
+        "wrong tokens attend more to their reference than correct ones, opposite to the paper"
+        in text
+    )
+    assert "pooled Welch p" in text  # no instance-aware figures given: says which test
+    assert "lifts OOD partial acc by +13.0 [+8.0, +18.0] points" in text
+    assert "OOD exact match stays at 0" in text
+    assert "Random heads also gain (random4-C2-s0" in text and "random4-C2-s1" not in text
+    assert "costs the in-distribution task: ID exact 1.000 -> 0.000" in text
+    assert "Verdict: **pointer**" in text
+
+
+def test_instance_aware_interval_decides_over_the_pooled_test():
+    t = task()
+    block = t["attention"]["results"]["reversal_ood"]
+    block["instances"] = {"cluster_bootstrap": {"difference": -0.1, "low": -0.3, "high": 0.05}}
+    text = "\n".join(findings.attention_findings(t))
+    assert "does not differ" in text and "interval over instances" in text
+
+
+def test_no_gain_and_holding_id_are_said_as_such():
+    t = task()
+    t["sweep"]["test_gains"] = {"top4-C2": {"partial_acc": GAIN_NONE}}
+    t["sweep"]["id"]["top4-C2"]["exact_match"] = 0.98
+    text = "\n".join(findings.intervention_findings(t))
+    assert "gives no OOD gain" in text
+    assert "ID exact match holds under the chosen setting (1.000 -> 0.980)" in text
+    assert "Random heads" not in text
+
+
+def test_missing_numbers_say_nothing():
+    assert findings.task_findings("x", {}) == []
+    section = findings.findings_section({"reversal": task()})
+    assert section[0] == "## Findings" and any(s.startswith("- reversal: ") for s in section)
