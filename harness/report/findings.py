@@ -49,8 +49,10 @@ def accuracy_findings(task: Mapping[str, Any]) -> list[str]:
 
 
 def attention_findings(task: Mapping[str, Any]) -> list[str]:
-    """Correct against wrong tokens' attention on the reference (Table 2), by the
-    instance-aware figures where they exist, else the pooled test (said so)."""
+    """Correct against wrong tokens' attention on the reference (Table 2), read from the
+    instance-aware figures (`harness.stats.correct_vs_wrong`: a cluster bootstrap over
+    instances for the direction, the length- and position-matched permutation test beside
+    it); the paper's pooled token test only where those are missing, and said so."""
     out = []
     results = (task.get("attention") or {}).get("results") or {}
     for name, result in results.items():
@@ -60,34 +62,46 @@ def attention_findings(task: Mapping[str, Any]) -> list[str]:
         wrong = (rollout.get("error") or {}).get("mean")
         if correct is None or wrong is None:
             continue
+        pass_name = "free-running" if "generate" in result else "teacher-forced"
         aware = block.get("instances") or {}
-        interval = (aware.get("cluster_bootstrap") or {}) if aware else {}
-        if interval.get("low") is not None and interval.get("high") is not None:
+        boot = aware.get("cluster_bootstrap") or {}
+        if boot.get("low") is not None and boot.get("high") is not None:
             evidence = (
-                f"difference {interval['difference']:+.3f}, 95% interval over instances "
-                f"[{interval['low']:+.3f}, {interval['high']:+.3f}]"
+                f"difference {boot['difference']:+.3f}, 95% interval over "
+                f"{aware.get('n_instances')} instances [{boot['low']:+.3f}, {boot['high']:+.3f}]"
             )
-            higher = interval["low"] > 0
-            lower = interval["high"] < 0
+            higher, lower = boot["low"] > 0, boot["high"] < 0
         else:
             p = rollout.get("welch_p")
             evidence = f"pooled Welch p = {_n(p, 3)} over tokens, instances not accounted for"
             higher = p is not None and p < ALPHA and correct > wrong
             lower = p is not None and p < ALPHA and correct < wrong
-        pass_name = "free-running" if "generate" in result else "teacher-forced"
         if higher:
-            verdict = "correct tokens attend more to their reference than wrong ones, as the paper"
+            reading = "correct tokens attend more to their reference than wrong ones, as the paper"
         elif lower:
-            verdict = (
+            reading = (
                 "wrong tokens attend more to their reference than correct ones, opposite to "
                 "the paper"
             )
         else:
-            verdict = "correct and wrong tokens' attention on the reference does not differ"
-        out.append(
-            f"{name} ({pass_name}): {verdict} ({_n(correct, 4)} against {_n(wrong, 4)}; "
-            f"{evidence})."
+            reading = "correct and wrong tokens' attention on the reference does not differ"
+        line = (
+            f"{name} ({pass_name}): {reading} ({_n(correct, 4)} against {_n(wrong, 4)}; {evidence})"
         )
+        matched = aware.get("matched") or {}
+        if matched.get("difference") is not None and matched.get("p") is not None:
+            held = matched["p"] < ALPHA
+            if (higher or lower) and not held:
+                line += (
+                    f"; with length and position held fixed the difference is "
+                    f"{matched['difference']:+.4f} (p = {_n(matched['p'], 3)}): not significant"
+                )
+            else:
+                line += (
+                    f"; with length and position held fixed {matched['difference']:+.4f} "
+                    f"(p = {_n(matched['p'], 3)})"
+                )
+        out.append(line + ".")
     return out
 
 

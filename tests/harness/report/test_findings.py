@@ -65,9 +65,26 @@ def test_every_rule_fires_on_its_numbers():
 def test_instance_aware_interval_decides_over_the_pooled_test():
     t = task()
     block = t["attention"]["results"]["reversal_ood"]
-    block["instances"] = {"cluster_bootstrap": {"difference": -0.1, "low": -0.3, "high": 0.05}}
+    block["instances"] = {
+        "n_instances": 40,
+        "cluster_bootstrap": {"difference": -0.1, "low": -0.3, "high": 0.05},
+        "matched": {"difference": -0.01, "p": 0.4},
+    }
     text = "\n".join(findings.attention_findings(t))
-    assert "does not differ" in text and "interval over instances" in text
+    assert "does not differ" in text and "interval over 40 instances" in text
+    assert "held fixed -0.0100 (p = 0.400)" in text
+
+
+def test_a_pooled_direction_that_the_matched_test_does_not_hold_is_said():
+    t = task()
+    block = t["attention"]["results"]["reversal_ood"]
+    block["instances"] = {
+        "n_instances": 40,
+        "cluster_bootstrap": {"difference": 0.05, "low": 0.03, "high": 0.07},
+        "matched": {"difference": 0.0017, "p": 0.28},
+    }
+    text = "\n".join(findings.attention_findings(t))
+    assert "correct tokens attend more" in text and "not significant" in text
 
 
 def test_no_gain_and_holding_id_are_said_as_such():
