@@ -31,8 +31,8 @@ COMMAND_MODULES = {
     "attentionspan_datasets.commands.generate": ("generate", "show"),
     "attentionspan_datasets.commands.export": ("export",),
     # models (harness)
-    "harness.train": ("train",),
-    "harness.evaluate": ("eval",),
+    "harness.commands.train": ("train",),
+    "harness.commands.eval": ("eval",),
     "harness.model_commands": ("models",),
     "harness.commands.attention": ("attention",),
     "harness.commands.reproduce": ("reproduce",),

@@ -97,6 +97,64 @@ def check_finite(owner: str, values: dict[str, object]) -> None:
             raise ValueError(f"{owner}'{name}' must be a finite number, got {value}")
 
 
+# The options the model commands share, declared once: flags and argparse keywords. A command
+# takes the ones it has, with its own defaults (`add_model_arguments`), so `--no-progress` or
+# `--mixed-precision` read the same in `eval`, `attention`, `heads`, `train` and `reproduce`.
+MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
+    "model": (
+        ("--model",),
+        {
+            "help": "a model folder (e.g. runs/rev/final), a fetched model name "
+            "(smollm2-135m-instruct, gemma3-270m) or a Hub name"
+        },
+    ),
+    "seed": (("--seed",), {"type": int, "help": "seed of the data"}),
+    "batch_size": (("--batch-size",), {"type": int, "help": "instances per batch"}),
+    "mixed_precision": (
+        ("--mixed-precision",),
+        {"choices": ("no", "bf16"), "help": "bf16 autocast, or none"},
+    ),
+    "device": (
+        ("--device",),
+        {"choices": ("auto", "cpu", "cuda"), "help": "auto: cuda if present"},
+    ),
+    "threads": (("--threads",), {"type": int, "help": "torch CPU threads"}),
+    "no_progress": (("--no-progress",), {"action": "store_true", "help": "no progress bar"}),
+}
+
+
+def add_model_arguments(parser, *names: str, **overrides: dict[str, typing.Any]) -> None:
+    """The shared options `names` (keys of MODEL_OPTIONS, in that order; "prompt" adds
+    --instruction / --num-fewshot / --chat, `prompt={"saved_default": True}` says the
+    default is what was saved with the model). `overrides[name]` changes argparse keywords
+    of one option for this command: its default, a longer help, `required`. A default that
+    is not None or False is shown in the help."""
+    unknown = set(names) - set(MODEL_OPTIONS) - {"prompt"}
+    if unknown:
+        raise ValueError(f"unknown shared option(s) {', '.join(sorted(unknown))}")
+    for name in names:
+        if name == "prompt":
+            add_prompt_arguments(parser, **overrides.get("prompt", {}))
+            continue
+        flags, keywords = MODEL_OPTIONS[name]
+        keywords = {**keywords, **overrides.get(name, {})}
+        default = keywords.get("default")
+        if default is not None and default is not False and "(default" not in keywords["help"]:
+            keywords["help"] += " (default: %(default)s)"
+        parser.add_argument(*flags, **keywords)
+
+
+def field_defaults(cls) -> dict[str, typing.Any]:
+    """The default of every field of the dataclass `cls` that has one (a factory called)."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            values[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            values[f.name] = f.default_factory()
+    return values
+
+
 def add_prompt_arguments(parser, saved_default: bool = False) -> None:
     suffix = " (default: as saved with the model)" if saved_default else ""
     parser.add_argument(

@@ -135,7 +135,8 @@ def run(args, config, prompt) -> dict:
     import torch
     from accelerate import Accelerator
 
-    from harness.attention.analysis import analyse_model, table2_rows, write_outputs
+    from harness.attention.analysis import analyse_model
+    from harness.report.attention_report import table2_rows, write_outputs
     from harness.runs import load_model_checked
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()

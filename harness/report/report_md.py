@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from attentionspan_datasets.atomic import atomic_write_text
 from harness.stats import format_gain, mean_interval
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
@@ -286,7 +287,7 @@ def figure2(task, folder: Path, command: str) -> list[str]:
 
 
 def attention_section(task, folder: Path, command: str) -> list[str]:
-    from harness.attention.analysis import table2_rows, write_outputs
+    from harness.report.attention_report import table2_rows, write_outputs
 
     attention = task["attention"]
     results = attention["results"]
@@ -351,8 +352,6 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
 
 # --- the document ---------------------------------------------------------------------------
 def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
-    from harness.report.stages import write_text_atomic
-
     command = command_for(cfg)
     lines = [
         "# Attend or Perish, reproduced: reference attention and reinforcement",
@@ -390,7 +389,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         lines += figure2(task, folder, command)
         saved = {k: v for k, v in task.items() if k not in ("attention",)}
         saved["sweep"] = {k: v for k, v in task["sweep"].items() if k != "records"}
-        write_text_atomic(folder / "results.json", json.dumps(saved, indent=1) + "\n")
+        atomic_write_text(folder / "results.json", json.dumps(saved, indent=1) + "\n")
     path = out / "report.md"
-    write_text_atomic(path, "\n".join(lines))
+    atomic_write_text(path, "\n".join(lines))
     return path
