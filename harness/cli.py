@@ -33,7 +33,7 @@ COMMAND_MODULES = {
     # models (harness)
     "harness.commands.train": ("train",),
     "harness.commands.eval": ("eval",),
-    "harness.model_commands": ("models",),
+    "harness.commands.models": ("models",),
     "harness.commands.attention": ("attention",),
     "harness.commands.reproduce": ("reproduce",),
     "harness.baselines.command": ("baselines",),

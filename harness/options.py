@@ -155,6 +155,131 @@ def field_defaults(cls) -> dict[str, typing.Any]:
     return values
 
 
+# --- options declared on a config dataclass ------------------------------------------------
+def cli(
+    help: str,
+    *,
+    shared: str | None = None,
+    group: str | None = None,
+    shown: str | None = None,
+    **keywords: typing.Any,
+) -> dict[str, typing.Any]:
+    """Field metadata that makes a dataclass field a command-line option, declared once for
+    the parser, the config built from it and the command line written back:
+
+        num_heads: int = field(default=30, metadata=cli("ID instances to rank", group="sizes"))
+
+    `shared`: the flag and keywords of MODEL_OPTIONS[shared] (its help replaced by `help`);
+    `group`: an argument group's title; `shown`: the default as the help prints it (else the
+    field's own default); other keywords go to argparse (choices, metavar)."""
+    return {"cli": {"help": help, "shared": shared, "group": group, "shown": shown, **keywords}}
+
+
+def cli_fields(cls) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if "cli" in f.metadata]
+
+
+def cli_flag(f: dataclasses.Field) -> str:
+    shared = f.metadata["cli"]["shared"]
+    return MODEL_OPTIONS[shared][0][-1] if shared else option(f.name)
+
+
+def _shown(value) -> str | None:
+    if value is None or value is False or value in ([], {}):
+        return None
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def add_config_arguments(parser, cls) -> None:
+    """One option per `cli` field of the dataclass `cls` (dest: the field's name), typed from
+    its annotation: `list[int]` takes one or more ints, `bool` is a switch, a dict is a
+    repeatable KEY=VALUE. Every default is None, so that `config_values` can tell what was
+    given; the help shows the field's own default."""
+    hints = typing.get_type_hints(cls)
+    defaults = field_defaults(cls)
+    groups: dict[str, typing.Any] = {}
+    for f in cli_fields(cls):
+        meta = dict(f.metadata["cli"])
+        shared, group, shown = meta.pop("shared"), meta.pop("group"), meta.pop("shown")
+        flags, keywords = MODEL_OPTIONS[shared] if shared else ((option(f.name),), {})
+        keywords = {**keywords, **meta, "dest": f.name, "default": None}
+        hint = hints[f.name]
+        origin = typing.get_origin(hint) or hint  # `dict` as well as `dict[str, Any]`
+        if hint is bool:
+            keywords["action"] = "store_true"
+        elif origin is list:
+            keywords.setdefault("nargs", "+")
+            keywords.setdefault("type", typing.get_args(hint)[0])
+        elif origin is dict:
+            keywords.setdefault("action", "append")
+        else:
+            keywords.setdefault("type", scalar_type(hint))
+        shown = shown if shown is not None else _shown(defaults.get(f.name))
+        help_text = keywords["help"] + (f" (default: {shown})" if shown else "")
+        keywords["help"] = help_text.replace("%", "%%")  # argparse %-formats help
+        if group and group not in groups:
+            groups[group] = parser.add_argument_group(group)
+        (groups[group] if group else parser).add_argument(*flags, **keywords)
+
+
+def config_values(args: argparse.Namespace, cls) -> dict[str, typing.Any]:
+    """The `cli` fields of `cls` that `args` gives (those not None)."""
+    values = {f.name: getattr(args, f.name, None) for f in cli_fields(cls)}
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def config_words(config, default, always: tuple[str, ...] = (), skip=()) -> list[str]:
+    """The options that give `config` where it differs from `default` (or is in `always`),
+    the inverse of `add_config_arguments` + `config_values`: `["--num-test", "50", ...]`."""
+    words: list[str] = []
+    for f in cli_fields(type(config)):
+        value = getattr(config, f.name)
+        if f.name in skip or value is None:
+            continue
+        if value == getattr(default, f.name) and f.name not in always:
+            continue
+        flag = cli_flag(f)
+        if isinstance(value, bool):
+            words += [flag] if value else []
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                words += [flag, f"{key}={item}"]
+        elif isinstance(value, (list, tuple)):
+            words += [flag, *map(str, value)] if value else []
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def parser_words(
+    add_arguments: Callable, values: dict[str, typing.Any], always: tuple[str, ...] = ()
+) -> list[str]:
+    """The options of the parser `add_arguments` builds that give `values` (by dest), where
+    they differ from its defaults or are in `always`: the command line of a run, written
+    from the parser rather than from a second list of its options."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    words: list[str] = []
+    for action in parser._actions:
+        value = values.get(action.dest)
+        if not action.option_strings or value is None:
+            continue
+        if value == action.default and action.dest not in always:
+            continue
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, argparse.BooleanOptionalAction):
+            words.append(action.option_strings[0] if value else action.option_strings[1])
+        elif action.nargs == 0:
+            words += [flag] if value else []
+        elif isinstance(value, (list, tuple)):
+            words += [flag, *map(str, value)]
+        else:
+            words += [flag, str(value)]
+    return words
+
+
 def add_prompt_arguments(parser, saved_default: bool = False) -> None:
     suffix = " (default: as saved with the model)" if saved_default else ""
     parser.add_argument(

@@ -33,49 +33,17 @@ PAPER = (
 
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
+    from harness.options import config_words
     from harness.report.settings import QUICK_SIZES, ReproduceConfig
 
     # Options equal to what the command fills in by itself are left out.
     default = ReproduceConfig(quick=True, **(QUICK_SIZES if cfg.quick else {}))
-    words = ["attentionspan", "reproduce"]
-    if cfg.model:
-        words += ["--model", cfg.model, "--config", cfg.config]
-    if cfg.quick:
-        words.append("--quick")
-        if not cfg.model and list(cfg.tasks) != list(default.tasks):
-            words += ["--tasks", *cfg.tasks]
-    words += ["--output", cfg.output]
-    for name, flag in (
-        ("train_steps", "--train-steps"),
-        ("seed", "--seed"),
-        ("num_heads", "--num-heads"),
-        ("num_validation", "--num-validation"),
-        ("num_test", "--num-test"),
-        ("num_attention", "--num-attention"),
-        ("batch_size", "--batch-size"),
-        ("mode", "--mode"),
-        ("shift", "--shift"),
-        ("head_threshold", "--head-threshold"),
-        ("metric", "--metric"),
-        ("device", "--device"),
-        ("threads", "--threads"),
-        ("id_guard", "--id-guard"),
-    ):
-        value = getattr(cfg, name)
-        if value != getattr(default, name) and not (name == "train_steps" and not cfg.quick):
-            words += [flag, str(value)]
-    for name, flag in (
-        ("counts", "--counts"),
-        ("strengths", "--strengths"),
-        ("thresholds", "--thresholds"),
-        ("control_seeds", "--control-seeds"),
-    ):
-        value = list(getattr(cfg, name))
-        if value and value != list(getattr(default, name)):
-            words += [flag, *map(str, value)]
-    for key, value in cfg.ood.items():
-        words += ["--ood", f"{key}={value}"]
-    return shlex.join(words)
+    skip = {"train_steps"} if not cfg.quick else set()
+    if cfg.model or not cfg.quick:
+        skip.add("tasks")  # --tasks counts with --quick alone
+    always = ("output", "quick", *(("config",) if cfg.model else ()))
+    words = config_words(cfg, default, always=always, skip=skip)
+    return shlex.join(["attentionspan", "reproduce", *words])
 
 
 def _n(value, digits: int = 3) -> str:
