@@ -4,10 +4,12 @@
     add_prompt_arguments(parser)              # --instruction / --num-fewshot / --chat
     sys.exit(main_for("train", add_arguments, run_command))   # python -m harness.train
 
-`run_guarded` is the one place that turns a user's mistake into one line and exit status 2
-(`attentionspan COMMAND: error: ...`); `harness.cli.main` and `python -m harness.train` /
-`-m harness.evaluate` (what `accelerate launch` runs) both go through it. Nothing here
-imports torch.
+`run_guarded` (one copy, in the data layer: `attentionspan_datasets.guard`) is the one place
+that turns a user's mistake into one line and exit status 2 (`attentionspan COMMAND: error:
+...`); `harness.cli.main` and `python -m harness.commands.train` / `-m harness.commands.eval`
+(what `accelerate launch` runs) all go through it. `MODEL_OPTIONS` declares the options the
+model commands share, `cli` an option on a config dataclass's field. Nothing here imports
+torch, and nothing of the harness: every layer may use it.
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
 import sys
 import typing
 from collections.abc import Callable
 
+from attentionspan_datasets.guard import (  # noqa: F401  (re-exported: one copy, data layer)
+    PROG,
+    USER_ERRORS,
+    UsageError,
+    run_guarded,
+)
+
 # `--instruction default`: the standard line of attentionspan_datasets.instructions.
 DEFAULT_INSTRUCTION = "default"
-PROG = "attentionspan"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -321,48 +328,6 @@ def quiet_transformers() -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-
-
-class UsageError(Exception):
-    """A problem with the user's input that is not a bad value of a library call."""
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean "the input is wrong", printed as one line: ours and the data
-    layer's UsageError."""
-    errors: tuple[type[BaseException], ...] = (
-        ValueError,
-        UsageError,
-        FileNotFoundError,
-        FileExistsError,
-    )
-    try:
-        from attentionspan_datasets.cli import UsageError as DataUsageError
-    except ImportError:  # the data layer's CLI renamed it: ValueError still covers most
-        return errors
-    return (*errors, DataUsageError)
-
-
-def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], args) -> int:
-    """Run a command: a user's mistake is one line and status 2, a closed pipe is quiet
-    (status 0), Ctrl-C is one line and status 130. ATTENTIONSPAN_TRACEBACK=1 shows the
-    traceback instead."""
-    try:
-        return func(args) or 0
-    except user_errors() as error:
-        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
-            raise
-        text = " ".join(str(error).split("\n")) or type(error).__name__
-        print(f"{PROG} {command}: error: {text}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        # `attentionspan generate ... | head`: the reader is gone, which is not an error.
-        # Point stdout at devnull so the interpreter's final flush does not complain.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        print(f"{PROG} {command}: interrupted", file=sys.stderr)
-        return 130
 
 
 def explicit_options(add_arguments: Callable, argv: list[str]) -> set[str]:
