@@ -36,7 +36,7 @@ COMMAND_MODULES = {
     "harness.commands.models": ("models",),
     "harness.commands.attention": ("attention",),
     "harness.commands.reproduce": ("reproduce",),
-    "harness.baselines.command": ("baselines",),
+    "harness.commands.baselines": ("baselines",),
     "harness.commands.heads": ("heads",),
 }
 

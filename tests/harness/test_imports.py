@@ -21,7 +21,7 @@ UPPER = ("harness", "lm_eval_tasks")  # what the data layer must never reach
 LAYERS = (
     ("cli", ("harness.cli",)),
     # one module per console command: parsers and the glue that runs a command
-    ("commands", ("harness.commands", "harness.baselines.command")),
+    ("commands", ("harness.commands",)),
     # everything that writes Markdown, PNG or JSON for people (and the reproduce pipeline)
     ("report", ("harness.report",)),
     # returns data, writes no report

@@ -22,7 +22,8 @@ command keeps what it finished and a rerun with the same settings skips it) hold
 (accuracy, best epoch, validation curve, decoder attention on the reference vectors,
 seconds) and a summary per model: mean and sample standard deviation of test accuracy over
 seeds. `--authors-test` scores every model on the authors' released test file as well
-(authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by `--authors-vocab`):
+(harness/baselines/authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by
+`--authors-vocab`):
 `authors_test_accuracy` per run and its mean and s.d. in the summary. `--authors-data`
 replaces our three splits by their released folder (training.tsv or training.tar.gz,
 valid.tsv, test.tsv), kept in their own features and mapping (nothing to relabel: no
