@@ -9,25 +9,26 @@ commands and the model commands. This module knows nothing above the data layer:
 above adds the data commands with `add_data_commands(subparsers)` (or by importing the
 modules of DATA_COMMAND_MODULES). Each command module offers `add_parser(subparsers)`; its
 parser sets `func`. A command's heavy imports stay inside its run function. Errors a user
-can fix (`ValueError`, `UsageError`) print one line and exit with status 2.
+can fix (`ValueError`, `UsageError`) print one line and exit with status 2
+(`attentionspan_datasets.guard.run_guarded`, which the harness's commands share).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
+
+from attentionspan_datasets.guard import (  # noqa: F401  (UsageError: re-exported)
+    UsageError,
+    run_guarded,
+)
 
 DATA_COMMAND_MODULES = [
     "attentionspan_datasets.commands.generate",
     "attentionspan_datasets.commands.export",
 ]
 COMMAND_MODULES = DATA_COMMAND_MODULES  # the name older code imports
-
-
-class UsageError(Exception):
-    """A problem with the user's input that is not a bad task parameter."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,21 +51,7 @@ def add_data_commands(subparsers: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args) or 0
-    except (ValueError, UsageError, FileNotFoundError, FileExistsError) as error:
-        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
-            raise
-        print(f"attentionspan {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        # `attentionspan generate ... | head`: the reader is gone, which is not an error.
-        # Point stdout at devnull so the interpreter's final flush does not complain.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        print(f"attentionspan {args.command}: interrupted", file=sys.stderr)
-        return 130
+    return run_guarded(args.command, args.func, args)
 
 
 if __name__ == "__main__":

@@ -31,12 +31,12 @@ COMMAND_MODULES = {
     "attentionspan_datasets.commands.generate": ("generate", "show"),
     "attentionspan_datasets.commands.export": ("export",),
     # models (harness)
-    "harness.train": ("train",),
-    "harness.evaluate": ("eval",),
-    "harness.model_commands": ("models",),
+    "harness.commands.train": ("train",),
+    "harness.commands.eval": ("eval",),
+    "harness.commands.models": ("models",),
     "harness.commands.attention": ("attention",),
     "harness.commands.reproduce": ("reproduce",),
-    "harness.baselines.command": ("baselines",),
+    "harness.commands.baselines": ("baselines",),
     "harness.commands.heads": ("heads",),
 }
 

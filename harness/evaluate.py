@@ -6,28 +6,24 @@
 For each config: exact match and partial accuracy of the greedy answer (the definitions in
 `attentionspan_datasets.metrics`, shared with lm-eval), teacher-forced token accuracy (the
 share of target characters that are the argmax when the true prefix is given), all three
-per length (`params["length"]`). Writes `results.json`, `results.md` and one
-`predictions-<config>.jsonl` per config (every instance, its answer, and which target tokens
-were right under generation and under teacher forcing) for later analysis.
+per length (`params["length"]`), and one record per instance (its answer, and which target
+tokens were right under generation and under teacher forcing). It writes no files: the
+command is `harness.commands.eval`, the files (`results.json`, `results.md`,
+`predictions-<config>.jsonl`) are `harness.report.eval_report`'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
 from attentionspan_datasets.metrics import aggregate, score
 from harness.data import GeneratorSource, PromptConfig, shard_indices
 from harness.inference import generate_batch, teacher_forced_batch
-from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
-from harness.runs import load_model_checked, read_run_file, section
+from harness.runs import read_run_file
 from harness.tokenization import CharTokenizer
 
 EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
@@ -163,44 +159,6 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _table(title: str, rows: dict[str, dict[str, Any]]) -> list[str]:
-    lines = [
-        f"| {title} | n | exact match | partial acc | TF token acc |",
-        "|---|---|---|---|---|",
-    ]
-    for name, row in rows.items():
-        lines.append(
-            f"| {name} | {row['count']} | {row['exact_match']:.3f} | "
-            f"{row['partial_acc']:.3f} | {row['tf_token_acc']:.3f} |"
-        )
-    return lines
-
-
-def markdown_table(results: dict[str, dict[str, Any]]) -> str:
-    lines = _table("config", results)
-    for name, res in results.items():
-        lines += ["", f"Per length, {name}:", "", *_table("length", res["per_length"])]
-        if any("-" in name for name in res["per_bin"]):  # some bin holds several lengths
-            lines += ["", f"Per length bin, {name}:", "", *_table("lengths", res["per_bin"])]
-    return "\n".join(lines) + "\n"
-
-
-def write_reports(
-    out_dir: Path, config: EvalConfig, results, records_by_config, elapsed: float
-) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    report = {
-        "eval_config": dataclasses.asdict(config),
-        "results": results,
-        "time_s": round(elapsed, 2),
-    }
-    atomic_write_text(out_dir / "results.json", json.dumps(report, indent=2) + "\n")
-    atomic_write_text(out_dir / "results.md", markdown_table(results))
-    for name, records in records_by_config.items():
-        lines = "".join(json.dumps(r) + "\n" for r in records)
-        atomic_write_text(out_dir / f"predictions-{name}.jsonl", lines)
-
-
 # --- the run ------------------------------------------------------------------------------
 def evaluate_model(
     model,
@@ -267,130 +225,9 @@ def evaluate_model(
     return results, all_records
 
 
-def run(config: EvalConfig) -> dict[str, Any]:
-    """Load the model, evaluate every config, write the reports (main process only)."""
-    from accelerate import Accelerator
-
-    from harness.models import resolve_model
-
-    resolve_model(config.model)  # a missing folder is named before anything else
-    run_config = saved_run_config(config.model)
-    if config.prompt is None:
-        config.prompt = (
-            section(run_config, "prompt", PromptConfig, config.model)
-            if run_config
-            else PromptConfig()
-        )
-    if not config.configs:
-        config.configs = default_configs(run_config)
-        if not config.configs:
-            raise ValueError("no --configs given and the model has no saved training config")
-    for name in config.configs:
-        GeneratorSource(name)  # unknown preset: one line, before loading the model
-    accelerator = Accelerator(cpu=True) if _cpu_only() else Accelerator()
-    model, tokenizer = load_model_checked(config.model)
-    model.to(accelerator.device)
-    start = time.perf_counter()
-    results, records = evaluate_model(
-        model,
-        tokenizer,
-        config.configs,
-        config.num,
-        config.seed,
-        config.split,
-        config.batch_size,
-        config.prompt,
-        config.mixed_precision,
-        accelerator,
-        progress=True,
-    )
-    elapsed = time.perf_counter() - start
-    if accelerator.is_main_process:
-        if config.output:
-            write_reports(Path(config.output), config, results, records, elapsed)
-        print(markdown_table(results), end="")
-        print(
-            f"({sum(r['count'] for r in results.values())} instances in {elapsed:.1f} s on "
-            f"{accelerator.num_processes} process(es))"
-        )
-    return results
-
-
-def _cpu_only() -> bool:
-    import torch
-
-    return not torch.cuda.is_available()
-
-
-# --- the command ------------------------------------------------------------------------
-def add_arguments(parser) -> None:
-    parser.add_argument(
-        "--model",
-        required=True,
-        help="a model folder (e.g. runs/rev/final), a fetched model name, ...",
-    )
-    parser.add_argument(
-        "--configs",
-        nargs="+",
-        default=[],
-        metavar="CONFIG",
-        help="presets to evaluate (default: the training preset and its OOD twin)",
-    )
-    parser.add_argument("-n", "--num", type=int, default=200, help="instances per config")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the test split")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument(
-        "--output", default=None, help="folder for results.json, results.md and predictions-*.jsonl"
-    )
-    parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
-    add_prompt_arguments(parser, saved_default=True)
-
-
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "eval",
-        help="exact match, partial and teacher-forced accuracy on ID/OOD presets",
-        description="Evaluate a model with batched greedy generation and teacher forcing. "
-        "Also: accelerate launch -m harness.evaluate ...",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run_command)
-
-
-def run_command(args) -> int:
-    quiet_transformers()
-    prompt = None
-    if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
-        saved = saved_run_config(args.model)
-        base = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
-        configs = args.configs or default_configs(saved)
-        prompt = dataclasses.replace(
-            base,
-            **{
-                k: v
-                for k, v in (
-                    ("instruction", resolve_instruction(args.instruction, configs)),
-                    ("num_fewshot", args.num_fewshot),
-                    ("chat", args.chat),
-                )
-                if v is not None
-            },
-        )
-    config = EvalConfig(
-        model=args.model,
-        configs=args.configs,
-        num=args.num,
-        seed=DEFAULT_SEED if args.seed is None else args.seed,
-        batch_size=args.batch_size,
-        output=args.output,
-        mixed_precision=args.mixed_precision,
-        prompt=prompt,
-    )
-    run(config)
-    return 0
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # `python -m harness.evaluate` (accelerate launch): the command
     import sys
 
-    sys.exit(main_for("eval", add_arguments, run_command))
+    from harness.commands.eval import main
+
+    sys.exit(main())

@@ -4,10 +4,12 @@
     add_prompt_arguments(parser)              # --instruction / --num-fewshot / --chat
     sys.exit(main_for("train", add_arguments, run_command))   # python -m harness.train
 
-`run_guarded` is the one place that turns a user's mistake into one line and exit status 2
-(`attentionspan COMMAND: error: ...`); `harness.cli.main` and `python -m harness.train` /
-`-m harness.evaluate` (what `accelerate launch` runs) both go through it. Nothing here
-imports torch.
+`run_guarded` (one copy, in the data layer: `attentionspan_datasets.guard`) is the one place
+that turns a user's mistake into one line and exit status 2 (`attentionspan COMMAND: error:
+...`); `harness.cli.main` and `python -m harness.commands.train` / `-m harness.commands.eval`
+(what `accelerate launch` runs) all go through it. `MODEL_OPTIONS` declares the options the
+model commands share, `cli` an option on a config dataclass's field. Nothing here imports
+torch, and nothing of the harness: every layer may use it.
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
 import sys
 import typing
 from collections.abc import Callable
 
+from attentionspan_datasets.guard import (  # noqa: F401  (re-exported: one copy, data layer)
+    PROG,
+    USER_ERRORS,
+    UsageError,
+    run_guarded,
+)
+
 # `--instruction default`: the standard line of attentionspan_datasets.instructions.
 DEFAULT_INSTRUCTION = "default"
-PROG = "attentionspan"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -97,6 +104,189 @@ def check_finite(owner: str, values: dict[str, object]) -> None:
             raise ValueError(f"{owner}'{name}' must be a finite number, got {value}")
 
 
+# The options the model commands share, declared once: flags and argparse keywords. A command
+# takes the ones it has, with its own defaults (`add_model_arguments`), so `--no-progress` or
+# `--mixed-precision` read the same in `eval`, `attention`, `heads`, `train` and `reproduce`.
+MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
+    "model": (
+        ("--model",),
+        {
+            "help": "a model folder (e.g. runs/rev/final), a fetched model name "
+            "(smollm2-135m-instruct, gemma3-270m) or a Hub name"
+        },
+    ),
+    "seed": (("--seed",), {"type": int, "help": "seed of the data"}),
+    "batch_size": (("--batch-size",), {"type": int, "help": "instances per batch"}),
+    "mixed_precision": (
+        ("--mixed-precision",),
+        {"choices": ("no", "bf16"), "help": "bf16 autocast, or none"},
+    ),
+    "device": (
+        ("--device",),
+        {"choices": ("auto", "cpu", "cuda"), "help": "auto: cuda if present"},
+    ),
+    "threads": (("--threads",), {"type": int, "help": "torch CPU threads"}),
+    "no_progress": (("--no-progress",), {"action": "store_true", "help": "no progress bar"}),
+}
+
+
+def add_model_arguments(parser, *names: str, **overrides: dict[str, typing.Any]) -> None:
+    """The shared options `names` (keys of MODEL_OPTIONS, in that order; "prompt" adds
+    --instruction / --num-fewshot / --chat, `prompt={"saved_default": True}` says the
+    default is what was saved with the model). `overrides[name]` changes argparse keywords
+    of one option for this command: its default, a longer help, `required`. A default that
+    is not None or False is shown in the help."""
+    unknown = set(names) - set(MODEL_OPTIONS) - {"prompt"}
+    if unknown:
+        raise ValueError(f"unknown shared option(s) {', '.join(sorted(unknown))}")
+    for name in names:
+        if name == "prompt":
+            add_prompt_arguments(parser, **overrides.get("prompt", {}))
+            continue
+        flags, keywords = MODEL_OPTIONS[name]
+        keywords = {**keywords, **overrides.get(name, {})}
+        default = keywords.get("default")
+        if default is not None and default is not False and "(default" not in keywords["help"]:
+            keywords["help"] += " (default: %(default)s)"
+        parser.add_argument(*flags, **keywords)
+
+
+def field_defaults(cls) -> dict[str, typing.Any]:
+    """The default of every field of the dataclass `cls` that has one (a factory called)."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            values[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            values[f.name] = f.default_factory()
+    return values
+
+
+# --- options declared on a config dataclass ------------------------------------------------
+def cli(
+    help: str,
+    *,
+    shared: str | None = None,
+    group: str | None = None,
+    shown: str | None = None,
+    **keywords: typing.Any,
+) -> dict[str, typing.Any]:
+    """Field metadata that makes a dataclass field a command-line option, declared once for
+    the parser, the config built from it and the command line written back:
+
+        num_heads: int = field(default=30, metadata=cli("ID instances to rank", group="sizes"))
+
+    `shared`: the flag and keywords of MODEL_OPTIONS[shared] (its help replaced by `help`);
+    `group`: an argument group's title; `shown`: the default as the help prints it (else the
+    field's own default); other keywords go to argparse (choices, metavar)."""
+    return {"cli": {"help": help, "shared": shared, "group": group, "shown": shown, **keywords}}
+
+
+def cli_fields(cls) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if "cli" in f.metadata]
+
+
+def cli_flag(f: dataclasses.Field) -> str:
+    shared = f.metadata["cli"]["shared"]
+    return MODEL_OPTIONS[shared][0][-1] if shared else option(f.name)
+
+
+def _shown(value) -> str | None:
+    if value is None or value is False or value in ([], {}):
+        return None
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def add_config_arguments(parser, cls) -> None:
+    """One option per `cli` field of the dataclass `cls` (dest: the field's name), typed from
+    its annotation: `list[int]` takes one or more ints, `bool` is a switch, a dict is a
+    repeatable KEY=VALUE. Every default is None, so that `config_values` can tell what was
+    given; the help shows the field's own default."""
+    hints = typing.get_type_hints(cls)
+    defaults = field_defaults(cls)
+    groups: dict[str, typing.Any] = {}
+    for f in cli_fields(cls):
+        meta = dict(f.metadata["cli"])
+        shared, group, shown = meta.pop("shared"), meta.pop("group"), meta.pop("shown")
+        flags, keywords = MODEL_OPTIONS[shared] if shared else ((option(f.name),), {})
+        keywords = {**keywords, **meta, "dest": f.name, "default": None}
+        hint = hints[f.name]
+        origin = typing.get_origin(hint) or hint  # `dict` as well as `dict[str, Any]`
+        if hint is bool:
+            keywords["action"] = "store_true"
+        elif origin is list:
+            keywords.setdefault("nargs", "+")
+            keywords.setdefault("type", typing.get_args(hint)[0])
+        elif origin is dict:
+            keywords.setdefault("action", "append")
+        else:
+            keywords.setdefault("type", scalar_type(hint))
+        shown = shown if shown is not None else _shown(defaults.get(f.name))
+        help_text = keywords["help"] + (f" (default: {shown})" if shown else "")
+        keywords["help"] = help_text.replace("%", "%%")  # argparse %-formats help
+        if group and group not in groups:
+            groups[group] = parser.add_argument_group(group)
+        (groups[group] if group else parser).add_argument(*flags, **keywords)
+
+
+def config_values(args: argparse.Namespace, cls) -> dict[str, typing.Any]:
+    """The `cli` fields of `cls` that `args` gives (those not None)."""
+    values = {f.name: getattr(args, f.name, None) for f in cli_fields(cls)}
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def config_words(config, default, always: tuple[str, ...] = (), skip=()) -> list[str]:
+    """The options that give `config` where it differs from `default` (or is in `always`),
+    the inverse of `add_config_arguments` + `config_values`: `["--num-test", "50", ...]`."""
+    words: list[str] = []
+    for f in cli_fields(type(config)):
+        value = getattr(config, f.name)
+        if f.name in skip or value is None:
+            continue
+        if value == getattr(default, f.name) and f.name not in always:
+            continue
+        flag = cli_flag(f)
+        if isinstance(value, bool):
+            words += [flag] if value else []
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                words += [flag, f"{key}={item}"]
+        elif isinstance(value, (list, tuple)):
+            words += [flag, *map(str, value)] if value else []
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def parser_words(
+    add_arguments: Callable, values: dict[str, typing.Any], always: tuple[str, ...] = ()
+) -> list[str]:
+    """The options of the parser `add_arguments` builds that give `values` (by dest), where
+    they differ from its defaults or are in `always`: the command line of a run, written
+    from the parser rather than from a second list of its options."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    words: list[str] = []
+    for action in parser._actions:
+        value = values.get(action.dest)
+        if not action.option_strings or value is None:
+            continue
+        if value == action.default and action.dest not in always:
+            continue
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, argparse.BooleanOptionalAction):
+            words.append(action.option_strings[0] if value else action.option_strings[1])
+        elif action.nargs == 0:
+            words += [flag] if value else []
+        elif isinstance(value, (list, tuple)):
+            words += [flag, *map(str, value)]
+        else:
+            words += [flag, str(value)]
+    return words
+
+
 def add_prompt_arguments(parser, saved_default: bool = False) -> None:
     suffix = " (default: as saved with the model)" if saved_default else ""
     parser.add_argument(
@@ -138,48 +328,6 @@ def quiet_transformers() -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-
-
-class UsageError(Exception):
-    """A problem with the user's input that is not a bad value of a library call."""
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean "the input is wrong", printed as one line: ours and the data
-    layer's UsageError."""
-    errors: tuple[type[BaseException], ...] = (
-        ValueError,
-        UsageError,
-        FileNotFoundError,
-        FileExistsError,
-    )
-    try:
-        from attentionspan_datasets.cli import UsageError as DataUsageError
-    except ImportError:  # the data layer's CLI renamed it: ValueError still covers most
-        return errors
-    return (*errors, DataUsageError)
-
-
-def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], args) -> int:
-    """Run a command: a user's mistake is one line and status 2, a closed pipe is quiet
-    (status 0), Ctrl-C is one line and status 130. ATTENTIONSPAN_TRACEBACK=1 shows the
-    traceback instead."""
-    try:
-        return func(args) or 0
-    except user_errors() as error:
-        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
-            raise
-        text = " ".join(str(error).split("\n")) or type(error).__name__
-        print(f"{PROG} {command}: error: {text}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        # `attentionspan generate ... | head`: the reader is gone, which is not an error.
-        # Point stdout at devnull so the interpreter's final flush does not complain.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        print(f"{PROG} {command}: interrupted", file=sys.stderr)
-        return 130
 
 
 def explicit_options(add_arguments: Callable, argv: list[str]) -> set[str]:

@@ -41,15 +41,8 @@ from harness.data import (
 from harness.evaluate import evaluate_model
 from harness.models import ScratchConfig
 from harness.options import (
-    add_dataclass_arguments,
-    add_prompt_arguments,
     check_finite,
-    dataclass_values,
-    explicit_options,
-    main_for,
     option,
-    quiet_transformers,
-    resolve_instruction,
 )
 from harness.runs import (
     CHECKPOINT_PREFIX,
@@ -75,6 +68,8 @@ MIXED_PRECISION = ("auto", "no", "bf16")
 TRAIN_SPLIT = "train"  # rows of attentionspan_datasets.splits; eval reads "test"
 VALIDATION_SPLIT = "validation"
 EVAL_KEYS = ("count", "exact_match", "partial_acc", "tf_token_acc")
+# The nested sections of TrainConfig (saved as their own sections of the run file).
+NESTED = ("prompt", "scratch")
 # Options a resume may change: they do not change the run.
 RESUME_FREE = ("output",)
 # bf16 autocast pays off for large matrices on hardware with bf16 units (2.5x for the 135M
@@ -689,99 +684,7 @@ def train(
             run.lock.release()
 
 
-# --- the command ------------------------------------------------------------------------
-TRAIN_HELP = {
-    "model": "'scratch', a local Hugging Face causal-LM folder, a fetched model name "
-    "(smollm2-135m-instruct) or a Hub name",
-    "output": "run folder: checkpoints, final model, log.jsonl",
-    "config": "preset or task of the training data (and of the periodic ID evaluation)",
-    "dataset": "train on a `datasets` dataset instead (load_dataset path or name)",
-    "dataset_config": "the dataset's config name",
-    "dataset_split": "the dataset's split",
-    "seed": "seed of the generated data stream",
-    "train_size": "instances in one epoch of generated data",
-    "epochs": "passes over the data",
-    "max_steps": "optimizer steps (0: as many as --epochs take)",
-    "batch_size": "instances per process and micro-batch (paper: 4)",
-    "grad_accum": "micro-batches per optimizer step",
-    "lr": "peak learning rate (paper: 5e-6)",
-    "beta1": "AdamW beta1 (paper: 0.95)",
-    "beta2": "AdamW beta2 (paper: 0.999)",
-    "weight_decay": "AdamW weight decay (paper: 0.2)",
-    "adam_eps": "AdamW epsilon",
-    "schedule": "learning-rate decay after warm-up",
-    "warmup_ratio": "share of the steps spent warming up",
-    "max_grad_norm": "gradient clipping norm (0: off)",
-    "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more on "
-    "hardware with bf16 support (not AVX2-only CPUs, where it is slower)",
-    "eval_every": "optimizer steps between ID evaluations (0: only at the end)",
-    "eval_size": "validation instances per evaluation",
-    "eval_batch_size": "batch size of evaluation",
-    "save_every": "optimizer steps between resumable checkpoints (0: only the final model)",
-    "keep_checkpoints": "how many checkpoints to keep",
-    "log_every": "optimizer steps between log lines",
-}
-NESTED = ("prompt", "scratch")
+if __name__ == "__main__":  # `python -m harness.train` (accelerate launch): the command
+    from harness.commands.train import main
 
-
-def add_arguments(parser) -> None:
-    add_dataclass_arguments(
-        parser,
-        TrainConfig,
-        skip=NESTED,
-        helps=TRAIN_HELP,
-        choices={"schedule": SCHEDULES, "mixed_precision": MIXED_PRECISION},
-    )
-    add_prompt_arguments(parser)
-    group = parser.add_argument_group("model from scratch (--model scratch)")
-    add_dataclass_arguments(
-        group,
-        ScratchConfig,
-        helps={"charset": "characters of the vocabulary"},
-        prefix="scratch_",
-        shown={"charset": "printable ASCII"},
-    )
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the run in --output from its latest checkpoint (its saved options are used)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "train",
-        help="train a model on a task, one token per character",
-        description="Train (or fine-tune) a causal LM on a task preset with AdamW; defaults "
-        "are the paper's. Also: accelerate launch -m harness.train ...",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run_command)
-
-
-def config_from_args(args) -> TrainConfig:
-    values = dataclass_values(args, TrainConfig, skip=NESTED)
-    values["prompt"] = PromptConfig(
-        instruction=resolve_instruction(args.instruction, [args.config]),
-        num_fewshot=args.num_fewshot or 0,
-        chat=bool(args.chat),
-    )
-    values["scratch"] = ScratchConfig(**dataclass_values(args, ScratchConfig, prefix="scratch_"))
-    return TrainConfig(**values)
-
-
-def run_command(args) -> int:
-    quiet_transformers()
-    config = config_from_args(args)
-    requested = None
-    if args.resume and hasattr(args, "argv"):
-        given = explicit_options(add_arguments, args.argv)
-        requested = {k: v for k, v in flat_options(config).items() if k in given}
-    final = train(config, resume=args.resume, progress=not args.no_progress, requested=requested)
-    print(final)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main_for("train", add_arguments, run_command))
+    sys.exit(main())

@@ -16,8 +16,9 @@ Options travel in one namespaced `--metadata` key, "attnspan", because lm-eval h
 `custom_dataset` the user's `--metadata` merged with `--model_args` (`model_args | metadata`
 in `simple_evaluate`): top-level keys are the model's (`pretrained`, `max_length`, ...) and
 are left alone. The one model argument read is `pretrained`: a folder written by
-`attentionspan train` holds its prompt layout (`attentionspan_run.json`, section "prompt"),
-and its instruction is used unless "attnspan" sets one.
+`attentionspan train` holds its prompt layout (`attentionspan_run.json`, section "prompt",
+read with the harness's own reader, `harness.runs.read_run_file`), and its instruction is
+used unless "attnspan" sets one.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from attentionspan_datasets.metrics import (
 from attentionspan_datasets.splits import FEWSHOT, iter_split
 from attentionspan_datasets.tasks import TASKS
 
+# The harness's run-folder reader (its data layer: no torch, nothing of its commands).
+from harness.runs import RUN_CONFIG_FILE, read_run_file, section
+
 log = logging.getLogger(__name__)
 
 DEFAULT_SEED = generation.DEFAULT_SEED
@@ -49,7 +53,7 @@ TEST_SPLIT = "test"
 FEWSHOT_STREAM = FEWSHOT
 MAX_BINS = 10
 NAMESPACE = "attnspan"  # --metadata '{"attnspan": {...}}'
-RUN_FILE = "attentionspan_run.json"  # what `attentionspan train` saves beside a model
+RUN_FILE = RUN_CONFIG_FILE  # what `attentionspan train` saves beside a model
 
 # Options of the lm-eval tasks themselves; every other accepted key under "attnspan" is a
 # field of the task's config (`max_length`, `num_operands`, ...).
@@ -166,15 +170,19 @@ def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
     must be told (it does not say what it was given) is logged once."""
     if not isinstance(model, (str, Path)) or not str(model):
         return None
-    path = Path(model).expanduser() / RUN_FILE
-    if not path.is_file():
-        return None
+    from harness.data import PromptConfig
+
+    folder = Path(model).expanduser()
+    path = folder / RUN_FILE
     try:
-        prompt = json.loads(path.read_text(encoding="utf-8")).get("prompt") or {}
-        instruction = prompt.get("instruction") or ""
-        num_fewshot = int(prompt.get("num_fewshot") or 0)
-        chat = bool(prompt.get("chat"))
-    except (OSError, ValueError, AttributeError, TypeError) as error:
+        # The harness's reader: the file checked as `attentionspan eval` checks it.
+        info = read_run_file(folder)
+        if info is None:
+            return None
+        prompt = section(info, "prompt", PromptConfig, folder)
+        instruction = prompt.instruction or ""
+        num_fewshot, chat = int(prompt.num_fewshot), bool(prompt.chat)
+    except (OSError, ValueError, TypeError) as error:
         raise ValueError(f"{path}: cannot read the saved prompt layout ({error})") from None
     if not isinstance(instruction, str) or "\n" in instruction:
         raise ValueError(f"{path}: 'prompt.instruction' must be one line of text")

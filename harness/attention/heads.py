@@ -91,12 +91,12 @@ class HeadRanking:
     def save(self, path: str | Path) -> Path:
         import json
 
-        from harness.report.stages import write_text_atomic
+        from attentionspan_datasets.atomic import atomic_write_text
 
         path = Path(path)
         if path.is_dir() or not path.suffix:
             path = path / HEADS_FILE
-        write_text_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
     @classmethod

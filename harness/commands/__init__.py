@@ -1,1 +1,4 @@
-"""Harness commands that are more than a training or evaluation loop (attention, ...)."""
+"""One module per `attentionspan` command of the harness (train, eval, models, attention, heads,
+reproduce, baselines): its parser, built from the command's config dataclass and the shared
+options of `harness.options`, and the glue that runs it. The measurement they call returns
+data; `harness.report` writes it."""

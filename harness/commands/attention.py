@@ -20,18 +20,21 @@ import dataclasses
 import shlex
 import sys
 
-from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
-
-MODE_CHOICES = ("teacher_forced", "generate")
+from harness.options import (
+    add_model_arguments,
+    field_defaults,
+    main_for,
+    parser_words,
+    quiet_transformers,
+    resolve_instruction,
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "--model",
-        required=True,
-        help="a model folder (e.g. runs/rev/final), a fetched model name (smollm2-135m-instruct, "
-        "gemma3-270m) or a Hub name",
-    )
+    from harness.attention.analysis import AnalysisConfig
+
+    defaults = field_defaults(AnalysisConfig)
+    add_model_arguments(parser, "model", model={"required": True})
     parser.add_argument(
         "--configs",
         nargs="+",
@@ -39,28 +42,35 @@ def add_arguments(parser) -> None:
         metavar="CONFIG",
         help="presets to analyse (default: the model's training preset and its OOD twin)",
     )
-    parser.add_argument("-n", "--num", type=int, default=200, help="instances per config")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the data (default: 1234)")
+    parser.add_argument(
+        "-n", "--num", type=int, default=defaults["num"], help="instances per config"
+    )
+    add_model_arguments(parser, "seed", seed={"default": defaults["seed"]})
     parser.add_argument(
         "--split",
-        default="test",
+        default=defaults["split"],
         choices=("train", "validation", "test"),
-        help="split the instances come from (default: test)",
+        help="split the instances come from (default: %(default)s)",
     )
-    parser.add_argument("--batch-size", type=int, default=16)
+    add_model_arguments(parser, "batch_size", batch_size={"default": defaults["batch_size"]})
     parser.add_argument(
         "--modes",
         nargs="+",
-        default=list(MODE_CHOICES),
-        choices=MODE_CHOICES,
+        default=list(defaults["modes"]),
+        choices=defaults["modes"],
         help="teacher_forced (as the authors) and/or generate (free-running greedy answers)",
     )
     parser.add_argument(
         "--output", default=None, help="folder for attention.json, attention.md and the PNGs"
     )
-    parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
-    add_prompt_arguments(parser, saved_default=True)
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_model_arguments(
+        parser,
+        "mixed_precision",
+        "prompt",
+        "no_progress",
+        mixed_precision={"default": defaults["mixed_precision"]},
+        prompt={"saved_default": True},
+    )
 
 
 def add_parser(subparsers) -> None:
@@ -135,7 +145,8 @@ def run(args, config, prompt) -> dict:
     import torch
     from accelerate import Accelerator
 
-    from harness.attention.analysis import analyse_model, table2_rows, write_outputs
+    from harness.attention.analysis import analyse_model
+    from harness.report.attention_report import table2_rows, write_outputs
     from harness.runs import load_model_checked
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
@@ -175,21 +186,12 @@ def run(args, config, prompt) -> dict:
 
 
 def command_line(args, config) -> str:
-    """The command that reproduces this analysis (written into attention.md)."""
-    words = ["attentionspan", "attention", "--model", args.model, "--configs", *config.configs]
-    words += ["-n", str(config.num), "--seed", str(config.seed), "--split", config.split]
-    words += ["--batch-size", str(config.batch_size), "--modes", *config.modes]
-    for flag, value in (
-        ("--instruction", args.instruction),
-        ("--num-fewshot", args.num_fewshot),
-    ):
-        if value is not None:
-            words += [flag, str(value)]
-    if args.chat is not None:
-        words.append("--chat" if args.chat else "--no-chat")
-    if args.output:
-        words += ["--output", args.output]
-    return shlex.join(words)
+    """The command that reproduces this analysis (written into attention.md): the settings
+    as resolved (configs, seed), every one written out."""
+    values = {k: v for k, v in vars(args).items() if k not in ("no_progress", "argv")}
+    values |= {"configs": config.configs, "seed": config.seed, "modes": list(config.modes)}
+    always = ("model", "configs", "num", "seed", "split", "batch_size", "modes")
+    return shlex.join(["attentionspan", "attention", *parser_words(add_arguments, values, always)])
 
 
 if __name__ == "__main__":

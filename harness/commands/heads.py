@@ -12,32 +12,39 @@ from __future__ import annotations
 
 import sys
 
-from harness.options import main_for, quiet_transformers
+from attentionspan_datasets.generation import DEFAULT_SEED
+from harness.options import add_model_arguments, main_for, quiet_transformers
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", required=True, help="a trained model folder or a known name")
+    from harness.attention.heads import DEFAULT_NUM
+
+    add_model_arguments(
+        parser, "model", model={"required": True, "help": "a trained model folder or a known name"}
+    )
     parser.add_argument(
         "--config", default=None, help="ID preset to rank on (default: the model's training one)"
     )
-    parser.add_argument("-n", "--num", type=int, default=30, help="ID instances (paper: 30)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the data (default 1234)")
+    parser.add_argument(
+        "-n", "--num", type=int, default=DEFAULT_NUM, help="ID instances (paper: 30)"
+    )
+    add_model_arguments(parser, "seed", seed={"default": DEFAULT_SEED})
     parser.add_argument(
         "--split",
         default="validation",
         choices=("train", "validation", "test"),
-        help="(validation)",
+        help="(default: %(default)s)",
     )
     parser.add_argument(
         "--threshold", type=float, default=0.0, help="count only weights above this (0: all)"
     )
     parser.add_argument("--shift", type=int, default=0, help="rank by the weight at ref + shift")
-    parser.add_argument("--batch-size", type=int, default=16)
+    add_model_arguments(parser, "batch_size", batch_size={"default": 16})
     parser.add_argument("--top", type=int, default=10, help="heads to print")
     parser.add_argument(
         "--output", default=None, help="heads.json path (default: MODEL/heads.json)"
     )
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add_model_arguments(parser, "device", "no_progress", device={"default": "auto"})
 
 
 def add_parser(subparsers) -> None:
@@ -56,7 +63,6 @@ def run_command(args) -> int:
 
     import torch
 
-    from attentionspan_datasets.generation import DEFAULT_SEED
     from attentionspan_datasets.splits import iter_split
     from harness.attention.heads import HEADS_FILE, rank_heads
     from harness.data import PromptConfig
@@ -74,7 +80,7 @@ def run_command(args) -> int:
     config = args.config or (saved or {}).get("train", {}).get("config")
     if not config:
         raise ValueError("no --config given and the model has no saved training config")
-    seed = DEFAULT_SEED if args.seed is None else args.seed
+    seed = args.seed
     instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
     prompt = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
     model, tokenizer = load_model_checked(args.model)
@@ -95,7 +101,7 @@ def run_command(args) -> int:
             "seed": seed,
             "indices": [0, args.num],
         },
-        progress=True,
+        progress=not args.no_progress,
     )
     output = Path(args.output) if args.output else Path(args.model) / HEADS_FILE
     path = ranking.save(output)

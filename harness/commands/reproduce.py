@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import sys
 
-from harness.options import main_for, quiet_transformers
+from harness.options import (
+    add_config_arguments,
+    add_model_arguments,
+    config_values,
+    main_for,
+    quiet_transformers,
+)
 
 
 def _ood_pair(text: str) -> tuple[str, object]:
@@ -31,81 +37,11 @@ def _ood_pair(text: str) -> tuple[str, object]:
 
 
 def add_arguments(parser) -> None:
-    from harness.report.settings import DEVICES, QUICK_TASKS
+    """The options declared on `ReproduceConfig`'s fields, and --no-progress."""
+    from harness.report.settings import ReproduceConfig
 
-    parser.add_argument("--model", default=None, help="a trained model folder (or --quick)")
-    parser.add_argument(
-        "--config",
-        default="reversal",
-        help="the task: its presets <task>_id and <task>_ood are used (default: reversal)",
-    )
-    parser.add_argument("--output", default="runs/reproduce", help="folder of report.md")
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="train tiny scratch models for --tasks first, small sizes (CPU, ~15 min)",
-    )
-    parser.add_argument(
-        "--tasks",
-        nargs="+",
-        default=None,
-        metavar="TASK",
-        help=f"tasks of --quick (default: {' '.join(QUICK_TASKS)})",
-    )
-    parser.add_argument("--train-steps", type=int, default=None, help="--quick training steps")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the data (default 1234)")
-    sizes = parser.add_argument_group("sizes")
-    sizes.add_argument("--num-heads", type=int, default=None, help="ID instances to rank (30)")
-    sizes.add_argument(
-        "--num-validation", type=int, default=None, help="OOD validation instances (100)"
-    )
-    sizes.add_argument("--num-test", type=int, default=None, help="OOD and ID test instances (200)")
-    sizes.add_argument(
-        "--num-attention", type=int, default=None, help="instances per config for Table 2 (100)"
-    )
-    sizes.add_argument("--batch-size", type=int, default=None, help="batch size (32)")
-    sweep = parser.add_argument_group("sweep")
-    sweep.add_argument(
-        "--counts", type=int, nargs="+", default=None, help="head counts N (1 2 4 .. ~10%%)"
-    )
-    sweep.add_argument(
-        "--strengths", type=float, nargs="+", default=None, help="C values (0.3 0.5 1 1.5 2)"
-    )
-    sweep.add_argument(
-        "--mode", choices=("standard", "conditional"), default=None, help="intervention"
-    )
-    sweep.add_argument(
-        "--thresholds", type=float, nargs="+", default=None, help="conditional thresholds"
-    )
-    sweep.add_argument("--shift", type=int, default=None, help="rank and reinforce at ref+k")
-    sweep.add_argument(
-        "--head-threshold", type=float, default=None, help="ranking counts weights above this"
-    )
-    sweep.add_argument(
-        "--control-seeds", type=int, nargs="+", default=None, help="random-control seeds (0 1 2)"
-    )
-    sweep.add_argument(
-        "--metric", choices=("partial_acc", "exact_match"), default=None, help="chosen by"
-    )
-    sweep.add_argument(
-        "--id-guard",
-        type=float,
-        default=None,
-        metavar="DROP",
-        help="choose only settings whose ID validation exact match drops at most DROP",
-    )
-    sweep.add_argument(
-        "--ood",
-        action="append",
-        default=None,
-        metavar="KEY=VALUE",
-        help="override a parameter of the OOD preset (e.g. max_length=20); repeatable",
-    )
-    parser.add_argument("--device", choices=DEVICES, default="auto", help="auto: cuda if present")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch CPU threads (default: torch's; --quick: 1)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_config_arguments(parser, ReproduceConfig)
+    add_model_arguments(parser, "no_progress", no_progress={"help": "no progress bars"})
 
 
 def add_parser(subparsers) -> None:
@@ -124,41 +60,12 @@ def add_parser(subparsers) -> None:
 def config_from_args(args):
     from harness.report.settings import QUICK_SIZES, ReproduceConfig
 
-    values = {
-        "output": args.output,
-        "model": args.model,
-        "config": args.config,
-        "quick": args.quick,
-        "device": args.device,
-        "progress": not args.no_progress,
-    }
+    values = {"progress": not args.no_progress}
     if args.quick:
-        values.update(QUICK_SIZES)
-    for name in (
-        "tasks",
-        "train_steps",
-        "seed",
-        "num_heads",
-        "num_validation",
-        "num_test",
-        "num_attention",
-        "batch_size",
-        "counts",
-        "strengths",
-        "mode",
-        "thresholds",
-        "shift",
-        "head_threshold",
-        "control_seeds",
-        "metric",
-        "threads",
-        "id_guard",
-    ):
-        value = getattr(args, name)
-        if value is not None:
-            values[name] = value
-    if args.ood is not None:
-        values["ood"] = dict(_ood_pair(text) for text in args.ood)
+        values.update(QUICK_SIZES)  # options given explicitly win
+    values.update(config_values(args, ReproduceConfig))
+    if "ood" in values:
+        values["ood"] = dict(_ood_pair(text) for text in values["ood"])
     return ReproduceConfig(**values)
 
 

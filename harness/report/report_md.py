@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from attentionspan_datasets.atomic import atomic_write_text
 from harness.report.findings import findings_section
 from harness.stats import format_gain, mean_interval
 
@@ -33,49 +34,17 @@ PAPER = (
 
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
+    from harness.options import config_words
     from harness.report.settings import QUICK_SIZES, ReproduceConfig
 
     # Options equal to what the command fills in by itself are left out.
     default = ReproduceConfig(quick=True, **(QUICK_SIZES if cfg.quick else {}))
-    words = ["attentionspan", "reproduce"]
-    if cfg.model:
-        words += ["--model", cfg.model, "--config", cfg.config]
-    if cfg.quick:
-        words.append("--quick")
-        if not cfg.model and list(cfg.tasks) != list(default.tasks):
-            words += ["--tasks", *cfg.tasks]
-    words += ["--output", cfg.output]
-    for name, flag in (
-        ("train_steps", "--train-steps"),
-        ("seed", "--seed"),
-        ("num_heads", "--num-heads"),
-        ("num_validation", "--num-validation"),
-        ("num_test", "--num-test"),
-        ("num_attention", "--num-attention"),
-        ("batch_size", "--batch-size"),
-        ("mode", "--mode"),
-        ("shift", "--shift"),
-        ("head_threshold", "--head-threshold"),
-        ("metric", "--metric"),
-        ("device", "--device"),
-        ("threads", "--threads"),
-        ("id_guard", "--id-guard"),
-    ):
-        value = getattr(cfg, name)
-        if value != getattr(default, name) and not (name == "train_steps" and not cfg.quick):
-            words += [flag, str(value)]
-    for name, flag in (
-        ("counts", "--counts"),
-        ("strengths", "--strengths"),
-        ("thresholds", "--thresholds"),
-        ("control_seeds", "--control-seeds"),
-    ):
-        value = list(getattr(cfg, name))
-        if value and value != list(getattr(default, name)):
-            words += [flag, *map(str, value)]
-    for key, value in cfg.ood.items():
-        words += ["--ood", f"{key}={value}"]
-    return shlex.join(words)
+    skip = {"train_steps"} if not cfg.quick else set()
+    if cfg.model or not cfg.quick:
+        skip.add("tasks")  # --tasks counts with --quick alone
+    always = ("output", "quick", *(("config",) if cfg.model else ()))
+    words = config_words(cfg, default, always=always, skip=skip)
+    return shlex.join(["attentionspan", "reproduce", *words])
 
 
 def _n(value, digits: int = 3) -> str:
@@ -349,7 +318,7 @@ def figure2(task, folder: Path, command: str) -> list[str]:
 
 
 def attention_section(task, folder: Path, command: str) -> list[str]:
-    from harness.attention.analysis import table2_rows, write_outputs
+    from harness.report.attention_report import table2_rows, write_outputs
 
     attention = task["attention"]
     results = attention["results"]
@@ -418,8 +387,6 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
 
 # --- the document ---------------------------------------------------------------------------
 def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
-    from harness.report.stages import write_text_atomic
-
     command = command_for(cfg)
     lines = [
         "# Attend or Perish, reproduced: reference attention and reinforcement",
@@ -458,7 +425,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         lines += figure2(task, folder, command)
         saved = {k: v for k, v in task.items() if k not in ("attention",)}
         saved["sweep"] = {k: v for k, v in task["sweep"].items() if k != "records"}
-        write_text_atomic(folder / "results.json", json.dumps(saved, indent=1) + "\n")
+        atomic_write_text(folder / "results.json", json.dumps(saved, indent=1) + "\n")
     path = out / "report.md"
-    write_text_atomic(path, "\n".join(lines))
+    atomic_write_text(path, "\n".join(lines))
     return path

@@ -15,6 +15,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
+from harness.options import cli
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
 DEVICES = ("auto", "cpu", "cuda")
@@ -43,30 +44,88 @@ REPORT_FILE = "report.md"
 class ReproduceConfig:
     """Options of one reproduce run (saved as OUT/settings.json)."""
 
-    output: str = "runs/reproduce"
-    model: str | None = None  # a trained model folder; None with `quick`
-    config: str = "reversal"  # the task: <task>_id and <task>_ood are its presets
-    quick: bool = False
-    tasks: list[str] = field(default_factory=lambda: list(QUICK_TASKS))  # with `quick`
-    train_steps: int = 600  # with `quick`: optimizer steps per task (batch 32, lr 2e-3)
-    seed: int = DEFAULT_SEED
-    num_heads: int = 30  # ID instances for the head ranking (paper: 30)
-    num_validation: int = 100  # OOD validation instances (the sweep chooses there)
-    num_test: int = 200  # OOD and ID test instances (reported)
-    num_attention: int = 100  # instances per config for the Table 2 analysis
-    batch_size: int = 32
-    counts: list[int] = field(default_factory=list)  # head counts N; empty: 1, 2, 4.. ~10%
-    strengths: list[float] = field(default_factory=lambda: list(DEFAULT_STRENGTHS))
-    mode: str = "standard"  # or "conditional" (then `thresholds` are swept too)
-    thresholds: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.1])
-    shift: int = 0  # rank and reinforce at ref + shift
-    head_threshold: float = 0.0  # ranking counts only weights above this
-    control_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    metric: str = "partial_acc"  # what the sweep maximises on validation
-    id_guard: float | None = None  # choose only settings within this of ID validation exact
-    ood: dict[str, Any] = field(default_factory=dict)  # parameter overrides of the OOD preset
-    device: str = "auto"
-    threads: int = 0  # torch CPU threads; 0: torch's default
+    # Each option is declared here once: `attentionspan reproduce`'s parser, the config it
+    # builds and the command line report.md prints all come from these fields' metadata.
+    model: str | None = field(  # None with `quick`
+        default=None, metadata=cli("a trained model folder (or --quick)", shared="model")
+    )
+    config: str = field(  # the task: <task>_id and <task>_ood are its presets
+        default="reversal",
+        metadata=cli("the task: its presets <task>_id and <task>_ood are used"),
+    )
+    quick: bool = field(
+        default=False,
+        metadata=cli("train tiny scratch models for --tasks first, small sizes (CPU, ~15 min)"),
+    )
+    tasks: list[str] = field(
+        default_factory=lambda: list(QUICK_TASKS), metadata=cli("tasks of --quick", metavar="TASK")
+    )
+    output: str = field(default="runs/reproduce", metadata=cli("folder of report.md"))
+    train_steps: int = field(  # optimizer steps per task (batch 32, lr 2e-3)
+        default=600, metadata=cli("--quick training steps")
+    )
+    seed: int = field(default=DEFAULT_SEED, metadata=cli("seed of the data", shared="seed"))
+    num_heads: int = field(  # the paper: 30
+        default=30, metadata=cli("ID instances to rank", group="sizes")
+    )
+    num_validation: int = field(  # the sweep chooses there
+        default=100, metadata=cli("OOD validation instances", group="sizes")
+    )
+    num_test: int = field(  # reported
+        default=200, metadata=cli("OOD and ID test instances", group="sizes")
+    )
+    num_attention: int = field(
+        default=100, metadata=cli("instances per config for Table 2", group="sizes")
+    )
+    batch_size: int = field(
+        default=32, metadata=cli("batch size", shared="batch_size", group="sizes")
+    )
+    counts: list[int] = field(  # empty: 1, 2, 4 .. ~10% of the heads
+        default_factory=list,
+        metadata=cli("head counts N", group="sweep", shown="1 2 4 .. ~10% of the heads"),
+    )
+    strengths: list[float] = field(
+        default_factory=lambda: list(DEFAULT_STRENGTHS), metadata=cli("C values", group="sweep")
+    )
+    mode: str = field(  # "conditional" sweeps `thresholds` too
+        default="standard",
+        metadata=cli("intervention", group="sweep", choices=("standard", "conditional")),
+    )
+    thresholds: list[float] = field(
+        default_factory=lambda: [0.01, 0.05, 0.1],
+        metadata=cli("conditional thresholds", group="sweep"),
+    )
+    shift: int = field(default=0, metadata=cli("rank and reinforce at ref+k", group="sweep"))
+    head_threshold: float = field(
+        default=0.0, metadata=cli("ranking counts weights above this", group="sweep")
+    )
+    control_seeds: list[int] = field(
+        default_factory=lambda: [0, 1, 2], metadata=cli("random-control seeds", group="sweep")
+    )
+    metric: str = field(  # what the sweep maximises on validation
+        default="partial_acc", metadata=cli("chosen by", group="sweep", choices=SELECT_METRICS)
+    )
+    id_guard: float | None = field(
+        default=None,
+        metadata=cli(
+            "choose only settings whose ID validation exact match drops at most DROP",
+            group="sweep",
+            metavar="DROP",
+        ),
+    )
+    ood: dict[str, Any] = field(  # parameter overrides of the OOD preset
+        default_factory=dict,
+        metadata=cli(
+            "override a parameter of the OOD preset (e.g. max_length=20); repeatable",
+            group="sweep",
+            metavar="KEY=VALUE",
+        ),
+    )
+    device: str = field(default="auto", metadata=cli("auto: cuda if present", shared="device"))
+    threads: int = field(
+        default=0,
+        metadata=cli("torch CPU threads", shared="threads", shown="torch's; --quick: 1"),
+    )
     progress: bool = True
 
     def __post_init__(self) -> None:

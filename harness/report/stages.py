@@ -11,38 +11,18 @@ without a file, and a stage whose settings changed is computed again.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from attentionspan_datasets.atomic import atomic_write_text
+
 STAGE_DIR = "stages"
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half."""
-    try:
-        from attentionspan_datasets.atomic import atomic_write_text
-    except ImportError:  # the shared helper is not there yet: the same thing by hand
-        atomic_write_text = None
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if atomic_write_text is not None:
-        atomic_write_text(path, text)
-        return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json_atomic(path: Path, value: Any) -> None:
-    write_text_atomic(path, json.dumps(value, indent=1, default=_jsonable) + "\n")
+    """JSON via a temporary file in the same folder and a rename: readers never see half."""
+    atomic_write_text(path, json.dumps(value, indent=1, default=_jsonable) + "\n")
 
 
 def _jsonable(value: Any) -> Any:

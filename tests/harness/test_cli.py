@@ -197,6 +197,24 @@ def test_python_m_harness_train_gives_the_same_one_line_error(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    "module", ["harness.commands.eval", "harness.evaluate", "harness.commands.heads"]
+)
+def test_python_m_a_command_module_gives_the_one_line_error(module, tmp_path):
+    """The command modules run alone (as `accelerate launch -m` runs them), and the older
+    `-m harness.evaluate` still reaches the command."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--model", str(tmp_path / "missing")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    command = "heads" if module.endswith("heads") else "eval"
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"attentionspan {command}: error: model directory")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 @pytest.fixture(scope="module")
 def interrupted_run(tmp_path_factory):
     """A run folder with a checkpoint at step 2 of 4 (killed there, as by kill -9)."""

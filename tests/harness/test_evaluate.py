@@ -17,11 +17,10 @@ from harness.data import PromptConfig
 from harness.evaluate import (
     EvalConfig,
     evaluate_model,
-    markdown_table,
     score_instances,
     summarise,
-    write_reports,
 )
+from harness.report.eval_report import markdown_table, write_reports
 from harness.tokenization import CharTokenizer
 from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES
 
@@ -185,7 +184,7 @@ def test_eval_config_is_validated():
 
 @pytest.mark.slow
 def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
-    from harness.evaluate import run
+    from harness.commands.eval import run
 
     model = str(tiny_model_dirs["llama"])
     configs = ["reversal_id", "reversal_ood"]

@@ -1,8 +1,10 @@
-"""Every import points down a layer: no cycles among the project's modules, and nothing in
-attentionspan_datasets imports (or names for importlib) harness or lm_eval_tasks.
+"""Every import points down a layer: no cycles among the project's modules, each harness
+module in its layer of LAYERS importing only its own layer and those below, lm_eval_tasks
+beside the harness (it may use the harness's data layer, the harness never imports it), and
+nothing in attentionspan_datasets imports (or names for importlib) harness or lm_eval_tasks.
 
 A static scan of the source (every `import` statement, also those inside functions), so a
-cycle that only bites when a command runs is caught too.
+cycle or an arrow up that only bites when a command runs is caught too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,49 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("attentionspan_datasets", "harness", "lm_eval_tasks")
 UPPER = ("harness", "lm_eval_tasks")  # what the data layer must never reach
+# The layers, top first (docs: /DESIGN.md "The analysis layer"). A module belongs to the
+# layer of the longest prefix listed; it may import its own layer and the layers below.
+LAYERS = (
+    ("cli", ("harness.cli",)),
+    # one module per console command: parsers and the glue that runs a command
+    ("commands", ("harness.commands",)),
+    # everything that writes Markdown, PNG or JSON for people (and the reproduce pipeline)
+    ("report", ("harness.report",)),
+    # returns data, writes no report
+    (
+        "measurement",
+        ("harness.attention", "harness.evaluate", "harness.train", "harness.baselines"),
+    ),
+    # one model pass: batching, collation, generation, teacher forcing, capture
+    (
+        "engine",
+        (
+            "harness.inference",
+            "harness.scoring",
+            "harness.attention.capture",
+            "harness.attention.positions",
+        ),
+    ),
+    # instances, tokens, run folders, model files; and leaves that import nothing of the
+    # harness (statistics, score arithmetic, option parsing helpers)
+    (
+        "data",
+        (
+            "harness",
+            "harness.data",
+            "harness.tokenization",
+            "harness.runs",
+            "harness.models",
+            "harness.options",
+            "harness.stats",
+            "harness.attention.scores",
+        ),
+    ),
+    ("datasets", ("attentionspan_datasets",)),
+)
+# lm_eval_tasks sits beside the harness: it may import these layers of it, and no harness
+# module imports it.
+LM_EVAL_MAY_USE = ("data", "datasets")
 
 
 def project_modules() -> dict[str, Path]:
@@ -27,8 +72,19 @@ def project_modules() -> dict[str, Path]:
     return modules
 
 
+def _is_main_block(test) -> bool:
+    """`if __name__ == "__main__":`"""
+    return (
+        isinstance(test, ast.Compare)
+        and getattr(test.left, "id", None) == "__name__"
+        and any(getattr(c, "value", None) == "__main__" for c in test.comparators)
+    )
+
+
 def runtime_nodes(tree: ast.AST):
-    """Every node, except those under `if TYPE_CHECKING:` (never imported at run time)."""
+    """Every node, except those under `if TYPE_CHECKING:` (never imported at run time) and
+    under `if __name__ == "__main__":` (`python -m harness.train`: there the module is the
+    program, the top of the stack, and nothing imports it)."""
     todo = [tree]
     while todo:
         node = todo.pop()
@@ -36,7 +92,7 @@ def runtime_nodes(tree: ast.AST):
         for child in ast.iter_child_nodes(node):
             test = child.test if isinstance(child, ast.If) else None
             name = getattr(test, "id", None) or getattr(test, "attr", None)
-            if name == "TYPE_CHECKING":
+            if name == "TYPE_CHECKING" or _is_main_block(test):
                 todo.extend(child.orelse)
                 continue
             todo.append(child)
@@ -140,3 +196,63 @@ def test_the_data_layer_names_no_upper_module_for_importlib():
                 if pattern.match(node.value):
                     found.append(f"{name}: {node.value!r}")
     assert not found
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of the longest prefix of `module` in LAYERS; None when none matches."""
+    best, found = -1, None
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), layer
+    return found
+
+
+RANK = {layer: rank for rank, (layer, _) in enumerate(LAYERS)}
+
+
+def arrows_up(edges: dict[str, set[str]]) -> list[str]:
+    """`a (layer) -> b (layer)` for every import of a module in a higher layer, a harness
+    import of lm_eval_tasks, and an lm_eval_tasks import outside LM_EVAL_MAY_USE."""
+    found = []
+    for source, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            if source.startswith("lm_eval_tasks") or target.startswith("lm_eval_tasks"):
+                if source.startswith("lm_eval_tasks") == target.startswith("lm_eval_tasks"):
+                    continue  # within lm_eval_tasks
+                bad = source.startswith("harness") or layer_of(target) not in LM_EVAL_MAY_USE
+            else:
+                bad = RANK[layer_of(target)] < RANK[layer_of(source)]
+            if bad:
+                found.append(f"{source} ({layer_of(source)}) -> {target} ({layer_of(target)})")
+    return found
+
+
+def test_every_harness_module_has_a_layer():
+    missing = [
+        name for name in project_modules() if name.startswith("harness") and not layer_of(name)
+    ]
+    assert not missing, f"add these modules to LAYERS: {missing}"
+
+
+def test_the_layer_check_sees_an_arrow_up():
+    assert layer_of("harness.attention.capture") == "engine"
+    assert layer_of("harness.attention.heads") == "measurement"
+    assert layer_of("harness.report.plots") == "report"
+    edges = {
+        "harness.attention.heads": {"harness.report.stages", "harness.data"},
+        "harness.commands.eval": {"harness.evaluate"},
+        "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate"},
+        "harness.data": {"lm_eval_tasks.dataset"},
+    }
+    assert arrows_up(edges) == [
+        "harness.attention.heads (measurement) -> harness.report.stages (report)",
+        "harness.data (data) -> lm_eval_tasks.dataset (None)",
+        "lm_eval_tasks.dataset (None) -> harness.evaluate (measurement)",
+    ]
+    main_only = ast.parse('if __name__ == "__main__":\n    import harness.cli\n')
+    assert not [n for n in runtime_nodes(main_only) if isinstance(n, ast.Import)]
+
+
+def test_every_import_points_down_a_layer():
+    assert arrows_up(graph()) == []

@@ -133,7 +133,8 @@ def test_train_from_a_dataset_with_a_prompt(tmp_path):
     from datasets import Dataset
 
     from attentionspan_datasets import iter_instances
-    from harness.evaluate import EvalConfig, run
+    from harness.commands.eval import run
+    from harness.evaluate import EvalConfig
 
     rows = [
         {**x.to_dict(), "params": json.dumps(x.params)}

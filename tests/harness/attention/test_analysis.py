@@ -172,7 +172,9 @@ def test_analyse_model_and_reports(llama, attn_tokenizer, tmp_path):
         "seed": 1234,
         "prompt": "no instruction",
     }
-    written = analysis.write_outputs(tmp_path, meta, results, plots_data)
+    from harness.report.attention_report import write_outputs
+
+    written = write_outputs(tmp_path, meta, results, plots_data)
     names = {p.name for p in written}
     assert {"attention.json", "attention.md", "heads.png", "scores.png"} <= names
     assert "position-reversal_ood.png" in names

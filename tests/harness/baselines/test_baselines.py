@@ -246,7 +246,7 @@ def test_harness_generator_source_reads_retrieval_presets():
 def test_paper_flag_sets_the_appendix_recipe_and_defaults_are_the_measured_cpu_recipe():
     import argparse
 
-    from harness.baselines.command import add_arguments, settings_of
+    from harness.commands.baselines import add_arguments, settings_of
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

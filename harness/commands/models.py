@@ -1,7 +1,9 @@
 """`attentionspan models`: fetch or list the known pretrained models.
 
-attentionspan models fetch smollm2-135m-instruct    # prints the converted folder
-attentionspan models list
+    attentionspan models fetch smollm2-135m-instruct    # prints the converted folder
+    attentionspan models list
+
+The table and the download are `harness.models`'.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ command keeps what it finished and a rerun with the same settings skips it) hold
 (accuracy, best epoch, validation curve, decoder attention on the reference vectors,
 seconds) and a summary per model: mean and sample standard deviation of test accuracy over
 seeds. `--authors-test` scores every model on the authors' released test file as well
-(authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by `--authors-vocab`):
+(harness/baselines/authors_data.py; q_vocab.txt for T3-T7 is found beside it or given by
+`--authors-vocab`):
 `authors_test_accuracy` per run and its mean and s.d. in the summary. `--authors-data`
 replaces our three splits by their released folder (training.tsv or training.tar.gz,
 valid.tsv, test.tsv), kept in their own features and mapping (nothing to relabel: no
@@ -37,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.options import UsageError, main_for
+from harness.options import UsageError, add_model_arguments, main_for
 
 KINDS = ("t-pos-att", "t+pos-att", "t-pos+att", "t+pos+att", "lstm", "lstm+att")
 TASK_NAMES = {f"t{k}": f"t{k}" for k in range(1, 8)}
@@ -93,7 +94,7 @@ def add_arguments(parser) -> None:
         "instances, 100 epochs, batch 10, learning rate 1e-4",
     )
     parser.add_argument("--data-seed", type=int, default=1234, help="seed of the generated data")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    add_model_arguments(parser, "threads", threads={"default": 1})
     parser.add_argument(
         "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."
     )
@@ -120,10 +121,13 @@ def add_arguments(parser) -> None:
         "folder Task_N/<n>len/ with training.tsv (or training.tar.gz), valid.tsv and "
         "test.tsv (--num-train, --num-validation, --num-test and --data-seed do not apply)",
     )
-    parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar: one line per epoch on stderr instead (for the log of a long run)",
+    add_model_arguments(
+        parser,
+        "no_progress",
+        no_progress={
+            "help": "no progress bar: one line per epoch on stderr instead (for the log of a "
+            "long run)"
+        },
     )
 
 

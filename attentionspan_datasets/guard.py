@@ -1,0 +1,57 @@
+"""How every `attentionspan` command runs: a user's mistake is one line, not a traceback.
+
+    from attentionspan_datasets.guard import UsageError, run_guarded
+    sys.exit(run_guarded("generate", args.func, args))
+
+A user's mistake (`ValueError`, `UsageError`, `FileNotFoundError`, `FileExistsError`) prints
+`attentionspan COMMAND: error: ...` on one line and returns status 2; a closed pipe
+(`attentionspan generate ... | head`) is quiet, status 0; Ctrl-C is one line, status 130.
+`ATTENTIONSPAN_TRACEBACK=1` shows the traceback instead. The data commands
+(`python -m attentionspan_datasets`) and the harness's (`harness.options`, `harness.cli`)
+share this one copy; it lives here because the data layer imports nothing above it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+PROG = "attentionspan"
+
+
+class UsageError(Exception):
+    """A problem with the user's input that is not a bad value of a library call."""
+
+
+# Exceptions that mean "the input is wrong", printed as one line.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    UsageError,
+    FileNotFoundError,
+    FileExistsError,
+)
+
+
+def run_guarded(
+    command: str, func: Callable[[argparse.Namespace], int | None], args, prog: str = PROG
+) -> int:
+    """Run `func(args)` as `prog command`: its status, 2 for a user's mistake (one line on
+    stderr), 0 for a closed pipe, 130 for Ctrl-C."""
+    try:
+        return func(args) or 0
+    except USER_ERRORS as error:
+        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+            raise
+        text = " ".join(str(error).split("\n")) or type(error).__name__
+        print(f"{prog} {command}: error: {text}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # `attentionspan generate ... | head`: the reader is gone, which is not an error.
+        # Point stdout at devnull so the interpreter's final flush does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"{prog} {command}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,168 @@
+"""`attentionspan eval`: exact match, partial and teacher-forced accuracy on ID/OOD presets.
+
+    attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
+    accelerate launch --multi_gpu --num_processes 2 -m harness.commands.eval --model ...
+
+The measurement is `harness.evaluate` (`evaluate_model`); the files (`results.json`,
+`results.md`, `predictions-<config>.jsonl` in --output) are `harness.report.eval_report`'s.
+`python -m harness.evaluate` and `accelerate launch -m harness.evaluate` still run this.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.options import (
+    add_model_arguments,
+    field_defaults,
+    main_for,
+    quiet_transformers,
+    resolve_instruction,
+)
+
+
+def add_arguments(parser) -> None:
+    from harness.evaluate import EvalConfig
+
+    defaults = field_defaults(EvalConfig)
+    add_model_arguments(parser, "model", model={"required": True})
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        default=[],
+        metavar="CONFIG",
+        help="presets to evaluate (default: the training preset and its OOD twin)",
+    )
+    parser.add_argument(
+        "-n", "--num", type=int, default=defaults["num"], help="instances per config"
+    )
+    parser.add_argument(
+        "--output", default=None, help="folder for results.json, results.md and predictions-*.jsonl"
+    )
+    add_model_arguments(
+        parser,
+        "seed",
+        "batch_size",
+        "mixed_precision",
+        "no_progress",
+        "prompt",
+        seed={"default": defaults["seed"], "help": "seed of the test split"},
+        batch_size={"default": defaults["batch_size"]},
+        mixed_precision={"default": defaults["mixed_precision"]},
+        prompt={"saved_default": True},
+    )
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "eval",
+        help="exact match, partial and teacher-forced accuracy on ID/OOD presets",
+        description="Evaluate a model with batched greedy generation and teacher forcing. "
+        "Also: accelerate launch -m harness.commands.eval ...",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run_command)
+
+
+def run_command(args) -> int:
+    from harness.data import PromptConfig
+    from harness.evaluate import EvalConfig, default_configs, saved_run_config
+    from harness.runs import section
+
+    quiet_transformers()
+    prompt = None
+    if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
+        saved = saved_run_config(args.model)
+        base = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+        configs = args.configs or default_configs(saved)
+        prompt = dataclasses.replace(
+            base,
+            **{
+                k: v
+                for k, v in (
+                    ("instruction", resolve_instruction(args.instruction, configs)),
+                    ("num_fewshot", args.num_fewshot),
+                    ("chat", args.chat),
+                )
+                if v is not None
+            },
+        )
+    config = EvalConfig(
+        model=args.model,
+        configs=args.configs,
+        num=args.num,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        output=args.output,
+        mixed_precision=args.mixed_precision,
+        prompt=prompt,
+    )
+    run(config, progress=not args.no_progress)
+    return 0
+
+
+def run(config, progress: bool = True) -> dict[str, Any]:
+    """Load the model, evaluate every config, write the reports (main process only)."""
+    import time
+
+    import torch
+    from accelerate import Accelerator
+
+    from harness.data import GeneratorSource, PromptConfig
+    from harness.evaluate import default_configs, evaluate_model, saved_run_config
+    from harness.models import resolve_model
+    from harness.report.eval_report import markdown_table, write_reports
+    from harness.runs import load_model_checked, section
+
+    resolve_model(config.model)  # a missing folder is named before anything else
+    run_config = saved_run_config(config.model)
+    if config.prompt is None:
+        config.prompt = (
+            section(run_config, "prompt", PromptConfig, config.model)
+            if run_config
+            else PromptConfig()
+        )
+    if not config.configs:
+        config.configs = default_configs(run_config)
+        if not config.configs:
+            raise ValueError("no --configs given and the model has no saved training config")
+    for name in config.configs:
+        GeneratorSource(name)  # unknown preset: one line, before loading the model
+    accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
+    model, tokenizer = load_model_checked(config.model)
+    model.to(accelerator.device)
+    start = time.perf_counter()
+    results, records = evaluate_model(
+        model,
+        tokenizer,
+        config.configs,
+        config.num,
+        config.seed,
+        config.split,
+        config.batch_size,
+        config.prompt,
+        config.mixed_precision,
+        accelerator,
+        progress=progress,
+    )
+    elapsed = time.perf_counter() - start
+    if accelerator.is_main_process:
+        if config.output:
+            write_reports(Path(config.output), config, results, records, elapsed)
+        print(markdown_table(results), end="")
+        print(
+            f"({sum(r['count'] for r in results.values())} instances in {elapsed:.1f} s on "
+            f"{accelerator.num_processes} process(es))"
+        )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    return main_for("eval", add_arguments, run_command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""`attention.md`, `attention.json` and the figures of `attentionspan attention` (and of the
+attention section of `attentionspan reproduce`), from what `harness.attention.analysis`
+measured: the measurement returns data, this module writes it for people.
+
+    from harness.report.attention_report import table2_rows, write_outputs
+    results, plots_data = analyse_model(model, tokenizer, AnalysisConfig(configs=[...]))
+    written = write_outputs("OUT", meta, results, plots_data)   # the paths it wrote
+    print("\n".join(table2_rows("my-model", results)))           # the paper's Table 2 layout
+
+`meta` names the model (`model`, `model_name`), the command, the instances, split, seed and
+prompt; it is saved as the `settings` of attention.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The two passes in the order the tables show them, with the names people read.
+MODE_TITLES = {"teacher_forced": "teacher-forced", "generate": "free-running"}
+
+
+def _number(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and (abs(value) < 1e-3 and value != 0):
+        return f"{value:.1e}"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
+    """Markdown rows in the paper's Table 2 layout, one per (config, pass)."""
+    lines = [
+        "| model | config | pass | token acc | exact match | attn score (correct) | n | "
+        "attn score (error) | n | Welch t | p | Hedges g |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, result in results.items():
+        for mode in MODE_TITLES:
+            block = result if mode == "teacher_forced" else result.get("generate")
+            if block is None or "rollout" not in block:
+                continue
+            r = block["rollout"]
+            lines.append(
+                f"| {model_name} | {name} | {MODE_TITLES[mode]} | "
+                f"{_number(block['token_accuracy'], 3)} | {_number(block.get('exact_match'), 3)} | "
+                f"{_number(r['correct']['mean'])} | {r['correct']['n']} | "
+                f"{_number(r['error']['mean'])} | {r['error']['n']} | "
+                f"{_number(r['welch_t'], 2)} | {_number(r['welch_p'], 3)} | "
+                f"{_number(r['hedges_g'], 2)} |"
+            )
+    return lines
+
+
+def markdown_report(meta: dict[str, Any], results: dict[str, Any], figures: list[str]) -> str:
+    """attention.md: the Table 2 analogue, per-length tables, the top heads, the figures."""
+    lines = [
+        "# Attention on reference tokens",
+        "",
+        f"Model: `{meta['model']}`; {meta['instances']} instances per config from the "
+        f"`{meta['split']}` split (seed {meta['seed']}); prompt: {meta['prompt']}.",
+        "",
+        "```bash",
+        meta["command"],
+        "```",
+        "",
+        "Attn score: the share of a target token's attention rollout on its reference "
+        "positions, over the task-text columns (paper v2 Appendix C; instruction, few-shot and "
+        "template columns left out), mean over tokens; correct versus wrong tokens with "
+        "Welch's t-test. Teacher-forced: the true prefix is given (as the authors); "
+        "free-running: the tokens of the greedy answer. The paper's Table 2 has "
+        "Llama-3.2-1B on string reversal at 0.0455 (correct) versus 0.0236 (error).",
+        "",
+        *table2_rows(meta["model_name"], results),
+        "",
+    ]
+    for name, result in results.items():
+        lines += [
+            f"## {name}, teacher-forced, by length",
+            "",
+            "| length | tokens | token acc | attn (correct) | n | attn (error) | n | p |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for length, block in result.get("by_length", {}).items():
+            r = block["rollout"]
+            lines.append(
+                f"| {length} | {block['tokens']} | {_number(block['token_accuracy'], 3)} | "
+                f"{_number(r['correct']['mean'])} | {r['correct']['n']} | "
+                f"{_number(r['error']['mean'])} | {r['error']['n']} | "
+                f"{_number(r['welch_p'], 3)} |"
+            )
+        heads = result.get("heads")
+        if heads:
+            flat = [
+                (v, layer, head)
+                for layer, row in enumerate(heads)
+                for head, v in enumerate(row)
+                if v is not None
+            ]
+            top = ", ".join(f"L{ly}H{hd} {v:.3f}" for v, ly, hd in sorted(flat, reverse=True)[:8])
+            lines += ["", f"Heads with the highest mean share on the reference: {top}.", ""]
+    if figures:
+        lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figures] + [""]
+    return "\n".join(lines)
+
+
+def write_outputs(
+    out_dir, meta: dict[str, Any], results: dict[str, Any], plots_data: dict[str, Any]
+) -> list:
+    """attention.json, attention.md and the PNGs in `out_dir`; returns the written paths."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from attentionspan_datasets.atomic import atomic_write_text
+    from harness.report import plots
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in plots_data.items():
+        for kind, case in data["figures"].items():
+            title = (
+                f"{name} #{case['index']} ({kind}, teacher-forced): {case['prompt']} -> "
+                f"{case['target']}"
+            )
+            written.append(
+                plots.rollout_map(
+                    case["matrix"],
+                    out / f"rollout-{name}-{kind}.png",
+                    mask=case["mask"],
+                    keys=case["keys"],
+                    queries=case["queries"],
+                    title=title if len(title) < 110 else title[:107] + "...",
+                    wrong_rows=case["wrong_rows"],
+                    label="rollout, share of the row's task-text mass",
+                )
+            )
+    for mode, suffix in (("teacher_forced", ""), ("generate", "-generate")):
+        blocks = {
+            name: (r if mode == "teacher_forced" else r.get("generate"))
+            for name, r in results.items()
+        }
+        blocks = {k: v for k, v in blocks.items() if v and v.get("heads")}
+        if not blocks:
+            continue
+        panels = {k: np.array(v["heads"], dtype=float) for k, v in blocks.items()}
+        written.append(
+            plots.head_heatmap(
+                panels,
+                out / f"heads{suffix}.png",
+                title=f"mean share of each head's attention on the reference ({MODE_TITLES[mode]})",
+            )
+        )
+        distributions = {
+            name: {
+                "correct": [s for _, s, ok in plots_data[name]["tokens"][mode] if ok],
+                "wrong": [s for _, s, ok in plots_data[name]["tokens"][mode] if not ok],
+            }
+            for name in blocks
+        }
+        if any(len(v) for d in distributions.values() for v in d.values()):
+            written.append(
+                plots.score_distribution(
+                    distributions,
+                    out / f"scores{suffix}.png",
+                    title=f"rollout share on reference tokens ({MODE_TITLES[mode]})",
+                )
+            )
+    for name, data in plots_data.items():
+        series = {}
+        for mode in data["tokens"]:
+            tokens = data["tokens"][mode]
+            for label, ok in (("correct", True), ("wrong", False)):
+                chosen = [(p, s) for p, s, c in tokens if c == ok]
+                if chosen:
+                    key = label if len(data["tokens"]) == 1 else f"{label}, {MODE_TITLES[mode]}"
+                    series[key] = ([p for p, _ in chosen], [s for _, s in chosen])
+        if series:
+            written.append(
+                plots.score_by_position(
+                    series, out / f"position-{name}.png", title=f"{name}: score by target position"
+                )
+            )
+    names = [p.name for p in written]
+    document = {"model": meta["model"], "settings": meta, "configs": results, "figures": names}
+    atomic_write_text(out / "attention.json", json.dumps(document, indent=2) + "\n")
+    atomic_write_text(out / "attention.md", markdown_report(meta, results, names))
+    return [*written, out / "attention.json", out / "attention.md"]

@@ -1,0 +1,99 @@
+"""harness.report.attention_report: Table 2 rows, attention.md and attention.json from
+results written by hand (every number in a row is the one given, formatted)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.report.attention_report import (
+    _number,
+    markdown_report,
+    table2_rows,
+    write_outputs,
+)
+
+
+def rollout(correct, n_correct, error, n_error, t, p, g):
+    return {
+        "correct": {"mean": correct, "n": n_correct},
+        "error": {"mean": error, "n": n_error},
+        "welch_t": t,
+        "welch_p": p,
+        "hedges_g": g,
+    }
+
+
+RESULTS = {
+    "reversal_ood": {
+        "instances": 4,
+        "token_accuracy": 0.5,
+        "rollout": rollout(0.0455, 10, 0.0236, 12, 3.14159, 0.0001234, 0.5),
+        "heads": [[0.1, 0.4], [None, 0.3]],
+        "by_length": {
+            "12": {
+                "tokens": 22,
+                "token_accuracy": 0.5,
+                "rollout": rollout(0.0455, 10, 0.0236, 12, 3.1, 0.02, 0.5),
+            }
+        },
+        "generate": {
+            "token_accuracy": 0.25,
+            "exact_match": 0.0,
+            "rollout": rollout(0.05, 5, None, 0, None, None, None),
+            "heads": [[0.2, 0.2], [0.2, 0.2]],
+        },
+    }
+}
+META = {
+    "model": "runs/rev/final",
+    "model_name": "rev",
+    "command": "attentionspan attention --model runs/rev/final",
+    "instances": 4,
+    "split": "test",
+    "seed": 1234,
+    "prompt": "no instruction",
+}
+
+
+def test_numbers():
+    assert [_number(None), _number(0.0001234), _number(0.0), _number(0.5, 3), _number(7)] == [
+        "-",
+        "1.2e-04",
+        "0.0000",
+        "0.500",
+        "7",
+    ]
+
+
+def test_table2_rows():
+    assert table2_rows("rev", RESULTS)[2:] == [
+        "| rev | reversal_ood | teacher-forced | 0.500 | - | 0.0455 | 10 | 0.0236 | 12 | 3.14 "
+        "| 1.2e-04 | 0.50 |",
+        "| rev | reversal_ood | free-running | 0.250 | 0.000 | 0.0500 | 5 | - | 0 | - | - | - |",
+    ]
+
+
+def test_markdown_report_lists_lengths_top_heads_and_figures():
+    text = markdown_report(META, RESULTS, ["heads.png"])
+    assert "| 12 | 22 | 0.500 | 0.0455 | 10 | 0.0236 | 12 | 0.020 |" in text
+    assert "highest mean share on the reference: L0H1 0.400, L1H1 0.300, L0H0 0.100." in text
+    assert "![heads.png](heads.png)" in text and META["command"] in text
+
+
+def test_write_outputs(tmp_path):
+    plots_data = {
+        "reversal_ood": {
+            "figures": {},
+            "tokens": {"teacher_forced": [(0, 0.1, True), (1, 0.05, False)], "generate": []},
+        }
+    }
+    written = write_outputs(tmp_path, META, RESULTS, plots_data)
+    names = [p.name for p in written]
+    assert names[-2:] == ["attention.json", "attention.md"]
+    assert {"heads.png", "heads-generate.png", "scores.png", "position-reversal_ood.png"} <= set(
+        names
+    )
+    document = json.loads((tmp_path / "attention.json").read_text())
+    assert document["configs"] == RESULTS and document["settings"] == META
+    assert document["figures"] == names[:-2]
+    assert (tmp_path / "attention.md").read_text() == markdown_report(META, RESULTS, names[:-2])

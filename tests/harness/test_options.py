@@ -1,0 +1,160 @@
+"""harness.options: the shared model options, options declared on dataclass fields (parser,
+config and command line from one declaration), and the command line written back from a
+parser; and that the commands share what they should."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+
+import pytest
+
+from harness.options import (
+    MODEL_OPTIONS,
+    add_config_arguments,
+    add_model_arguments,
+    cli,
+    cli_fields,
+    config_values,
+    config_words,
+    parser_words,
+)
+
+
+@dataclass
+class Toy:
+    name: str = field(default="a", metadata=cli("a name"))
+    count: int = field(default=3, metadata=cli("how many", group="sizes"))
+    ratios: list[float] = field(default_factory=lambda: [0.5, 1.0], metadata=cli("ratios"))
+    fast: bool = field(default=False, metadata=cli("go fast"))
+    extra: dict = field(default_factory=dict, metadata=cli("KEY=VALUE", metavar="KEY=VALUE"))
+    batch_size: int = field(default=8, metadata=cli("rows per batch", shared="batch_size"))
+    limit: float | None = field(default=None, metadata=cli("at most this"))
+    hidden: int = 7  # no metadata: not an option
+
+
+def toy_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser, Toy)
+    return parser
+
+
+def test_options_come_from_the_fields():
+    parser = toy_parser()
+    args = parser.parse_args(
+        ["--count", "5", "--ratios", "2", "3", "--fast", "--batch-size", "4", "--limit", "0.5"]
+    )
+    assert config_values(args, Toy) == {
+        "count": 5,
+        "ratios": [2.0, 3.0],
+        "fast": True,
+        "batch_size": 4,
+        "limit": 0.5,
+    }
+    assert config_values(parser.parse_args([]), Toy) == {}  # nothing given: every default None
+    assert "--hidden" not in parser.format_help()
+    assert [f.name for f in cli_fields(Toy)] == [
+        "name",
+        "count",
+        "ratios",
+        "fast",
+        "extra",
+        "batch_size",
+        "limit",
+    ]
+
+
+def test_the_help_shows_each_fields_own_default():
+    text = " ".join(toy_parser().format_help().split())
+    assert "--ratios RATIOS [RATIOS ...] ratios (default: 0.5 1.0)" in text
+    assert "--count COUNT how many (default: 3)" in text
+    assert "sizes:" in text  # the group
+    assert "--batch-size BATCH_SIZE rows per batch (default: 8)" in text
+    assert "--fast go fast --extra" in text and "--limit LIMIT at most this --" not in text
+
+
+def test_the_command_line_round_trips():
+    config = Toy(name="b c", count=3, ratios=[1.5], fast=True, extra={"k": 2}, limit=0.25)
+    words = config_words(config, Toy())
+    assert words == ["--name", "b c", "--ratios", "1.5", "--fast", "--extra", "k=2"] + [
+        "--limit",
+        "0.25",
+    ]
+    args = toy_parser().parse_args(shlex.split(shlex.join(words)))
+    values = config_values(args, Toy)
+    values["extra"] = dict(text.split("=") for text in values["extra"])
+    values["extra"] = {k: int(v) for k, v in values["extra"].items()}
+    assert Toy(**values) == config
+    assert config_words(config, Toy(), always=("count",), skip=("fast",))[2:4] == ["--count", "3"]
+
+
+def test_shared_options_take_a_commands_defaults():
+    parser = argparse.ArgumentParser()
+    add_model_arguments(
+        parser,
+        "model",
+        "batch_size",
+        "no_progress",
+        "prompt",
+        model={"required": True},
+        batch_size={"default": 16},
+    )
+    args = parser.parse_args(["--model", "m", "--no-progress", "--no-chat"])
+    assert (args.model, args.batch_size, args.no_progress, args.chat) == ("m", 16, True, False)
+    assert "instances per batch (default: 16)" in " ".join(parser.format_help().split())
+    with pytest.raises(ValueError, match="unknown shared option"):
+        add_model_arguments(argparse.ArgumentParser(), "nope")
+    assert MODEL_OPTIONS["batch_size"][1] == {"type": int, "help": "instances per batch"}
+
+
+def test_parser_words_write_what_differs_from_the_defaults():
+    def add(parser):
+        parser.add_argument("-n", "--num", type=int, default=3)
+        parser.add_argument("--names", nargs="+", default=[])
+        parser.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None)
+        parser.add_argument("--quiet", action="store_true")
+        parser.add_argument("--out", default=None)
+
+    values = {"num": 3, "names": ["a", "b"], "chat": False, "quiet": True, "out": None}
+    assert parser_words(add, values) == ["--names", "a", "b", "--no-chat", "--quiet"]
+    assert parser_words(add, values, always=("num",))[:2] == ["--num", "3"]
+
+
+COMMANDS = ("train", "eval", "attention", "heads", "reproduce", "baselines")
+
+
+def subparsers():
+    from harness.cli import build_parser
+
+    return build_parser("--help")._subparsers._group_actions[0].choices
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_model_command_has_no_progress(command):
+    actions = {a.dest: a for a in subparsers()[command]._actions}
+    assert actions["no_progress"].option_strings == ["--no-progress"]
+    assert actions["no_progress"].default is False
+
+
+def test_shared_options_read_the_same_in_every_command():
+    """The choices of a shared option do not drift between commands."""
+    for command, parser in subparsers().items():
+        for action in parser._actions:
+            for flags, keywords in MODEL_OPTIONS.values():
+                if action.option_strings != list(flags) or command == "baselines":
+                    continue  # baselines' --device names any torch device (cuda:1)
+                # train adds "auto" (bf16 where the model is large and bf16 is fast)
+                assert set(keywords.get("choices") or ()) <= set(action.choices or ()), command
+
+
+def test_reproduce_declares_each_option_once_on_its_config():
+    from harness.attention.sweep import DEFAULT_STRENGTHS
+    from harness.report.settings import ReproduceConfig
+
+    names = {f.name for f in dataclasses.fields(ReproduceConfig)}
+    assert names - {f.name for f in cli_fields(ReproduceConfig)} == {"progress"}
+    text = " ".join(subparsers()["reproduce"].format_help().split())
+    shown = " ".join(map(str, DEFAULT_STRENGTHS))
+    assert f"C values (default: {shown})" in text
