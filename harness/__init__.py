@@ -9,12 +9,12 @@ Layers, top first; every import points down (tests/harness/test_imports.py check
 - cli (the console script) and commands/ (one module per command: parsers built from the
   config dataclasses and the shared options of `options`);
 - report/ (everything that writes Markdown, PNG or JSON for people; the reproduce pipeline);
-- measurement: evaluate, train (the config and the loop), attention/ (analysis, heads,
-  interventions, sweep), baselines/: they return data and write no report;
+- measurement: evaluate, train (the config and the loop), attention/ (analysis, scores,
+  heads, interventions, sweep, controls), baselines/: they return data and write no report;
 - engine: inference (generation and teacher forcing in one left-padded layout),
   attention/capture and attention/positions;
 - data: tokenization (characters -> single tokens), data (split rows and collation), runs
   (run folders: run file, checkpoints, lock), models (offline sources), and the leaves
-  options, stats and attention/scores.
+  options and stats.
 Heavy imports stay inside functions.
 """

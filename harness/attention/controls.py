@@ -25,34 +25,17 @@ digits), where a pointer cannot hand the answer over.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-DEFAULT_SHIFTS = (-3, 3)
+from harness.attention.sweep import Setting, pointer_settings, restore_setting
+
 # The verdict rule (docs/usage_analysis.md states it; fixed before any measurement):
 POINTER_EXCESS = 0.2  # shifted pushes make the model write the pointed-at character this much
 # more often than without intervention, on the same rows
 MIN_POINTER_TOKENS = 20  # rows a following rate needs before it counts
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under the chosen setting and "hold"
-
-
-def pointer_settings(chosen, shifts: Sequence[int] = DEFAULT_SHIFTS) -> list:
-    """The chosen heads and C with their cells moved to `ref + k` for each k."""
-    if chosen.is_baseline:
-        return []
-    bad = [k for k in shifts if k == 0]
-    if bad:
-        raise ValueError(f"pointer shifts must be non-zero, got {list(shifts)}")
-    return [dataclasses.replace(chosen, shift=chosen.shift + int(k)) for k in shifts]
-
-
-def restore_setting(chosen):
-    """The chosen heads restored to their ID weight on the reference (mode "restore")."""
-    if chosen.is_baseline:
-        return None
-    return dataclasses.replace(chosen, mode="restore", strength=0.0, threshold=0.0)
 
 
 def restore_levels(ranking, shift: int = 0):
@@ -240,8 +223,6 @@ def assess(sweep: Mapping[str, Any], instances: Sequence[Any], metric: str | Non
     """The verdict of a finished sweep (`harness.attention.sweep.run_sweep`, whose reported
     settings include `control_settings`' pointer shifts and restore) on the OOD test
     `instances` it scored: the numbers of `verdict`, read from the sweep's records."""
-    from harness.attention.sweep import Setting
-
     metric = metric or sweep["metric"]
     chosen = Setting.from_dict(sweep["chosen"])
     records = sweep["records"]["test"]

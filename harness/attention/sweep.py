@@ -32,6 +32,7 @@ MODES = ("standard", "conditional", "knockout", "restore")
 POSITION_CHOICES = ("reference", "random")
 DEFAULT_STRENGTHS = (0.3, 0.5, 1.0, 1.5, 2.0)
 SELECT_METRICS = ("partial_acc", "exact_match")
+POINTER_SHIFTS = (-3, 3)  # the pointer-shift control: the chosen push at ref-3 and ref+3
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def grid(
 def control_settings(
     chosen: Setting,
     seeds: Iterable[int] = (0, 1, 2),
-    pointer_shifts: Sequence[int] = (-3, 3),
+    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     restore: bool = True,
 ) -> list[Setting]:
     """The controls of a chosen setting: the same N and C on random heads (one per seed) and
@@ -160,8 +161,6 @@ def control_settings(
     knock-out of the chosen heads; and the repair-or-pointer controls
     (`harness.attention.controls`): the chosen push at ref + k for each pointer shift, and
     the chosen heads restored to their ID weight on the reference."""
-    from harness.attention.controls import pointer_settings, restore_setting
-
     if chosen.is_baseline:
         return []
     seeds = list(seeds)
@@ -173,6 +172,23 @@ def control_settings(
     if restore:
         controls.append(restore_setting(chosen))
     return controls
+
+
+def pointer_settings(chosen: Setting, shifts: Sequence[int] = POINTER_SHIFTS) -> list[Setting]:
+    """The chosen heads and C with their cells moved to `ref + k` for each k."""
+    if chosen.is_baseline:
+        return []
+    bad = [k for k in shifts if k == 0]
+    if bad:
+        raise ValueError(f"pointer shifts must be non-zero, got {list(shifts)}")
+    return [dataclasses.replace(chosen, shift=chosen.shift + int(k)) for k in shifts]
+
+
+def restore_setting(chosen: Setting) -> Setting | None:
+    """The chosen heads restored to their ID weight on the reference (mode "restore")."""
+    if chosen.is_baseline:
+        return None
+    return dataclasses.replace(chosen, mode="restore", strength=0.0, threshold=0.0)
 
 
 def knockout_of(setting: Setting) -> Setting:

@@ -51,7 +51,6 @@ LAYERS = (
             "harness.models",
             "harness.options",
             "harness.stats",
-            "harness.attention.scores",
         ),
     ),
     ("datasets", ("attentionspan_datasets",)),

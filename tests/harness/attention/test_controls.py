@@ -5,7 +5,7 @@ import pytest
 
 from attentionspan_datasets import generate
 from attentionspan_datasets.tasks.base import Instance
-from harness.attention import controls
+from harness.attention import controls, sweep
 from harness.attention.sweep import BASELINE, Setting
 
 
@@ -19,19 +19,19 @@ def reversal(chars: str, index: int) -> Instance:
 
 def test_pointer_settings_move_the_chosen_cells():
     chosen = Setting(heads="top", n=4, strength=2.0)
-    shifted = controls.pointer_settings(chosen)
+    shifted = sweep.pointer_settings(chosen)
     assert [s.shift for s in shifted] == [-3, 3]
     assert all((s.heads, s.n, s.strength) == ("top", 4, 2.0) for s in shifted)
-    assert controls.pointer_settings(BASELINE) == []
+    assert sweep.pointer_settings(BASELINE) == []
     with pytest.raises(ValueError, match="non-zero"):
-        controls.pointer_settings(chosen, shifts=(0,))
+        sweep.pointer_settings(chosen, shifts=(0,))
 
 
 def test_restore_setting_keeps_the_heads():
-    restore = controls.restore_setting(Setting(heads="top", n=4, strength=2.0))
+    restore = sweep.restore_setting(Setting(heads="top", n=4, strength=2.0))
     assert (restore.heads, restore.n, restore.mode) == ("top", 4, "restore")
     assert restore.name == "top4-restore"
-    assert controls.restore_setting(BASELINE) is None
+    assert sweep.restore_setting(BASELINE) is None
 
 
 def test_pointed_rows_skip_rows_where_the_pointer_agrees_with_the_answer():
