@@ -53,11 +53,10 @@ from datasets.iterable_dataset import ExamplesIterable
 from attentionspan_datasets import __version__
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
-    SHORT_TASK_NAMES,
     config_names,
     resolve_config,
 )
-from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.presets import PRESETS, SHORT_NAMES
 from attentionspan_datasets.rendering import marshal_cached
 from attentionspan_datasets.splits import (
     SPLITS,
@@ -283,10 +282,10 @@ def _shards(size: int | None) -> list[tuple[int, int | None]]:
 
 def _description(name: str) -> str:
     if name in PRESETS:
-        task_name, params = PRESETS[name]
-        shown = ", ".join(f"{key}={value}" for key, value in params.items())
-        return f"preset: {task_name} with {shown}"
-    task = TASKS[SHORT_TASK_NAMES.get(name, name)]
+        preset = PRESETS[name]
+        shown = ", ".join(f"{key}={value}" for key, value in preset.params.items())
+        return f"preset: {preset.task} with {shown}"
+    task = TASKS[SHORT_NAMES.get(name, name)]
     return f"task {task.name} with its default parameters: {task.description}"
 
 

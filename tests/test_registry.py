@@ -43,15 +43,14 @@ def check_oracle(instance) -> None:
 
 
 def test_every_preset_names_a_registered_task():
-    for preset, (task, _) in PRESETS.items():
-        assert task in TASKS, f"preset {preset} names unregistered task {task}"
+    for name, preset in PRESETS.items():
+        assert preset.task in TASKS, f"preset {name} names unregistered task {preset.task}"
 
 
 def test_every_task_has_presets_for_id_and_ood():
     for task in TASKS:
-        presets = {name for name, (t, _) in PRESETS.items() if t == task}
-        assert any(p.endswith("_id") for p in presets), f"{task} has no _id preset"
-        assert any(p.endswith("_ood") for p in presets), f"{task} has no _ood preset"
+        roles = {p.role for p in PRESETS.values() if p.task == task}
+        assert {"id", "ood"} <= roles, f"{task} has presets of roles {roles}"
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))

@@ -8,6 +8,7 @@ with `register_task`. Nothing here knows about models, tokenizers, torch or data
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -208,6 +209,22 @@ class TaskConfig:
 
     def to_params(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    # --- the label: what the config is called -------------------------------------
+    # Not a field: the name says where the config came from, it is no parameter of the task,
+    # so it stays out of to_params(), equality and the builder's cache keys.
+    @property
+    def label(self) -> str:
+        """The name this config was resolved from (`addition_ood`, `addition`), else the
+        task's registry name: what its instances carry in their `config` column.
+        `resolve_config(config, **overrides)` keeps it; `dataclasses.replace` does not."""
+        return self.__dict__.get("_label") or self.task_name
+
+    def labelled(self, label: str) -> TaskConfig:
+        """A copy of this config (already valid: not checked again) that carries `label`."""
+        labelled = copy.copy(self)
+        labelled.__dict__["_label"] = label
+        return labelled
 
 
 REJECTED = 255  # a byte value `uniform_bytes` maps to no index
