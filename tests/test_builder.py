@@ -232,7 +232,7 @@ def test_cache_keys_on_the_generator_sources(tmp_path, monkeypatch):
         ("reversal", {"num_train": -1}, r"'num_train' must be a non-negative integer or None"),
         ("reversal", {"num_test": 2.5}, r"'num_test' must be a non-negative integer, got 2.5"),
         ("reversal", {"seed": "1"}, r"'seed' must be an int"),
-        ("reversal", {"mask": "full"}, r"invalid mask 'full'; allowed values: 'paper'"),
+        ("reversal", {"mask": "full"}, r"'full' for field 'mask': allowed values: 'paper'"),
     ],
 )
 def test_bad_input_names_the_problem_and_the_allowed_values(tmp_path, config, kwargs, message):
