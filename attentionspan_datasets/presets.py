@@ -64,6 +64,11 @@ class Preset:
         id_preset, ood_preset = PAIRS[self.short]
         return ood_preset if self.role == "id" else id_preset
 
+    def __reduce__(self) -> tuple:
+        # By name (a mappingproxy cannot be pickled): a copy or an unpickled preset is the
+        # catalogue's own.
+        return get, (self.name,)
+
 
 PRESETS: dict[str, Preset] = {}
 PAIRS: dict[str, tuple[Preset, Preset]] = {}  # short name -> (ID preset, OOD preset)

@@ -3,6 +3,7 @@ carries (generation.resolve_config)."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import pytest
@@ -93,6 +94,12 @@ def test_presets_are_read_only():
     with pytest.raises(AttributeError):
         preset.role = "ood"
     assert resolve_config("reversal_id").max_length == 10
+
+
+def test_a_preset_pickles_and_copies_as_the_catalogue_entry():
+    preset = PRESETS["t3_ood"]
+    assert pickle.loads(pickle.dumps(preset)) is preset
+    assert copy.deepcopy(preset) is preset
 
 
 # --- the label a resolved config carries ----------------------------------------------------
