@@ -53,11 +53,10 @@ from datasets.iterable_dataset import ExamplesIterable
 from attentionspan_datasets import __version__
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
-    SHORT_TASK_NAMES,
     config_names,
     resolve_config,
 )
-from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.presets import PRESETS, SHORT_NAMES
 from attentionspan_datasets.rendering import marshal_cached
 from attentionspan_datasets.splits import (
     SPLITS,
@@ -66,8 +65,8 @@ from attentionspan_datasets.splits import (
     split_instance,
     warn_small_space,
 )
-from attentionspan_datasets.tasks import MASK_VARIANTS, TASKS
-from attentionspan_datasets.tasks.base import TaskConfig
+from attentionspan_datasets.tasks import TASKS
+from attentionspan_datasets.tasks.base import MaskVariant, TaskConfig
 
 DATASET_NAME = "attentionspan"
 DEFAULT_SPLIT_SIZES = {"train": 10_000, "validation": 1_000, "test": 1_000}
@@ -172,7 +171,7 @@ class AttentionSpanConfig(datasets.BuilderConfig):
 
     source: str = ""  # a name resolve_config accepts; defaults to the config name
     task_params: dict = field(default_factory=dict)
-    mask: str = "paper"
+    mask: MaskVariant = "paper"  # checked with the task's fields (task_config())
     seed: int = DEFAULT_SEED
     num_train: int | None = None  # None: 10,000 when built, unlimited when streamed
     num_validation: int = DEFAULT_SPLIT_SIZES["validation"]
@@ -231,11 +230,6 @@ class AttentionSpanConfig(datasets.BuilderConfig):
             raise ValueError(
                 f"attentionspan config {label!r}: 'force' must be True or False, got {value!r}"
             )
-        elif name == "mask" and value not in MASK_VARIANTS:
-            raise ValueError(
-                f"attentionspan config {label!r}: invalid mask {value!r}; "
-                f"allowed values: {', '.join(map(repr, MASK_VARIANTS))}"
-            )
 
     def overrides(self) -> dict[str, Any]:
         """The task fields set on top of `source` (mask included)."""
@@ -283,10 +277,10 @@ def _shards(size: int | None) -> list[tuple[int, int | None]]:
 
 def _description(name: str) -> str:
     if name in PRESETS:
-        task_name, params = PRESETS[name]
-        shown = ", ".join(f"{key}={value}" for key, value in params.items())
-        return f"preset: {task_name} with {shown}"
-    task = TASKS[SHORT_TASK_NAMES.get(name, name)]
+        preset = PRESETS[name]
+        shown = ", ".join(f"{key}={value}" for key, value in preset.params.items())
+        return f"preset: {preset.task} with {shown}"
+    task = TASKS[SHORT_NAMES.get(name, name)]
     return f"task {task.name} with its default parameters: {task.description}"
 
 

@@ -11,14 +11,13 @@ can be regenerated alone, sharding never changes data, and no global RNG is touc
 from __future__ import annotations
 
 import _random
-import dataclasses
 import functools
 import hashlib
 import random
 from collections.abc import Iterator
 from typing import Any
 
-from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.presets import PRESETS, SHORT_NAMES
 from attentionspan_datasets.tasks import TASKS, get_task
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
 
@@ -61,30 +60,29 @@ def instance_rng(seed: int, index: int, stream: str = "") -> random.Random:
 def config_names() -> list[str]:
     """Every name `resolve_config` accepts: the presets, the registry names, the short names."""
     names = list(PRESETS) + sorted(TASKS)
-    names += [short for short, full in SHORT_TASK_NAMES.items() if full in TASKS]
+    names += [short for short, full in SHORT_NAMES.items() if full in TASKS]
     return list(dict.fromkeys(names))
 
 
 def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     """A validated config for a preset (`addition_ood`) or bare task name (`long_addition`,
-    or its short form `addition`), with keyword overrides applied on top. A config passes
-    through (re-validated when overridden)."""
+    or its short form `addition`), with keyword overrides applied on top. The config
+    carries the name as its `label` (the `config` column of its instances), so a caller
+    resolves a name once and passes the config on. A config passes through (re-validated,
+    and keeping its label, when overridden)."""
     if isinstance(name, TaskConfig):
-        return dataclasses.replace(name, **overrides) if overrides else name
+        if not overrides:
+            return name
+        return type(name).from_params({**name.to_params(), **overrides}).labelled(name.label)
     if name in PRESETS:
-        task_name, params = PRESETS[name]
+        preset = PRESETS[name]
+        task_name, params = preset.task, preset.params
     else:
-        task_name = SHORT_TASK_NAMES.get(name, name)
+        task_name = SHORT_NAMES.get(name, name)
         if task_name not in TASKS:
             raise ValueError(f"unknown config {name!r}; allowed: {', '.join(config_names())}")
         params = {}
-    return get_task(task_name).config_class.from_params({**params, **overrides})
-
-
-def config_label(name: str | TaskConfig) -> str:
-    if isinstance(name, TaskConfig):
-        return name.task_name
-    return name
+    return get_task(task_name).config_class.from_params({**params, **overrides}).labelled(name)
 
 
 def generate(
@@ -99,7 +97,7 @@ def generate(
     check_int("index", index, 0, MAX_INDEX)
     check_stream(stream)
     cfg = resolve_config(config, **overrides)
-    return _generate(cfg, config_label(config), instance_rng(seed, index, stream), index)
+    return _generate(cfg, cfg.label, instance_rng(seed, index, stream), index)
 
 
 def check_stream(stream: Any) -> str:
@@ -132,7 +130,7 @@ def iter_instances(
         check_int("stop", stop, 0, MAX_INDEX + 1)
     check_stream(stream)
     cfg = resolve_config(config, **overrides)
-    return _iterate(cfg, config_label(config), stream_key(seed, stream), start, stop)
+    return _iterate(cfg, cfg.label, stream_key(seed, stream), start, stop)
 
 
 def _iterate(
@@ -153,22 +151,3 @@ def _iterate(
         instance.index = index
         yield instance
         index += 1
-
-
-# The user writes `addition`, `reversal`, `ffml`; the registry names say what the task does.
-SHORT_TASK_NAMES = {
-    "reversal": "string_reversal",
-    "addition": "long_addition",
-    "multiplication": "long_multiplication",
-    "ffml": "flip_flop",
-    "value_assignment": "value_assignment",
-    "successor": "successor",
-    # The discrete-retrieval tasks under the paper's names (Sorodoc et al. 2021, T1-T7).
-    "t1": "one_feature_detection",
-    "t2": "two_feature_detection",
-    "t3": "set_member_detection",
-    "t4": "contextual_two_feature_detection",
-    "t5": "contextual_set_member_detection",
-    "t6": "ordered_feature_detection",
-    "t7": "contextual_ordered_set_member_detection",
-}

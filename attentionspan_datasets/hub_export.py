@@ -208,8 +208,8 @@ def card_text(
         f"- `{name}`: {TASKS[name].description}" for name in used_tasks if name in TASKS
     )
     preset_lines = "\n".join(
-        f"| `{name}` | {task} | {', '.join(f'{k}={v}' for k, v in params.items())} |"
-        for name, (task, params) in PRESETS.items()
+        f"| `{name}` | {p.task} | {', '.join(f'{k}={v}' for k, v in p.params.items())} |"
+        for name, p in PRESETS.items()
     )
     shown_sizes = {
         split: sizes.get(split) if sizes.get(split) is not None else DEFAULT_SPLIT_SIZES[split]

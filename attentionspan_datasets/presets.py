@@ -1,57 +1,38 @@
-"""Named presets: `<task>_id` and `<task>_ood` with the paper's Appendix F parameters.
+"""The preset catalogue: every named config, its task, its parameters and its role.
 
-Each preset maps to (registered task name, config parameters). The bare task configs
-(`addition`, `long_addition`, ...) take any parameters and live in generation.py.
+    from attentionspan_datasets import presets
+    presets.get("addition_ood")             # Preset(name='addition_ood', task='long_addition', ...)
+    presets.get("addition_ood").role        # 'ood'
+    presets.get("addition_ood").twin.name   # 'addition_id'
+    presets.pair("reversal")                # (reversal_id, reversal_ood) as Presets
+    presets.SHORT_NAMES["ffml"]             # 'flip_flop'
+
+A preset is (task, parameters) under a name. `<task>_id` and `<task>_ood` are the paper's
+Appendix F pairs (role "id" / "ood"); the retrieval tasks' `t<k>_len<n>` have no role. The
+names are built here from (short name, role) and never taken apart again: code that needs a
+preset's task, role or twin asks the catalogue. The bare task names (`addition`,
+`long_addition`) are not presets: they take the task's defaults (generation.resolve_config).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, get_args
 
-PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    # F.4: 1-10 characters in distribution, 11-50 out; a charset of at least 50 characters.
-    "reversal_id": ("string_reversal", {"min_length": 1, "max_length": 10}),
-    "reversal_ood": ("string_reversal", {"min_length": 11, "max_length": 50}),
-    # F.1: two operands of 1-4 digits in distribution, 5-10 digits out.
-    "addition_id": ("long_addition", {"num_operands": 2, "min_digits": 1, "max_digits": 4}),
-    "addition_ood": ("long_addition", {"num_operands": 2, "min_digits": 5, "max_digits": 10}),
-    # F.3: each operand 1-3 digits in distribution, 4-6 digits out.
-    "multiplication_id": ("long_multiplication", {"min_digits": 1, "max_digits": 3}),
-    "multiplication_ood": ("long_multiplication", {"min_digits": 4, "max_digits": 6}),
-    # F.2: flip command on, two registers, 10 instructions in distribution, 11-100 out.
-    "ffml_id": (
-        "flip_flop",
-        {"num_registers": 2, "min_instructions": 10, "max_instructions": 10, "use_flip": True},
-    ),
-    "ffml_ood": (
-        "flip_flop",
-        {"num_registers": 2, "min_instructions": 11, "max_instructions": 100, "use_flip": True},
-    ),
-    # F.6: a table of 5 pairs and strings of 5 symbols in distribution; 10-50 and 10-20 out.
-    "value_assignment_id": (
-        "value_assignment",
-        {"min_table_size": 5, "max_table_size": 5, "min_length": 5, "max_length": 5},
-    ),
-    "value_assignment_ood": (
-        "value_assignment",
-        {"min_table_size": 10, "max_table_size": 50, "min_length": 10, "max_length": 20},
-    ),
-    # F.5: start 1-90 and 2-4 numbers in distribution; start 100-900 and 5-6 numbers out.
-    "successor_id": (
-        "successor",
-        {"min_start": 1, "max_start": 90, "min_count": 2, "max_count": 4},
-    ),
-    "successor_ood": (
-        "successor",
-        {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6},
-    ),
+Role = Literal["id", "ood"]
+ROLES: tuple[str, ...] = get_args(Role)
+
+# The user writes `addition`, `reversal`, `ffml`; the registry names say what the task does.
+PAPER_TASKS = {
+    "reversal": "string_reversal",
+    "addition": "long_addition",
+    "multiplication": "long_multiplication",
+    "ffml": "flip_flop",
+    "value_assignment": "value_assignment",
+    "successor": "successor",
 }
-
-# The discrete-retrieval tasks (Sorodoc, Boleda and Baroni 2021, Section 3.2): for each of
-# T1-T7, `t<k>_len<n>` with n vectors for the paper's lengths 5-30, and an ID/OOD pair
-# (train on 10 vectors, test on 20 and 30). The paper's split sizes (100k / 10k / 10k) are
-# builder arguments: load_dataset("attentionspan", "t6_len10", num_train=100_000,
-# num_validation=10_000, num_test=10_000).
+# The discrete-retrieval tasks under the paper's names (Sorodoc, Boleda and Baroni 2021, T1-T7).
 RETRIEVAL_TASKS = {
     "t1": "one_feature_detection",
     "t2": "two_feature_detection",
@@ -61,9 +42,112 @@ RETRIEVAL_TASKS = {
     "t6": "ordered_feature_detection",
     "t7": "contextual_ordered_set_member_detection",
 }
+SHORT_NAMES = {**PAPER_TASKS, **RETRIEVAL_TASKS}  # short name -> registry name
 RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)
-for _short, _task in RETRIEVAL_TASKS.items():
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One named config: `task` (a registry name) with `params` on top of its defaults."""
+
+    name: str
+    short: str  # the task's short name, the stem of `name` (`addition` for `addition_ood`)
+    task: str
+    params: MappingProxyType = field(hash=False)  # read-only: one catalogue for everyone
+    role: Role | None = None  # "id" / "ood" for a pair's presets; None for `t<k>_len<n>`
+
+    @property
+    def twin(self) -> Preset:
+        """The other preset of this one's ID/OOD pair (`addition_id` <-> `addition_ood`)."""
+        if self.role is None:
+            raise ValueError(f"preset {self.name!r} has no ID/OOD twin (it is neither ID nor OOD)")
+        id_preset, ood_preset = PAIRS[self.short]
+        return ood_preset if self.role == "id" else id_preset
+
+    def __reduce__(self) -> tuple:
+        # By name (a mappingproxy cannot be pickled): a copy or an unpickled preset is the
+        # catalogue's own.
+        return get, (self.name,)
+
+
+PRESETS: dict[str, Preset] = {}
+PAIRS: dict[str, tuple[Preset, Preset]] = {}  # short name -> (ID preset, OOD preset)
+
+
+def _add(short: str, suffix: str, params: dict[str, Any], role: Role | None = None) -> None:
+    name = f"{short}_{suffix}"
+    PRESETS[name] = Preset(name, short, SHORT_NAMES[short], MappingProxyType(params), role)
+
+
+def _add_pair(short: str, id_params: dict[str, Any], ood_params: dict[str, Any]) -> None:
+    _add(short, "id", id_params, "id")
+    _add(short, "ood", ood_params, "ood")
+    PAIRS[short] = (PRESETS[f"{short}_id"], PRESETS[f"{short}_ood"])
+
+
+# F.4: 1-10 characters in distribution, 11-50 out; a charset of at least 50 characters.
+_add_pair("reversal", {"min_length": 1, "max_length": 10}, {"min_length": 11, "max_length": 50})
+# F.1: two operands of 1-4 digits in distribution, 5-10 digits out.
+_add_pair(
+    "addition",
+    {"num_operands": 2, "min_digits": 1, "max_digits": 4},
+    {"num_operands": 2, "min_digits": 5, "max_digits": 10},
+)
+# F.3: each operand 1-3 digits in distribution, 4-6 digits out.
+_add_pair("multiplication", {"min_digits": 1, "max_digits": 3}, {"min_digits": 4, "max_digits": 6})
+# F.2: flip command on, two registers, 10 instructions in distribution, 11-100 out.
+_add_pair(
+    "ffml",
+    {"num_registers": 2, "min_instructions": 10, "max_instructions": 10, "use_flip": True},
+    {"num_registers": 2, "min_instructions": 11, "max_instructions": 100, "use_flip": True},
+)
+# F.6: a table of 5 pairs and strings of 5 symbols in distribution; 10-50 and 10-20 out.
+_add_pair(
+    "value_assignment",
+    {"min_table_size": 5, "max_table_size": 5, "min_length": 5, "max_length": 5},
+    {"min_table_size": 10, "max_table_size": 50, "min_length": 10, "max_length": 20},
+)
+# F.5: start 1-90 and 2-4 numbers in distribution; start 100-900 and 5-6 numbers out.
+_add_pair(
+    "successor",
+    {"min_start": 1, "max_start": 90, "min_count": 2, "max_count": 4},
+    {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6},
+)
+
+# The discrete-retrieval tasks (Sorodoc, Boleda and Baroni 2021, Section 3.2): for each of
+# T1-T7, `t<k>_len<n>` with n vectors for the paper's lengths 5-30, and an ID/OOD pair
+# (train on 10 vectors, test on 20 and 30). The paper's split sizes (100k / 10k / 10k) are
+# builder arguments: load_dataset("attentionspan", "t6_len10", num_train=100_000,
+# num_validation=10_000, num_test=10_000).
+for _short in RETRIEVAL_TASKS:
     for _n in RETRIEVAL_LENGTHS:
-        PRESETS[f"{_short}_len{_n}"] = (_task, {"min_length": _n, "max_length": _n})
-    PRESETS[f"{_short}_id"] = (_task, {"min_length": 10, "max_length": 10})
-    PRESETS[f"{_short}_ood"] = (_task, {"min_length": 20, "max_length": 30, "length_step": 10})
+        _add(_short, f"len{_n}", {"min_length": _n, "max_length": _n})
+    _add_pair(
+        _short,
+        {"min_length": 10, "max_length": 10},
+        {"min_length": 20, "max_length": 30, "length_step": 10},
+    )
+
+
+def get(name: str) -> Preset:
+    """The preset called `name`; ValueError listing the presets for any other name."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def pair(name: str) -> tuple[Preset, Preset]:
+    """(ID preset, OOD preset) of a task, named by its short name (`reversal`), its registry
+    name (`string_reversal`) or either preset of the pair (`reversal_id`, `reversal_ood`)."""
+    preset = PRESETS.get(name)
+    if preset is not None and preset.role is not None:
+        return PAIRS[preset.short]
+    short = name if name in PAIRS else _SHORT_OF_TASK.get(name)
+    if short not in PAIRS:
+        raise ValueError(
+            f"config {name!r} has no ID/OOD presets; allowed: {', '.join(sorted(PAIRS))}"
+        )
+    return PAIRS[short]
+
+
+_SHORT_OF_TASK = {task: short for short, task in SHORT_NAMES.items()}

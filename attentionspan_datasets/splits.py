@@ -49,7 +49,6 @@ from attentionspan_datasets.generation import (
     SEED_RANGE,
     _seed_generator,
     check_int,
-    config_label,
     instance_rng,
     resolve_config,
     stream_key,
@@ -144,7 +143,7 @@ def split_instance(
     check_int("seed", seed, *SEED_RANGE)
     check_int("index", index, 0, MAX_INDEX)
     cfg = resolve_config(config, **overrides)
-    return _Drawer(cfg, config_label(config), seed, split).row(index)
+    return _Drawer(cfg, cfg.label, seed, split).row(index)
 
 
 def iter_split(
@@ -163,7 +162,7 @@ def iter_split(
     if stop is not None:
         check_int("stop", stop, 0, MAX_INDEX + 1)
     cfg = resolve_config(config, **overrides)
-    return _iterate(_Drawer(cfg, config_label(config), seed, split), start, stop)
+    return _iterate(_Drawer(cfg, cfg.label, seed, split), start, stop)
 
 
 def _iterate(drawer: _Drawer, start: int, stop: int | None) -> Iterator[Instance]:
@@ -213,7 +212,7 @@ def small_space_report(
     `name` is the config name to print (default: the preset or task name).
     """
     cfg = resolve_config(config, **overrides)
-    label = name or config_label(config)
+    label = name or cfg.label
     key = (repr(cfg), seed, label)
     if key not in _REPORTS:
         _REPORTS[key] = _small_space_report(cfg, label, seed)

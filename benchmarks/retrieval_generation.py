@@ -38,7 +38,7 @@ MASKS = ("paper", "sufficient", "minimal")
 
 
 def retrieval_presets() -> list[str]:
-    return [p for p in PRESETS if p.split("_")[0] in RETRIEVAL_TASKS]
+    return [name for name, preset in PRESETS.items() if preset.short in RETRIEVAL_TASKS]
 
 
 def rate(preset: str, mask: str, seconds: float) -> float:

@@ -217,22 +217,16 @@ LONGEST_DRAWS = 256  # draws at the largest sizes; enough to see every carry / e
 def longest_text(config: str, seed: int = DEFAULT_SEED) -> int:
     """The length of the longest `prompt + target` the config can make, in characters.
 
-    Every `min_X` field is raised to its `max_X` partner (the sizes the config allows at
-    most) and the longest of LONGEST_DRAWS draws at those sizes is taken; what still varies
-    there (a carry digit, a random number's width) shows up within a few draws. Reads only
-    the config, so it works for any task whose sizes follow the `min_*`/`max_*` convention.
+    Every range the task config declares (`TaskConfig.ranges`) is raised to its top (the
+    sizes the config allows at most) and the longest of LONGEST_DRAWS draws at those sizes
+    is taken; what still varies there (a carry digit, a random number's width) shows up
+    within a few draws. Reads only the config, so it works for any task.
     """
     from attentionspan_datasets.generation import generate
 
     base = resolve_config(config)
-    params = base.to_params()
-    raised = {
-        name: params["max_" + name[4:]]
-        for name in params
-        if name.startswith("min_") and "max_" + name[4:] in params
-    }
     try:
-        widest = resolve_config(config, **raised)
+        widest = base.largest()
     except ValueError:  # a task whose ranges are coupled otherwise: draw from the config
         widest = base
     return max(

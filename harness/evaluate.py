@@ -65,8 +65,9 @@ def default_configs(run: dict[str, Any] | None) -> list[str]:
         return []
     name = run["train"]["config"]
     configs = [name]
-    if name.endswith("_id") and name[:-3] + "_ood" in PRESETS:
-        configs.append(name[:-3] + "_ood")
+    preset = PRESETS.get(name)  # None for a bare task name (`reversal`)
+    if preset is not None and preset.role == "id":
+        configs.append(preset.twin.name)
     return configs
 
 

@@ -41,7 +41,7 @@ VERSION = "2.0"
 
 def presets() -> list[str]:
     """Presets whose task is registered, in the order of PRESETS."""
-    return [name for name, (task, _) in PRESETS.items() if task in TASKS]
+    return [name for name, preset in PRESETS.items() if preset.task in TASKS]
 
 
 def max_target_length(preset: str) -> int:
@@ -95,7 +95,7 @@ def expected_files() -> dict[str, str]:
     names = presets()
     files = {f"attnspan_{name}.yaml": render_task(name) for name in names}
     files[GROUP_FILE] = render_group(names)
-    retrieval = [name for name in names if PRESETS[name][0] in RETRIEVAL_TASKS.values()]
+    retrieval = [name for name in names if PRESETS[name].task in RETRIEVAL_TASKS.values()]
     if retrieval:
         files[RETRIEVAL_GROUP_FILE] = render_group(retrieval, RETRIEVAL_GROUP)
     return files

@@ -437,7 +437,7 @@ def _api_rows():
         (
             "load-dataset-unknown-mask",
             lambda: datasets.load_dataset("attentionspan", "reversal_id", mask="nope"),
-            ["invalid mask 'nope'", "'paper', 'sufficient', 'minimal'"],
+            ["invalid value 'nope' for field 'mask'", "'paper', 'sufficient', 'minimal'"],
         ),
         (
             "load-dataset-huge-length",

@@ -18,12 +18,12 @@ from attentionspan_datasets.builder import (
     params_json,
     source_hash,
 )
-from attentionspan_datasets.generation import SHORT_TASK_NAMES, generate
-from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.generation import generate
+from attentionspan_datasets.presets import PRESETS, SHORT_NAMES
 from attentionspan_datasets.splits import SmallSpaceWarning, iter_split, split_of
 from attentionspan_datasets.tasks import TASKS
 
-REGISTERED_PRESETS = [name for name, (task, _) in PRESETS.items() if task in TASKS]
+REGISTERED_PRESETS = [name for name, preset in PRESETS.items() if preset.task in TASKS]
 SMALL = {"num_train": 40, "num_validation": 10, "num_test": 10}
 
 
@@ -46,7 +46,7 @@ def test_configs_cover_presets_tasks_and_short_names():
     names = [config.name for config in AttentionSpan.BUILDER_CONFIGS]
     assert len(names) == len(set(names))
     expected = set(REGISTERED_PRESETS) | set(TASKS)
-    expected |= {short for short, full in SHORT_TASK_NAMES.items() if full in TASKS}
+    expected |= {short for short, full in SHORT_NAMES.items() if full in TASKS}
     assert set(names) == expected
     assert AttentionSpan.DEFAULT_CONFIG_NAME in names
 
@@ -232,7 +232,7 @@ def test_cache_keys_on_the_generator_sources(tmp_path, monkeypatch):
         ("reversal", {"num_train": -1}, r"'num_train' must be a non-negative integer or None"),
         ("reversal", {"num_test": 2.5}, r"'num_test' must be a non-negative integer, got 2.5"),
         ("reversal", {"seed": "1"}, r"'seed' must be an int"),
-        ("reversal", {"mask": "full"}, r"invalid mask 'full'; allowed values: 'paper'"),
+        ("reversal", {"mask": "full"}, r"'full' for field 'mask': allowed values: 'paper'"),
     ],
 )
 def test_bad_input_names_the_problem_and_the_allowed_values(tmp_path, config, kwargs, message):

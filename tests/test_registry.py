@@ -43,15 +43,14 @@ def check_oracle(instance) -> None:
 
 
 def test_every_preset_names_a_registered_task():
-    for preset, (task, _) in PRESETS.items():
-        assert task in TASKS, f"preset {preset} names unregistered task {task}"
+    for name, preset in PRESETS.items():
+        assert preset.task in TASKS, f"preset {name} names unregistered task {preset.task}"
 
 
 def test_every_task_has_presets_for_id_and_ood():
     for task in TASKS:
-        presets = {name for name, (t, _) in PRESETS.items() if t == task}
-        assert any(p.endswith("_id") for p in presets), f"{task} has no _id preset"
-        assert any(p.endswith("_ood") for p in presets), f"{task} has no _ood preset"
+        roles = {p.role for p in PRESETS.values() if p.task == task}
+        assert {"id", "ood"} <= roles, f"{task} has presets of roles {roles}"
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -256,3 +255,48 @@ def test_rng_of_one_instance_matches_the_stream():
         alone = task.generate(instance_rng(7, index, "x"), config)
         streamed = next(iter_instances(config, seed=7, start=index, stream="x"))
         assert alone.text == streamed.text
+
+
+# --- the declared ranges (TaskConfig.ranges) ------------------------------------------------
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_task_declares_its_ranges_over_real_fields(task):
+    config_class = get_task(task).config_class
+    hints = typing.get_type_hints(config_class)
+    fields = config_class.field_names()
+    assert config_class.ranges, f"{task} declares no ranges"
+    declared = [name for pair in config_class.ranges.values() for name in pair]
+    assert len(declared) == len(set(declared)), f"{task}: a field in two ranges"
+    for low, high in config_class.ranges.values():
+        assert low in fields and high in fields, (task, low, high)
+        assert hints[low] is int and hints[high] is int, (task, low, high)
+    # Complete: every min_X/max_X pair of int fields is declared (the names are the
+    # convention STYLE.md asks of task configs; the declaration is what code reads).
+    pairs = {
+        (name, "max_" + name[4:])
+        for name in fields
+        if name.startswith("min_") and "max_" + name[4:] in fields
+    }
+    assert pairs == set(config_class.ranges.values()), task
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_declared_range_is_checked_low_to_high(task):
+    config_class = get_task(task).config_class
+    defaults = config_class()
+    for low, high in config_class.ranges.values():
+        top = getattr(defaults, high)
+        with pytest.raises(ValueError, match=f"'{low}' \\({top}\\) must not exceed '{high}'"):
+            config_class.from_params({low: top, high: top - 1})
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_largest_raises_every_range_to_its_top(preset):
+    cfg = resolve_config(preset)
+    largest = cfg.largest()
+    assert largest.label == preset
+    for low, high in cfg.ranges.values():
+        assert getattr(largest, low) == getattr(largest, high) == getattr(cfg, high)
+    others = set(cfg.field_names()) - {low for low, _ in cfg.ranges.values()}
+    assert {name: getattr(largest, name) for name in others} == {
+        name: getattr(cfg, name) for name in others
+    }

@@ -23,7 +23,7 @@ from attentionspan_datasets.generation import (
 )
 from attentionspan_datasets.presets import PRESETS
 from attentionspan_datasets.rendering import JsonLines, legend, render_mask, render_text
-from attentionspan_datasets.tasks import get_task
+from attentionspan_datasets.tasks import TaskConfig
 
 PROGRESS_THRESHOLD = 10_000  # below this, a progress bar is noise
 # Rows encoded (JsonLines.lines) and written at once. One write per line cost a fifth of
@@ -33,10 +33,9 @@ PROGRESS_THRESHOLD = 10_000  # below this, a progress bar is noise
 BATCH = 50
 
 
-def parse_params(config: str, pairs: list[str]) -> dict:
+def parse_params(config: TaskConfig, pairs: list[str]) -> dict:
     """`--param k=v` pairs, converted to the types of the config's fields."""
-    base = resolve_config(config)
-    config_class = get_task(base.task_name).config_class
+    config_class = type(config)
     params = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -99,13 +98,14 @@ def run_generate(args: argparse.Namespace) -> int:
         raise ValueError(f"-n/--num must be >= 0, got {args.num}")
     if args.start < 0:
         raise ValueError(f"--start must be >= 0, got {args.start}")
-    params = parse_params(args.config, args.param)
-    config = resolve_config(args.config, **params)
+    # The name is resolved once; the config carries it (its label) to every instance.
+    base = resolve_config(args.config)
+    config = resolve_config(base, **parse_params(base, args.param))
     if args.format == "jsonl":
         render = JsonLines(config).lines
     else:
         render = _text_lines
-    instances = iter_instances(args.config, args.seed, args.start, args.start + args.num, **params)
+    instances = iter_instances(config, args.seed, args.start, args.start + args.num)
     write = sys.stdout.write
     progress = _progress(args.num, f"generate {args.config}")
     left = args.num
@@ -146,14 +146,16 @@ def run_show(args: argparse.Namespace) -> int:
     stop = args.index + args.num
     print(legend(width), end="\n\n")
     for config in configs:
-        params = parse_params(config, args.param)
+        base = resolve_config(config)
+        params = parse_params(base, args.param)
+        cfg = resolve_config(base, **params)
         if args.split is None:
-            instances = iter_instances(config, args.seed, args.index, stop, **params)
+            instances = iter_instances(cfg, args.seed, args.index, stop)
         else:
             from attentionspan_datasets.splits import split_instance
 
             instances = (
-                split_instance(config, args.seed, args.split, index, **params)
+                split_instance(cfg, args.seed, args.split, index)
                 for index in range(args.index, stop)
             )
         # The report draws a few thousand instances: presets only (their sizes are known

@@ -70,6 +70,8 @@ class FeatureConfig(TaskConfig):
     max_excluded: int = 6
     background_percent: int = 20
 
+    ranges = {"length": ("min_length", "max_length"), "excluded": ("min_excluded", "max_excluded")}
+
     def check(self) -> None:
         # Two vectors at least: the ordered and two-token recipes need two positions.
         self.check_range("min_length", 2, MAX_LENGTH)

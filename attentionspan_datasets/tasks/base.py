@@ -8,6 +8,7 @@ with `register_task`. Nothing here knows about models, tokenizers, torch or data
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -16,10 +17,12 @@ import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-# minimal <= paper <= sufficient, row by row (docs/tasks.md, "The contract").
-MASK_VARIANTS = ("paper", "sufficient", "minimal")
+# minimal <= paper <= sufficient, row by row (docs/tasks.md, "The contract"). A config's
+# `mask` field has this type; TaskConfig checks every Literal field against its values.
+MaskVariant = Literal["paper", "sufficient", "minimal"]
+MASK_VARIANTS: tuple[str, ...] = typing.get_args(MaskVariant)
 MAX_CHARSET = 10_000  # characters in a charset or alphabet field
 
 
@@ -77,16 +80,20 @@ class TaskConfig:
     `ValueError` that names the field and what is allowed.
     """
 
-    mask: str = "paper"
+    mask: MaskVariant = "paper"
 
     task_name: ClassVar[str] = ""
     # (low, high) of int fields, checked before `check()`. Every size a task draws has a
     # cap here, so that no value makes generation hang or exhaust memory (docs/tasks.md).
     limits: ClassVar[dict[str, tuple[int, int]]] = {}
+    # The ranges an instance's sizes are drawn from, by name: {"digits": ("min_digits",
+    # "max_digits")}, low and high field. Declared, as reasoning-gym's curricula declare
+    # their range attributes, not guessed from field names: what a sweep or a curriculum
+    # moves, and what `largest()` raises. tests/test_registry.py checks every task's.
+    ranges: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def __post_init__(self) -> None:
         self._check_types()
-        self.check_choice("mask", MASK_VARIANTS)
         for name, (low, high) in self.limits.items():
             self.check_range(name, low, high)
         self.check()
@@ -119,10 +126,6 @@ class TaskConfig:
                 f"{self.task_name}: '{low_name}' ({low}) must not exceed '{high_name}' ({high})"
             )
 
-    def check_choice(self, name: str, choices: tuple[str, ...]) -> None:
-        if getattr(self, name) not in choices:
-            self.fail(name, f"allowed values: {', '.join(repr(c) for c in choices)}")
-
     def check_charset(self, name: str, minimum: int, reserved: str = "") -> None:
         """A charset: distinct, non-whitespace characters, none of them reserved."""
         chars = getattr(self, name)
@@ -143,6 +146,10 @@ class TaskConfig:
         for f in dataclasses.fields(self):
             expected = hints[f.name]
             value = getattr(self, f.name)
+            # A Literal field (`mask`): a value of the type of its values, then one of them.
+            choices = typing.get_args(expected) if typing.get_origin(expected) is Literal else ()
+            if choices:
+                expected = type(choices[0])
             # bool is an int subclass; a flag and a count must not be confused.
             ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
             if not ok:
@@ -150,6 +157,8 @@ class TaskConfig:
                     f"{self.task_name}: field '{f.name}' must be of type "
                     f"{_type_name(expected)}, got {type(value).__name__} {_short(value)}"
                 )
+            if choices and value not in choices:
+                self.fail(f.name, f"allowed values: {', '.join(map(repr, choices))}")
 
     # --- construction from user input ---------------------------------------------
     @classmethod
@@ -208,6 +217,28 @@ class TaskConfig:
 
     def to_params(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def largest(self) -> TaskConfig:
+        """This config with every range at its top (`min_digits` raised to `max_digits`): the
+        largest sizes it allows, same label. ValueError if the task forbids that."""
+        tops = {low: getattr(self, high) for low, high in self.ranges.values()}
+        return type(self).from_params({**self.to_params(), **tops}).labelled(self.label)
+
+    # --- the label: what the config is called -------------------------------------
+    # Not a field: the name says where the config came from, it is no parameter of the task,
+    # so it stays out of to_params(), equality and the builder's cache keys.
+    @property
+    def label(self) -> str:
+        """The name this config was resolved from (`addition_ood`, `addition`), else the
+        task's registry name: what its instances carry in their `config` column.
+        `resolve_config(config, **overrides)` keeps it; `dataclasses.replace` does not."""
+        return self.__dict__.get("_label") or self.task_name
+
+    def labelled(self, label: str) -> TaskConfig:
+        """A copy of this config (already valid: not checked again) that carries `label`."""
+        labelled = copy.copy(self)
+        labelled.__dict__["_label"] = label
+        return labelled
 
 
 REJECTED = 255  # a byte value `uniform_bytes` maps to no index

@@ -71,6 +71,7 @@ class FlipFlopConfig(TaskConfig):
         "ignore_weight": (0, MAX_WEIGHT),
         "flip_weight": (0, MAX_WEIGHT),
     }
+    ranges = {"instructions": ("min_instructions", "max_instructions")}
 
     def check(self) -> None:
         self.check_min_max("min_instructions", "max_instructions")

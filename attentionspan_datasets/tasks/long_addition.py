@@ -46,6 +46,7 @@ class AdditionConfig(TaskConfig):
         "min_digits": (1, MAX_DIGITS),
         "max_digits": (1, MAX_DIGITS),
     }
+    ranges = {"digits": ("min_digits", "max_digits")}
 
     def check(self) -> None:
         self.check_min_max("min_digits", "max_digits")

@@ -52,6 +52,7 @@ class MultiplicationConfig(TaskConfig):
     padding: bool = False
 
     limits = {"min_digits": (1, MAX_DIGITS), "max_digits": (1, MAX_DIGITS)}
+    ranges = {"digits": ("min_digits", "max_digits")}
 
     def check(self) -> None:
         self.check_min_max("min_digits", "max_digits")

@@ -30,6 +30,7 @@ class ReversalConfig(TaskConfig):
     charset: str = DEFAULT_CHARSET
 
     limits = {"min_length": (1, MAX_LENGTH), "max_length": (1, MAX_LENGTH)}
+    ranges = {"length": ("min_length", "max_length")}
 
     def check(self) -> None:
         self.check_min_max("min_length", "max_length")

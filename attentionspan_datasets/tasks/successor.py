@@ -48,6 +48,7 @@ class SuccessorConfig(TaskConfig):
         "min_count": (1, MAX_COUNT),
         "max_count": (1, MAX_COUNT),
     }
+    ranges = {"start": ("min_start", "max_start"), "count": ("min_count", "max_count")}
 
     def check(self) -> None:
         self.check_min_max("min_start", "max_start")

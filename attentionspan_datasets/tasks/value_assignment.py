@@ -55,6 +55,10 @@ class ValueAssignmentConfig(TaskConfig):
         "min_length": (1, MAX_LENGTH),
         "max_length": (1, MAX_LENGTH),
     }
+    ranges = {
+        "table_size": ("min_table_size", "max_table_size"),
+        "length": ("min_length", "max_length"),
+    }
 
     def check(self) -> None:
         self.check_min_max("min_table_size", "max_table_size")

@@ -17,6 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from attentionspan_datasets.presets import PRESETS
 from harness.baselines.models import TRANSFORMERS
 
 # Sorodoc, Boleda and Baroni (2021), Table 2: sequence length 10, mean and s.d. over 5 seeds.
@@ -63,8 +64,11 @@ def markdown(documents: list[dict]) -> str:
     head = ["task"] + [part for kind in TRANSFORMERS for part in (kind, "paper")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for config in configs:
-        task = config.split("_")[0]
-        paper = PAPER_TABLE_2.get(task, {}) if config.endswith("_len10") else {}
+        # The paper's figures are for 10 vectors: a preset of that one length (t6_len10).
+        preset = PRESETS.get(config)  # None for a length with no preset (t6_len12)
+        params = preset.params if preset is not None else {}
+        at_10 = params.get("min_length") == params.get("max_length") == 10
+        paper = PAPER_TABLE_2.get(preset.short, {}) if at_10 else {}
         row = [config]
         for kind in TRANSFORMERS:
             runs = pooled.get((config, kind))

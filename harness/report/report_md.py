@@ -387,6 +387,8 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
 
 # --- the document ---------------------------------------------------------------------------
 def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
+    from harness.report.settings import task_short_name
+
     command = command_for(cfg)
     lines = [
         "# Attend or Perish, reproduced: reference attention and reinforcement",
@@ -404,7 +406,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         *summary_table(tasks),
     ]
     for task_name, task in tasks.items():
-        folder = out / task_name.removesuffix("_id")
+        folder = out / task_short_name(task_name)
         folder.mkdir(parents=True, exist_ok=True)
         ood = task.get("ood") or {}
         shown = ", ".join(f"{k}={v}" for k, v in ood.items())

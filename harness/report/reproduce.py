@@ -35,6 +35,7 @@ from harness.report.settings import (  # noqa: F401  (re-exported: the pipeline'
     SETTINGS_FILE,
     ReproduceConfig,
     task_presets,
+    task_short_name,
 )
 from harness.report.stages import Stages, write_json_atomic
 
@@ -111,7 +112,7 @@ class TaskRun:
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
         self.id_name, self.ood_name = task_presets(task)
         self.ood = cfg.ood_for(task)
-        self.dir = out / task.removesuffix("_id")
+        self.dir = out / task_short_name(task)
         self.stages = Stages(out, log=self.log, write=procs.main)
         self.model = self.tokenizer = self.prompt = None
         self.results: dict[str, Any] = {"task": task, "model": model_dir, "ood": self.ood}
@@ -364,7 +365,7 @@ def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
     from harness.train import TrainConfig, train
 
     id_name, _ = task_presets(task)
-    folder = out / "models" / task.removesuffix("_id")
+    folder = out / "models" / task_short_name(task)
     final = folder / FINAL
     if (final / "config.json").is_file():
         log(f"model for {task}: reusing {final}")

@@ -180,7 +180,7 @@ class ReproduceConfig:
         quick default for the task."""
         if self.ood or not self.quick:
             return dict(self.ood)
-        return dict(QUICK_OOD.get(task_presets(task)[0][: -len("_id")], {}))
+        return dict(QUICK_OOD.get(task_short_name(task), {}))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -188,14 +188,17 @@ class ReproduceConfig:
 
 def task_presets(task: str) -> tuple[str, str]:
     """`reversal` (or `reversal_id`) -> (`reversal_id`, `reversal_ood`)."""
-    from attentionspan_datasets.presets import PRESETS
+    from attentionspan_datasets import presets
 
-    base = task[:-3] if task.endswith("_id") else task[:-4] if task.endswith("_ood") else task
-    pair = (f"{base}_id", f"{base}_ood")
-    if not all(name in PRESETS for name in pair):
-        tasks = sorted({name.rsplit("_", 1)[0] for name in PRESETS})
-        raise ValueError(f"config {task!r} has no ID/OOD presets; allowed: {', '.join(tasks)}")
-    return pair
+    id_preset, ood_preset = presets.pair(task)  # unknown: one line naming the allowed tasks
+    return id_preset.name, ood_preset.name
+
+
+def task_short_name(task: str) -> str:
+    """`reversal`, `reversal_id` or `reversal_ood` -> `reversal`: the task's folder name."""
+    from attentionspan_datasets import presets
+
+    return presets.pair(task)[0].short
 
 
 # --- devices and processes ------------------------------------------------------------------

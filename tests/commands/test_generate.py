@@ -54,6 +54,28 @@ def test_generate_text_and_param_override(capsys):
         assert json.loads(mask) == [[2], [1], [0]]
 
 
+@pytest.mark.parametrize("command", ["generate", "show"])
+def test_the_name_is_resolved_once_and_rows_keep_it(capsys, monkeypatch, command):
+    from attentionspan_datasets import generation, splits
+    from attentionspan_datasets.commands import generate as command_module
+
+    names = []
+    real = generation.resolve_config
+
+    def counting(name, **overrides):
+        if isinstance(name, str):
+            names.append(name)
+        return real(name, **overrides)
+
+    for module in (generation, splits, command_module):
+        monkeypatch.setattr(module, "resolve_config", counting)
+    argv = [command, "addition_ood", "-n", "2", "--param", "max_digits=6"]
+    code, out, _ = run_cli(capsys, *argv, *(["--split", "test"] if command == "show" else []))
+    assert code == 0 and names == ["addition_ood"]
+    if command == "generate":
+        assert [json.loads(line)["config"] for line in out.splitlines()] == ["addition_ood"] * 2
+
+
 def test_generate_start_offsets_the_index(capsys):
     _, out, _ = run_cli(capsys, "generate", "reversal_id", "-n", "1", "--start", "5")
     assert json.loads(out)["index"] == 5

@@ -182,6 +182,19 @@ def test_eval_config_is_validated():
         EvalConfig(model="m", mixed_precision="fp8")
 
 
+def test_default_configs_add_the_ood_twin_of_an_id_preset_only():
+    from harness.evaluate import default_configs
+
+    def run(config):
+        return {"train": {"config": config}}
+
+    assert default_configs(run("reversal_id")) == ["reversal_id", "reversal_ood"]
+    assert default_configs(run("t6_id")) == ["t6_id", "t6_ood"]
+    for alone in ("reversal_ood", "reversal", "string_reversal", "t6_len10"):
+        assert default_configs(run(alone)) == [alone]
+    assert default_configs(None) == []
+
+
 @pytest.mark.slow
 def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
     from harness.commands.eval import run

@@ -249,8 +249,8 @@ def test_scratch_charset_covers_every_registered_task():
     from attentionspan_datasets.tasks import TASKS
 
     char_tok = CharTokenizer(build_scratch(ScratchConfig(num_layers=1))[1])
-    for name, (task, _) in PRESETS.items():
-        if task in TASKS:
+    for name, preset in PRESETS.items():
+        if preset.task in TASKS:
             for instance in iter_instances(name, stop=20):
                 char_tok.check_text(instance.text)
     assert set(string.printable) <= {char_tok.decode([i]) for i in range(4, 104)}

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from typing import Literal
+
 import pytest
 
-from attentionspan_datasets.tasks import Instance, visible_text
+from attentionspan_datasets.tasks import TASKS, Instance, TaskConfig, visible_text
+from attentionspan_datasets.tasks.base import MASK_VARIANTS, MaskVariant
 from attentionspan_datasets.tasks.string_reversal import ReversalConfig
 
 
@@ -48,3 +53,36 @@ def test_visible_text_hides_unreferenced_characters():
 def test_to_params_round_trips():
     config = ReversalConfig(min_length=2, max_length=5, charset="xyz", mask="sufficient")
     assert ReversalConfig.from_params(config.to_params()) == config
+
+
+# --- Literal fields: the mask variant ---------------------------------------------------------
+def test_the_mask_is_one_literal_type():
+    assert typing.get_type_hints(TaskConfig)["mask"] == MaskVariant
+    assert MASK_VARIANTS == typing.get_args(MaskVariant) == ("paper", "sufficient", "minimal")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_task_checks_its_mask_against_the_literal(task):
+    config_class = TASKS[task].config_class
+    allowed = "allowed values: 'paper', 'sufficient', 'minimal'"
+    with pytest.raises(ValueError) as error:
+        config_class(mask="dense")
+    assert str(error.value) == f"{task}: invalid value 'dense' for field 'mask': {allowed}"
+    with pytest.raises(ValueError, match="field 'mask' must be of type str, got int 1$"):
+        config_class(mask=1)
+    for mask in MASK_VARIANTS:
+        assert config_class(mask=mask).mask == mask
+    assert config_class.parse_value("mask", "minimal") == "minimal"
+
+
+def test_any_literal_field_is_checked_the_same_way():
+    @dataclasses.dataclass
+    class Stepped(TaskConfig):
+        step: Literal[1, 2] = 1
+
+    Stepped.task_name = "stepped"
+    assert Stepped(step=2).step == 2
+    with pytest.raises(ValueError, match="'step': allowed values: 1, 2$"):
+        Stepped(step=3)
+    with pytest.raises(ValueError, match="field 'step' must be of type int, got bool"):
+        Stepped(step=True)

@@ -107,7 +107,12 @@ def test_cli_reports_bad_parameter_in_one_line(capsys):
 def test_presets_cover_every_length_and_an_id_ood_pair():
     for short, task in RETRIEVAL_TASKS.items():
         for n in RETRIEVAL_LENGTHS:
-            assert PRESETS[f"{short}_len{n}"] == (task, {"min_length": n, "max_length": n})
+            preset = PRESETS[f"{short}_len{n}"]
+            assert (preset.task, preset.params, preset.role) == (
+                task,
+                {"min_length": n, "max_length": n},
+                None,
+            )
         assert {x.params["length"] for x in iter_instances(f"{short}_id", stop=50)} == {10}
         ood = {x.params["length"] for x in iter_instances(f"{short}_ood", stop=200)}
         assert ood == {20, 30}

@@ -41,7 +41,7 @@ EXTRA = {
 
 
 def cases() -> dict[str, tuple[str, dict]]:
-    presets = {p: (p, {}) for p in PRESETS if p.split("_")[0] in RETRIEVAL_TASKS}
+    presets = {p: (p, {}) for p in PRESETS if PRESETS[p].short in RETRIEVAL_TASKS}
     return {**presets, **EXTRA}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 
@@ -208,8 +207,8 @@ def test_sufficient_is_the_paper_rule_and_minimal_the_written_bit():
     config = resolve_config("ffml_ood")
     for index in range(200):
         paper = generate(config, seed=9, index=index)
-        sufficient = generate(dataclasses.replace(config, mask="sufficient"), seed=9, index=index)
-        minimal = generate(dataclasses.replace(config, mask="minimal"), seed=9, index=index)
+        sufficient = generate(resolve_config(config, mask="sufficient"), seed=9, index=index)
+        minimal = generate(resolve_config(config, mask="minimal"), seed=9, index=index)
         assert paper == sufficient
         assert minimal.reference == [[paper.reference[0][2]]]
 

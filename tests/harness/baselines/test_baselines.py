@@ -271,8 +271,12 @@ def test_table_pools_files_and_marks_differences_beyond_three_points():
     first = {
         "runs": [_run("t6_len10", "t+pos-att", 0, 0.80), _run("t6_len10", "t+pos-att", 1, 0.82)]
     }
-    second = {"runs": [_run("t6_len10", "t-pos+att", 0, 0.70)]}
+    second = {
+        "runs": [_run("t6_len10", "t-pos+att", 0, 0.70), _run("t6_len12", "t-pos+att", 0, 0.5)]
+    }
     text = markdown([first, second])
+    # Only the paper's length (10 vectors) has the paper's figures beside it.
+    assert text.splitlines()[3].startswith("| t6_len12 | - | - | - | - | 50.0 ± 0.0 (1) | - |")
     row = text.splitlines()[2].split(" | ")
     assert row[0] == "| t6_len10" and row[1] == "-"
     assert row[3] == "81.0 ± 1.4 (2)"  # |81.0 - 80.2| <= 3: no mark

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.report import reproduce as reproduce_module
-from harness.report.reproduce import ReproduceConfig, reproduce, task_presets
+from harness.report.reproduce import ReproduceConfig, reproduce, task_presets, task_short_name
 from harness.report.stages import Stages
 from tests.harness.conftest import save_tiny_model
 
@@ -129,6 +129,8 @@ def test_bad_options_name_the_field():
     assert quick.ood_for("reversal") == {"max_length": 20} and quick.ood_for("successor") == {}
     assert task_presets("reversal") == ("reversal_id", "reversal_ood")
     assert task_presets("successor_id") == ("successor_id", "successor_ood")
+    for name in ("reversal", "reversal_id", "reversal_ood", "string_reversal"):
+        assert task_short_name(name) == "reversal"  # the task's folder
 
 
 def test_cli_one_line_errors(capsys):
