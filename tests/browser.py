@@ -57,6 +57,19 @@ def open_browser(width: int = 1400, height: int = 1000) -> Iterator:
         driver.quit()
 
 
+def open_page(driver, path, timeout: float = 20.0) -> None:
+    """Load a local page and wait until its script says it is ready
+    (`window.attentionViewer.ready`: the data is inflated and the first map drawn)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(path.resolve().as_uri())
+    ready = "return !!(window.attentionViewer && window.attentionViewer.ready)"
+    try:
+        WebDriverWait(driver, timeout).until(lambda d: d.execute_script(ready))
+    except Exception as error:
+        raise AssertionError(f"page not ready: console {driver.get_log('browser')}") from error
+
+
 def console_errors(driver) -> list[dict]:
     """The console entries of level SEVERE (JavaScript errors, failed loads)."""
     return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]

@@ -21,14 +21,16 @@ is kept: row i holds the `lengths[i]` task-text columns at or before its query (
 by construction), so `maps` is, per view, the rows' prefixes one after another. Quantisation:
 per row and view, `uint8 = round(255 * value / row max)` with the row max (over the stored
 columns) as float32 in `row_max`; decoding gives each value within `row max / 510`, i.e.
-within 1/255 of the row's largest value. `maps` and `row_max` are base64 (row_max
-little-endian float32), view-major.
+within 1/255 of the row's largest value. `maps` and `row_max` (little-endian float32) are
+view-major, each zlib-compressed (`encoding: "deflate"`; the page inflates them with the
+browser's own DecompressionStream) and base64-encoded: 8-bit heat maps compress about 2.7x.
 
 Heads: every head when the model has at most `ALL_HEADS` (32) of them; otherwise the top
-`top_k` (default 8): the ranking's order when a `HeadRanking` is given, else the heads with
-the largest mean share on the reference over these instances' answer rows. With 8 heads, 50
-reversal_ood instances of SmolLM2-135M (30 layers x 9 heads: 39 views) come to about 3.6 MB
-(docs and report: the measured figure).
+`top_k` (default 16): the ranking's order when a `HeadRanking` is given, else the heads with
+the largest mean share on the reference over these instances' answer rows. Size: about
+views x sum over rows of (prompt length + row) bytes before compression; 50 reversal_ood
+instances (11-50 characters) of SmolLM2-135M (30 layers x 9 heads, 16 heads kept: 47 views)
+make a file of about 2.5 MB (benchmarks/attention_viewer.py; the budget is 5 MB).
 
 Memory: the capture keeps every head's full map of the batch (`AttentionPlan(patterns=...)`,
 [batch, heads, T, T] per layer); `batch_size` bounds it (a 2,000-token text wants 1).
@@ -37,13 +39,15 @@ Memory: the capture keeps every head's full map of the batch (`AttentionPlan(pat
 from __future__ import annotations
 
 import base64
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
 ALL_HEADS = 32  # up to this many heads in the model, the viewer keeps every one
-DEFAULT_TOP_K = 8
+DEFAULT_TOP_K = 16
 BASELINE = "baseline"
 FORMAT = 1
+ENCODING = "deflate"  # zlib streams, as the browser's DecompressionStream("deflate") reads
 
 
 def quantise(values, lengths: Sequence[int]):
@@ -75,8 +79,13 @@ def dequantise(data, row_max, lengths: Sequence[int], cols: int):
     return out
 
 
-def _b64(array) -> str:
-    return base64.b64encode(array.tobytes()).decode("ascii")
+def _pack(array) -> str:
+    """base64 of the zlib-compressed bytes of `array`."""
+    return base64.b64encode(zlib.compress(array.tobytes(), 9)).decode("ascii")
+
+
+def _unpack(text: str) -> bytes:
+    return zlib.decompress(base64.b64decode(text))
 
 
 def decode_maps(data: dict[str, Any], j: int) -> dict[str, Any]:
@@ -88,8 +97,8 @@ def decode_maps(data: dict[str, Any], j: int) -> dict[str, Any]:
     views = len(data["views"])
     out = {}
     for name, block in inst["settings"].items():
-        raw = np.frombuffer(base64.b64decode(block["maps"]), dtype=np.uint8)
-        maxima = np.frombuffer(base64.b64decode(block["row_max"]), dtype="<f4")
+        raw = np.frombuffer(_unpack(block["maps"]), dtype=np.uint8)
+        maxima = np.frombuffer(_unpack(block["row_max"]), dtype="<f4")
         size = sum(lengths)
         rows = len(lengths)
         out[name] = (
@@ -310,8 +319,8 @@ def build_viewer_data(
                 "predicted": c["predicted"],
                 "correct": c["correct"],
                 "scores": [None if s is None else round(s, 7) for s in c["scores"]],
-                "maps": _b64(np.concatenate(data)),
-                "row_max": _b64(np.concatenate(maxima)),
+                "maps": _pack(np.concatenate(data)),
+                "row_max": _pack(np.concatenate(maxima)),
             }
         out_instances.append(entry)
     return {
@@ -321,6 +330,7 @@ def build_viewer_data(
         "settings": names,
         "views": views,
         "quantisation": "uint8 = round(255 * value / row max); row_max float32 per row",
+        "encoding": ENCODING,
         "meta": dict(meta or {}),
         "instances": out_instances,
     }

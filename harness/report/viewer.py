@@ -179,19 +179,23 @@ function bytesOf(b64) {
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 }
-const cache = new Map();
-function decoded(j, setting) {
-  const key = j + "/" + setting;
-  if (!cache.has(key)) {
-    const inst = DATA.instances[j], block = inst.settings[setting];
-    const start = [0];
-    for (const n of inst.lengths) start.push(start[start.length - 1] + n);
-    cache.set(key, {bytes: bytesOf(block.maps),
-      max: new Float32Array(bytesOf(block.row_max).buffer), start: start,
-      size: start[start.length - 1], rows: inst.lengths.length});
-  }
-  return cache.get(key);
+// The maps arrive zlib-compressed: the browser's DecompressionStream inflates every block
+// once at start (async), after which drawing reads plain arrays.
+async function inflate(b64) {
+  const stream = new Blob([bytesOf(b64)]).stream()
+    .pipeThrough(new DecompressionStream(DATA.encoding));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
+const cache = new Map();
+async function load(j, setting) {
+  const inst = DATA.instances[j], block = inst.settings[setting];
+  const start = [0];
+  for (const n of inst.lengths) start.push(start[start.length - 1] + n);
+  const [bytes, max] = await Promise.all([inflate(block.maps), inflate(block.row_max)]);
+  cache.set(j + "/" + setting, {bytes: bytes, max: new Float32Array(max.buffer), start: start,
+    size: start[start.length - 1], rows: inst.lengths.length});
+}
+function decoded(j, setting) { return cache.get(j + "/" + setting); }
 // The byte (0..255, relative to the row max) and the value of one cell.
 function cellByte(d, inst, view, row, col) {
   if (col >= inst.lengths[row]) return -1;
@@ -516,40 +520,44 @@ function render() {
 }
 
 // --- start ---------------------------------------------------------------------------------
-const configs = [...new Set(DATA.instances.map((x) => x.config))];
-fillSelect($("f-config"), [["all", "all"], ...configs.map((c) => [c, c])]);
-fillSelect($("view"), DATA.views.map((v, i) => [i, v.name]));
-fillSelect($("setting"), DATA.settings.map((s) => [s, s]));
-$("setting").value = state.setting;
-if (DATA.settings.length < 2) {
-  $("setting-box").style.display = "none"; $("compare-box").style.display = "none";
+async function start() {
+  await Promise.all(DATA.instances.flatMap((_, j) => DATA.settings.map((s) => load(j, s))));
+  const configs = [...new Set(DATA.instances.map((x) => x.config))];
+  fillSelect($("f-config"), [["all", "all"], ...configs.map((c) => [c, c])]);
+  fillSelect($("view"), DATA.views.map((v, i) => [i, v.name]));
+  fillSelect($("setting"), DATA.settings.map((s) => [s, s]));
+  $("setting").value = state.setting;
+  if (DATA.settings.length < 2) {
+    $("setting-box").style.display = "none"; $("compare-box").style.display = "none";
+  }
+  const m = DATA.meta || {};
+  $("meta").textContent = [m.model && `model ${m.model}`, m.prompt && `prompt: ${m.prompt}`,
+    `${DATA.instances.length} instances, teacher-forced`,
+    `${DATA.layers} layers x ${DATA.heads} heads`,
+    `${DATA.views.length - 1 - DATA.layers} heads kept`].filter(Boolean).join(" · ");
+  $("quantisation").textContent = `Storage: ${DATA.quantisation}; only each row's causal part.`;
+  for (const id of ["f-config", "f-outcome", "sort"]) {
+    $(id).addEventListener("change", refreshInstances);
+  }
+  $("instance").addEventListener("change", (e) => selectInstance(e.target.value));
+  $("view").addEventListener("change", (e) => { state.view = Number(e.target.value); render(); });
+  $("setting").addEventListener("change", (e) => { state.setting = e.target.value; render(); });
+  $("compare").addEventListener("change", (e) => { state.compare = e.target.checked; render(); });
+  $("zoom").addEventListener("input", (e) => {
+    state.cell = Number(e.target.value); layout(); showKey();
+  });
+  $("only-selected").addEventListener("change", (e) => {
+    state.onlySelected = e.target.checked; layout(); showKey();
+  });
+  $("clear-selection").addEventListener("click", () => {
+    state.selected.clear(); layout(); showSummary(); showKey();
+  });
+  window.addEventListener("resize", drawAll);
+  configSummary();
+  refreshInstances();
+  window.attentionViewer = {state: state, data: DATA, cellRect: cellRect, rowValues: rowValues,
+    drawn: (k) => state.panes[k].drawn, ready: true};
 }
-const m = DATA.meta || {};
-$("meta").textContent = [m.model && `model ${m.model}`, m.prompt && `prompt: ${m.prompt}`,
-  `${DATA.instances.length} instances, teacher-forced`,
-  `${DATA.layers} layers x ${DATA.heads} heads`,
-  `${DATA.views.length - 1 - DATA.layers} heads kept`].filter(Boolean).join(" · ");
-$("quantisation").textContent = `Storage: ${DATA.quantisation}; only each row's causal part.`;
-for (const id of ["f-config", "f-outcome", "sort"]) {
-  $(id).addEventListener("change", refreshInstances);
-}
-$("instance").addEventListener("change", (e) => selectInstance(e.target.value));
-$("view").addEventListener("change", (e) => { state.view = Number(e.target.value); render(); });
-$("setting").addEventListener("change", (e) => { state.setting = e.target.value; render(); });
-$("compare").addEventListener("change", (e) => { state.compare = e.target.checked; render(); });
-$("zoom").addEventListener("input", (e) => {
-  state.cell = Number(e.target.value); layout(); showKey();
-});
-$("only-selected").addEventListener("change", (e) => {
-  state.onlySelected = e.target.checked; layout(); showKey();
-});
-$("clear-selection").addEventListener("click", () => {
-  state.selected.clear(); layout(); showSummary(); showKey();
-});
-window.addEventListener("resize", drawAll);
-configSummary();
-refreshInstances();
-window.attentionViewer = {state: state, data: DATA, cellRect: cellRect, rowValues: rowValues,
-  drawn: (k) => state.panes[k].drawn, ready: true};
+start().catch((e) => { $("summary").textContent = `could not read the data: ${e}`; throw e; });
 })();
 """

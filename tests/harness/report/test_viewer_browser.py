@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser_missing, console_errors, open_browser
+from tests.browser import browser_missing, console_errors, open_browser, open_page
 from tests.harness.report.test_viewer import long_page, tokenizer  # noqa: F401, F811 (fixtures)
 
 pytestmark = pytest.mark.browser
@@ -120,8 +120,7 @@ def test_page_shows_the_data_and_the_analysis_numbers(page):
 
     path, data, results = page
     with open_browser(1600, 1400) as driver:
-        driver.get(path.as_uri())
-        assert driver.execute_script("return window.attentionViewer.ready") is True
+        open_page(driver, path)
 
         # The config table: attention.json's teacher-forced rollout means and counts.
         for config, result in results.items():
@@ -236,8 +235,7 @@ def test_a_2000_token_page_renders_and_answers_at_its_far_end(long_page):  # noq
     path, data, _ = long_page
     inst = data["instances"][0]
     with open_browser() as driver:
-        driver.get(path.as_uri())
-        assert driver.execute_script("return window.attentionViewer.ready") is True
+        open_page(driver, path)
         row = len(inst["target"]) - 1
         cell = (row, inst["mask"][row][0])
         assert cell not in _drawn(driver, 0)  # far to the right: not drawn yet
