@@ -13,7 +13,8 @@ lists of task-text column indices, and per setting ("baseline", and the interven
 when one is given): the predicted character per row, whether it is right, the rollout score
 per row (exactly the number `attentionspan attention` scores: `scores.rollout_scores`, the
 rollout's share on the reference over the task-text columns; None for a row without a
-reference), and the maps.
+reference), and the maps. `predicted[i]` is the decoded argmax token of row i (a special
+token such as EOS decodes to its name).
 
 Maps: one matrix per view (`data["views"]`: the rollout, then layer 0..L-1's head mean, then
 the chosen heads), rows the answer rows, columns the task-text columns. Only the causal part
@@ -214,7 +215,8 @@ def _crop(instance, enc, batch, b, forced, rec, rolled, reference, shares, char_
     return {
         "lengths": lengths,
         "mask": [torch.nonzero(m).flatten().tolist() for m in mask],
-        "predicted": "".join(char_tok.decode([p]) for p in forced.predicted[b]),
+        # One string per row: a predicted special token decodes to several characters.
+        "predicted": [char_tok.decode([p]) for p in forced.predicted[b]],
         "correct": [bool(c) for c in forced.correct[b]],
         "scores": row_scores,
         "rollout": take(rolled[b]),

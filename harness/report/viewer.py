@@ -484,7 +484,7 @@ function showSummary() {
     const chosen = (sel.length ? sel : inst.lengths.map((_, i) => i))
       .map((i) => block.scores[i]).filter((x) => x !== null);
     const right = block.correct.filter((c) => c).length;
-    lines.push(`[${s}] predicted ${h(esc(block.predicted))} · ${right}/` +
+    lines.push(`[${s}] predicted ${h(esc(block.predicted.join("")))} · ${right}/` +
       `${block.correct.length} correct · mean score ${sel.length ? "(selected rows) " : ""}` +
       `<span class="mean-score" data-setting="${s}">${fmt(mean(chosen))}</span>`);
   }

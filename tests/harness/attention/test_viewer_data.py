@@ -84,6 +84,9 @@ def test_mask_equals_the_instance_reference(instances, data):
     for x, inst in zip(instances, data["instances"]):
         assert inst["text"] == x.prompt + x.target
         assert inst["mask"] == [sorted(row) for row in x.reference]
+        block = inst["settings"]["baseline"]
+        assert len(block["predicted"]) == len(block["correct"]) == len(x.target)
+        assert block["correct"] == [p == t for p, t in zip(block["predicted"], x.target)]
 
 
 def test_scores_equal_the_analysis_records(model, attn_tokenizer, instances, data):

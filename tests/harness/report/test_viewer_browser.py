@@ -7,6 +7,8 @@ Skips (with the reason) where Chromium, chromedriver or selenium is missing; CI 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.browser import browser_missing, console_errors, open_browser, open_page
@@ -171,6 +173,7 @@ def test_page_shows_the_data_and_the_analysis_numbers(page):
         assert float(score) == pytest.approx(block["scores"][row], abs=5e-5)
         assert f"row {row}: gold {inst['target'][row]!r}".replace("'", '"') in info.text
         assert ("(correct)" if block["correct"][row] else "(wrong)") in info.text
+        assert f"-> predicted {json.dumps(block['predicted'][row])} " in info.text
 
         # Click a key cell: who attends to it.
         key = inst["mask"][row][0]
