@@ -62,9 +62,15 @@ def build(args) -> tuple[Path, dict, float]:
         ranking=ranking,
         setting=setting,
         batch_size=args.batch_size,
-        meta={"model": args.model, "prompt": f"instruction {prompt.instruction!r}"},
+        meta={
+            "model": args.label or args.model,
+            "prompt": f"instruction {prompt.instruction!r}"
+            if prompt.instruction
+            else "no instruction",
+        },
     )
-    path = write_html(data, Path(args.output) / VIEWER_FILE, title=f"Attention: {args.model}")
+    title = f"Attention on reference tokens: {args.label or args.model}"
+    path = write_html(data, Path(args.output) / VIEWER_FILE, title=title)
     return path, data, time.perf_counter() - started
 
 
@@ -136,6 +142,7 @@ def main() -> None:
         "--top", type=int, default=0, help="also show the top-N heads reinforced (0: none)"
     )
     parser.add_argument("--strength", type=float, default=1.0, help="C of that intervention")
+    parser.add_argument("--label", default=None, help="the model's name on the page")
     args = parser.parse_args()
     path, data, seconds = build(args)
     size = path.stat().st_size
