@@ -40,10 +40,12 @@ def open_browser(width: int = 1400, height: int = 1000) -> Iterator:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    # --disable-dev-shm-usage: CI containers often give /dev/shm only 64 MB.
     for arg in (
         "--headless=new",
         "--no-sandbox",
         "--disable-gpu",
+        "--disable-dev-shm-usage",
         f"--window-size={width},{height}",
     ):
         options.add_argument(arg)
