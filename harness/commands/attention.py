@@ -11,7 +11,9 @@ same under `generate` for the free-running pass), `attention.md` (the paper's Ta
 layout) and the figures: `rollout-<config>-{correct,wrong}.png` (Figure 1 style),
 `heads.png` (layer x head, one panel per config), `scores.png` (correct versus wrong),
 `position-<config>.png` (score by target position), with `-generate` twins for the
-free-running pass. The measurement is `harness.attention.analysis`.
+free-running pass, and `attention.html` (the interactive viewer, `harness.report.viewer`, on
+the first --viewer-num instances of each config, teacher-forced; linked from attention.md).
+The measurement is `harness.attention.analysis`.
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--output", default=None, help="folder for attention.json, attention.md and the PNGs"
+    )
+    parser.add_argument(
+        "--viewer-num",
+        type=int,
+        default=25,
+        help="instances per config in attention.html, the interactive viewer (0: none)",
     )
     add_model_arguments(
         parser,
@@ -125,6 +133,8 @@ def run_command(args) -> int:
         raise ValueError("no --configs given and the model has no saved training config")
     for name in configs:
         resolve_config(name)  # an unknown config: one line listing the known ones
+    if args.viewer_num < 0:
+        raise ValueError(f"--viewer-num must be >= 0, got {args.viewer_num}")
     config = AnalysisConfig(
         configs=configs,
         num=args.num,
@@ -176,6 +186,8 @@ def run(args, config, prompt) -> dict:
         }
         if args.output:
             written = write_outputs(args.output, meta, results, plots_data)
+            if args.viewer_num:
+                written.append(write_viewer_for(args, config, model, tokenizer, prompt, meta))
             print(f"wrote {len(written)} files to {args.output}", file=sys.stderr)
         print("\n".join(table2_rows(meta["model_name"], results)))
         print(
@@ -183,6 +195,37 @@ def run(args, config, prompt) -> dict:
             f"{accelerator.num_processes} process(es))"
         )
     return results
+
+
+def write_viewer_for(args, config, model, tokenizer, prompt, meta):
+    """attention.html beside attention.md (the first --viewer-num instances of each config,
+    which are also the first of the analysis), and a link to it at the end of attention.md."""
+    from pathlib import Path
+
+    from attentionspan_datasets.atomic import atomic_write_text
+    from harness.attention.analysis import load_instances
+    from harness.report.viewer import VIEWER_FILE, write_viewer
+
+    num = min(args.viewer_num, config.num)
+    instances = [
+        x for name in config.configs for x in load_instances(name, num, config.seed, config.split)
+    ]
+    path = write_viewer(
+        args.output,
+        model,
+        tokenizer,
+        instances,
+        prompt,
+        meta={"model": meta["model_name"], "prompt": meta["prompt"]},
+    )
+    markdown = Path(args.output) / "attention.md"
+    text = markdown.read_text(encoding="utf-8").rstrip("\n")
+    link = (
+        f"Interactive viewer (offline, one file): [{VIEWER_FILE}]({VIEWER_FILE}), the first "
+        f"{num} instances of each config, teacher-forced."
+    )
+    atomic_write_text(markdown, f"{text}\n\n{link}\n")
+    return path
 
 
 def command_line(args, config) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,27 @@ def test_writes_json_markdown_and_figures(tiny_model_dirs, tmp_path, capsys):
     assert {"heads.png", "scores.png", "heads-generate.png"} <= set(document["figures"])
     table = (out / "attention.md").read_text()
     assert "attn score (correct)" in table and "0.0455" in table  # the paper's number beside
+    # The viewer: linked, and its scores are attention.json's (the same 5 instances per config).
+    assert "[attention.html](attention.html)" in table
+    page = (out / "attention.html").read_text()
+    found = re.search(r'id="viewer-data">(.*?)</script>', page, re.S)
+    data = json.loads(found.group(1))
+    assert len(data["instances"]) == 10
+    for name in CONFIGS:
+        rollout = document["configs"][name]["rollout"]
+        for group, right in (("correct", True), ("error", False)):
+            values = [
+                score
+                for inst in data["instances"]
+                if inst["config"] == name
+                for score, ok in zip(
+                    inst["settings"]["baseline"]["scores"], inst["settings"]["baseline"]["correct"]
+                )
+                if score is not None and ok == right
+            ]
+            assert len(values) == rollout[group]["n"]
+            if values:
+                assert sum(values) / len(values) == pytest.approx(rollout[group]["mean"], abs=1e-6)
 
 
 @pytest.mark.parametrize(
