@@ -267,15 +267,17 @@ def summarise(records: list[dict[str, Any]], num_layers: int, num_heads: int) ->
 
     from harness.attention import scores
 
-    def block(rows, heads=True):
+    def block(rows, heads=True, aware=True):
         scored = [r for r in rows if math.isfinite(r["share"])]
         out = {
             "tokens": len(rows),
             "token_accuracy": sum(r["correct"] for r in rows) / len(rows) if rows else None,
             "rollout": compare([r["share"] for r in rows], [r["correct"] for r in rows]),
-            # Counting instances, not tokens: cluster bootstrap, paired, matched; direction.
-            "instances": scores.table2_statistics(rows),
         }
+        if aware:
+            # Counting instances, not tokens: cluster bootstrap, paired, matched; direction.
+            # (Only on the whole block: its matched test already holds length and position.)
+            out["instance_aware"] = scores.table2_statistics(rows)
         if heads:
             table = np.full((num_layers, num_heads), np.nan)
             if scored:
@@ -288,9 +290,12 @@ def summarise(records: list[dict[str, Any]], num_layers: int, num_heads: int) ->
     for r in records:
         by_length[r["length"]].append(r)
         by_position[r["position"]].append(r)
-    out["by_length"] = {str(k): block(by_length[k], heads=False) for k in sorted(by_length)}
+    out["by_length"] = {
+        str(k): block(by_length[k], heads=False, aware=False) for k in sorted(by_length)
+    }
     out["by_position"] = {
-        str(k): block(by_position[k], heads=False)["rollout"] for k in sorted(by_position)
+        str(k): block(by_position[k], heads=False, aware=False)["rollout"]
+        for k in sorted(by_position)
     }
     return out
 

@@ -63,7 +63,7 @@ def attention_findings(task: Mapping[str, Any]) -> list[str]:
         if correct is None or wrong is None:
             continue
         pass_name = "free-running" if "generate" in result else "teacher-forced"
-        aware = block.get("instances") or {}
+        aware = block.get("instance_aware") or {}
         boot = aware.get("cluster_bootstrap") or {}
         if boot.get("low") is not None and boot.get("high") is not None:
             evidence = (

@@ -69,10 +69,12 @@ def _attention(path: Path) -> dict[str, Any]:
     configs = json.loads(path.read_text()).get("configs", {})
     out = {}
     for name, result in configs.items():
-        keep = {k: result[k] for k in ("rollout", "instances") if k in result}
+        keep = {k: result[k] for k in ("rollout", "instance_aware") if k in result}
         generate = result.get("generate") or {}
         if generate:
-            keep["generate"] = {k: generate[k] for k in ("rollout", "instances") if k in generate}
+            keep["generate"] = {
+                k: generate[k] for k in ("rollout", "instance_aware") if k in generate
+            }
         out[name] = keep
     return out
 

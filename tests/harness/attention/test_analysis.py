@@ -144,12 +144,12 @@ def test_summary_statistics_are_welch_and_per_length():
     tiny = analysis.summarise(records[1:2], 2, 3)  # one correct token
     assert tiny["rollout"]["welch_p"] is None and tiny["rollout"]["error"]["n"] == 0
     # Beside the pooled test, the same comparison counting instances (harness.stats).
-    instances = summary["instances"]
+    instances = summary["instance_aware"]
     assert instances["paper_test"]["welch_p"] == pytest.approx(test.pvalue)
     assert instances["n_instances"] == 10 and instances["no_reference"] == 1
     assert instances["direction"] == "correct > wrong"
-    assert summary["by_length"]["10"]["instances"]["n_instances"] == 5
-    assert tiny["instances"]["cluster_bootstrap"]["difference"] is None
+    assert "instance_aware" not in summary["by_length"]["10"]  # the whole block holds length
+    assert tiny["instance_aware"]["cluster_bootstrap"]["difference"] is None
 
 
 def test_analyse_model_and_reports(llama, attn_tokenizer, tmp_path):

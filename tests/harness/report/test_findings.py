@@ -65,7 +65,7 @@ def test_every_rule_fires_on_its_numbers():
 def test_instance_aware_interval_decides_over_the_pooled_test():
     t = task()
     block = t["attention"]["results"]["reversal_ood"]
-    block["instances"] = {
+    block["instance_aware"] = {
         "n_instances": 40,
         "cluster_bootstrap": {"difference": -0.1, "low": -0.3, "high": 0.05},
         "matched": {"difference": -0.01, "p": 0.4},
@@ -78,7 +78,7 @@ def test_instance_aware_interval_decides_over_the_pooled_test():
 def test_a_pooled_direction_that_the_matched_test_does_not_hold_is_said():
     t = task()
     block = t["attention"]["results"]["reversal_ood"]
-    block["instances"] = {
+    block["instance_aware"] = {
         "n_instances": 40,
         "cluster_bootstrap": {"difference": 0.05, "low": 0.03, "high": 0.07},
         "matched": {"difference": 0.0017, "p": 0.28},
