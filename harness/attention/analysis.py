@@ -35,7 +35,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 
-MODES = ("teacher_forced", "generate")
+PASSES = ("teacher_forced", "generate")  # `AnalysisConfig.modes` takes these
 MODE_TITLES = {"teacher_forced": "teacher-forced", "generate": "free-running"}
 FIGURE_KINDS = ("correct", "wrong")  # one Figure 1 instance of each kind per config
 MAX_FIGURE_COLUMNS = 120  # the Figure 1 map shows the last columns of longer texts
@@ -48,7 +48,7 @@ class AnalysisConfig:
     seed: int = DEFAULT_SEED
     split: str = "test"
     batch_size: int = 16
-    modes: Sequence[str] = MODES
+    modes: Sequence[str] = PASSES
     mixed_precision: str = "no"
 
     def __post_init__(self) -> None:
@@ -56,9 +56,9 @@ class AnalysisConfig:
             raise ValueError(f"-n/--num must be >= 1, got {self.num}")
         if self.batch_size < 1:
             raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
-        bad = [m for m in self.modes if m not in MODES]
+        bad = [m for m in self.modes if m not in PASSES]
         if bad or not self.modes:
-            raise ValueError(f"modes must be among {', '.join(MODES)}, got {list(self.modes)}")
+            raise ValueError(f"modes must be among {', '.join(PASSES)}, got {list(self.modes)}")
 
 
 # --- the instances ------------------------------------------------------------------------
@@ -84,22 +84,14 @@ def check_has_masks(config: str, seed: int, split: str, probe: int = 20) -> None
 
 
 # --- per-token records -------------------------------------------------------------------
-def _attention_only(model) -> dict[str, Any]:
-    """Forward options for a pass run only for its attention: one position of logits
-    (Gemma 3's 262k-word output layer costs as much as its layers over a whole batch)."""
-    import inspect
-
-    accepted = inspect.signature(model.forward).parameters
-    return {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
-
-
-def _token_records(instances, width, correct_rows, reference, shares, head_rows, mode):
+def _token_records(instances, width, correct_rows, reference, shares, head_rows, mode, lengths):
     """One record per scored token: where it is, whether it is right, its rollout share
     (nan without a reference) and its per-head shares ([layers, heads] float32, or None).
-    In the shared layout the query that predicts target[i] is column `width - 1 + i`."""
+    In the shared layout the query that predicts target[i] is column `width - 1 + i`;
+    `lengths` is the engine's length rule (`harness.scoring.LengthRule`)."""
     records = []
     for b, instance in enumerate(instances):
-        length = int(instance.params.get("length", len(instance.prompt)))
+        length = lengths(instance)
         for i, correct in enumerate(correct_rows[b]):
             row = width - 1 + i
             has_ref = bool(reference[b, row].any())
@@ -148,25 +140,32 @@ def _figure_case(instance, enc, batch, b, rolled, reference, correct, predicted)
 
 
 # --- the passes ---------------------------------------------------------------------------
-def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=()):
-    """(token records of one batch for every mode, Figure 1 cases (kind, data): for each
-    kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass)."""
-    import torch
+def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=(), scorer=None):
+    """(token records of one batch for every pass, Figure 1 cases (kind, data): for each
+    kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass).
+    The passes are the engine's (`harness.scoring.Scorer`) under capture plans."""
+    from harness.scoring import Scorer
 
-    from attentionspan_datasets.metrics import score
+    if scorer is None:
+        scorer = Scorer(model, char_tok, prompt, config.batch_size, config.mixed_precision)
+    return _analyse(scorer, instances, scorer.encode(instances), config, want)
+
+
+def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
     from harness.attention import scores
-    from harness.attention.capture import AttentionPlan, capture_attention
-    from harness.attention.positions import reference_mask, task_columns
-    from harness.inference import collate_left, generate_batch, teacher_forced_batch
+    from harness.attention.capture import AttentionPlan
+    from harness.attention.positions import task_columns
+    from harness.scoring import answer_text, collate_left, max_new_tokens
 
-    encodings = [prompt.encode(char_tok, x) for x in instances]
+    char_tok = scorer.char_tok
     records, figures = [], []
     if "teacher_forced" in config.modes:
         # teacher_forced_batch collates exactly this batch; the mask is built for it.
         batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
-        reference = reference_mask(batch)
-        with capture_attention(model, AttentionPlan(reference=reference, rollout=True)) as rec:
-            forced = teacher_forced_batch(model, char_tok, encodings, config.mixed_precision)
+        reference = batch.reference_mask()
+        forced, rec = scorer.teacher_force(
+            encodings, AttentionPlan(reference=reference, rollout=True)
+        )
         rolled = scores.rollout(rec.layer_maps)
         shares = scores.rollout_scores(rolled, reference, task_columns(batch))
         records += _token_records(
@@ -177,6 +176,7 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             shares,
             rec.head_rows,
             "teacher_forced",
+            scorer.length,
         )
         # Per kind, the batch's best candidate by `_figure_rank`.
         best: dict[str, int] = {}
@@ -200,19 +200,18 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             )
             figures.append((kind, case))
     if "generate" in config.modes:
-        max_new = max(e.target_len for e in encodings) + 1
+        from attentionspan_datasets.metrics import score
+
+        max_new = max_new_tokens(encodings)
         # Generation runs under the same (eager) attention function as the analysis pass.
-        with capture_attention(model, AttentionPlan()):
-            generated = generate_batch(model, char_tok, encodings, max_new, config.mixed_precision)
+        generated, _ = scorer.generate(encodings, AttentionPlan(), max_new)
         batch = generated.batch
         length = batch.total_len
-        reference = reference_mask(batch, length=batch.prompt_width + max_new)
+        reference = batch.reference_mask(length=batch.prompt_width + max_new)
         reference = reference[:, :length, :length].contiguous()
-        with (
-            torch.inference_mode(),
-            capture_attention(model, AttentionPlan(reference=reference, rollout=True)) as rec,
-        ):
-            model(**batch.model_inputs(model.device), **_attention_only(model))
+        rec = scorer.forward(
+            batch, AttentionPlan(reference=reference, rollout=True), attention_only=True
+        )
         rolled = scores.rollout(rec.layer_maps)
         shares = scores.rollout_scores(rolled, reference, task_columns(batch))
         written = []
@@ -223,14 +222,20 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             count = min(len(ids) + int(generated.finished[b]), enc.target_len)
             written.append([i < len(ids) and ids[i] == gold[i] for i in range(count)])
         tokens = _token_records(
-            instances, batch.prompt_width, written, reference, shares, rec.head_rows, "generate"
+            instances,
+            batch.prompt_width,
+            written,
+            reference,
+            shares,
+            rec.head_rows,
+            "generate",
+            scorer.length,
         )
         # Exact match as `attentionspan eval` scores it (the answer cut at target + 1).
         exact = {
-            x.index: score(
-                char_tok.decode(generated.ids[b][: len(x.target) + 1], skip_special_tokens=True),
-                x.target,
-            )["exact_match"]
+            x.index: score(answer_text(char_tok, generated.ids[b], encodings[b]), x.target)[
+                "exact_match"
+            ]
             for b, x in enumerate(instances)
         }
         for r in tokens:
@@ -306,59 +311,48 @@ def analyse_model(
     process gets the gathered results."""
     from tqdm.auto import tqdm
 
-    from harness.attention.capture import model_shape
-    from harness.data import PromptConfig, shard_indices
-    from harness.tokenization import CharTokenizer
+    from harness.data import shard_indices
+    from harness.scoring import Processes, Scorer, check_texts, eval_mode, model_shape
 
-    char_tok = CharTokenizer(tokenizer)
-    prompt = prompt or PromptConfig()
-    world = accelerator.num_processes if accelerator is not None else 1
-    rank = accelerator.process_index if accelerator is not None else 0
+    scorer = Scorer(model, tokenizer, prompt, config.batch_size, config.mixed_precision)
+    procs = Processes.of(accelerator)
     num_layers, num_heads = model_shape(model)
     for name in config.configs:
         check_has_masks(name, config.seed, config.split)
-    share = shard_indices(0, config.num, world, rank)
+    share = procs.share(config.num)
     # The main process counts its own share; the others work at the same pace.
-    batches = math.ceil(len(shard_indices(0, config.num, world, 0)) / config.batch_size)
+    batches = math.ceil(len(shard_indices(0, config.num, procs.world, 0)) / config.batch_size)
     bar = tqdm(
         total=batches * len(config.configs),
         desc="attention",
         unit="batch",
-        disable=not (progress and rank == 0),
+        disable=not (progress and procs.main),
         dynamic_ncols=True,
     )
-    was_training = model.training
-    model.eval()
     results, plots = {}, {}
     try:
-        for name in config.configs:
-            started = time.perf_counter()
-            instances = load_instances(
-                name, config.num, config.seed, config.split, share.start, share.stop
-            )
-            for x in instances:  # fail before any model call, naming the character
-                char_tok.check_text(x.text)
-            mine, figures = [], {}
-            for first in range(0, len(instances), config.batch_size):
-                chunk = instances[first : first + config.batch_size]
-                records, found = analyse_batch(model, char_tok, chunk, prompt, config, FIGURE_KINDS)
-                mine += records
-                for kind, case in found:  # keep the best candidate of each kind only
-                    figures[kind] = min(figures.get(kind, case), case, key=_figure_rank)
-                bar.update(1)
-            figures = list(figures.items())
-            if world > 1:
-                from accelerate.utils import gather_object
-
-                mine = [r for part in gather_object([mine]) for r in part]
-                figures = [f for part in gather_object([figures]) for f in part]
-            results[name], plots[name] = _config_results(
-                mine, figures, config, num_layers, num_heads
-            )
-            results[name]["seconds"] = round(time.perf_counter() - started, 2)
+        with eval_mode(model):
+            for name in config.configs:
+                started = time.perf_counter()
+                instances = load_instances(
+                    name, config.num, config.seed, config.split, share.start, share.stop
+                )
+                check_texts(scorer.char_tok, instances)  # before any model call
+                mine, figures = [], {}
+                for chunk, encodings in scorer.batches(instances):
+                    records, found = _analyse(scorer, chunk, encodings, config, FIGURE_KINDS)
+                    mine += records
+                    for kind, case in found:  # keep the best candidate of each kind only
+                        figures[kind] = min(figures.get(kind, case), case, key=_figure_rank)
+                    bar.update(1)
+                mine = procs.gather_list(mine)
+                figures = procs.gather_list(list(figures.items()))
+                results[name], plots[name] = _config_results(
+                    mine, figures, config, num_layers, num_heads
+                )
+                results[name]["seconds"] = round(time.perf_counter() - started, 2)
     finally:
         bar.close()
-        model.train(was_training)
     return results, plots
 
 
@@ -417,7 +411,7 @@ def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in results.items():
-        for mode in MODES:
+        for mode in PASSES:
             block = result if mode == "teacher_forced" else result.get("generate")
             if block is None or "rollout" not in block:
                 continue

@@ -65,6 +65,8 @@ from typing import Any
 
 import torch
 
+from harness.inference import model_shape, text_config
+
 ATTENTION_NAME = "attentionspan"
 MODES = ("standard", "conditional", "knockout")
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
@@ -434,14 +436,7 @@ def _check_causal_lm(model) -> None:
 
 
 def _text_config(model):
-    config = model.config
-    return config.get_text_config() if hasattr(config, "get_text_config") else config
-
-
-def model_shape(model) -> tuple[int, int]:
-    """(layers, query heads) of a causal LM."""
-    config = _text_config(model)
-    return int(config.num_hidden_layers), int(config.num_attention_heads)
+    return text_config(model.config)
 
 
 @contextlib.contextmanager

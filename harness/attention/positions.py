@@ -39,30 +39,12 @@ def _layout(batch: Any, length: int | None) -> tuple[Sequence[Any], Sequence[int
 def reference_mask(batch: Any, length: int | None = None):
     """bool [batch, L, L]: [b, q, k] when the query at q (predicting the token at q + 1) must
     attend key k. `length` defaults to the batch's width; generation needs
-    `prompt_width + max_new_tokens`. References that would fall past `length` raise."""
-    import torch
+    `prompt_width + max_new_tokens`. References that would fall past `length` raise.
+    (The one builder, `harness.data.reference_mask`, on a batch's layout.)"""
+    from harness.data import reference_mask as build
 
     encodings, shifts, length = _layout(batch, length)
-    rows, queries, keys = [], [], []
-    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
-        for i, row in enumerate(enc.reference):
-            query = shift + enc.target_offset + i - 1  # the position that predicts target[i]
-            for k in row:
-                rows.append(b)
-                queries.append(query)
-                keys.append(shift + k)
-    mask = torch.zeros((len(encodings), length, length), dtype=torch.bool)
-    if rows:
-        q = torch.tensor(queries)
-        k = torch.tensor(keys)
-        if int(q.max()) >= length or int(k.max()) >= length:
-            raise ValueError(
-                f"length={length} is too short for the references (need {int(q.max()) + 1})"
-            )
-        if bool((k > q).any()):
-            raise ValueError("a reference points after the query that predicts its token")
-        mask[torch.tensor(rows), q, k] = True
-    return mask
+    return build(encodings, shifts, length)
 
 
 def target_index(batch: Any, length: int | None = None):
