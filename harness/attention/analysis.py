@@ -35,7 +35,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 
-PASSES = ("teacher_forced", "generate")  # `AnalysisConfig.modes` takes these
+MODES = ("teacher_forced", "generate")  # the passes (interventions have INTERVENTION_MODES)
 MODE_TITLES = {"teacher_forced": "teacher-forced", "generate": "free-running"}
 FIGURE_KINDS = ("correct", "wrong")  # one Figure 1 instance of each kind per config
 MAX_FIGURE_COLUMNS = 120  # the Figure 1 map shows the last columns of longer texts
@@ -48,7 +48,7 @@ class AnalysisConfig:
     seed: int = DEFAULT_SEED
     split: str = "test"
     batch_size: int = 16
-    modes: Sequence[str] = PASSES
+    modes: Sequence[str] = MODES
     mixed_precision: str = "no"
 
     def __post_init__(self) -> None:
@@ -56,9 +56,9 @@ class AnalysisConfig:
             raise ValueError(f"-n/--num must be >= 1, got {self.num}")
         if self.batch_size < 1:
             raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
-        bad = [m for m in self.modes if m not in PASSES]
+        bad = [m for m in self.modes if m not in MODES]
         if bad or not self.modes:
-            raise ValueError(f"modes must be among {', '.join(PASSES)}, got {list(self.modes)}")
+            raise ValueError(f"modes must be among {', '.join(MODES)}, got {list(self.modes)}")
 
 
 # --- the instances ------------------------------------------------------------------------
@@ -411,7 +411,7 @@ def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in results.items():
-        for mode in PASSES:
+        for mode in MODES:
             block = result if mode == "teacher_forced" else result.get("generate")
             if block is None or "rollout" not in block:
                 continue

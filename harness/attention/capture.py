@@ -65,10 +65,10 @@ from typing import Any
 
 import torch
 
+from harness.attention.sweep import INTERVENTION_MODES
 from harness.inference import model_shape, text_config
 
 ATTENTION_NAME = "attentionspan"
-MODES = ("standard", "conditional", "knockout")
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
 
 
@@ -89,8 +89,10 @@ class Intervention:
     positions: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"Intervention.mode must be one of {MODES}, got {self.mode!r}")
+        if self.mode not in INTERVENTION_MODES:
+            raise ValueError(
+                f"Intervention.mode must be one of {INTERVENTION_MODES}, got {self.mode!r}"
+            )
         self.heads = torch.as_tensor(self.heads)
         if self.heads.dim() != 2 or self.heads.dtype != torch.bool:
             raise ValueError(
