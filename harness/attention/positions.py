@@ -1,12 +1,12 @@
 """Reference rows of Instances as token positions of a collated batch.
 
     from harness.inference import collate_left
-    from harness.attention.positions import reference_mask, task_columns, shift_keys
+    from harness.attention.positions import reference_mask, task_columns, shift_mask
     batch = collate_left(encodings, pad_id)             # or generate_batch(...).batch
     ref = reference_mask(batch)                         # bool [batch, L, L] (teacher-forced)
     ref = reference_mask(batch, length=batch.prompt_width + max_new_tokens)   # generation
     cols = task_columns(batch, length=ref.shape[-1])    # bool [batch, L]: prompt + target text
-    ref_plus_1 = shift_keys(ref, 1)                     # the ref+k analysis
+    ref_plus_1 = shift_mask(ref, 1)                     # the ref+k analysis
 
 An Encoding already holds its reference in absolute token positions of its own sequence
 (instruction, few-shot block, chat template and BOS included, `harness.tokenization`); a
@@ -79,20 +79,25 @@ def task_columns(batch: Any, length: int | None = None):
     return out
 
 
-def shift_keys(mask, k: int):
-    """The mask with every key moved by `k` positions (ref+k; negative k looks earlier).
-    Cells pushed out of the sequence or after their query (not causal) are dropped."""
+def shift_mask(mask, shift: int):
+    """The mask moved `shift` keys to the right (`ref + shift`), cells that leave the
+    sequence dropped. bool [batch, query_pos, key_pos]."""
     import torch
 
-    if k == 0:
-        return mask.clone()
-    length = mask.shape[-1]
+    if shift == 0:
+        return mask
     out = torch.zeros_like(mask)
-    if abs(k) >= length:
-        return out
-    if k > 0:
-        out[..., k:] = mask[..., : length - k]
+    if shift > 0:
+        out[..., shift:] = mask[..., :-shift]
     else:
-        out[..., : length + k] = mask[..., -k:]
-    causal = torch.ones(length, length, dtype=torch.bool, device=mask.device).tril()
-    return out & causal
+        out[..., :shift] = mask[..., -shift:]
+    return out
+
+
+def causal_valid(mask, attention_mask):
+    """Keep only cells a query may attend: key <= query and a real (unpadded) key."""
+    import torch
+
+    length = mask.shape[-1]
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    return mask & causal & attention_mask.bool()[:, None, :]

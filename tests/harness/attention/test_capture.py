@@ -465,3 +465,42 @@ def test_real_gemma3_when_fetched():
     torch.testing.assert_close(
         rec.head_rows[:, :t], rec_full.head_rows[:, :t], equal_nan=True, atol=1e-5, rtol=0
     )
+
+
+def test_named_references_in_one_forward_equal_separate_plans(tiny_models, attn_tokenizer):
+    """A plan's named references (ref-1, ref, ref+1, one with a threshold) are recorded in
+    one forward and equal what a plan with that mask alone records."""
+    from attentionspan_datasets.splits import iter_split
+    from harness.attention.capture import Reference
+    from harness.attention.positions import causal_valid, shift_mask
+    from harness.inference import collate_left
+    from harness.tokenization import CharTokenizer, encode_instance
+
+    char_tok = CharTokenizer(attn_tokenizer)
+    xs = list(iter_split("reversal_id", split="validation", stop=3))
+    batch = collate_left([encode_instance(char_tok, x) for x in xs], char_tok.pad_id)
+    ref = batch.reference_mask()
+    masks = {
+        f"ref{k:+d}": causal_valid(shift_mask(ref, k), batch.attention_mask) for k in (-1, 0, 1)
+    }
+    model = tiny_models["gemma3"]
+    plan = AttentionPlan(references={**masks, "thr": Reference(masks["ref+0"], threshold=0.1)})
+    with torch.inference_mode(), capture_attention(model, plan) as together:
+        model(**batch.model_inputs())
+    assert together.head_rows is None
+    for name, mask in masks.items():
+        with torch.inference_mode(), capture_attention(model, AttentionPlan(reference=mask)) as one:
+            model(**batch.model_inputs())
+        assert torch.allclose(together.mass(name), one.head_mass, atol=1e-6)
+        assert torch.equal(together.named_rows[name].isnan(), one.head_rows.isnan())
+    plan = AttentionPlan(reference=masks["ref+0"], head_mass=False, patterns=(0, 1, 2))
+    with torch.inference_mode(), capture_attention(model, plan) as maps:
+        model(**batch.model_inputs())
+    want = torch.zeros(2, 4)
+    for layer in range(2):
+        w = maps.patterns[f"blocks.{layer}.attn.hook_pattern"]
+        want[layer] = torch.einsum("bhqk,bqk->h", w * (w > 0.1), masks["ref+0"].float())
+    assert torch.allclose(together.mass("thr"), want, atol=1e-5)
+    assert not torch.allclose(together.mass("thr"), together.mass("ref+0"))
+    with pytest.raises(ValueError, match="threshold"):
+        Reference(masks["ref+0"], threshold=1.5)
