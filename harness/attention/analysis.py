@@ -11,10 +11,10 @@ For each config, `num` instances of the `test` split (`attentionspan_datasets.sp
 through two passes with capture on (`harness.attention.capture`, eager attention):
 - teacher-forced (as the authors): one forward over prompt + target; token i is correct
   when it is the argmax given the true prefix, from that same forward;
-- free-running: greedy generation (the tokens the model actually wrote, the EOS too), then
-  one forward over prompt + generated tokens (tests/harness/attention: its rows equal those of
-  KV-cached generation); the i-th written token uses the gold reference row i and is
-  correct when it equals target[i].
+- free-running: greedy generation (the tokens the model actually wrote, the EOS too),
+  recorded while it runs (tests/harness/attention: KV-cached rows equal those of one forward
+  over prompt + generated tokens); the i-th written token uses the gold reference row i and
+  is correct when it equals target[i].
 Per scored token: the paper's score, the share of its rollout row (Abnar and Zuidema: per
 layer the head mean plus the identity, rows renormalised, multiplied over layers) on its
 reference positions, over the task-text columns only (instruction, few-shot block, chat
@@ -203,17 +203,18 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
         from attentionspan_datasets.metrics import score
 
         max_new = max_new_tokens(encodings)
-        # Generation runs under the same (eager) attention function as the analysis pass.
-        generated, _ = scorer.generate(encodings, AttentionPlan(), max_new)
+        # Recorded while generating: KV-cached rows equal those of one forward over prompt +
+        # generated ids (tests/harness/attention), so no second pass is needed. Rows run up
+        # to the last token fed back, past every scored one (<= prompt_width + target - 2).
+        layout = collate_left(encodings, char_tok.pad_id, with_answer=False)
+        full = layout.reference_mask(length=layout.prompt_width + max_new)
+        plan = AttentionPlan(reference=full, rollout=True)
+        generated, rec = scorer.generate(encodings, plan, max_new)
         batch = generated.batch
-        length = batch.total_len
-        reference = batch.reference_mask(length=batch.prompt_width + max_new)
-        reference = reference[:, :length, :length].contiguous()
-        rec = scorer.forward(
-            batch, AttentionPlan(reference=reference, rollout=True), attention_only=True
-        )
+        length = rec.length
+        reference = full[:, :length, :length]
         rolled = scores.rollout(rec.layer_maps)
-        shares = scores.rollout_scores(rolled, reference, task_columns(batch))
+        shares = scores.rollout_scores(rolled, reference, task_columns(batch, length=length))
         written = []
         for b, enc in enumerate(encodings):
             ids = generated.ids[b]
