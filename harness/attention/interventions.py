@@ -12,7 +12,10 @@ intervention. The heads come from a `HeadRanking` (top, bottom) or are drawn at 
 cells are the reference (optionally `ref + shift`) or, for the positions control, as many
 random non-reference keys per row. One prefill of the prompt (all but its last token, a
 part no setting changes: no reference row lies there) is computed once per batch and
-copied for every setting.
+copied for every setting. The settings of a batch run together, as nnsight batches its
+invokes: one generation (and one teacher-forced forward) whose rows are instances x settings,
+each row under its own setting (a per-row capture `Intervention`), up to `MAX_ROWS` rows;
+`batched=False` runs one generation per setting instead, with the same records.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Any
 
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
+
+MAX_ROWS = 256  # rows (instances x settings) of one batched generation
 
 
 def select_heads(setting: Setting, ranking: HeadRanking) -> list[tuple[int, int]]:
@@ -182,13 +187,16 @@ def score_batch(
     if reuse_prefill and prompts.prompt_width > 1:
         with _plain_capture(model):
             prefix = _prefix_cache(model, prompts)
-    groups = (
-        [(list(range(len(settings))), len(settings))]
-        if batched
-        else [([i], 1) for i in range(len(settings))]
-    )
+    # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
+    # rows, so that a large grid does not hold one huge KV cache; unbatched, one at a time.
+    per_group = max(1, MAX_ROWS // len(encodings)) if batched else 1
+    groups = [
+        list(range(first, min(first + per_group, len(settings))))
+        for first in range(0, len(settings), per_group)
+    ]
     out: dict[str, list[dict[str, Any]]] = {}
-    for chosen, count in groups:
+    for chosen in groups:
+        count = len(chosen)
         rows = [enc for enc in encodings for _ in range(count)]
         if count == 1:
             iv = interventions[chosen[0]]

@@ -169,3 +169,15 @@ def test_settings_batched_per_row_equal_separate_generations(attn_tokenizer, kin
     assert len(calls) <= 2 * (1 + steps + 1)
     # The settings do act (the comparison is not between identical baselines).
     assert together["top2-C1"] != together["baseline"]
+
+
+def test_settings_split_into_groups_of_max_rows(attn_tokenizer, setup, monkeypatch):
+    """A grid larger than MAX_ROWS rows runs in several batched generations, same records."""
+    from harness.attention import interventions
+
+    model, instances, ranking = setup
+    chosen = SETTINGS[:5]
+    together = score_settings(model, attn_tokenizer, instances, chosen, ranking, batch_size=3)
+    monkeypatch.setattr(interventions, "MAX_ROWS", 7)  # 2 settings x 3 instances per group
+    grouped = score_settings(model, attn_tokenizer, instances, chosen, ranking, batch_size=3)
+    assert grouped == together
