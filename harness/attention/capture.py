@@ -11,14 +11,18 @@
 
 API
 ---
-`AttentionPlan(reference=None, head_mass=None, rollout=False, patterns=(), intervention=None)`
+`AttentionPlan(reference=None, head_mass=None, rollout=False, patterns=(), intervention=None,
+references={})`
     reference: bool [batch, L, L]; `reference[b, q, k]` is True when query q (the position that
     predicts token q + 1) must attend key k, in absolute positions of the final sequence (left
     padding included; `harness.attention.positions` builds it). Rows past L (generation that
     runs past the gold answer) have no reference. head_mass (default: True when a reference
     is given) records per (layer, head) the post-softmax mass on the reference keys of every
     row that has references; rollout keeps the head-mean map of every layer; patterns lists
-    the batch rows whose full maps are kept under TransformerLens names.
+    the batch rows whose full maps are kept under TransformerLens names. references: named
+    masks (bool [batch, L, L], or `Reference(mask, threshold)` counting only weights above the
+    threshold) whose per-row, per-head mass is recorded in the same forward (capture once,
+    score many: the offsets ref-2 .. ref+2 of a head ranking); `record.mass(name)`.
 `Intervention(heads, strength=1.0, mode="standard", threshold=0.0, renormalise=False,
 prefill=False, positions=None)`
     heads: bool [layers, heads] (query heads). mode "standard" adds `strength` to the
@@ -29,7 +33,9 @@ prefill=False, positions=None)`
     (random-position control, ref+k). `prefill=False` leaves the first forward of a cached
     generation (past length 0 with a cache passed in) untouched, so the first generated
     token is not reinforced and a prefill can be reused across settings; a forward without a
-    cache (teacher-forced scoring) is always intervened.
+    cache (teacher-forced scoring) is always intervened. One setting per row (as nnsight
+    batches its invokes): heads bool [batch, layers, heads], strength and threshold [batch]
+    tensors, mode and renormalise one per row; a row whose heads are all False is untouched.
 `capture_attention(model, plan=None) -> AttentionRecord` (context manager)
     Switches the model to the "attentionspan" attention implementation (`ATTENTION_NAME`,
     registered with AttentionInterface and, for its mask, AttentionMaskInterface) and back,
@@ -39,7 +45,8 @@ prefill=False, positions=None)`
     sliding layers). Any number of forwards may run inside (one teacher-forced pass, or the
     prefill and decode steps of `generate()`); the record is filled when the block ends.
 `AttentionRecord`: head_rows, head_mass, target_rows (bool [batch, L]: rows with references
-    that ran), layer_maps, patterns, calls (attention calls), length (positions seen, T).
+    that ran), layer_maps, patterns, calls (attention calls), length (positions seen, T),
+    named_rows (per name of `plan.references`: [batch, L, layers, heads]) and mass(name).
 `AttentionCaptureError(ValueError)`: one line, for a model that is not a causal LM, one whose
     attention does not dispatch through the interface (checked after every forward), a plan
     whose masks do not match the batch (batch size, a first forward longer than L) or whose
