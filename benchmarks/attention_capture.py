@@ -17,6 +17,17 @@ that alternate the modes. Peak memory: on the CPU each mode runs once in a fresh
 whose peak RSS is reset (/proc/self/clear_refs) just before the pass and read after it
 (VmHWM minus the RSS before); on a GPU, `torch.cuda.max_memory_allocated` over the pass.
 The reference is reversal-shaped: each answer row refers to its mirrored prompt position.
+
+    OMP_NUM_THREADS=1 python benchmarks/attention_capture.py --commands [--model NAME] \
+        [--num 32] [--batch 16]
+
+The commands through the scoring engine (issue 21), on `--num` reversal_ood test instances
+(default: the scratch Llama; `--model smollm2-135m-instruct` after `attentionspan models
+fetch smollm2-135m-instruct`), CPU time of this process:
+- `eval` (`evaluate_model`: generation + teacher forcing) against the attention analysis
+  (`analyse_model`, both passes; target: at most 1.2x eval) and its teacher-forced pass alone;
+- the head ranking with its five offsets on as many reversal_id instances: forward passes per
+  batch (target: 1).
 """
 
 from __future__ import annotations
@@ -204,8 +215,16 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--heads", type=int, default=4, help="heads under intervention")
     parser.add_argument("--child-memory", help=argparse.SUPPRESS)
+    parser.add_argument("--commands", action="store_true", help="eval vs analysis, ranking")
+    parser.add_argument("--model", default=None, help="with --commands: a model name or folder")
+    parser.add_argument("--num", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
     import torch
+
+    if args.commands:
+        commands(args)
+        return
 
     if args.child_memory:
         print(peak_memory(args, args.child_memory))
@@ -255,6 +274,72 @@ def main() -> None:
     if os.environ.get("ATTENTION_BENCH_JSON"):
         with open(os.environ["ATTENTION_BENCH_JSON"], "w") as f:
             json.dump(rows, f, indent=1)
+
+
+ANALYSIS_TARGET = 1.2  # the attention analysis, both passes, against eval
+
+
+def commands(args) -> None:
+    """eval, the analysis and the ranking on the same instances (see the module docstring)."""
+    import math
+
+    import torch
+
+    from attentionspan_datasets.splits import iter_split
+    from harness.attention.analysis import AnalysisConfig, analyse_model
+    from harness.attention.heads import OFFSETS, rank_heads
+    from harness.evaluate import evaluate_model
+    from harness.models import ScratchConfig, build_scratch, load_model
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    if args.model:
+        model, tokenizer = load_model(args.model)
+    else:
+        model, tokenizer = build_scratch(ScratchConfig())
+    model.eval()
+    name = args.model or "scratch Llama 4x128 (random weights)"
+    load = os.getloadavg()[0]
+    print(
+        f"# {platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"load average {load:.2f}; {name}; {args.num} reversal_ood instances, batch {args.batch}"
+    )
+
+    def timed(fn):
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+
+    configs = ["reversal_ood"]
+
+    def analysis(modes):
+        config = AnalysisConfig(configs=configs, num=args.num, batch_size=args.batch, modes=modes)
+        return lambda: analyse_model(model, tokenizer, config)
+
+    evaluate_model(model, tokenizer, configs, min(args.num, 2), batch_size=2)  # warm-up
+    t_eval = timed(
+        lambda: evaluate_model(model, tokenizer, configs, args.num, batch_size=args.batch)
+    )
+    t_both = timed(analysis(("teacher_forced", "generate")))
+    t_tf = timed(analysis(("teacher_forced",)))
+    ratio = t_both / t_eval
+    print(f"{'eval':32} {t_eval:8.2f} CPU s")
+    print(
+        f"{'attention, both passes':32} {t_both:8.2f} CPU s  {ratio:.2f}x eval  "
+        f"{_verdict(ratio, ANALYSIS_TARGET)}"
+    )
+    print(f"{'attention, teacher-forced only':32} {t_tf:8.2f} CPU s  {t_tf / t_eval:.2f}x eval")
+    ids = list(iter_split("reversal_id", split="test", stop=args.num))
+    calls = []
+    hook = model.register_forward_pre_hook(lambda *a: calls.append(1))
+    try:
+        t_rank = timed(lambda: rank_heads(model, tokenizer, ids, batch_size=args.batch))
+    finally:
+        hook.remove()
+    per_batch = len(calls) / math.ceil(len(ids) / args.batch)
+    print(
+        f"{'heads, offsets ' + ','.join(map(str, OFFSETS)):32} {t_rank:8.2f} CPU s  "
+        f"{per_batch:g} forward(s) per batch  target 1 " + ("ok" if per_batch == 1 else "MISS")
+    )
 
 
 def _verdict(ratio: float, target: float | None) -> str:

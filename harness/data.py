@@ -195,19 +195,36 @@ def collate(
         "target_start": torch.tensor([s + e.target_offset for s, e in zip(shifts, encodings)]),
     }
     if masks:
-        out["reference_mask"] = dense_reference_mask(encodings, shifts, length)
+        out["reference_mask"] = reference_mask(encodings, shifts, length)
     return out
 
 
-def dense_reference_mask(encodings: Sequence[Encoding], shifts: Sequence[int], length: int):
+def reference_mask(encodings: Sequence[Encoding], shifts: Sequence[int], length: int):
+    """The one reference-mask builder (training collate, inference batches, capture plans).
+
+    bool [batch, length, length]: [b, q, k] when the query at q (predicting the token at
+    q + 1) must attend key k; row b's token position t sits at column `shifts[b] + t`.
+    References past `length`, or after the query that predicts their token, raise.
+    """
     import torch
 
-    mask = torch.zeros((len(encodings), length, length), dtype=torch.bool)
+    rows, queries, keys = [], [], []
     for b, (enc, shift) in enumerate(zip(encodings, shifts)):
         for i, row in enumerate(enc.reference):
             query = shift + enc.target_offset + i - 1  # the position that predicts target[i]
-            if row:
-                mask[b, query, [shift + k for k in row]] = True
+            rows += [b] * len(row)
+            queries += [query] * len(row)
+            keys += [shift + k for k in row]
+    mask = torch.zeros((len(encodings), length, length), dtype=torch.bool)
+    if rows:
+        q = torch.tensor(queries)
+        k = torch.tensor(keys)
+        if int(q.max()) >= length or int(k.max()) >= length:
+            need = max(int(q.max()), int(k.max())) + 1
+            raise ValueError(f"length={length} is too short for the references (need {need})")
+        if bool((k > q).any()):
+            raise ValueError("a reference points after the query that predicts its token")
+        mask[torch.tensor(rows), q, k] = True
     return mask
 
 

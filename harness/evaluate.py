@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
-from attentionspan_datasets.metrics import aggregate, score
+from attentionspan_datasets.generation import DEFAULT_SEED
+from attentionspan_datasets.metrics import aggregate
 from harness.data import GeneratorSource, PromptConfig, shard_indices
-from harness.inference import generate_batch, teacher_forced_batch
 from harness.runs import read_run_file
+from harness.scoring import Processes, Scorer, check_texts, token_accuracy
 from harness.tokenization import CharTokenizer
 
 EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
@@ -72,14 +72,6 @@ def default_configs(run: dict[str, Any] | None) -> list[str]:
 
 
 # --- one batch ------------------------------------------------------------------------
-def length_bucket(cache: dict, instance) -> int:
-    """The length an instance is reported under (the task's rule, as in lm-eval)."""
-    name = instance.config or instance.task
-    if name not in cache:
-        cache[name] = resolve_config(name)
-    return cache[name].length_bucket(instance.params)
-
-
 def score_instances(
     model,
     char_tok: CharTokenizer,
@@ -89,33 +81,28 @@ def score_instances(
     mixed_precision: str = "no",
     bar=None,
 ) -> list[dict[str, Any]]:
-    """One record per instance: answer, exact match, partial accuracy, token correctness."""
-    records = []
-    buckets = {}  # config name -> its TaskConfig, whose length_bucket lm-eval also uses
-    for first in range(0, len(instances), batch_size):
-        chunk = instances[first : first + batch_size]
-        encodings = [prompt.encode(char_tok, x) for x in chunk]
-        # One token past the longest target decides exact match for every row: an answer
-        # that goes on without EOS is already wrong at that token.
-        max_new = max(e.target_len for e in encodings) + 1
-        generated = generate_batch(model, char_tok, encodings, max_new, mixed_precision).ids
-        forced = teacher_forced_batch(model, char_tok, encodings, mixed_precision).correct
-        for instance, enc, ids, tf in zip(chunk, encodings, generated, forced):
-            # Each answer is cut at its own target length + 1, so that what is saved does
-            # not depend on which other instances shared the batch.
-            answer = char_tok.decode(ids[: enc.target_len + 1], skip_special_tokens=True)
-            scores = score(answer, instance.target)
+    """One record per instance: answer, exact match, partial accuracy, token correctness
+    (the engine's generation and teacher forcing, `harness.scoring`)."""
+    scorer = Scorer(model, char_tok, prompt, batch_size, mixed_precision)
+
+    def one_batch(chunk, encodings):
+        generated, _ = scorer.generate(encodings)
+        forced, _ = scorer.teacher_force(encodings)
+        records = []
+        for instance, enc, ids, tf in zip(chunk, encodings, generated.ids, forced.correct):
+            record = scorer.answer_record(instance, enc, ids)
+            answer = record.pop("prediction")
             records.append(
                 {
-                    "config": instance.config,
-                    "index": instance.index,
-                    "length": length_bucket(buckets, instance),
+                    "config": record["config"],
+                    "index": record["index"],
+                    "length": record["length"],
                     "prompt": instance.prompt,
                     "target": instance.target,
                     "prediction": answer,
-                    "exact_match": scores["exact_match"],
-                    "partial_acc": scores["partial_acc"],
-                    "tf_token_acc": sum(tf) / len(tf) if tf else 1.0,
+                    "exact_match": record["exact_match"],
+                    "partial_acc": record["partial_acc"],
+                    "tf_token_acc": token_accuracy(tf),
                     "gen_correct": [
                         int(i < len(answer) and answer[i] == t)
                         for i, t in enumerate(instance.target)
@@ -123,9 +110,10 @@ def score_instances(
                     "tf_correct": [int(x) for x in tf],
                 }
             )
-        if bar is not None:  # after the batch is scored, so 100% means done
-            bar.update(len(chunk))
-    return records
+        return records
+
+    on_batch = bar.update if bar is not None else None
+    return [r for part in scorer.run(instances, one_batch, on_batch) for r in part]
 
 
 # --- aggregation and reports --------------------------------------------------------------
@@ -179,50 +167,31 @@ def evaluate_model(
     from tqdm.auto import tqdm
 
     char_tok = CharTokenizer(tokenizer)
-    main = accelerator is None or accelerator.is_main_process
-    world = accelerator.num_processes if accelerator is not None else 1
+    procs = Processes.of(accelerator)
     # The main process counts its own share; the others score theirs at the same pace.
     bar = tqdm(
-        total=sum(len(shard_indices(0, num, world, 0)) for _ in configs),
+        total=sum(len(shard_indices(0, num, procs.world, 0)) for _ in configs),
         desc="eval",
-        disable=not (progress and main),
+        disable=not (progress and procs.main),
         dynamic_ncols=True,
     )
     prompt = prompt or PromptConfig()
     sources = {name: GeneratorSource(name, seed=seed, split=split) for name in configs}
-    was_training = model.training
-    model.eval()
     results, all_records = {}, {}
     try:
         for name, source in sources.items():
             instances = [source[i] for i in range(num)]
-            for x in instances:  # fail before any model call, naming the character
-                char_tok.check_text(x.text)
-            if accelerator is not None and accelerator.num_processes > 1:
-                share = shard_indices(0, num, accelerator.num_processes, accelerator.process_index)
-                mine = score_instances(
-                    model,
-                    char_tok,
-                    [instances[i] for i in share],
-                    prompt,
-                    batch_size,
-                    mixed_precision,
-                    bar,
-                )
-                from accelerate.utils import gather_object
-
-                records = gather_object([mine])
-                records = [r for part in records for r in part]
-            else:
-                records = score_instances(
-                    model, char_tok, instances, prompt, batch_size, mixed_precision, bar
-                )
+            check_texts(char_tok, instances)  # every config's, before its first batch
+            mine = [instances[i] for i in procs.share(num)]
+            records = score_instances(
+                model, char_tok, mine, prompt, batch_size, mixed_precision, bar
+            )
+            records = procs.gather({name: records})[name]
             records.sort(key=lambda r: r["index"])
             results[name] = summarise(records)
             all_records[name] = records
     finally:
         bar.close()
-        model.train(was_training)
     return results, all_records
 
 

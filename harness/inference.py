@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.data import dense_reference_mask
+from harness.data import reference_mask
 from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding
 
 
@@ -67,10 +67,12 @@ class Batch:
         shift = self.shifts[row]
         return [[shift + k for k in ref] for ref in self.encodings[row].reference]
 
-    def reference_mask(self):
-        """bool [batch, total_len, total_len]: [b, q, k] when query q (predicting the token
-        at q + 1) must attend key k."""
-        return dense_reference_mask(self.encodings, self.shifts, self.total_len)
+    def reference_mask(self, length: int | None = None):
+        """bool [batch, L, L]: [b, q, k] when query q (predicting the token at q + 1) must
+        attend key k (`harness.data.reference_mask`). L defaults to the batch's width;
+        generation from prompts needs `prompt_width + max_new_tokens`."""
+        length = self.total_len if length is None else int(length)
+        return reference_mask(self.encodings, self.shifts, length)
 
     def model_inputs(self, device=None) -> dict[str, Any]:
         """input_ids, attention_mask and position_ids (always together) on `device`."""
@@ -146,8 +148,22 @@ def position_ids_for(attention_mask):
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+def text_config(config):
+    """The language model's config: a multimodal config's text part (Gemma 3's
+    `text_config`), else the config itself."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def model_shape(model) -> tuple[int, int]:
+    """(layers, query heads) of a causal LM (or of a model config), the text part of a
+    multimodal one."""
+    config = text_config(getattr(model, "config", model))
+    return int(config.num_hidden_layers), int(config.num_attention_heads)
+
+
 def autocast(mixed_precision: str, device=None):
-    """bf16 autocast for `mixed_precision == "bf16"`, else nothing."""
+    """bf16 autocast for `mixed_precision == "bf16"`, else nothing: the one autocast of
+    training and inference (`device`: where the model runs; None: CUDA when there is one)."""
     import torch
 
     if mixed_precision == "bf16":

@@ -39,6 +39,7 @@ from harness.data import (
     training_indices,
 )
 from harness.evaluate import evaluate_model
+from harness.inference import autocast
 from harness.models import ScratchConfig
 from harness.options import (
     check_finite,
@@ -210,14 +211,6 @@ def resolve_mixed_precision(setting: str, model) -> str:
         return setting
     params = sum(p.numel() for p in model.parameters())
     return "bf16" if params >= AUTO_BF16_MIN_PARAMS and bf16_is_fast() else "no"
-
-
-def autocast(mode: str, device):
-    import torch
-
-    if mode == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def is_out_of_memory(error: BaseException) -> bool:

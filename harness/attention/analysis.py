@@ -11,10 +11,10 @@ For each config, `num` instances of the `test` split (`attentionspan_datasets.sp
 through two passes with capture on (`harness.attention.capture`, eager attention):
 - teacher-forced (as the authors): one forward over prompt + target; token i is correct
   when it is the argmax given the true prefix, from that same forward;
-- free-running: greedy generation (the tokens the model actually wrote, the EOS too), then
-  one forward over prompt + generated tokens (tests/harness/attention: its rows equal those of
-  KV-cached generation); the i-th written token uses the gold reference row i and is
-  correct when it equals target[i].
+- free-running: greedy generation (the tokens the model actually wrote, the EOS too),
+  recorded while it runs (tests/harness/attention: KV-cached rows equal those of one forward
+  over prompt + generated tokens); the i-th written token uses the gold reference row i and
+  is correct when it equals target[i].
 Per scored token: the paper's score, the share of its rollout row (Abnar and Zuidema: per
 layer the head mean plus the identity, rows renormalised, multiplied over layers) on its
 reference positions, over the task-text columns only (instruction, few-shot block, chat
@@ -35,7 +35,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 
-MODES = ("teacher_forced", "generate")
+MODES = ("teacher_forced", "generate")  # the passes (interventions have INTERVENTION_MODES)
 FIGURE_KINDS = ("correct", "wrong")  # one Figure 1 instance of each kind per config
 MAX_FIGURE_COLUMNS = 120  # the Figure 1 map shows the last columns of longer texts
 
@@ -83,22 +83,14 @@ def check_has_masks(config: str, seed: int, split: str, probe: int = 20) -> None
 
 
 # --- per-token records -------------------------------------------------------------------
-def _attention_only(model) -> dict[str, Any]:
-    """Forward options for a pass run only for its attention: one position of logits
-    (Gemma 3's 262k-word output layer costs as much as its layers over a whole batch)."""
-    import inspect
-
-    accepted = inspect.signature(model.forward).parameters
-    return {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
-
-
-def _token_records(instances, width, correct_rows, reference, shares, head_rows, mode):
+def _token_records(instances, width, correct_rows, reference, shares, head_rows, mode, lengths):
     """One record per scored token: where it is, whether it is right, its rollout share
     (nan without a reference) and its per-head shares ([layers, heads] float32, or None).
-    In the shared layout the query that predicts target[i] is column `width - 1 + i`."""
+    In the shared layout the query that predicts target[i] is column `width - 1 + i`;
+    `lengths` is the engine's length rule (`harness.scoring.LengthRule`)."""
     records = []
     for b, instance in enumerate(instances):
-        length = int(instance.params.get("length", len(instance.prompt)))
+        length = lengths(instance)
         for i, correct in enumerate(correct_rows[b]):
             row = width - 1 + i
             has_ref = bool(reference[b, row].any())
@@ -147,25 +139,32 @@ def _figure_case(instance, enc, batch, b, rolled, reference, correct, predicted)
 
 
 # --- the passes ---------------------------------------------------------------------------
-def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=()):
-    """(token records of one batch for every mode, Figure 1 cases (kind, data): for each
-    kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass)."""
-    import torch
+def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=(), scorer=None):
+    """(token records of one batch for every pass, Figure 1 cases (kind, data): for each
+    kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass).
+    The passes are the engine's (`harness.scoring.Scorer`) under capture plans."""
+    from harness.scoring import Scorer
 
-    from attentionspan_datasets.metrics import score
+    if scorer is None:
+        scorer = Scorer(model, char_tok, prompt, config.batch_size, config.mixed_precision)
+    return _analyse(scorer, instances, scorer.encode(instances), config, want)
+
+
+def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
     from harness.attention import scores
-    from harness.attention.capture import AttentionPlan, capture_attention
-    from harness.attention.positions import reference_mask, task_columns
-    from harness.inference import collate_left, generate_batch, teacher_forced_batch
+    from harness.attention.capture import AttentionPlan
+    from harness.attention.positions import task_columns
+    from harness.scoring import answer_text, collate_left, max_new_tokens
 
-    encodings = [prompt.encode(char_tok, x) for x in instances]
+    char_tok = scorer.char_tok
     records, figures = [], []
     if "teacher_forced" in config.modes:
         # teacher_forced_batch collates exactly this batch; the mask is built for it.
         batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
-        reference = reference_mask(batch)
-        with capture_attention(model, AttentionPlan(reference=reference, rollout=True)) as rec:
-            forced = teacher_forced_batch(model, char_tok, encodings, config.mixed_precision)
+        reference = batch.reference_mask()
+        forced, rec = scorer.teacher_force(
+            encodings, AttentionPlan(reference=reference, rollout=True)
+        )
         rolled = scores.rollout(rec.layer_maps)
         shares = scores.rollout_scores(rolled, reference, task_columns(batch))
         records += _token_records(
@@ -176,6 +175,7 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             shares,
             rec.head_rows,
             "teacher_forced",
+            scorer.length,
         )
         # Per kind, the batch's best candidate by `_figure_rank`.
         best: dict[str, int] = {}
@@ -199,21 +199,21 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             )
             figures.append((kind, case))
     if "generate" in config.modes:
-        max_new = max(e.target_len for e in encodings) + 1
-        # Generation runs under the same (eager) attention function as the analysis pass.
-        with capture_attention(model, AttentionPlan()):
-            generated = generate_batch(model, char_tok, encodings, max_new, config.mixed_precision)
+        from attentionspan_datasets.metrics import score
+
+        max_new = max_new_tokens(encodings)
+        # Recorded while generating: KV-cached rows equal those of one forward over prompt +
+        # generated ids (tests/harness/attention), so no second pass is needed. Rows run up
+        # to the last token fed back, past every scored one (<= prompt_width + target - 2).
+        layout = collate_left(encodings, char_tok.pad_id, with_answer=False)
+        full = layout.reference_mask(length=layout.prompt_width + max_new)
+        plan = AttentionPlan(reference=full, rollout=True)
+        generated, rec = scorer.generate(encodings, plan, max_new)
         batch = generated.batch
-        length = batch.total_len
-        reference = reference_mask(batch, length=batch.prompt_width + max_new)
-        reference = reference[:, :length, :length].contiguous()
-        with (
-            torch.inference_mode(),
-            capture_attention(model, AttentionPlan(reference=reference, rollout=True)) as rec,
-        ):
-            model(**batch.model_inputs(model.device), **_attention_only(model))
+        length = rec.length
+        reference = full[:, :length, :length]
         rolled = scores.rollout(rec.layer_maps)
-        shares = scores.rollout_scores(rolled, reference, task_columns(batch))
+        shares = scores.rollout_scores(rolled, reference, task_columns(batch, length=length))
         written = []
         for b, enc in enumerate(encodings):
             ids = generated.ids[b]
@@ -222,14 +222,20 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
             count = min(len(ids) + int(generated.finished[b]), enc.target_len)
             written.append([i < len(ids) and ids[i] == gold[i] for i in range(count)])
         tokens = _token_records(
-            instances, batch.prompt_width, written, reference, shares, rec.head_rows, "generate"
+            instances,
+            batch.prompt_width,
+            written,
+            reference,
+            shares,
+            rec.head_rows,
+            "generate",
+            scorer.length,
         )
         # Exact match as `attentionspan eval` scores it (the answer cut at target + 1).
         exact = {
-            x.index: score(
-                char_tok.decode(generated.ids[b][: len(x.target) + 1], skip_special_tokens=True),
-                x.target,
-            )["exact_match"]
+            x.index: score(answer_text(char_tok, generated.ids[b], encodings[b]), x.target)[
+                "exact_match"
+            ]
             for b, x in enumerate(instances)
         }
         for r in tokens:
@@ -314,59 +320,48 @@ def analyse_model(
     process gets the gathered results."""
     from tqdm.auto import tqdm
 
-    from harness.attention.capture import model_shape
-    from harness.data import PromptConfig, shard_indices
-    from harness.tokenization import CharTokenizer
+    from harness.data import shard_indices
+    from harness.scoring import Processes, Scorer, check_texts, eval_mode, model_shape
 
-    char_tok = CharTokenizer(tokenizer)
-    prompt = prompt or PromptConfig()
-    world = accelerator.num_processes if accelerator is not None else 1
-    rank = accelerator.process_index if accelerator is not None else 0
+    scorer = Scorer(model, tokenizer, prompt, config.batch_size, config.mixed_precision)
+    procs = Processes.of(accelerator)
     num_layers, num_heads = model_shape(model)
     for name in config.configs:
         check_has_masks(name, config.seed, config.split)
-    share = shard_indices(0, config.num, world, rank)
+    share = procs.share(config.num)
     # The main process counts its own share; the others work at the same pace.
-    batches = math.ceil(len(shard_indices(0, config.num, world, 0)) / config.batch_size)
+    batches = math.ceil(len(shard_indices(0, config.num, procs.world, 0)) / config.batch_size)
     bar = tqdm(
         total=batches * len(config.configs),
         desc="attention",
         unit="batch",
-        disable=not (progress and rank == 0),
+        disable=not (progress and procs.main),
         dynamic_ncols=True,
     )
-    was_training = model.training
-    model.eval()
     results, plots = {}, {}
     try:
-        for name in config.configs:
-            started = time.perf_counter()
-            instances = load_instances(
-                name, config.num, config.seed, config.split, share.start, share.stop
-            )
-            for x in instances:  # fail before any model call, naming the character
-                char_tok.check_text(x.text)
-            mine, figures = [], {}
-            for first in range(0, len(instances), config.batch_size):
-                chunk = instances[first : first + config.batch_size]
-                records, found = analyse_batch(model, char_tok, chunk, prompt, config, FIGURE_KINDS)
-                mine += records
-                for kind, case in found:  # keep the best candidate of each kind only
-                    figures[kind] = min(figures.get(kind, case), case, key=_figure_rank)
-                bar.update(1)
-            figures = list(figures.items())
-            if world > 1:
-                from accelerate.utils import gather_object
-
-                mine = [r for part in gather_object([mine]) for r in part]
-                figures = [f for part in gather_object([figures]) for f in part]
-            results[name], plots[name] = _config_results(
-                mine, figures, config, num_layers, num_heads
-            )
-            results[name]["seconds"] = round(time.perf_counter() - started, 2)
+        with eval_mode(model):
+            for name in config.configs:
+                started = time.perf_counter()
+                instances = load_instances(
+                    name, config.num, config.seed, config.split, share.start, share.stop
+                )
+                check_texts(scorer.char_tok, instances)  # before any model call
+                mine, figures = [], {}
+                for chunk, encodings in scorer.batches(instances):
+                    records, found = _analyse(scorer, chunk, encodings, config, FIGURE_KINDS)
+                    mine += records
+                    for kind, case in found:  # keep the best candidate of each kind only
+                        figures[kind] = min(figures.get(kind, case), case, key=_figure_rank)
+                    bar.update(1)
+                mine = procs.gather_list(mine)
+                figures = procs.gather_list(list(figures.items()))
+                results[name], plots[name] = _config_results(
+                    mine, figures, config, num_layers, num_heads
+                )
+                results[name]["seconds"] = round(time.perf_counter() - started, 2)
     finally:
         bar.close()
-        model.train(was_training)
     return results, plots
 
 

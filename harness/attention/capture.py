@@ -11,14 +11,18 @@
 
 API
 ---
-`AttentionPlan(reference=None, head_mass=None, rollout=False, patterns=(), intervention=None)`
+`AttentionPlan(reference=None, head_mass=None, rollout=False, patterns=(), intervention=None,
+references={})`
     reference: bool [batch, L, L]; `reference[b, q, k]` is True when query q (the position that
     predicts token q + 1) must attend key k, in absolute positions of the final sequence (left
     padding included; `harness.attention.positions` builds it). Rows past L (generation that
     runs past the gold answer) have no reference. head_mass (default: True when a reference
     is given) records per (layer, head) the post-softmax mass on the reference keys of every
     row that has references; rollout keeps the head-mean map of every layer; patterns lists
-    the batch rows whose full maps are kept under TransformerLens names.
+    the batch rows whose full maps are kept under TransformerLens names. references: named
+    masks (bool [batch, L, L], or `Reference(mask, threshold)` counting only weights above the
+    threshold) whose per-row, per-head mass is recorded in the same forward (capture once,
+    score many: the offsets ref-2 .. ref+2 of a head ranking); `record.mass(name)`.
 `Intervention(heads, strength=1.0, mode="standard", threshold=0.0, renormalise=False,
 prefill=False, positions=None)`
     heads: bool [layers, heads] (query heads). mode "standard" adds `strength` to the
@@ -29,7 +33,9 @@ prefill=False, positions=None)`
     (random-position control, ref+k). `prefill=False` leaves the first forward of a cached
     generation (past length 0 with a cache passed in) untouched, so the first generated
     token is not reinforced and a prefill can be reused across settings; a forward without a
-    cache (teacher-forced scoring) is always intervened.
+    cache (teacher-forced scoring) is always intervened. One setting per row (as nnsight
+    batches its invokes): heads bool [batch, layers, heads], strength and threshold [batch]
+    tensors, mode and renormalise one per row; a row whose heads are all False is untouched.
 `capture_attention(model, plan=None) -> AttentionRecord` (context manager)
     Switches the model to the "attentionspan" attention implementation (`ATTENTION_NAME`,
     registered with AttentionInterface and, for its mask, AttentionMaskInterface) and back,
@@ -39,7 +45,8 @@ prefill=False, positions=None)`
     sliding layers). Any number of forwards may run inside (one teacher-forced pass, or the
     prefill and decode steps of `generate()`); the record is filled when the block ends.
 `AttentionRecord`: head_rows, head_mass, target_rows (bool [batch, L]: rows with references
-    that ran), layer_maps, patterns, calls (attention calls), length (positions seen, T).
+    that ran), layer_maps, patterns, calls (attention calls), length (positions seen, T),
+    named_rows (per name of `plan.references`: [batch, L, layers, heads]) and mass(name).
 `AttentionCaptureError(ValueError)`: one line, for a model that is not a causal LM, one whose
     attention does not dispatch through the interface (checked after every forward), a plan
     whose masks do not match the batch (batch size, a first forward longer than L) or whose
@@ -59,14 +66,17 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from harness.attention.modes import INTERVENTION_MODES
+from harness.inference import model_shape, text_config
+
 ATTENTION_NAME = "attentionspan"
-MODES = ("standard", "conditional", "knockout", "restore")
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
 
 
@@ -76,27 +86,50 @@ class AttentionCaptureError(ValueError):
 
 @dataclass
 class Intervention:
-    """Changes to post-softmax weights of selected heads (see the module docstring)."""
+    """Changes to post-softmax weights of selected heads (see the module docstring).
+
+    One setting for the whole batch (heads [layers, heads], scalar strength, one mode), or
+    one per row, as nnsight batches its invokes: heads [batch, layers, heads] and `strength`,
+    `threshold` a [batch] tensor, `mode` and `renormalise` a sequence of one per row.
+    """
 
     heads: torch.Tensor
-    strength: float = 1.0
-    mode: str = "standard"
-    threshold: float = 0.0
-    renormalise: bool = False
+    strength: float | torch.Tensor = 1.0
+    mode: str | Sequence[str] = "standard"
+    threshold: float | torch.Tensor = 0.0
+    renormalise: bool | Sequence[bool] = False
     prefill: bool = False
     positions: torch.Tensor | None = None
     levels: torch.Tensor | None = None  # mode "restore": float [layers, heads] in [0, 1]
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"Intervention.mode must be one of {MODES}, got {self.mode!r}")
-        self.heads = torch.as_tensor(self.heads)
-        if self.heads.dim() != 2 or self.heads.dtype != torch.bool:
+        modes = [self.mode] if isinstance(self.mode, str) else list(self.mode)
+        bad = [m for m in modes if m not in INTERVENTION_MODES]
+        if bad or not modes:
             raise ValueError(
-                f"Intervention.heads must be a bool tensor [layers, heads], got "
-                f"{self.heads.dtype} {tuple(self.heads.shape)}"
+                f"Intervention.mode must be one of {INTERVENTION_MODES}, got {self.mode!r}"
             )
-        if (self.mode == "restore") != (self.levels is not None):
+        self.heads = torch.as_tensor(self.heads)
+        if self.heads.dim() not in (2, 3) or self.heads.dtype != torch.bool:
+            raise ValueError(
+                f"Intervention.heads must be a bool tensor [layers, heads] or [batch, layers, "
+                f"heads], got {self.heads.dtype} {tuple(self.heads.shape)}"
+            )
+        if self.per_row:
+            rows = self.heads.shape[0]
+            self.mode = tuple(modes) if len(modes) > 1 else tuple(modes) * rows
+            self.strength = _per_row("strength", self.strength, rows, torch.float32)
+            self.threshold = _per_row("threshold", self.threshold, rows, torch.float32)
+            self.renormalise = _per_row("renormalise", self.renormalise, rows, torch.bool)
+            if len(self.mode) != rows:
+                raise ValueError(f"Intervention.mode has {len(self.mode)} rows, heads {rows}")
+        elif not isinstance(self.mode, str):
+            raise ValueError("Intervention.mode is one string unless heads are given per row")
+        if "restore" in modes and (self.per_row or self.levels is None):
+            raise ValueError(
+                "Intervention.levels is required with mode 'restore' (one setting, not per row)"
+            )
+        if self.levels is not None and modes != ["restore"]:
             raise ValueError("Intervention.levels is required with mode 'restore' and only there")
         if self.levels is not None:
             self.levels = torch.as_tensor(self.levels, dtype=torch.float32)
@@ -110,6 +143,35 @@ class Intervention:
         if self.positions is not None:
             _check_square_bool("Intervention.positions", self.positions)
 
+    @property
+    def per_row(self) -> bool:
+        """One setting per batch row (heads [batch, layers, heads])."""
+        return self.heads.dim() == 3
+
+
+def _per_row(name: str, value, rows: int, dtype) -> torch.Tensor:
+    """A scalar broadcast to [rows], or a sequence / tensor of exactly `rows` values."""
+    out = torch.as_tensor(value, dtype=dtype)
+    if out.dim() == 0:
+        return out.expand(rows).clone()
+    if out.shape != (rows,):
+        raise ValueError(f"Intervention.{name} must have one value per row ({rows})")
+    return out
+
+
+@dataclass
+class Reference:
+    """A named mask whose mass is recorded (`AttentionPlan.references`): per row and head,
+    the post-softmax weight on its cells, counting only weights above `threshold`."""
+
+    mask: torch.Tensor
+    threshold: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_square_bool("Reference.mask", self.mask)
+        if not 0 <= self.threshold < 1:
+            raise ValueError(f"Reference.threshold must be in [0, 1), got {self.threshold}")
+
 
 @dataclass
 class AttentionPlan:
@@ -120,10 +182,15 @@ class AttentionPlan:
     rollout: bool = False
     patterns: Sequence[int] = ()
     intervention: Intervention | None = None
+    references: dict[str, torch.Tensor | Reference] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.reference is not None:
             _check_square_bool("AttentionPlan.reference", self.reference)
+        self.references = {
+            str(name): ref if isinstance(ref, Reference) else Reference(ref)
+            for name, ref in self.references.items()
+        }
         if self.head_mass is None:
             self.head_mass = self.reference is not None
         if self.head_mass and self.reference is None:
@@ -195,6 +262,12 @@ class AttentionRecord:
     patterns: dict[str, torch.Tensor] = field(default_factory=dict)
     calls: int = 0
     length: int = 0  # positions seen (prompt + generated)
+    named_rows: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def mass(self, name: str) -> torch.Tensor:
+        """[layers, heads]: the summed mass on the named reference `name` (the plan's
+        `references`) over the rows that have cells there."""
+        return self.named_rows[name].nan_to_num(0.0).sum((0, 1))
 
     @property
     def head_mass(self) -> torch.Tensor | None:
@@ -211,6 +284,42 @@ class AttentionRecord:
         return ~self.head_rows[..., 0, 0].isnan()
 
 
+class _Mass:
+    """One mask whose per-row, per-head mass is recorded: its cells (gathered in a prefill),
+    its dense form (sliced while decoding), and the rows recorded so far."""
+
+    def __init__(self, mask: torch.Tensor, threshold: float, num_layers, num_heads, device):
+        self.cells = _Cells(mask, device)
+        self.dense = mask.to(device)
+        self.threshold = float(threshold)
+        batch, length = mask.shape[:2]
+        self.rows = torch.full((batch, length, num_layers, num_heads), float("nan"), device=device)
+
+    def add(self, layer: int, weights: torch.Tensor, q0: int, k0: int) -> None:
+        """Record the mass of query rows q0.. on this mask's cells (rows past it: none)."""
+        batch, heads, q, kv = weights.shape
+        stop = min(q0 + q, self.rows.shape[1])
+        if stop <= q0:
+            return
+        # Weights on masked keys are exactly 0, so the mass needs no mask of its own.
+        if q <= _DENSE_ROWS:  # decoding: a slice of the dense mask is fewer operations
+            cells = _slice(self.dense, q0, q, k0, kv)[:, None]
+            mass = (_above(weights, self.threshold) * cells).float().sum(-1)  # [b, h, q]
+        else:  # prefill: gather the few reference cells, no second [b, h, q, k] tensor
+            index, valid = self.cells.rows(q0, q0 + q, k0, kv)
+            gathered = weights.gather(-1, index[:, None].expand(-1, heads, -1, -1))
+            mass = (_above(gathered, self.threshold).float() * valid[:, None]).sum(-1)
+        has = self.cells.has[:, q0:stop, None]  # [b, q, 1]
+        rows = mass[:, :, : stop - q0].transpose(1, 2)  # [b, q, h]
+        current = self.rows[:, q0:stop, layer]
+        self.rows[:, q0:stop, layer] = torch.where(has, rows, current)
+
+
+def _above(weights: torch.Tensor, threshold: float) -> torch.Tensor:
+    """The weights that count: all, or only those above a threshold (the authors' variant)."""
+    return weights if threshold <= 0 else weights * (weights > threshold)
+
+
 class _State:
     """Per-context state: the plan on the model's device, and what has been recorded."""
 
@@ -225,13 +334,12 @@ class _State:
         self.forward_calls = 0
         self.length = 0
         self.batch = None
-        self.ref = _Cells(plan.reference, device) if plan.head_mass else None
         iv = plan.intervention
         masks = [m for m in (plan.reference, getattr(iv, "positions", None)) if m is not None]
+        masks += [r.mask for r in plan.references.values()]
         self.mask_length = min((m.shape[1] for m in masks), default=1 << 62)
-        self.reference = plan.reference.to(device) if plan.reference is not None else None
         if iv is not None:
-            if iv.heads.shape != (num_layers, num_heads):
+            if tuple(iv.heads.shape[-2:]) != (num_layers, num_heads):
                 raise AttentionCaptureError(
                     f"Intervention.heads is {tuple(iv.heads.shape)}, the model has "
                     f"[layers, heads] = [{num_layers}, {num_heads}]"
@@ -239,17 +347,30 @@ class _State:
             cells = iv.positions if iv.positions is not None else plan.reference
             self.cell_mask = cells.to(device)
             heads = iv.heads.to(device)
-            self.layer_active = [bool(a) for a in heads.any(1).tolist()]
-            self.head_select = heads[:, None, :, None, None]  # per layer [1, h, 1, 1]
-            self.head_scale = heads.float()[:, None, :, None, None] * float(iv.strength)
-            if iv.levels is not None:
-                self.head_level = iv.levels.to(device)[:, None, :, None, None]
-        self.head_rows = None
+            if iv.per_row:  # [batch, layers, heads] -> per layer [batch, h, 1, 1]
+                self.layer_active = [bool(a) for a in heads.any(-1).any(0).tolist()]
+                self.head_select = heads.transpose(0, 1)[:, :, :, None, None]
+                strength = iv.strength.to(device)
+                knockout = torch.tensor([m == "knockout" for m in iv.mode], device=device)
+                # Knock-out rows add nothing; their cells are set to 0 instead.
+                scale = heads.float() * (strength * ~knockout)[:, None, None]
+                self.head_scale = scale.transpose(0, 1)[:, :, :, None, None]
+                self.row_knockout = knockout[:, None, None, None]
+                conditional = torch.tensor([m == "conditional" for m in iv.mode], device=device)
+                self.row_conditional = conditional[:, None, None, None]
+                self.row_threshold = iv.threshold.to(device)[:, None, None, None]
+                self.row_renormalise = iv.renormalise.to(device)[:, None, None, None]
+            else:
+                self.layer_active = [bool(a) for a in heads.any(1).tolist()]
+                self.head_select = heads[:, None, :, None, None]  # per layer [1, h, 1, 1]
+                self.head_scale = heads.float()[:, None, :, None, None] * float(iv.strength)
+                if iv.levels is not None:
+                    self.head_level = iv.levels.to(device)[:, None, :, None, None]
+        self.masses: dict[str | None, _Mass] = {}
         if plan.head_mass:
-            batch, length = plan.reference.shape[:2]
-            self.head_rows = torch.full(
-                (batch, length, num_layers, num_heads), float("nan"), device=device
-            )
+            self.masses[None] = _Mass(plan.reference, 0.0, num_layers, num_heads, device)
+        for name, ref in plan.references.items():
+            self.masses[name] = _Mass(ref.mask, ref.threshold, num_layers, num_heads, device)
         self.map_chunks: list[list[tuple[int, int, torch.Tensor]]] = [[] for _ in range(num_layers)]
         self.pattern_chunks: list[list[tuple[int, int, torch.Tensor]]] = [
             [] for _ in range(num_layers)
@@ -257,10 +378,15 @@ class _State:
         self.pattern_rows = torch.tensor(plan.patterns, dtype=torch.long, device=device)
 
     def check_batch(self, batch: int) -> None:
-        for name, mask in (
+        iv = self.plan.intervention
+        masks = [
             ("reference", self.plan.reference),
-            ("intervention positions", getattr(self.plan.intervention, "positions", None)),
-        ):
+            ("intervention positions", getattr(iv, "positions", None)),
+            *((f"{name!r} reference", r.mask) for name, r in self.plan.references.items()),
+        ]
+        if iv is not None and iv.per_row:
+            masks.append(("per-row intervention", iv.heads))
+        for name, mask in masks:
             if mask is not None and mask.shape[0] != batch:
                 raise AttentionCaptureError(
                     f"the plan's {name} mask has batch {mask.shape[0]}, the model got batch {batch}"
@@ -272,15 +398,27 @@ class _State:
 
     def record(self) -> AttentionRecord:
         length = self.length
-        rec = AttentionRecord(self.num_layers, self.num_heads, calls=self.calls, length=length)
-        if self.head_rows is not None:
-            rec.head_rows = self.head_rows.float().cpu()
+        main = self.masses.get(None)
+        maps = None
         if self.plan.rollout:
-            rec.layer_maps = [_assemble(c, length) for c in self.map_chunks if c]
-        for layer, chunks in enumerate(self.pattern_chunks):
-            if chunks:
-                rec.patterns[PATTERN_NAME.format(layer=layer)] = _assemble(chunks, length)
-        return rec
+            maps = [_assemble(c, length) for c in self.map_chunks if c]
+        patterns = {
+            PATTERN_NAME.format(layer=layer): _assemble(chunks, length)
+            for layer, chunks in enumerate(self.pattern_chunks)
+            if chunks
+        }
+        return AttentionRecord(
+            self.num_layers,
+            self.num_heads,
+            head_rows=main.rows.float().cpu() if main is not None else None,
+            layer_maps=maps,
+            patterns=patterns,
+            calls=self.calls,
+            length=length,
+            named_rows={
+                name: m.rows.float().cpu() for name, m in self.masses.items() if name is not None
+            },
+        )
 
 
 def _assemble(chunks: list[tuple[int, int, torch.Tensor]], length: int) -> torch.Tensor:
@@ -365,21 +503,8 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
     iv = state.plan.intervention
     if iv is not None and state.layer_active[layer] and (iv.prefill or not state.cached or q0 > 0):
         weights = _intervene(state, iv, layer, weights, q0, k0, mask)
-    if state.head_rows is not None:
-        stop = min(q0 + q, state.head_rows.shape[1])
-        if stop > q0:
-            # Weights on masked keys are exactly 0, so the mass needs no mask of its own.
-            if q <= _DENSE_ROWS:  # decoding: a slice of the dense mask is fewer operations
-                cells = _slice(state.reference, q0, q, k0, kv)[:, None]
-                mass = (weights * cells).float().sum(-1)  # [b, h, q]
-            else:  # prefill: gather the few reference cells, no second [b, h, q, k] tensor
-                index, valid = state.ref.rows(q0, q0 + q, k0, kv)
-                gathered = weights.gather(-1, index[:, None].expand(-1, heads, -1, -1))
-                mass = (gathered.float() * valid[:, None]).sum(-1)
-            has = state.ref.has[:, q0:stop, None]  # [b, q, 1]
-            rows = mass[:, :, : stop - q0].transpose(1, 2)  # [b, q, h]
-            current = state.head_rows[:, q0:stop, layer]
-            state.head_rows[:, q0:stop, layer] = torch.where(has, rows, current)
+    for mass in state.masses.values():
+        mass.add(layer, weights, q0, k0)
     if state.plan.rollout:
         state.map_chunks[layer].append((q0, k0, weights.float().mean(1)))
     if len(state.pattern_rows):
@@ -403,7 +528,8 @@ def _slice(mask: torch.Tensor, q0: int, q: int, k0: int, kv: int) -> torch.Tenso
 
 
 def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mask):
-    """All selected heads of the layer at once: a 0/1 head vector times the cell mask."""
+    """All selected heads of the layer at once: a 0/1 head vector times the cell mask (per
+    row when the intervention carries one setting per row)."""
     batch, heads, q, kv = weights.shape
     cells = _slice(state.cell_mask, q0, q, k0, kv)
     if mask is not None:
@@ -411,7 +537,16 @@ def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mas
         # padding key would otherwise make cached generation differ from a full forward.
         cells = cells & (mask[:, 0] > torch.finfo(mask.dtype).min / 2)
     cells = cells[:, None]  # [b, 1, q, kv]
-    select = state.head_select[layer]  # [1, h, 1, 1] bool
+    select = state.head_select[layer]  # [1 or b, h, 1, 1] bool
+    if iv.per_row:
+        # Conditional rows count only cells above their threshold; the others every cell.
+        cells = cells & (~state.row_conditional | (weights > state.row_threshold))
+        # Adding 0 (unselected heads, knock-out rows) leaves a weight exactly as it was, so
+        # each row gets what its setting alone would give it.
+        out = weights + cells * state.head_scale[layer].to(weights.dtype)
+        out = out.masked_fill(cells & select & state.row_knockout, 0.0)
+        renormalise = select & state.row_renormalise
+        return torch.where(renormalise, out / out.sum(-1, keepdim=True), out)
     if iv.mode == "knockout":
         out = weights.masked_fill(cells & select, 0.0)
     elif iv.mode == "restore":
@@ -463,14 +598,7 @@ def _check_causal_lm(model) -> None:
 
 
 def _text_config(model):
-    config = model.config
-    return config.get_text_config() if hasattr(config, "get_text_config") else config
-
-
-def model_shape(model) -> tuple[int, int]:
-    """(layers, query heads) of a causal LM."""
-    config = _text_config(model)
-    return int(config.num_hidden_layers), int(config.num_attention_heads)
+    return text_config(model.config)
 
 
 @contextlib.contextmanager
@@ -519,5 +647,8 @@ def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[Atte
         for hook in hooks:
             hook.remove()
         model.set_attn_implementation(previous)
-    # Only after a block that ended normally (an error inside propagates as it is).
-    record.__dict__.update(state.record().__dict__)
+    # Only after a block that ended normally (an error inside propagates as it is): the
+    # record yielded at the start is filled in field by field from the finished one.
+    finished = state.record()
+    for name in (f.name for f in dataclasses.fields(AttentionRecord)):
+        setattr(record, name, getattr(finished, name))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.attention.positions import causal_valid, shift_mask  # noqa: F401  (re-exported)
+
 HEADS_FILE = "heads.json"
 OFFSETS = (-2, -1, 0, 1, 2)
 DEFAULT_NUM = 30  # ID instances, as in the paper
@@ -96,6 +98,7 @@ class HeadRanking:
         path = Path(path)
         if path.is_dir() or not path.suffix:
             path = path / HEADS_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
@@ -109,61 +112,20 @@ class HeadRanking:
         return cls.from_dict(json.loads(path.read_text()))
 
 
-def shift_mask(mask, shift: int):
-    """The mask moved `shift` keys to the right (`ref + shift`), cells that leave the
-    sequence dropped. bool [batch, query_pos, key_pos]."""
-    import torch
+def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float):
+    """{k: [layers, heads] summed weight on `ref + k` cells} for one batch, every offset
+    (and the thresholded one at `shift`) recorded in ONE teacher-forced forward."""
+    from harness.attention.capture import AttentionPlan, Reference
 
-    if shift == 0:
-        return mask
-    out = torch.zeros_like(mask)
-    if shift > 0:
-        out[..., shift:] = mask[..., :-shift]
-    else:
-        out[..., :shift] = mask[..., -shift:]
-    return out
-
-
-def causal_valid(mask, attention_mask):
-    """Keep only cells a query may attend: key <= query and a real (unpadded) key."""
-    import torch
-
-    length = mask.shape[-1]
-    causal = torch.ones(length, length, dtype=torch.bool).tril()
-    return mask & causal & attention_mask.bool()[:, None, :]
-
-
-def _model_shape(model) -> tuple[int, int]:
-    config = model.config
-    config = getattr(config, "text_config", None) or config
-    return int(config.num_hidden_layers), int(config.num_attention_heads)
-
-
-def _masses(model, batch, reference, threshold: float, device):
-    """[layers, heads] summed weight on `reference` cells for one batch (a forward pass)."""
-    import torch
-
-    from harness.attention.capture import AttentionPlan, capture_attention
-
-    inputs = batch.model_inputs(device)
-    if threshold <= 0:
-        plan = AttentionPlan(reference=reference.to(device), head_mass=True, patterns=())
-        with torch.inference_mode(), capture_attention(model, plan) as record:
-            model(**inputs)
-        return record.head_mass.detach().float().cpu()
-    # Counting only weights above a threshold needs the maps themselves: keep every row's.
-    plan = AttentionPlan(
-        reference=reference.to(device), head_mass=False, patterns=tuple(range(len(batch)))
-    )
-    with torch.inference_mode(), capture_attention(model, plan) as record:
-        model(**inputs)
-    layers = []
-    ref = reference.to(torch.float32)
-    for layer in range(_model_shape(model)[0]):
-        pattern = record.patterns[f"blocks.{layer}.attn.hook_pattern"].float().cpu()
-        kept = pattern * (pattern > threshold)  # [batch, head, q, k]
-        layers.append(torch.einsum("bhqk,bqk->h", kept, ref))
-    return torch.stack(layers)
+    references = {
+        str(k): Reference(
+            causal_valid(shift_mask(reference, k), batch.attention_mask),
+            threshold if k == shift else 0.0,
+        )
+        for k in wanted
+    }
+    record = scorer.forward(batch, AttentionPlan(references=references), attention_only=True)
+    return {k: record.mass(str(k)) for k in wanted}
 
 
 def rank_heads(
@@ -179,42 +141,35 @@ def rank_heads(
     progress: bool = False,
 ) -> HeadRanking:
     """Rank every head of `model` on `instances` (teacher-forced, left-padded batches)."""
+    import math
+
     import torch
     from tqdm.auto import tqdm
 
-    from harness.data import PromptConfig
-    from harness.inference import collate_left
-    from harness.tokenization import CharTokenizer
+    from harness.scoring import Scorer, collate_left, model_shape
 
     if not instances:
         raise ValueError("rank_heads needs at least one instance")
     if not 0 <= threshold < 1:  # nan fails too; weights are at most 1 and count when above it
         raise ValueError(f"threshold must be in [0, 1), got {threshold}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    char_tok = tokenizer if isinstance(tokenizer, CharTokenizer) else CharTokenizer(tokenizer)
-    prompt = prompt or PromptConfig()
-    num_layers, num_heads = _model_shape(model)
+    scorer = Scorer(model, tokenizer, prompt, batch_size)
+    num_layers, num_heads = model_shape(model)
     wanted = sorted(set(offsets) | {shift})
     sums = {k: torch.zeros(num_layers, num_heads) for k in wanted}
     rows = 0
-    device = model.device
-    was_training = model.training
-    model.eval()
     start = time.perf_counter()
-    try:
-        chunks = range(0, len(instances), batch_size)
-        for first in tqdm(chunks, desc="heads", disable=not progress, dynamic_ncols=True):
-            chunk = instances[first : first + batch_size]
-            batch = collate_left([prompt.encode(char_tok, x) for x in chunk], char_tok.pad_id)
-            reference = batch.reference_mask()
-            rows += int(reference.any(-1).sum())
-            for k in wanted:
-                cells = causal_valid(shift_mask(reference, k), batch.attention_mask)
-                thr = threshold if k == shift else 0.0
-                sums[k] += _masses(model, batch, cells, thr, device)
-    finally:
-        model.train(was_training)
+
+    def one_batch(chunk, encodings):
+        nonlocal rows
+        batch = collate_left(encodings, scorer.char_tok.pad_id)
+        reference = batch.reference_mask()
+        rows += int(reference.any(-1).sum())
+        for k, mass in _batch_masses(scorer, batch, reference, wanted, shift, threshold).items():
+            sums[k] += mass.detach().float().cpu()
+
+    batches = math.ceil(len(instances) / batch_size)
+    with tqdm(total=batches, desc="heads", disable=not progress, dynamic_ncols=True) as bar:
+        scorer.run(instances, one_batch, lambda _n: bar.update(1))
     scores = sums[shift]
     flat = scores.flatten()
     # Stable order: ties (e.g. all zero) keep (layer, head) order.
@@ -231,7 +186,7 @@ def rank_heads(
             "instances": len(instances),
             "threshold": threshold,
             "shift": shift,
-            "prompt": dataclasses.asdict(prompt),
+            "prompt": dataclasses.asdict(scorer.prompt),
             "time_s": round(time.perf_counter() - start, 2),
         },
     )

@@ -12,7 +12,10 @@ intervention. The heads come from a `HeadRanking` (top, bottom) or are drawn at 
 cells are the reference (optionally `ref + shift`) or, for the positions control, as many
 random non-reference keys per row. One prefill of the prompt (all but its last token, a
 part no setting changes: no reference row lies there) is computed once per batch and
-copied for every setting.
+copied for every setting. The settings of a batch run together, as nnsight batches its
+invokes: one generation (and one teacher-forced forward) whose rows are instances x settings,
+each row under its own setting (a per-row capture `Intervention`), up to `MAX_ROWS` rows;
+`batched=False` runs one generation per setting instead, with the same records.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from attentionspan_datasets.metrics import score
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
+
+MAX_ROWS = 256  # rows (instances x settings) of one batched generation
 
 
 def select_heads(setting: Setting, ranking: HeadRanking) -> list[tuple[int, int]]:
@@ -113,6 +117,43 @@ def _prefix_cache(model, prompts):
     return cache
 
 
+def per_row_intervention(interventions, rows: int, reference):
+    """One capture `Intervention` carrying one setting per row, for `rows` instances each
+    repeated once per setting (row `b * S + s` is instance b under setting s); None when no
+    setting intervenes. A baseline row selects no head, so nothing changes in it."""
+    import torch
+
+    from harness.attention.capture import Intervention
+
+    real = [iv for iv in interventions if iv is not None]
+    if not real:
+        return None
+    count = len(interventions)
+    shape = tuple(real[0].heads.shape)
+    none = torch.zeros(shape, dtype=torch.bool)
+
+    def rows_of(values):  # per setting -> instance-major rows
+        return [v for _ in range(rows) for v in values]
+
+    heads = torch.stack(rows_of([iv.heads if iv else none for iv in interventions]))
+    # Cells per setting ([rows, L, L]; a baseline's are never used), instance-major.
+    cells = [iv.positions if iv is not None else reference for iv in interventions]
+    positions = torch.stack(cells, dim=1)  # [rows, S, L, L]
+    return Intervention(
+        heads=heads,
+        strength=torch.tensor(rows_of([float(iv.strength) if iv else 0.0 for iv in interventions])),
+        mode=tuple(rows_of([iv.mode if iv else "standard" for iv in interventions])),
+        threshold=torch.tensor(
+            rows_of([float(iv.threshold) if iv else 0.0 for iv in interventions])
+        ),
+        renormalise=torch.tensor(
+            rows_of([bool(iv.renormalise) if iv else False for iv in interventions])
+        ),
+        prefill=any(iv.prefill for iv in real),
+        positions=positions.reshape(rows * count, *positions.shape[2:]),
+    )
+
+
 def score_batch(
     model,
     char_tok,
@@ -122,60 +163,86 @@ def score_batch(
     ranking: HeadRanking | None,
     teacher_forced: bool = True,
     reuse_prefill: bool = True,
+    batched: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Records of one batch under every setting."""
-    import torch
+    """Records of one batch under every setting. `batched`: all settings in one generation
+    (and one teacher-forced forward) whose rows are instances x settings, one setting per
+    row; else one generation per setting. The records are the same either way."""
+    from harness.attention.capture import AttentionPlan
+    from harness.scoring import Scorer, collate_left, max_new_tokens, token_accuracy
 
-    from harness.attention.capture import AttentionPlan, capture_attention
-    from harness.inference import collate_left, generate_batch, teacher_forced_batch
-
+    scorer = Scorer(model, char_tok)
     full = collate_left(encodings, char_tok.pad_id, with_answer=True)
     reference = full.reference_mask()
     # Keys a query may use: the prompt's real tokens, and every answer column (in
     # generation those hold what the model wrote; in teacher forcing the gold answer).
     allowed = full.attention_mask.bool().clone()
     allowed[:, full.prompt_width :] = True
-    max_new = max(e.target_len for e in encodings) + 1
-    prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
-    prefix = None
-    if reuse_prefill and prompts.prompt_width > 1:
-        with capture_attention(model, AttentionPlan()):
-            prefix = _prefix_cache(model, prompts)
-    out: dict[str, list[dict[str, Any]]] = {}
+    max_new = max_new_tokens(encodings)
     for setting in settings:
         if not setting.is_baseline and ranking is None:
             raise ValueError(f"setting {setting.name} needs a head ranking")
-        iv = intervention_for(setting, ranking, reference, allowed) if ranking else None
-        plan = AttentionPlan(reference=reference, head_mass=False, intervention=iv)
+    interventions = [
+        intervention_for(s, ranking, reference, allowed) if ranking else None for s in settings
+    ]
+    prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
+    prefix = None
+    if reuse_prefill and prompts.prompt_width > 1:
+        with _plain_capture(model):
+            prefix = _prefix_cache(model, prompts)
+    # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
+    # rows, so that a large grid does not hold one huge KV cache; unbatched, one at a time.
+    per_group = max(1, MAX_ROWS // len(encodings)) if batched else 1
+    # A restore setting carries per-head levels, which a per-row batch does not: alone.
+    shared = [i for i, s in enumerate(settings) if s.mode != "restore"]
+    groups = [shared[first : first + per_group] for first in range(0, len(shared), per_group)]
+    groups += [[i] for i, s in enumerate(settings) if s.mode == "restore"]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for chosen in groups:
+        count = len(chosen)
+        rows = [enc for enc in encodings for _ in range(count)]
+        if count == 1:
+            iv = interventions[chosen[0]]
+            plan = AttentionPlan(reference=reference, head_mass=False, intervention=iv)
+        else:
+            iv = per_row_intervention([interventions[i] for i in chosen], len(encodings), reference)
+            repeated = reference.repeat_interleave(count, dim=0)
+            plan = AttentionPlan(reference=repeated, head_mass=False, intervention=iv)
         extra = {}
         if prefix is not None:
-            extra["past_key_values"] = copy.deepcopy(prefix)
-        with capture_attention(model, plan):
-            gen = generate_batch(model, char_tok, encodings, max_new, **extra)
-        forced = None
-        if teacher_forced:
-            with capture_attention(model, plan), torch.inference_mode():
-                forced = teacher_forced_batch(model, char_tok, encodings)
-        rows = []
-        for b, (instance, enc) in enumerate(zip(chunk, encodings)):
-            # Cut at target length + 1 so an answer does not depend on its batch mates.
-            answer = char_tok.decode(gen.ids[b][: enc.target_len + 1], skip_special_tokens=True)
-            metrics = score(answer, instance.target)
-            record = {
-                "config": instance.config,
-                "index": instance.index,
-                "length": int(instance.params.get("length", len(instance.target))),
-                "target_len": enc.target_len,
-                "prediction": answer,
-                "exact_match": metrics["exact_match"],
-                "partial_acc": metrics["partial_acc"],
-            }
-            if forced is not None:
-                tf = forced.correct[b]
-                record["tf_token_acc"] = sum(tf) / len(tf) if tf else 1.0
-            rows.append(record)
-        out[setting.name] = rows
+            cache = copy.deepcopy(prefix)
+            if count > 1:
+                cache.batch_repeat_interleave(count)
+            extra["past_key_values"] = cache
+        gen, _ = scorer.generate(rows, plan, max_new, **extra)
+        forced = scorer.teacher_force(rows, plan)[0] if teacher_forced else None
+        for s, index in enumerate(chosen):
+            records = []
+            for b, (instance, enc) in enumerate(zip(chunk, encodings)):
+                row = b * count + s
+                record = scorer.answer_record(instance, enc, gen.ids[row])
+                record = {
+                    "config": record["config"],
+                    "index": record["index"],
+                    "length": record["length"],
+                    "target_len": enc.target_len,
+                    "prediction": record["prediction"],
+                    "exact_match": record["exact_match"],
+                    "partial_acc": record["partial_acc"],
+                }
+                if forced is not None:
+                    record["tf_token_acc"] = token_accuracy(forced.correct[row])
+                records.append(record)
+            out[settings[index].name] = records
     return out
+
+
+def _plain_capture(model):
+    """The capture attention function with nothing to record or change (the prefix cache is
+    computed with the same eager arithmetic as the generations that reuse it)."""
+    from harness.attention.capture import AttentionPlan, capture_attention
+
+    return capture_attention(model, AttentionPlan())
 
 
 def score_settings(
@@ -189,35 +256,33 @@ def score_settings(
     teacher_forced: bool = True,
     reuse_prefill: bool = True,
     on_batch: Callable[[int], None] | None = None,
+    batched: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Per-instance records of every setting on `instances` (same instances, same order,
-    so any two settings pair up for `harness.stats.gain_table`)."""
-    from harness.data import PromptConfig
-    from harness.tokenization import CharTokenizer
+    so any two settings pair up for `harness.stats.gain_table`). `batched`: every setting
+    of a batch in one generation (rows = instances x settings), else one per setting."""
+    from harness.scoring import Scorer
 
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     names = [s.name for s in settings]
     if len(set(names)) != len(names):
         raise ValueError(f"settings must be distinct, got {names}")
-    char_tok = tokenizer if isinstance(tokenizer, CharTokenizer) else CharTokenizer(tokenizer)
-    prompt = prompt or PromptConfig()
-    for instance in instances:  # a character the tokenizer lacks: fail before any model call
-        char_tok.check_text(instance.text)
+    scorer = Scorer(model, tokenizer, prompt, batch_size)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    was_training = model.training
-    model.eval()
-    try:
-        for first in range(0, len(instances), batch_size):
-            chunk = instances[first : first + batch_size]
-            encodings = [prompt.encode(char_tok, x) for x in chunk]
-            batch = score_batch(
-                model, char_tok, chunk, encodings, settings, ranking, teacher_forced, reuse_prefill
-            )
-            for name, rows in batch.items():
-                out[name].extend(rows)
-            if on_batch is not None:
-                on_batch(len(chunk))
-    finally:
-        model.train(was_training)
+
+    def one_batch(chunk, encodings):
+        batch = score_batch(
+            model,
+            scorer.char_tok,
+            chunk,
+            encodings,
+            settings,
+            ranking,
+            teacher_forced,
+            reuse_prefill,
+            batched,
+        )
+        for name, rows in batch.items():
+            out[name].extend(rows)
+
+    scorer.run(instances, one_batch, on_batch)
     return out

@@ -1,12 +1,12 @@
 """Reference rows of Instances as token positions of a collated batch.
 
     from harness.inference import collate_left
-    from harness.attention.positions import reference_mask, task_columns, shift_keys
+    from harness.attention.positions import reference_mask, task_columns, shift_mask
     batch = collate_left(encodings, pad_id)             # or generate_batch(...).batch
     ref = reference_mask(batch)                         # bool [batch, L, L] (teacher-forced)
     ref = reference_mask(batch, length=batch.prompt_width + max_new_tokens)   # generation
     cols = task_columns(batch, length=ref.shape[-1])    # bool [batch, L]: prompt + target text
-    ref_plus_1 = shift_keys(ref, 1)                     # the ref+k analysis
+    ref_plus_1 = shift_mask(ref, 1)                     # the ref+k analysis
 
 An Encoding already holds its reference in absolute token positions of its own sequence
 (instruction, few-shot block, chat template and BOS included, `harness.tokenization`); a
@@ -39,30 +39,12 @@ def _layout(batch: Any, length: int | None) -> tuple[Sequence[Any], Sequence[int
 def reference_mask(batch: Any, length: int | None = None):
     """bool [batch, L, L]: [b, q, k] when the query at q (predicting the token at q + 1) must
     attend key k. `length` defaults to the batch's width; generation needs
-    `prompt_width + max_new_tokens`. References that would fall past `length` raise."""
-    import torch
+    `prompt_width + max_new_tokens`. References that would fall past `length` raise.
+    (The one builder, `harness.data.reference_mask`, on a batch's layout.)"""
+    from harness.data import reference_mask as build
 
     encodings, shifts, length = _layout(batch, length)
-    rows, queries, keys = [], [], []
-    for b, (enc, shift) in enumerate(zip(encodings, shifts)):
-        for i, row in enumerate(enc.reference):
-            query = shift + enc.target_offset + i - 1  # the position that predicts target[i]
-            for k in row:
-                rows.append(b)
-                queries.append(query)
-                keys.append(shift + k)
-    mask = torch.zeros((len(encodings), length, length), dtype=torch.bool)
-    if rows:
-        q = torch.tensor(queries)
-        k = torch.tensor(keys)
-        if int(q.max()) >= length or int(k.max()) >= length:
-            raise ValueError(
-                f"length={length} is too short for the references (need {int(q.max()) + 1})"
-            )
-        if bool((k > q).any()):
-            raise ValueError("a reference points after the query that predicts its token")
-        mask[torch.tensor(rows), q, k] = True
-    return mask
+    return build(encodings, shifts, length)
 
 
 def target_index(batch: Any, length: int | None = None):
@@ -97,20 +79,25 @@ def task_columns(batch: Any, length: int | None = None):
     return out
 
 
-def shift_keys(mask, k: int):
-    """The mask with every key moved by `k` positions (ref+k; negative k looks earlier).
-    Cells pushed out of the sequence or after their query (not causal) are dropped."""
+def shift_mask(mask, shift: int):
+    """The mask moved `shift` keys to the right (`ref + shift`), cells that leave the
+    sequence dropped. bool [batch, query_pos, key_pos]."""
     import torch
 
-    if k == 0:
-        return mask.clone()
-    length = mask.shape[-1]
+    if shift == 0:
+        return mask
     out = torch.zeros_like(mask)
-    if abs(k) >= length:
-        return out
-    if k > 0:
-        out[..., k:] = mask[..., : length - k]
+    if shift > 0:
+        out[..., shift:] = mask[..., :-shift]
     else:
-        out[..., : length + k] = mask[..., -k:]
-    causal = torch.ones(length, length, dtype=torch.bool, device=mask.device).tril()
-    return out & causal
+        out[..., :shift] = mask[..., -shift:]
+    return out
+
+
+def causal_valid(mask, attention_mask):
+    """Keep only cells a query may attend: key <= query and a real (unpadded) key."""
+    import torch
+
+    length = mask.shape[-1]
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    return mask & causal & attention_mask.bool()[:, None, :]

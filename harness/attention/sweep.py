@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.attention.modes import INTERVENTION_MODES
 from harness.stats import gain_table, mean
 from harness.stats import summarise as summarise_metrics
 
 HEAD_CHOICES = ("none", "top", "random", "bottom")
-MODES = ("standard", "conditional", "knockout", "restore")
 POSITION_CHOICES = ("reference", "random")
 DEFAULT_STRENGTHS = (0.3, 0.5, 1.0, 1.5, 2.0)
 SELECT_METRICS = ("partial_acc", "exact_match")
@@ -60,8 +60,9 @@ class Setting:
     def __post_init__(self) -> None:
         if self.heads not in HEAD_CHOICES:
             raise ValueError(f"heads must be one of {', '.join(HEAD_CHOICES)}, got {self.heads!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.mode not in INTERVENTION_MODES:
+            modes = ", ".join(INTERVENTION_MODES)
+            raise ValueError(f"mode must be one of {modes}, got {self.mode!r}")
         if self.positions not in POSITION_CHOICES:
             raise ValueError(
                 f"positions must be one of {', '.join(POSITION_CHOICES)}, got {self.positions!r}"

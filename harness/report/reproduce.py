@@ -38,62 +38,7 @@ from harness.report.settings import (  # noqa: F401  (re-exported: the pipeline'
     task_short_name,
 )
 from harness.report.stages import Stages, write_json_atomic
-
-
-class Processes:
-    """This process's share of the evaluation work, and the gathering of it. Without
-    `accelerate launch` there is one process and nothing to gather."""
-
-    def __init__(self, device: str):
-        import os
-
-        import torch
-
-        self.accelerator = None
-        world = int(os.environ.get("WORLD_SIZE", "1"))
-        want_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
-        if device == "cuda" and not torch.cuda.is_available():
-            raise ValueError("--device cuda, but no CUDA device is available")
-        if world > 1:
-            from accelerate import Accelerator
-
-            self.accelerator = Accelerator(cpu=want_cpu)
-            self.device = self.accelerator.device
-        else:
-            self.device = torch.device("cpu" if want_cpu else "cuda")
-
-    @property
-    def world(self) -> int:
-        return self.accelerator.num_processes if self.accelerator else 1
-
-    @property
-    def rank(self) -> int:
-        return self.accelerator.process_index if self.accelerator else 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def share(self, count: int) -> range:
-        from harness.data import shard_indices
-
-        return shard_indices(0, count, self.world, self.rank)
-
-    def gather(self, records: dict[str, list]) -> dict[str, list]:
-        if self.world == 1:
-            return records
-        from accelerate.utils import gather_object
-
-        parts = gather_object([records])
-        merged = {name: [r for part in parts for r in part[name]] for name in records}
-        for rows in merged.values():
-            rows.sort(key=lambda r: r["index"])
-        return merged
-
-    def barrier(self) -> None:
-        if self.accelerator is not None:
-            self.accelerator.wait_for_everyone()
-
+from harness.scoring import Processes  # moved beside the engine; re-exported here
 
 # --- one task ---------------------------------------------------------------------------
 STREAMS = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
-from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
+from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
 from harness.options import cli
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
@@ -144,7 +144,7 @@ class ReproduceConfig:
         for name in (*positive, "train_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
-        if self.mode not in MODES or self.mode == "knockout":
+        if self.mode not in ("standard", "conditional"):
             raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
         if self.metric not in SELECT_METRICS:
             raise ValueError(

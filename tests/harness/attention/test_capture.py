@@ -508,3 +508,95 @@ def test_restore_needs_levels_in_range():
         Intervention(heads, mode="restore", levels=torch.full((LAYERS, HEADS), 1.5))
     with pytest.raises(ValueError, match="must be \\[layers, heads\\]"):
         Intervention(heads, mode="restore", levels=torch.zeros(LAYERS, HEADS + 1))
+
+
+def test_named_references_in_one_forward_equal_separate_plans(tiny_models, attn_tokenizer):
+    """A plan's named references (ref-1, ref, ref+1, one with a threshold) are recorded in
+    one forward and equal what a plan with that mask alone records."""
+    from attentionspan_datasets.splits import iter_split
+    from harness.attention.capture import Reference
+    from harness.attention.positions import causal_valid, shift_mask
+    from harness.inference import collate_left
+    from harness.tokenization import CharTokenizer, encode_instance
+
+    char_tok = CharTokenizer(attn_tokenizer)
+    xs = list(iter_split("reversal_id", split="validation", stop=3))
+    batch = collate_left([encode_instance(char_tok, x) for x in xs], char_tok.pad_id)
+    ref = batch.reference_mask()
+    masks = {
+        f"ref{k:+d}": causal_valid(shift_mask(ref, k), batch.attention_mask) for k in (-1, 0, 1)
+    }
+    model = tiny_models["gemma3"]
+    plan = AttentionPlan(references={**masks, "thr": Reference(masks["ref+0"], threshold=0.1)})
+    with torch.inference_mode(), capture_attention(model, plan) as together:
+        model(**batch.model_inputs())
+    assert together.head_rows is None
+    for name, mask in masks.items():
+        with torch.inference_mode(), capture_attention(model, AttentionPlan(reference=mask)) as one:
+            model(**batch.model_inputs())
+        assert torch.allclose(together.mass(name), one.head_mass, atol=1e-6)
+        assert torch.equal(together.named_rows[name].isnan(), one.head_rows.isnan())
+    plan = AttentionPlan(reference=masks["ref+0"], head_mass=False, patterns=(0, 1, 2))
+    with torch.inference_mode(), capture_attention(model, plan) as maps:
+        model(**batch.model_inputs())
+    want = torch.zeros(2, 4)
+    for layer in range(2):
+        w = maps.patterns[f"blocks.{layer}.attn.hook_pattern"]
+        want[layer] = torch.einsum("bhqk,bqk->h", w * (w > 0.1), masks["ref+0"].float())
+    assert torch.allclose(together.mass("thr"), want, atol=1e-5)
+    assert not torch.allclose(together.mass("thr"), together.mass("ref+0"))
+    with pytest.raises(ValueError, match="threshold"):
+        Reference(masks["ref+0"], threshold=1.5)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_one_setting_per_row_equals_each_setting_alone(tiny_models, attn_tokenizer, kind):
+    """A batch whose rows carry different settings (standard, conditional, knock-out,
+    renormalised, none) gives each row the maps its setting alone gives it."""
+    from attentionspan_datasets.splits import iter_split
+    from harness.inference import collate_left
+    from harness.tokenization import CharTokenizer, encode_instance
+
+    char_tok = CharTokenizer(attn_tokenizer)
+    x = next(iter(iter_split("reversal_id", split="validation", stop=1)))
+    enc = encode_instance(char_tok, x)
+    model = tiny_models[kind]
+    heads = torch.zeros(LAYERS, HEADS, dtype=torch.bool)
+    heads[0, 1] = heads[1, 2] = heads[1, 3] = True
+    settings = [
+        dict(heads=heads, strength=1.0),
+        dict(heads=heads, strength=0.5, mode="conditional", threshold=0.05),
+        dict(heads=heads, mode="knockout"),
+        dict(heads=heads, strength=2.0, renormalise=True),
+        dict(heads=torch.zeros_like(heads), strength=3.0),
+    ]
+    rows = len(settings)
+    batch = collate_left([enc] * rows, char_tok.pad_id)
+    ref = batch.reference_mask()
+    keep = tuple(range(rows))
+    per_row = Intervention(
+        heads=torch.stack([s["heads"] for s in settings]),
+        strength=torch.tensor([s.get("strength", 1.0) for s in settings]),
+        mode=[s.get("mode", "standard") for s in settings],
+        threshold=torch.tensor([s.get("threshold", 0.0) for s in settings]),
+        renormalise=[s.get("renormalise", False) for s in settings],
+    )
+    plan = AttentionPlan(reference=ref, intervention=per_row, patterns=keep)
+    with torch.inference_mode(), capture_attention(model, plan) as together:
+        logits = model(**batch.model_inputs()).logits
+    for r, setting in enumerate(settings):
+        one = collate_left([enc], char_tok.pad_id)
+        plan = AttentionPlan(reference=ref[:1], intervention=Intervention(**setting), patterns=(0,))
+        with torch.inference_mode(), capture_attention(model, plan) as alone:
+            want = model(**one.model_inputs()).logits
+        assert torch.allclose(logits[r], want[0], atol=1e-5)
+        for name, maps in alone.patterns.items():
+            assert torch.allclose(together.patterns[name][r], maps[0], atol=1e-6)
+    with pytest.raises(ValueError, match="mode"):
+        Intervention(heads=torch.stack([heads, heads]), mode=["standard"] * 3)
+    with pytest.raises(ValueError, match="strength"):
+        Intervention(heads=torch.stack([heads, heads]), strength=torch.ones(3))
+    with pytest.raises(AttentionCaptureError, match="per-row"):
+        plan = AttentionPlan(reference=ref, intervention=Intervention(torch.stack([heads] * 2)))
+        with capture_attention(model, plan):
+            model(**batch.model_inputs())

@@ -76,7 +76,7 @@ def test_threshold_counts_only_weights_above_it(attn_tokenizer, instances):
 
 def test_order_follows_scores_and_saves(monkeypatch, tmp_path, attn_tokenizer, instances):
     known = torch.tensor([[1.0, 5.0, 0.5, 2.0], [4.0, 0.0, 3.0, 6.0]])
-    monkeypatch.setattr(heads_module, "_masses", lambda *args, **kwargs: known.clone())
+    monkeypatch.setattr(heads_module, "_batch_masses", lambda *args, **kwargs: {0: known.clone()})
     model = build_tiny("llama", attn_tokenizer)
     ranking = rank_heads(model, attn_tokenizer, instances[:2], batch_size=2, offsets=(0,))
     assert ranking.top(3) == [(1, 3), (0, 1), (1, 0)]
@@ -99,3 +99,23 @@ def test_bad_input_names_the_field(attn_tokenizer, instances):
         rank_heads(model, attn_tokenizer, instances, threshold=-1)
     with pytest.raises(ValueError, match="at least one instance"):
         rank_heads(model, attn_tokenizer, [])
+
+
+def test_every_offset_and_the_threshold_cost_one_forward_per_batch(attn_tokenizer, instances):
+    """Capture once, score many: five offsets and the thresholded shift are recorded in one
+    teacher-forced forward per batch, and each equals a ranking of that offset alone."""
+    model = build_tiny("llama", attn_tokenizer)
+    calls = []
+    hook = model.register_forward_pre_hook(lambda *args: calls.append(1))
+    try:
+        ranking = rank_heads(model, attn_tokenizer, instances, threshold=0.05, batch_size=4)
+    finally:
+        hook.remove()
+    assert len(calls) == 2  # 6 instances in batches of 4
+    for k in (-2, 1):
+        alone = rank_heads(model, attn_tokenizer, instances, shift=k, offsets=(k,), batch_size=4)
+        assert torch.allclose(
+            torch.tensor(ranking.offsets[str(k)]), torch.tensor(alone.offsets[str(k)]), atol=1e-6
+        )
+    thresholded = rank_heads(model, attn_tokenizer, instances, threshold=0.05, offsets=())
+    assert torch.allclose(torch.tensor(ranking.scores), torch.tensor(thresholded.scores))

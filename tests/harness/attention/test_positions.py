@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from attentionspan_datasets.tasks.base import Instance
-from harness.attention.positions import reference_mask, shift_keys, target_index, task_columns
+from harness.attention.positions import (
+    causal_valid,
+    reference_mask,
+    shift_mask,
+    target_index,
+    task_columns,
+)
 from harness.inference import collate_left
 from harness.tokenization import CharTokenizer, encode_instance
 
@@ -97,15 +103,21 @@ def test_target_index_names_the_predicted_character(encodings):
         assert char_tok.decode(batch.input_ids[b, rows + 1].tolist()) == x.target
 
 
-def test_shift_keys():
+def test_shift_mask_then_causal_valid():
+    """ref + k (the one shift, formerly also `shift_keys`): cells leaving the sequence are
+    dropped; `causal_valid` drops those after their query and those on padding."""
     mask = torch.zeros(1, 6, 6, dtype=torch.bool)
     mask[0, 4, 1] = mask[0, 5, 0] = mask[0, 3, 3] = True
-    plus = shift_keys(mask, 1)
+    every = torch.ones(1, 6, dtype=torch.long)
+    plus = causal_valid(shift_mask(mask, 1), every)
     assert plus[0].nonzero().tolist() == [[4, 2], [5, 1]]  # (3, 4) is not causal: dropped
-    minus = shift_keys(mask, -1)
+    minus = causal_valid(shift_mask(mask, -1), every)
     assert minus[0].nonzero().tolist() == [[3, 2], [4, 0]]
-    assert not shift_keys(mask, 6).any()
-    assert torch.equal(shift_keys(mask, 0), mask)
+    assert not shift_mask(mask, 6).any()
+    assert torch.equal(shift_mask(mask, 0), mask)
+    padded = every.clone()
+    padded[0, 2] = 0
+    assert causal_valid(shift_mask(mask, 1), padded)[0].nonzero().tolist() == [[5, 1]]
 
 
 def test_generate_batch_under_capture_matches_one_forward(encodings, tiny_models):
