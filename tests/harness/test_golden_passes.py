@@ -38,11 +38,17 @@ def plain(value):
     return value
 
 
+# Keys added on purpose after the golden file was written (the refactor itself added none):
+# the instance-aware Table 2 figures of issue 22 beside the pooled test they leave as it was.
+ADDED_KEYS = {"instance_aware"}
+
+
 def compare(got, want, where="$"):
     """Assert `got` equals `want`: exact except floats (round-off); names the first path."""
     if isinstance(want, dict):
         assert isinstance(got, dict), where
-        assert sorted(got) == sorted(want), f"{where}: keys {sorted(got)} != {sorted(want)}"
+        kept = sorted(k for k in got if k not in ADDED_KEYS or k in want)
+        assert kept == sorted(want), f"{where}: keys {kept} != {sorted(want)}"
         for k in want:
             compare(got[k], want[k], f"{where}.{k}")
     elif isinstance(want, list):
