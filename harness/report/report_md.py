@@ -347,6 +347,13 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
     for png in sorted(pngs):
         if png.startswith("rollout-") or png in ("heads.png", "scores.png"):
             lines += [f"![{png}]({folder.name}/attention/{png})", ""]
+    viewer = task.get("viewer")
+    if viewer:
+        lines += [
+            f"Interactive viewer (offline, one file): [attention.html]({viewer['file']}), "
+            f"{viewer['instances']} test instances, the baseline beside the chosen setting.",
+            "",
+        ]
     spans = ", ".join(
         f"{name} {lengths_of([{'length': k} for k in result.get('by_length', {})])}"
         for name, result in results.items()

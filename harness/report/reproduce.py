@@ -50,6 +50,9 @@ STREAMS = {
 }
 
 
+VIEWER_NUM = 25  # instances of each preset in attention.html (2.2 MB for 50 of SmolLM2)
+
+
 class TaskRun:
     """The stages of one (model, task) pair; results land in `self.results`."""
 
@@ -299,8 +302,45 @@ class TaskRun:
         self.results["heads"] = ranking.to_dict()
         self.log("sweep and controls")
         self.results["sweep"] = self.run_sweep(ranking)
+        self.log("attention.html (baseline beside the chosen setting)")
+        self.results["viewer"] = self.run_viewer(ranking)
         self.results["seconds"] = round(time.perf_counter() - started, 1)
         return self.results
+
+    def run_viewer(self, ranking) -> dict[str, Any]:
+        """The interactive viewer beside the attention figures: the first VIEWER_NUM test
+        instances of the ID and the OOD preset, the baseline beside the chosen setting. A
+        stage of its own, so a finished run loads no model for it."""
+        from attentionspan_datasets.splits import split_instance
+        from harness.attention.sweep import Setting
+        from harness.report.viewer import write_viewer
+
+        chosen = self.results["sweep"]["chosen"]
+        settings = self.base_settings() | {"n": VIEWER_NUM, "chosen": chosen}
+
+        def compute():
+            self.load()
+            instances = []
+            for name, overrides in ((self.id_name, {}), (self.ood_name, self.ood)):
+                for i in range(min(VIEWER_NUM, self.cfg.num_test)):
+                    x = split_instance(name, self.cfg.seed, "test", i, **overrides)
+                    x.config = name
+                    instances.append(x)
+            path = self.dir / "attention"
+            if self.procs.main:
+                path = write_viewer(
+                    path,
+                    self.model,
+                    self.tokenizer,
+                    instances,
+                    self.prompt,
+                    ranking=ranking,
+                    intervention=Setting.from_dict(chosen),
+                    meta={"model": str(self.model_dir), "task": self.task},
+                )
+            return {"file": str(path.relative_to(self.dir.parent)), "instances": len(instances)}
+
+        return self.stages.run(f"{self.task}-viewer", settings, compute)
 
 
 # --- quick: train the models first ------------------------------------------------------------

@@ -56,6 +56,7 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
         "accuracy-by-length.png",
         "results.json",
         "attention/attention.json",
+        "attention/attention.html",
     ):
         assert (folder / name).is_file(), name
     settings = json.loads((out / "settings.json").read_text())
@@ -75,6 +76,7 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     assert set(sweep["verdict"]["numbers"]["follows"]) == {"-3", "3"}
     assert text.index("## Findings") < text.index("## reversal")
     assert "**Verdict: " in text and "reversal: The model" in text
+    assert "[attention.html](reversal/attention/attention.html)" in text
     stage_files = sorted(p.name for p in (out / "stages").iterdir())
 
     # A second run computes nothing: every scoring call would fail.
