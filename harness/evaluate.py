@@ -28,6 +28,7 @@ from harness.data import GeneratorSource, PromptConfig, shard_indices
 from harness.inference import generate_batch, teacher_forced_batch
 from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
 from harness.runs import load_model_checked, read_run_file, section
+from harness.threads import add_threads_argument
 from harness.tokenization import CharTokenizer
 
 EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
@@ -344,6 +345,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
     add_prompt_arguments(parser, saved_default=True)
+    add_threads_argument(parser)
 
 
 def add_parser(subparsers) -> None:

@@ -165,6 +165,9 @@ def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], 
     (status 0), Ctrl-C is one line and status 130. ATTENTIONSPAN_TRACEBACK=1 shows the
     traceback instead."""
     try:
+        from harness.threads import configure_threads
+
+        configure_threads(command, args)  # torch's thread count, before any model work
         return func(args) or 0
     except user_errors() as error:
         if os.environ.get("ATTENTIONSPAN_TRACEBACK"):

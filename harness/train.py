@@ -68,6 +68,7 @@ from harness.runs import (
     section,
     versions,
 )
+from harness.threads import add_threads_argument
 from harness.tokenization import CharTokenizer
 
 SCHEDULES = ("linear", "cosine", "constant")
@@ -747,6 +748,7 @@ def add_arguments(parser) -> None:
         help="continue the run in --output from its latest checkpoint (its saved options are used)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_threads_argument(parser)
 
 
 def add_parser(subparsers) -> None:

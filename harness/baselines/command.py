@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from harness.options import UsageError, main_for
+from harness.threads import THREADS_HELP
 
 KINDS = ("t-pos-att", "t+pos-att", "t-pos+att", "t+pos+att", "lstm", "lstm+att")
 TASK_NAMES = {f"t{k}": f"t{k}" for k in range(1, 8)}
@@ -93,7 +94,7 @@ def add_arguments(parser) -> None:
         "instances, 100 epochs, batch 10, learning rate 1e-4",
     )
     parser.add_argument("--data-seed", type=int, default=1234, help="seed of the generated data")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     parser.add_argument(
         "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."
     )
@@ -260,7 +261,6 @@ def run_command(args) -> int:
         config = task_config(settings["task"], settings["length"])
     except ValueError as error:  # it names min_length: say which option set it
         raise UsageError(f"--length {settings['length']}: {error}") from None
-    torch.set_num_threads(args.threads)
     try:
         device = torch.device(args.device)
         torch.empty(0, device=device)

@@ -21,6 +21,7 @@ import shlex
 import sys
 
 from harness.options import add_prompt_arguments, main_for, quiet_transformers, resolve_instruction
+from harness.threads import add_threads_argument
 
 MODE_CHOICES = ("teacher_forced", "generate")
 
@@ -61,6 +62,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mixed-precision", choices=("no", "bf16"), default="no")
     add_prompt_arguments(parser, saved_default=True)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_threads_argument(parser)
 
 
 def add_parser(subparsers) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from harness.options import main_for, quiet_transformers
+from harness.threads import add_threads_argument
 
 
 def add_arguments(parser) -> None:
@@ -38,6 +39,7 @@ def add_arguments(parser) -> None:
         "--output", default=None, help="heads.json path (default: MODEL/heads.json)"
     )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add_threads_argument(parser)
 
 
 def add_parser(subparsers) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from harness.options import main_for, quiet_transformers
+from harness.threads import THREADS_HELP
 
 
 def _ood_pair(text: str) -> tuple[str, object]:
@@ -103,7 +104,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--device", choices=DEVICES, default="auto", help="auto: cuda if present")
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch CPU threads (default: torch's; --quick: 1)"
+        "--threads", type=int, default=None, help=THREADS_HELP.replace(")", "; --quick: 1)", 1)
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 

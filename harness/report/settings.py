@@ -15,6 +15,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
+from harness.threads import check_threads
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
 DEVICES = ("auto", "cpu", "cuda")
@@ -66,7 +67,7 @@ class ReproduceConfig:
     id_guard: float | None = None  # choose only settings within this of ID validation exact
     ood: dict[str, Any] = field(default_factory=dict)  # parameter overrides of the OOD preset
     device: str = "auto"
-    threads: int = 0  # torch CPU threads; 0: torch's default
+    threads: int = 0  # torch CPU threads; 0: harness.threads' rule
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -80,8 +81,8 @@ class ReproduceConfig:
                 raise ValueError(f"'{name}' must be finite, got {value}")
         if self.id_guard is not None and self.id_guard < 0:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
-        if self.threads < 0:
-            raise ValueError(f"'threads' must be >= 0, got {self.threads}")
+        if self.threads:  # 0: the rule of harness.threads (the command applied it)
+            check_threads(self.threads, "'threads'")
         for name in (*positive, "train_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
