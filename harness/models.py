@@ -94,17 +94,39 @@ class ScratchConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"scratch model: '{name}' must be >= 1, got {getattr(self, name)}")
+        from harness.caps import (
+            MAX_SCRATCH_LAYERS,
+            MAX_SCRATCH_PARAMS,
+            MAX_SCRATCH_POSITIONS,
+            check_int,
+            scratch_parameters,
+        )
+
+        # Named as the option and the field: the same message serves the command line
+        # (--scratch-num-layers) and a run file's "scratch" section (num_layers).
+        def name(field: str) -> str:
+            return f"scratch model: '{field}' (--scratch-{field.replace('_', '-')})"
+
+        for field in ("hidden_size", "num_heads", "intermediate_size"):
+            check_int(name(field), getattr(self, field), 1, MAX_SCRATCH_PARAMS)
+        check_int(name("num_layers"), self.num_layers, 1, MAX_SCRATCH_LAYERS)
+        check_int(name("max_positions"), self.max_positions, 16, MAX_SCRATCH_POSITIONS)
+        check_int(name("seed"), self.seed, 0, 2**32 - 1)  # torch.manual_seed's range
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"scratch model: 'hidden_size' ({self.hidden_size}) must be a multiple of "
                 f"'num_heads' ({self.num_heads})"
             )
-        if self.max_positions < 16:
+        if not isinstance(self.charset, str) or not self.charset:
+            raise ValueError(f"{name('charset')} must be a non-empty string of characters")
+        params = scratch_parameters(
+            len(set(self.charset)) + 4, self.hidden_size, self.num_layers, self.intermediate_size
+        )
+        if params > MAX_SCRATCH_PARAMS:
             raise ValueError(
-                f"scratch model: 'max_positions' must be >= 16, got {self.max_positions}"
+                f"scratch model: {params:,} parameters (--scratch-hidden-size, "
+                f"--scratch-num-layers, --scratch-intermediate-size, --scratch-charset) must "
+                f"be <= {MAX_SCRATCH_PARAMS:,} (the cap: 16 GB with AdamW's state)"
             )
 
 
@@ -325,6 +347,32 @@ def check_causal(where: str, model) -> None:
             f"{where} is not a causal language model: its predictions change with later "
             f"tokens (model_type {model.config.model_type!r}; an encoder such as BERT "
             "cannot generate left to right)"
+        )
+
+
+def total_heads(spec: str) -> int:
+    """Attention heads over all layers of the model `spec` names, from its config alone
+    (`scratch`: the default ScratchConfig's), so a head count can be checked before loading."""
+    from transformers import AutoConfig
+
+    kind, location = resolve_model(spec)
+    if kind == "scratch":
+        config = ScratchConfig()
+        return config.num_layers * config.num_heads
+    config = AutoConfig.from_pretrained(location)
+    config = getattr(config, "text_config", None) or config
+    return int(config.num_hidden_layers) * int(config.num_attention_heads)
+
+
+def check_head_counts(spec: str, counts) -> None:
+    """ValueError when --counts asks for more heads than the model has."""
+    if not counts:
+        return
+    total = total_heads(spec)
+    if max(counts) > total:
+        raise ValueError(
+            f"--counts {max(counts)} is more than the {total} attention heads of model "
+            f"{spec!r}; use counts from 1 to {total}"
         )
 
 

@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.generation import DEFAULT_SEED
+from attentionspan_datasets.generation import DEFAULT_SEED, MAX_INDEX, SEED_RANGE
+from harness.caps import (
+    MAX_BATCH,
+    MAX_EPOCHS,
+    MAX_INSTANCES,
+    MAX_STEPS,
+    MAX_TRAIN_INSTANCES,
+    check_int,
+    check_output_dir,
+)
 from harness.data import (
     DatasetSource,
     GeneratorSource,
@@ -122,23 +131,40 @@ class TrainConfig:
     scratch: ScratchConfig = field(default_factory=ScratchConfig)
 
     def __post_init__(self) -> None:
+        if isinstance(self.prompt, dict):
+            self.prompt = PromptConfig(**self.prompt)
+        if isinstance(self.scratch, dict):
+            self.scratch = ScratchConfig(**self.scratch)
         check_finite("", dataclasses.asdict(self))
-        positive = (
-            "train_size",
-            "epochs",
-            "batch_size",
-            "grad_accum",
-            "eval_size",
-            "eval_batch_size",
-            "keep_checkpoints",
-            "log_every",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
-        for name in ("max_steps", "eval_every", "save_every", "weight_decay", "max_grad_norm"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"'{name}' must be >= 0, got {getattr(self, name)}")
+        # (low, cap) of every integer option; the caps are harness.caps'
+        integers = {
+            "train_size": (1, MAX_INDEX),
+            "epochs": (1, MAX_EPOCHS),
+            "batch_size": (1, MAX_BATCH),
+            "grad_accum": (1, MAX_BATCH),
+            "eval_size": (1, MAX_INSTANCES),
+            "eval_batch_size": (1, MAX_BATCH),
+            "keep_checkpoints": (1, MAX_STEPS),
+            "log_every": (1, MAX_STEPS),
+            "max_steps": (0, MAX_STEPS),
+            "eval_every": (0, MAX_STEPS),
+            "save_every": (0, MAX_STEPS),
+            "seed": (SEED_RANGE[0], SEED_RANGE[1]),
+        }
+        for name, (low, high) in integers.items():
+            check_int(f"'{name}'", getattr(self, name), low, high)
+        if not self.max_steps and self.train_size * self.epochs > MAX_TRAIN_INSTANCES:
+            raise ValueError(
+                f"'train_size' x 'epochs' ({self.train_size:,} x {self.epochs:,}) must be <= "
+                f"{MAX_TRAIN_INSTANCES:,} (the cap) without 'max_steps'; give --max-steps to "
+                "train on an endless stream"
+            )
+        for name in ("weight_decay", "max_grad_norm", "lr", "adam_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"'{name}' must be a number, got {value!r}")
+            if value < 0 and name != "lr":  # lr: "> 0" below
+                raise ValueError(f"'{name}' must be >= 0, got {value}")
         if not self.lr > 0:
             raise ValueError(f"'lr' must be > 0, got {self.lr}")
         for name in ("beta1", "beta2", "warmup_ratio"):
@@ -153,10 +179,12 @@ class TrainConfig:
                 f"'mixed_precision' must be one of {', '.join(MIXED_PRECISION)}, "
                 f"got {self.mixed_precision!r}"
             )
-        if isinstance(self.prompt, dict):
-            self.prompt = PromptConfig(**self.prompt)
-        if isinstance(self.scratch, dict):
-            self.scratch = ScratchConfig(**self.scratch)
+        for name in ("model", "output", "config"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(
+                    f"'{name}' must be a non-empty string, got {getattr(self, name)!r}"
+                )
+        check_output_dir("'output'", self.output)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -440,8 +468,13 @@ def set_up(
             str(checkpoint) if checkpoint else config.model, scratch=config.scratch
         )
         char_tok = CharTokenizer(tokenizer)
-        for i in range(min(len(source), 50)):  # a character the tokenizer lacks: fail now
-            char_tok.check_text(source[i].text)
+        try:
+            for i in range(min(len(source), 50)):  # a character the tokenizer lacks: fail now
+                char_tok.check_text(source[i].text)
+        except ValueError as error:
+            if config.model != "scratch" or checkpoint is not None:
+                raise
+            raise ValueError(f"--scratch-charset: {error}") from None
         if not config.dataset:
             check_context(model, char_tok, config.config, config.prompt)
         world = accelerator.num_processes

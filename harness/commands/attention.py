@@ -106,6 +106,7 @@ def describe_prompt(prompt) -> str:
 def run_command(args) -> int:
     from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
     from harness.attention.analysis import AnalysisConfig
+    from harness.caps import check_output_dir
     from harness.evaluate import default_configs, saved_run_config
     from harness.models import resolve_model
 
@@ -127,6 +128,7 @@ def run_command(args) -> int:
         mixed_precision=args.mixed_precision,
     )
     prompt = resolve_prompt(args, saved, configs)
+    check_output_dir("--output", args.output)  # before the model is loaded
     run(args, config, prompt)
     return 0
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
+from harness.caps import check_shift
 from harness.threads import check_threads
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
@@ -71,7 +72,6 @@ class ReproduceConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
         # nan compares False with everything, so `< 0` alone lets it through: a sweep at
         # C = nan ran for minutes and reported nonsense.
         for name in ("strengths", "thresholds", "head_threshold", "id_guard"):
@@ -83,9 +83,7 @@ class ReproduceConfig:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
         if self.threads:  # 0: the rule of harness.threads (the command applied it)
             check_threads(self.threads, "'threads'")
-        for name in (*positive, "train_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
+        check_reproduce_sizes(self)
         if self.mode not in MODES or self.mode == "knockout":
             raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
         if self.metric not in SELECT_METRICS:
@@ -112,6 +110,7 @@ class ReproduceConfig:
                 resolve_config(ood_name, **self.ood_for(task))
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
+            check_shift("'shift'", self.shift, [task_presets(task)[0]])
 
     @property
     def task_list(self) -> list[str]:
@@ -126,6 +125,37 @@ class ReproduceConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
+    """The caps of harness.caps and the option checks that need no model, before any stage:
+    a sweep that reaches a bad value only after every earlier stage ran wasted their time."""
+    from harness.caps import (
+        MAX_BATCH,
+        MAX_INSTANCES,
+        MAX_LIST,
+        MAX_STEPS,
+        check_fraction,
+        check_int,
+        check_output_dir,
+        check_unique,
+    )
+
+    for name in ("num_heads", "num_validation", "num_test", "num_attention"):
+        check_int(f"'{name}'", getattr(cfg, name), 1, MAX_INSTANCES)
+    check_int("'batch_size'", cfg.batch_size, 1, MAX_BATCH)
+    check_int("'train_steps'", cfg.train_steps, 1, MAX_STEPS)
+    for name in ("counts", "strengths", "thresholds", "control_seeds", "tasks"):
+        values = getattr(cfg, name)
+        if len(values) > MAX_LIST:
+            raise ValueError(f"'{name}' must list at most {MAX_LIST:,} values, got {len(values):,}")
+        check_unique(f"'{name}'", values)
+    for n in cfg.counts:
+        check_int("'counts'", n, 1, MAX_INSTANCES)
+    check_fraction("'head_threshold'", cfg.head_threshold)
+    for value in cfg.thresholds:
+        check_fraction("'thresholds'", value)
+    check_output_dir("'output'", cfg.output)
 
 
 def task_presets(task: str) -> tuple[str, str]:

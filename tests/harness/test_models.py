@@ -51,7 +51,14 @@ def test_scratch_model_has_the_asked_size():
 @pytest.mark.parametrize(
     "field,value,match",
     [
-        ("num_layers", 0, "'num_layers' must be >= 1"),
+        ("num_layers", 0, r"'num_layers' \(--scratch-num-layers\) must be >= 1"),
+        ("num_layers", 10**9, r"--scratch-num-layers\) must be <= 1,024 \(the cap\)"),
+        ("hidden_size", 2**20, r"parameters .* must be <= 1,000,000,000 \(the cap"),
+        ("hidden_size", 1.5, r"'hidden_size' \(--scratch-hidden-size\) must be an integer"),
+        ("intermediate_size", -1, r"--scratch-intermediate-size\) must be >= 1"),
+        ("max_positions", 2**40, r"--scratch-max-positions\) must be <= "),
+        ("charset", "", r"'charset' \(--scratch-charset\) must be a non-empty string"),
+        ("charset", None, r"--scratch-charset\) must be a non-empty string"),
         ("num_heads", 3, "multiple of 'num_heads'"),
     ],
 )
