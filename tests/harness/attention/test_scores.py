@@ -93,3 +93,21 @@ def test_per_row_places_characters_on_their_rows():
     got = scores.per_row(index, [[True, False, True], [False]])
     assert got[0, 1:4].tolist() == [1.0, 0.0, 1.0]
     assert got[1, 2].item() == 0.0 and got[1, 3].isnan()
+
+
+def test_compare_groups_equal_to_float_precision_warn_nothing_and_test_nothing():
+    """A spread of 1e-17 made scipy print "Precision loss ... unreliable" with no context;
+    such groups get no t-test (nan), as groups without spread do."""
+    import warnings
+
+    import numpy as np
+
+    from harness.attention.scores import compare
+
+    good = np.array([0.1 + 1e-16 * i for i in range(5)])
+    bad = np.array([0.2, 0.2, 0.2, 0.2, 0.2 + 2.7e-17])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare(np.concatenate([good, bad]), np.array([1] * 5 + [0] * 5))
+    assert np.isnan(result["welch_t"]) and np.isnan(result["welch_p"])
+    assert result["correct"]["n"] == 5 and result["error"]["n"] == 5
