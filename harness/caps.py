@@ -97,14 +97,11 @@ def check_fraction(name: str, value) -> float:
     return value
 
 
-def check_shift(name: str, shift: int, configs: Iterable[str]) -> None:
-    """ValueError when `ref + shift` falls outside every sequence of every config: its
-    longest `prompt + target` is the bound."""
-    from harness.data import longest_text
-
+def check_shift(name: str, shift: int, lengths: dict[str, int]) -> None:
+    """ValueError when `ref + shift` falls outside every sequence of a config: `lengths`
+    maps each config to its longest `prompt + target` (harness.data.longest_text)."""
     check_int(name, shift, -MAX_INSTANCES, MAX_INSTANCES)
-    for config in configs:
-        longest = longest_text(config)
+    for config, longest in lengths.items():
         if abs(shift) >= longest:
             raise ValueError(
                 f"{name} {shift} is outside every sequence of {config!r} (the longest is "

@@ -62,7 +62,7 @@ def run_command(args) -> int:
     from attentionspan_datasets.splits import iter_split
     from harness.attention.heads import HEADS_FILE, rank_heads
     from harness.caps import check_shift
-    from harness.data import PromptConfig
+    from harness.data import PromptConfig, longest_text
     from harness.evaluate import saved_run_config
     from harness.models import resolve_model
     from harness.runs import load_model_checked, section
@@ -76,7 +76,7 @@ def run_command(args) -> int:
     config = args.config or (saved or {}).get("train", {}).get("config")
     if not config:
         raise ValueError("no --config given and the model has no saved training config")
-    check_shift("--shift", args.shift, [config])  # before the model is loaded
+    check_shift("--shift", args.shift, {config: longest_text(config)})  # before loading
     seed = DEFAULT_SEED if args.seed is None else args.seed
     instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
     prompt = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()

@@ -16,6 +16,7 @@ from typing import Any
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
 from harness.caps import check_shift
+from harness.data import longest_text
 from harness.threads import check_threads
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
@@ -110,7 +111,8 @@ class ReproduceConfig:
                 resolve_config(ood_name, **self.ood_for(task))
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
-            check_shift("'shift'", self.shift, [task_presets(task)[0]])
+            id_name = task_presets(task)[0]
+            check_shift("'shift'", self.shift, {id_name: longest_text(id_name)})
 
     @property
     def task_list(self) -> list[str]:
