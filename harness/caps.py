@@ -7,7 +7,7 @@ billion instances before scoring the first).
     check_unique("--configs", ["reversal_id", "reversal_id"])   # ValueError: listed twice
     check_output_dir("--output", "runs/rev/eval")               # ValueError if it is a file
 
-The caps (docs/usage_analysis.md lists them too):
+The caps (the README's Troubleshooting table points here):
 - instances per config (eval, attention, heads `-n`; train `--eval-size`; reproduce
   `--num-*`): 100,000. Every instance and its record is held in memory, and 100,000 take
   hours on a CPU.
