@@ -775,3 +775,80 @@ def test_baselines_help_shows_the_defaults(capsys):
     for default in ("default: 100,000", "default: 10;", "default: 50;", "default: 5e-4;"):
         assert default in text, default
     assert "default: 3)" in text and "default: 1234)" in text
+
+
+def _harness_api_rows():
+    from harness.attention.analysis import AnalysisConfig
+    from harness.caps import MAX_INSTANCES
+    from harness.data import PromptConfig
+    from harness.evaluate import EvalConfig
+    from harness.models import ScratchConfig
+    from harness.report.settings import ReproduceConfig
+    from harness.threads import choose_threads
+    from harness.train import TrainConfig
+
+    return [
+        ("train-batch-size-str", lambda: TrainConfig(batch_size="4"), ["'batch_size'", "integer"]),
+        ("train-epochs-float", lambda: TrainConfig(epochs=1.5), ["'epochs' must be an integer"]),
+        ("train-eval-size-0", lambda: TrainConfig(eval_size=0), ["'eval_size' must be >= 1"]),
+        ("train-lr-str", lambda: TrainConfig(lr="1e-3"), ["'lr' must be a number"]),
+        ("train-output-empty", lambda: TrainConfig(output=""), ["'output' must be a non-empty"]),
+        ("train-scratch-dict", lambda: TrainConfig(scratch={"num_layers": -1}), ["num_layers"]),
+        ("train-prompt-dict", lambda: TrainConfig(prompt={"num_fewshot": 10**6}), ["<= 1,000"]),
+        ("eval-num-float", lambda: EvalConfig(num=2.5), ["-n/--num must be an integer"]),
+        ("eval-num-huge", lambda: EvalConfig(num=MAX_INSTANCES + 1), ["<= 100,000 (the cap)"]),
+        ("eval-configs-twice", lambda: EvalConfig(configs=["a", "a"]), ["lists 'a' twice"]),
+        ("eval-output-empty", lambda: EvalConfig(output=""), ["--output must not be empty"]),
+        ("analysis-num-0", lambda: AnalysisConfig(num=0), ["-n/--num must be >= 1"]),
+        ("analysis-batch-str", lambda: AnalysisConfig(batch_size="8"), ["--batch-size"]),
+        ("prompt-fewshot-bool", lambda: PromptConfig(num_fewshot=True), ["num_fewshot"]),
+        ("scratch-heads-0", lambda: ScratchConfig(num_heads=0), ["--scratch-num-heads"]),
+        ("scratch-seed-negative", lambda: ScratchConfig(seed=-1), ["--scratch-seed"]),
+        (
+            "reproduce-counts-huge-list",
+            lambda: ReproduceConfig(model="m", counts=list(range(1, 2000))),
+            ["'counts' must list at most 1,000 values"],
+        ),
+        (
+            "reproduce-threads-huge",
+            lambda: ReproduceConfig(model="m", threads=10**6),
+            ["'threads' must be from 1 to 1024"],
+        ),
+        ("threads-str", lambda: choose_threads("2"), ["--threads must be an integer"]),
+    ]
+
+
+HARNESS_API_IDS = [
+    "train-batch-size-str",
+    "train-epochs-float",
+    "train-eval-size-0",
+    "train-lr-str",
+    "train-output-empty",
+    "train-scratch-dict",
+    "train-prompt-dict",
+    "eval-num-float",
+    "eval-num-huge",
+    "eval-configs-twice",
+    "eval-output-empty",
+    "analysis-num-0",
+    "analysis-batch-str",
+    "prompt-fewshot-bool",
+    "scratch-heads-0",
+    "scratch-seed-negative",
+    "reproduce-counts-huge-list",
+    "reproduce-threads-huge",
+    "threads-str",
+]
+
+
+@pytest.mark.parametrize("row_id", HARNESS_API_IDS)
+def test_a_bad_harness_config_is_one_value_error_line(row_id):
+    rows = {row[0]: row[1:] for row in _harness_api_rows()}
+    assert list(rows) == HARNESS_API_IDS
+    call, fragments = rows[row_id]
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
