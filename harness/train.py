@@ -476,7 +476,10 @@ def set_up(
                 raise
             raise ValueError(f"--scratch-charset: {error}") from None
         if not config.dataset:
-            check_context(model, char_tok, config.config, config.prompt)
+            try:
+                check_context(model, char_tok, config.config, config.prompt)
+            except ValueError as error:
+                raise ValueError(f"model {config.model!r}: {error}") from None
         world = accelerator.num_processes
         per_step = config.batch_size * config.grad_accum * world
         state.total_steps = config.max_steps or math.ceil(len(source) * config.epochs / per_step)
