@@ -52,15 +52,15 @@ class TrainState:
     total_steps: int = 0
     elapsed_s: float = 0.0
     tokens: int = 0  # tokens trained on (all processes), up to `step`
-    # The log window open at the checkpoint (loss summed over processes, tokens, steps
-    # since the last log line), so a resumed run logs the mean the uninterrupted one does.
+    # The log window open at the checkpoint (loss summed over processes, and steps, since
+    # the last log line), so a resumed run logs the mean the uninterrupted one does. Its
+    # tokens are not kept: they time this invocation's tokens per second.
     window_loss: float = 0.0
-    window_tokens: int = 0
     window_steps: int = 0
     run_id: str = ""  # drawn when the run starts; a checkpoint's parts must all carry it
 
     def __post_init__(self) -> None:
-        for name in ("step", "next_index", "total_steps", "tokens", "window_tokens"):
+        for name in ("step", "next_index", "total_steps", "tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"'{name}' must be an integer >= 0, got {value!r}")

@@ -290,7 +290,6 @@ def save_checkpoint(run: Run, name: str, with_optimizer: bool = True, **extra) -
     )
     run.state.elapsed_s = time.perf_counter() - run.started
     run.state.window_loss = run.window.loss
-    run.state.window_tokens = run.window.tokens
     run.state.window_steps = run.window.steps
     target = save_folder(
         run.accelerator,
@@ -534,7 +533,7 @@ def set_up(
         bar=bar,
         lock=lock,
         started=time.perf_counter() - state.elapsed_s,
-        window=Window(loss=state.window_loss, tokens=state.window_tokens, steps=state.window_steps),
+        window=Window(loss=state.window_loss, steps=state.window_steps),
     )
 
 
