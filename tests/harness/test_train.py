@@ -80,9 +80,10 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
     assert a.keys() == b.keys()
     for name in a:
         assert torch.allclose(a[name], b[name], atol=1e-6), name
-    # The log does not repeat step 4, and the token count goes on from the checkpoint.
+    # The log does not repeat step 4, its mean over steps 3-4 is the uninterrupted one (the
+    # window of step 3 was saved), and the token count goes on from the checkpoint.
     logs = [[r for r in log_lines(tmp_path / d) if "loss" in r] for d in "ab"]
-    for key in ("step", "next_index", "tokens"):
+    for key in ("step", "next_index", "tokens", "loss", "lr"):
         assert [r[key] for r in logs[0]] == [r[key] for r in logs[1]], key
     states = [
         json.loads((d / "attentionspan_run.json").read_text())["state"] for d in (straight, resumed)
@@ -262,10 +263,11 @@ def test_fine_tunes_a_local_folder(kind, tmp_path, tiny_model_dirs):
 # --- resume: the same log, finished runs, checkpoints whose parts disagree
 
 
-def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeypatch):
-    """Ctrl-C after step 3 (between log lines at 2 and 4): the resumed run logs the same
-    steps, losses, learning rates, indices and tokens as the uninterrupted one (the window
-    of step 3 is carried in the checkpoint)."""
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeypatch, signal_name):
+    """Ctrl-C or SIGTERM after step 3 (between log lines at 2 and 4): the resumed run logs
+    the same steps, losses, learning rates, indices and tokens as the uninterrupted one (the
+    window of step 3 is carried in the checkpoint)."""
     import signal
 
     import harness.train
@@ -276,7 +278,7 @@ def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeyp
     def step_then_interrupt(run, stop_requested):
         result = real_step(run, stop_requested)
         if run.state.step == 3:
-            signal.raise_signal(signal.SIGINT)  # as Ctrl-C: the loop stops after this step
+            signal.raise_signal(getattr(signal, signal_name))  # the loop stops after this step
             return result[0], result[1], True
         return result
 
@@ -398,6 +400,21 @@ BROKEN = [
     ("truncated-weights", "are not the ones training_state.pt was saved with"),
     ("empty-weights", "are not the ones training_state.pt was saved with"),
 ]
+
+
+def test_a_smaller_model_s_optimizer_state_is_refused_before_it_corrupts_memory(two_runs, tmp_path):
+    """The state of run a (hidden 32) in run b's checkpoint (hidden 64), without the
+    fingerprint older checkpoints lack: torch loaded it, and the fused AdamW step then
+    aborted the process ("corrupted double-linked list")."""
+    import shutil
+
+    run = Path(shutil.copytree(two_runs / "b", tmp_path / "run"))
+    state_file = run / "checkpoint-2" / "training_state.pt"
+    state = torch.load(two_runs / "a" / "checkpoint-2" / "training_state.pt", weights_only=True)
+    del state["run"], state["weights_sha256"]
+    torch.save(state, state_file)
+    with pytest.raises(ValueError, match="has shape .*, the model's is .*: a state of another"):
+        train(TrainConfig(output=str(run)), resume=True, progress=False)
 
 
 @pytest.mark.parametrize("how,message", BROKEN, ids=[b[0] for b in BROKEN])
