@@ -19,6 +19,7 @@ safetensors 2 s. A model's licence file is copied beside its weights.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -159,14 +160,20 @@ def hub_cached(name: str) -> bool:
         return False
 
 
-def hub_reachable(timeout: float = 3.0) -> bool:
+def hub_reachable() -> bool:
     """Whether the Hub can be asked at all: not with HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
-    set, nor when huggingface.co does not answer within `timeout` seconds."""
-    import socket
-
+    set, nor when huggingface.co does not answer within 3 seconds (asked once a process:
+    a command resolves its model more than once)."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
             return False
+    return _hub_answers()
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_answers(timeout: float = 3.0) -> bool:
+    import socket
+
     try:
         socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
     except OSError:
