@@ -275,6 +275,13 @@ def load_model(spec: str, scratch: ScratchConfig | None = None, dtype: str = "fl
     logging.set_verbosity_error()
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
+    except Exception as error:  # a missing, broken or empty tokenizer file
+        logging.set_verbosity(verbosity)
+        raise ValueError(
+            f"{where}: its tokenizer cannot be read (tokenizer.json, tokenizer_config.json): "
+            f"{type(error).__name__}: {_first_line(error)}"
+        ) from None
+    try:
         model, info = AutoModelForCausalLM.from_pretrained(
             location, dtype=torch_dtype, output_loading_info=True, ignore_mismatched_sizes=True
         )

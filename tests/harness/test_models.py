@@ -322,6 +322,12 @@ def broken_folder(base, root, how):
     elif how == "config-not-json":
         config_path.write_text("{broken")
         return folder
+    elif how in ("tokenizer-not-json", "tokenizer-empty", "tokenizer-missing"):
+        path = folder / "tokenizer.json"
+        path.write_text("{broken" if how == "tokenizer-not-json" else "")
+        if how == "tokenizer-missing":
+            path.unlink()
+            (folder / "tokenizer_config.json").unlink()
     else:
         raise AssertionError(how)
     config_path.write_text(json.dumps(config))
@@ -340,6 +346,9 @@ BROKEN_FOLDERS = [
     ("garbage-weights", "cannot be read (corrupt, truncated or empty file?)"),
     ("config-bad-value", "cannot"),
     ("config-not-json", "cannot read config.json"),
+    ("tokenizer-not-json", "its tokenizer cannot be read"),
+    ("tokenizer-empty", "its tokenizer cannot be read"),
+    ("tokenizer-missing", "its tokenizer cannot be read"),
 ]
 
 
