@@ -63,8 +63,14 @@ class PromptConfig:
     fewshot_seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
-        if self.num_fewshot < 0:
-            raise ValueError(f"num_fewshot must be >= 0, got {self.num_fewshot}")
+        from harness.caps import MAX_FEWSHOT, check_int
+
+        # each instance draws its own examples: a billion hung before the first was scored
+        check_int("num_fewshot", self.num_fewshot, 0, MAX_FEWSHOT)
+        if self.instruction is not None and not isinstance(self.instruction, str):
+            raise ValueError(f"instruction must be a string or None, got {self.instruction!r}")
+        if not isinstance(self.chat, bool):
+            raise ValueError(f"chat must be true or false, got {self.chat!r}")
 
     def fewshot_for(self, instance: Instance) -> list[Instance]:
         """k examples of the instance's own config, fixed by its index, from the few-shot

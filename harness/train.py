@@ -23,13 +23,23 @@ import json
 import math
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.generation import DEFAULT_SEED
+from attentionspan_datasets.generation import DEFAULT_SEED, MAX_INDEX, SEED_RANGE
+from harness.caps import (
+    MAX_BATCH,
+    MAX_EPOCHS,
+    MAX_INSTANCES,
+    MAX_STEPS,
+    MAX_TRAIN_INSTANCES,
+    check_int,
+    check_output_dir,
+)
 from harness.data import (
     DatasetSource,
     GeneratorSource,
@@ -51,8 +61,12 @@ from harness.runs import (
     LOG_FILE,
     RUN_CONFIG_FILE,
     TRAIN_CONFIG_FILE,
+    TRAINING_STATE_FILE,
     RunLock,
     TrainState,
+    check_checkpoint,
+    check_optimizer_state,
+    finished_run,
     latest_checkpoint,
     load_model_checked,
     load_training_state,
@@ -112,23 +126,40 @@ class TrainConfig:
     scratch: ScratchConfig = field(default_factory=ScratchConfig)
 
     def __post_init__(self) -> None:
+        if isinstance(self.prompt, dict):
+            self.prompt = PromptConfig(**self.prompt)
+        if isinstance(self.scratch, dict):
+            self.scratch = ScratchConfig(**self.scratch)
         check_finite("", dataclasses.asdict(self))
-        positive = (
-            "train_size",
-            "epochs",
-            "batch_size",
-            "grad_accum",
-            "eval_size",
-            "eval_batch_size",
-            "keep_checkpoints",
-            "log_every",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
-        for name in ("max_steps", "eval_every", "save_every", "weight_decay", "max_grad_norm"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"'{name}' must be >= 0, got {getattr(self, name)}")
+        # (low, cap) of every integer option; the caps are harness.caps'
+        integers = {
+            "train_size": (1, MAX_INDEX),
+            "epochs": (1, MAX_EPOCHS),
+            "batch_size": (1, MAX_BATCH),
+            "grad_accum": (1, MAX_BATCH),
+            "eval_size": (1, MAX_INSTANCES),
+            "eval_batch_size": (1, MAX_BATCH),
+            "keep_checkpoints": (1, MAX_STEPS),
+            "log_every": (1, MAX_STEPS),
+            "max_steps": (0, MAX_STEPS),
+            "eval_every": (0, MAX_STEPS),
+            "save_every": (0, MAX_STEPS),
+            "seed": (SEED_RANGE[0], SEED_RANGE[1]),
+        }
+        for name, (low, high) in integers.items():
+            check_int(f"'{name}'", getattr(self, name), low, high)
+        if not self.max_steps and self.train_size * self.epochs > MAX_TRAIN_INSTANCES:
+            raise ValueError(
+                f"'train_size' x 'epochs' ({self.train_size:,} x {self.epochs:,}) must be <= "
+                f"{MAX_TRAIN_INSTANCES:,} (the cap) without 'max_steps'; give --max-steps to "
+                "train on an endless stream"
+            )
+        for name in ("weight_decay", "max_grad_norm", "lr", "adam_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"'{name}' must be a number, got {value!r}")
+            if value < 0 and name != "lr":  # lr: "> 0" below
+                raise ValueError(f"'{name}' must be >= 0, got {value}")
         if not self.lr > 0:
             raise ValueError(f"'lr' must be > 0, got {self.lr}")
         for name in ("beta1", "beta2", "warmup_ratio"):
@@ -143,10 +174,12 @@ class TrainConfig:
                 f"'mixed_precision' must be one of {', '.join(MIXED_PRECISION)}, "
                 f"got {self.mixed_precision!r}"
             )
-        if isinstance(self.prompt, dict):
-            self.prompt = PromptConfig(**self.prompt)
-        if isinstance(self.scratch, dict):
-            self.scratch = ScratchConfig(**self.scratch)
+        for name in ("model", "output", "config"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(
+                    f"'{name}' must be a non-empty string, got {getattr(self, name)!r}"
+                )
+        check_output_dir("'output'", self.output)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -243,6 +276,8 @@ def save_checkpoint(run: Run, name: str, with_optimizer: bool = True, **extra) -
         else None
     )
     run.state.elapsed_s = time.perf_counter() - run.started
+    run.state.window_loss = run.window.loss
+    run.state.window_steps = run.window.steps
     target = save_folder(
         run.accelerator,
         run.model,
@@ -256,7 +291,9 @@ def save_checkpoint(run: Run, name: str, with_optimizer: bool = True, **extra) -
     return target
 
 
-def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
+def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path, dict[str, Any]]:
+    """(config, state, checkpoint folder, training state) of the latest checkpoint, its
+    parts checked against each other and against the run folder before any model loads."""
     checkpoint = latest_checkpoint(output)
     if checkpoint is None:
         raise ValueError(
@@ -264,6 +301,10 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
             f"written on Ctrl-C / SIGTERM and every --save-every N steps)"
         )
     info = read_run_file(checkpoint)
+    training_state = load_training_state(checkpoint)
+    if isinstance(info.get("state"), dict):  # a bad value is named before any comparison
+        section(info, "state", TrainState, checkpoint)
+    check_checkpoint(checkpoint, info, training_state)
     values = {
         **info.get("train", {}),
         "prompt": info.get("prompt", {}),
@@ -274,7 +315,35 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path]:
     except (TypeError, ValueError) as error:
         raise ValueError(f"{checkpoint / RUN_CONFIG_FILE}: {error}") from None
     config.output = str(output)
-    return config, section(info, "state", TrainState, checkpoint), checkpoint
+    check_foreign(checkpoint, config, output / TRAIN_CONFIG_FILE)
+    state = section(info, "state", TrainState, checkpoint)
+    scheduler = training_state["scheduler"]
+    if isinstance(scheduler, dict) and scheduler.get("last_epoch", state.step) != state.step:
+        raise ValueError(
+            f"{checkpoint / TRAINING_STATE_FILE}: the scheduler stands at step "
+            f"{scheduler.get('last_epoch')!r}, the run file at {state.step}: edited, or parts "
+            "of different runs"
+        )
+    return config, state, checkpoint, training_state
+
+
+def check_foreign(checkpoint: Path, config: TrainConfig, run_config: Path) -> None:
+    """ValueError when the checkpoint's options are not the run folder's (a checkpoint of
+    another run copied in). A folder without a readable train_config.json is not judged:
+    the checkpoint's own run file is then all there is."""
+    try:
+        folder = TrainConfig.from_dict(json.loads(run_config.read_text()))
+    except (OSError, ValueError, TypeError):
+        return
+    ours, theirs = flat_options(config), flat_options(folder)
+    differ = [k for k in ours if k != "output" and ours[k] != theirs.get(k)]
+    if differ:
+        key = differ[0]
+        raise ValueError(
+            f"{checkpoint} is not a checkpoint of this run: its {option(key)} is "
+            f"{ours[key]!r}, the run's ({run_config}) {theirs.get(key)!r}; resume the run "
+            "it came from, or start a new --output"
+        )
 
 
 def flat_options(config: TrainConfig) -> dict[str, Any]:
@@ -325,6 +394,7 @@ class Run:
     bar: Any
     lock: RunLock | None
     started: float  # perf_counter at step 0 of the whole run (elapsed time carried over)
+    window: Window | None = None  # the log window; saved in checkpoints (TrainState)
     cpu_start: float = field(default_factory=time.process_time)  # this invocation's CPU time
 
     @property
@@ -367,9 +437,9 @@ def set_up(
     output = Path(config.output)
     lock = RunLock(output).acquire() if accelerator.is_main_process else None
     try:
-        state, checkpoint = TrainState(), None
+        state, checkpoint, training_state = TrainState(run_id=uuid.uuid4().hex), None, None
         if resume:
-            saved, state, checkpoint = load_resume(output)
+            saved, state, checkpoint, training_state = load_resume(output)
             conflicts = resume_conflicts(
                 saved, requested_options(config) if requested is None else requested
             )
@@ -384,19 +454,35 @@ def set_up(
             str(checkpoint) if checkpoint else config.model, scratch=config.scratch
         )
         char_tok = CharTokenizer(tokenizer)
-        for i in range(min(len(source), 50)):  # a character the tokenizer lacks: fail now
-            char_tok.check_text(source[i].text)
+        try:
+            for i in range(min(len(source), 50)):  # a character the tokenizer lacks: fail now
+                char_tok.check_text(source[i].text)
+        except ValueError as error:
+            if config.model != "scratch" or checkpoint is not None:
+                raise
+            raise ValueError(f"--scratch-charset: {error}") from None
         if not config.dataset:
-            check_context(model, char_tok, config.config, config.prompt)
+            try:
+                check_context(model, char_tok, config.config, config.prompt)
+            except ValueError as error:
+                raise ValueError(f"model {config.model!r}: {error}") from None
         world = accelerator.num_processes
         per_step = config.batch_size * config.grad_accum * world
         state.total_steps = config.max_steps or math.ceil(len(source) * config.epochs / per_step)
         optimizer = make_optimizer(model, config)
         scheduler = make_scheduler(optimizer, config, state.total_steps)
         if checkpoint is not None:
-            saved_state = load_training_state(checkpoint)
-            optimizer.load_state_dict(saved_state["optimizer"])
-            scheduler.load_state_dict(saved_state["scheduler"])
+            state_file = checkpoint / TRAINING_STATE_FILE
+            check_optimizer_state(state_file, training_state["optimizer"], optimizer)
+            try:
+                optimizer.load_state_dict(training_state["optimizer"])
+                scheduler.load_state_dict(training_state["scheduler"])
+            except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as error:
+                first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                raise ValueError(
+                    f"{state_file}: the optimizer or scheduler state does not fit this run "
+                    f"({type(error).__name__}: {first[:200]})"
+                ) from None
         model, optimizer = accelerator.prepare(model, optimizer)
         model.train()
         if accelerator.is_main_process:
@@ -434,6 +520,7 @@ def set_up(
         bar=bar,
         lock=lock,
         started=time.perf_counter() - state.elapsed_s,
+        window=Window(loss=state.window_loss, steps=state.window_steps),
     )
 
 
@@ -645,24 +732,34 @@ def train(
     `requested`: the options the user gave, checked against a resumed run (default: the
     fields of `config` that are not the defaults).
     """
+    if resume and (final := finished_run(Path(config.output))) is not None:
+        # A no-op, not a refusal: `train --resume` until it succeeds is then safe to rerun,
+        # and a leftover checkpoint never retrains (and overwrites) a finished model.
+        print(
+            f"{config.output} is finished ({final} is written): nothing to resume; to train "
+            "further, start a new --output from --model " + str(final),
+            file=sys.stderr,
+        )
+        return final
     run = set_up(config, resume, progress, requested)
     try:
         with stop_on_signals() as stop:
-            window, steps_this_run = Window(), 0
+            steps_this_run = 0
             while run.state.step < run.state.total_steps:
                 try:
                     loss, tokens, stopping = train_step(run, stop["signal"] is not None)
                 except LossNotFinite as error:
                     stop_on_bad_loss(run, error)
+                window = run.window
                 window.loss, window.tokens = window.loss + loss, window.tokens + tokens
                 window.steps, steps_this_run = window.steps + 1, steps_this_run + 1
                 step, last = run.state.step, run.state.step == run.state.total_steps
                 if due(step, run.config.log_every) or last:
                     log_step(run, window)
-                    window = Window()
+                    run.window = Window()
                 if due(step, run.config.eval_every) and not last:
                     log_evaluation(run, evaluate_validation(run))
-                    window.start = time.perf_counter()  # evaluation is not training time
+                    run.window.start = time.perf_counter()  # evaluation is not training time
                 if due(step, run.config.save_every):
                     save_checkpoint(run, f"{CHECKPOINT_PREFIX}{step}")
                 if stopping and not last:

@@ -534,3 +534,321 @@ def test_the_readme_says_what_each_refusal_means():
     section = readme.split("## Troubleshooting", 1)[1].split("\n## ", 1)[0]
     for message in README_MESSAGES:
         assert message in section, message
+
+
+# --- issue 23, the harness: model folders, caps, options checked before the work
+
+
+@pytest.fixture(scope="module")
+def harness_places(places):
+    """Model folders each unusable in one way, a file where a folder is expected, and a
+    folder where a file is expected."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+    from transformers import BertConfig, BertLMHeadModel
+
+    from harness.tokenization import make_char_tokenizer
+
+    root, model = places["tmp"], places["model"]
+
+    def copy(name: str) -> Path:
+        return Path(shutil.copytree(model, root / name))
+
+    weights = load_file(str(model / "model.safetensors"))
+    missing = copy("missing_tensor")
+    save_file(
+        {k: v for k, v in weights.items() if k != "model.norm.weight"},
+        str(missing / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
+    nan = copy("nan_weights")
+    save_file(
+        {**weights, "model.norm.weight": weights["model.norm.weight"] * float("nan")},
+        str(nan / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
+    short = copy("short_context")
+    config = json.loads((short / "config.json").read_text())
+    (short / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 16}))
+    truncated = copy("truncated_weights")
+    data = (truncated / "model.safetensors").read_bytes()
+    (truncated / "model.safetensors").write_bytes(data[: len(data) // 3])
+    tokenizer = make_char_tokenizer("0123456789")
+    bert = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    BertLMHeadModel(bert).save_pretrained(root / "bert")
+    tokenizer.save_pretrained(root / "bert")
+    (root / "a_file").write_text("not a folder\n")
+    (root / "a_folder").mkdir()
+    return {
+        **places,
+        **{name: root / name for name in ("missing_tensor", "nan_weights", "short_context")},
+        **{name: root / name for name in ("truncated_weights", "bert", "a_file", "a_folder")},
+    }
+
+
+FOLDER_ROWS = [
+    (command, kind, [*base, "--model", f"{{{kind}}}"], [f"{{{kind}}}", message])
+    for command, base in (("eval", EVAL), ("attention", ATTENTION), ("heads", HEADS))
+    for kind, message in (
+        ("bert", "is not a causal language model: its predictions change with later tokens"),
+        ("missing_tensor", "model.norm.weight missing from the weights"),
+        ("nan_weights", "the weight model.norm.weight holds NaN"),
+        ("short_context", "the model's context (max_position_embeddings = 16"),
+        ("truncated_weights", "cannot be read (corrupt, truncated or empty file?)"),
+    )
+] + [
+    ("train", kind, [*TRAIN, "--model", f"{{{kind}}}"], [f"{{{kind}}}", message])
+    for kind, message in (
+        ("bert", "is not a causal language model"),
+        ("missing_tensor", "model.norm.weight missing from the weights"),
+        ("nan_weights", "holds NaN"),
+        ("truncated_weights", "cannot be read"),
+    )
+]
+
+
+@pytest.mark.parametrize(
+    "args,fragments", [r[2:] for r in FOLDER_ROWS], ids=[f"{r[0]}-{r[1]}" for r in FOLDER_ROWS]
+)
+def test_a_model_folder_that_cannot_serve_is_one_line_naming_it(args, fragments, harness_places):
+    args = [a.format(**harness_places) for a in args]
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1, (status, err)
+    for fragment in fragments:
+        assert fragment.format(**harness_places) in err[0], (fragment, err[0])
+
+
+@pytest.mark.parametrize("command", ["eval", "attention", "heads", "train"])
+def test_a_hub_name_offline_is_refused_at_once(command, monkeypatch):
+    """`nope/final` is neither a folder nor a fetched model; offline, transformers spent
+    50 s retrying the Hub before failing."""
+    import socket
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: pytest.fail("asked the Hub"))
+    base = {"eval": EVAL, "attention": ATTENTION, "heads": HEADS, "train": TRAIN}[command]
+    args = [a.replace("{tmp}", "/tmp") for a in base] + ["--model", "nope/final"]
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1, err
+    assert "model directory 'nope/final' does not exist" in err[0], err[0]
+
+
+# Refused before any work: the row's command runs with every expensive entry point
+# (loading or building a model, the reproduce pipeline, the baselines' data) replaced by a
+# failure, so a check that comes after the work shows as that failure, not as status 2.
+FAST_ROWS = [
+    # --- caps: huge values that hung or filled memory
+    ("train-threads-0", [*TRAIN, "--threads", "0"], ["--threads must be from 1 to 1024"]),
+    ("train-threads-huge", [*TRAIN, "--threads", HUGE], ["--threads", "1 to 1024"]),
+    ("eval-threads-negative", [*EVAL, "--threads=-2"], ["--threads must be from 1 to 1024"]),
+    (
+        "train-train-size-huge",
+        [*TRAIN[:-2], "--train-size", HUGE],
+        ["'train_size' x 'epochs'", "<= 10,000,000 (the cap)", "--max-steps"],
+    ),
+    ("train-train-size-past-index", [*TRAIN, "--train-size", "9" * 30], ["'train_size'", "cap"]),
+    ("train-max-steps-huge", [*TRAIN, "--max-steps", HUGE], ["'max_steps' must be <= 10,000,000"]),
+    ("train-epochs-huge", [*TRAIN, "--epochs", HUGE], ["'epochs' must be <= 10,000 (the cap)"]),
+    ("train-eval-size-huge", [*TRAIN, "--eval-size", HUGE], ["'eval_size' must be <= 100,000"]),
+    ("train-fewshot-huge", [*TRAIN, "--num-fewshot", HUGE], ["num_fewshot must be <= 1,000"]),
+    ("train-batch-size-huge", [*TRAIN, "--batch-size", HUGE], ["'batch_size' must be <= 65,536"]),
+    (
+        "train-scratch-layers-huge",
+        [*TRAIN, "--scratch-num-layers", HUGE],
+        ["--scratch-num-layers", "<= 1,024 (the cap)"],
+    ),
+    (
+        "train-scratch-hidden-huge",
+        [*TRAIN, "--scratch-hidden-size", "65536", "--scratch-num-heads", "4"],
+        ["parameters", "must be <= 1,000,000,000 (the cap"],
+    ),
+    ("train-scratch-layers-0", [*TRAIN, "--scratch-num-layers", "0"], ["--scratch-num-layers"]),
+    ("train-scratch-charset-empty", [*TRAIN, "--scratch-charset", ""], ["--scratch-charset"]),
+    ("train-output-a-file", [*TRAIN, "--output", "{a_file}"], ["'output'", "is a file"]),
+    ("train-output-under-a-file", [*TRAIN, "--output", "{a_file}/run"], ["lies under the file"]),
+    ("eval-n-huge", [*EVAL, "-n", HUGE], ["-n/--num must be <= 100,000 (the cap)"]),
+    ("eval-fewshot-huge", [*EVAL, "--num-fewshot", HUGE], ["num_fewshot must be <= 1,000"]),
+    ("eval-batch-size-huge", [*EVAL, "--batch-size", HUGE], ["--batch-size must be <= 65,536"]),
+    (
+        "eval-duplicate-configs",
+        [*EVAL, "--configs", "reversal_id", "reversal_ood", "reversal_id"],
+        ["--configs lists 'reversal_id' twice"],
+    ),
+    ("eval-output-a-file", [*EVAL, "--output", "{a_file}"], ["--output", "is a file"]),
+    ("attention-n-huge", [*ATTENTION, "-n", HUGE], ["-n/--num must be <= 100,000 (the cap)"]),
+    (
+        "attention-duplicate-configs",
+        [*ATTENTION, "--configs", "reversal_id", "reversal_id"],
+        ["--configs lists 'reversal_id' twice"],
+    ),
+    ("attention-output-a-file", [*ATTENTION, "--output", "{a_file}"], ["--output", "is a file"]),
+    ("heads-n-huge", [*HEADS, "-n", HUGE], ["-n/--num must be <= 100,000 (the cap)"]),
+    ("heads-top-0", [*HEADS, "--top", "0"], ["--top must be >= 1, got 0"]),
+    ("heads-top-negative", [*HEADS, "--top=-3"], ["--top must be >= 1"]),
+    ("heads-threshold-negative", [*HEADS, "--threshold=-0.5"], ["--threshold must be in [0, 1)"]),
+    ("heads-threshold-inf", [*HEADS, "--threshold", "inf"], ["--threshold must be in [0, 1)"]),
+    (
+        "heads-shift-outside",
+        [*HEADS, "--shift", "500"],
+        ["--shift 500 is outside every sequence of 'reversal_id'"],
+    ),
+    ("heads-shift-huge", [*HEADS, "--shift", HUGE], ["--shift must be <= 100,000"]),
+    ("heads-output-a-folder", [*HEADS, "--output", "{a_folder}"], ["--output", "is a folder"]),
+    (
+        "reproduce-counts-past-heads",
+        [*REPRODUCE, "--counts", "1", "500"],
+        ["--counts 500 is more than the 8 attention heads"],
+    ),
+    ("reproduce-counts-twice", [*REPRODUCE, "--counts", "2", "2"], ["'counts' lists 2 twice"]),
+    (
+        "reproduce-head-threshold-1",
+        [*REPRODUCE, "--head-threshold", "1"],
+        ["'head_threshold' must be in [0, 1)"],
+    ),
+    (
+        "reproduce-head-threshold-negative",
+        [*REPRODUCE, "--head-threshold=-0.1"],
+        ["'head_threshold' must be in [0, 1)"],
+    ),
+    ("reproduce-thresholds-2", [*REPRODUCE, "--thresholds", "2"], ["'thresholds' must be in"]),
+    ("reproduce-shift-outside", [*REPRODUCE, "--shift", "500"], ["'shift' 500 is outside"]),
+    ("reproduce-num-test-huge", [*REPRODUCE, "--num-test", HUGE], ["'num_test' must be <= 1"]),
+    ("reproduce-threads-0", [*REPRODUCE, "--threads", "0"], ["--threads must be from 1"]),
+    ("reproduce-output-a-file", [*REPRODUCE[:-1], "{a_file}"], ["'output'", "is a file"]),
+    ("baselines-seeds-huge", [*BASELINES, "--seeds", HUGE], ["--seeds must be <= 100 (the cap)"]),
+    ("baselines-epochs-huge", [*BASELINES, "--epochs", HUGE], ["--epochs must be <= 10,000"]),
+    ("baselines-num-train-huge", [*BASELINES, "--num-train", HUGE], ["--num-train must be <="]),
+    ("baselines-batch-size-0", [*BASELINES, "--batch-size", "0"], ["--batch-size must be >= 1"]),
+    (
+        "baselines-duplicate-models",
+        [*BASELINES, "--models", "lstm", "lstm"],
+        ["--models lists 'lstm' twice"],
+    ),
+    ("baselines-output-a-folder", [*BASELINES[:-1], "{a_folder}"], ["--output", "is a folder"]),
+    ("baselines-threads-0", [*BASELINES, "--threads", "0"], ["--threads must be from 1"]),
+]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    import harness.baselines.data
+    import harness.models
+    import harness.report.reproduce
+
+    def work(*args, **kwargs):
+        raise AssertionError("the work started before the refusal")
+
+    monkeypatch.setattr(harness.models, "load_model", work)
+    monkeypatch.setattr(harness.models, "build_scratch", work)
+    monkeypatch.setattr(harness.report.reproduce, "reproduce", work)
+    monkeypatch.setattr(harness.baselines.data, "load_split", work)
+
+
+@pytest.mark.parametrize(
+    "args,fragments", [r[1:] for r in FAST_ROWS], ids=[r[0] for r in FAST_ROWS]
+)
+def test_a_bad_value_is_refused_before_the_work(args, fragments, harness_places, no_work):
+    import torch
+
+    threads = torch.get_num_threads()
+    args = [a.format(**harness_places) for a in args]
+    try:
+        status, err, _ = run_cli(args)
+    finally:
+        torch.set_num_threads(threads)
+    assert status == 2 and len(err) == 1, (status, err)
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+
+
+def test_baselines_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["baselines", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for default in ("default: 100,000", "default: 10;", "default: 50;", "default: 5e-4;"):
+        assert default in text, default
+    assert "default: 3)" in text and "default: 1234)" in text
+
+
+def _harness_api_rows():
+    from harness.attention.analysis import AnalysisConfig
+    from harness.caps import MAX_INSTANCES
+    from harness.data import PromptConfig
+    from harness.evaluate import EvalConfig
+    from harness.models import ScratchConfig
+    from harness.report.settings import ReproduceConfig
+    from harness.threads import choose_threads
+    from harness.train import TrainConfig
+
+    return [
+        ("train-batch-size-str", lambda: TrainConfig(batch_size="4"), ["'batch_size'", "integer"]),
+        ("train-epochs-float", lambda: TrainConfig(epochs=1.5), ["'epochs' must be an integer"]),
+        ("train-eval-size-0", lambda: TrainConfig(eval_size=0), ["'eval_size' must be >= 1"]),
+        ("train-lr-str", lambda: TrainConfig(lr="1e-3"), ["'lr' must be a number"]),
+        ("train-output-empty", lambda: TrainConfig(output=""), ["'output' must be a non-empty"]),
+        ("train-scratch-dict", lambda: TrainConfig(scratch={"num_layers": -1}), ["num_layers"]),
+        ("train-prompt-dict", lambda: TrainConfig(prompt={"num_fewshot": 10**6}), ["<= 1,000"]),
+        ("eval-num-float", lambda: EvalConfig(num=2.5), ["-n/--num must be an integer"]),
+        ("eval-num-huge", lambda: EvalConfig(num=MAX_INSTANCES + 1), ["<= 100,000 (the cap)"]),
+        ("eval-configs-twice", lambda: EvalConfig(configs=["a", "a"]), ["lists 'a' twice"]),
+        ("eval-output-empty", lambda: EvalConfig(output=""), ["--output must not be empty"]),
+        ("analysis-num-0", lambda: AnalysisConfig(num=0), ["-n/--num must be >= 1"]),
+        ("analysis-batch-str", lambda: AnalysisConfig(batch_size="8"), ["--batch-size"]),
+        ("prompt-fewshot-bool", lambda: PromptConfig(num_fewshot=True), ["num_fewshot"]),
+        ("scratch-heads-0", lambda: ScratchConfig(num_heads=0), ["--scratch-num-heads"]),
+        ("scratch-seed-negative", lambda: ScratchConfig(seed=-1), ["--scratch-seed"]),
+        (
+            "reproduce-counts-huge-list",
+            lambda: ReproduceConfig(model="m", counts=list(range(1, 2000))),
+            ["'counts' must list at most 1,000 values"],
+        ),
+        (
+            "reproduce-threads-huge",
+            lambda: ReproduceConfig(model="m", threads=10**6),
+            ["'threads' must be from 1 to 1024"],
+        ),
+        ("threads-str", lambda: choose_threads("2"), ["--threads must be an integer"]),
+    ]
+
+
+HARNESS_API_IDS = [
+    "train-batch-size-str",
+    "train-epochs-float",
+    "train-eval-size-0",
+    "train-lr-str",
+    "train-output-empty",
+    "train-scratch-dict",
+    "train-prompt-dict",
+    "eval-num-float",
+    "eval-num-huge",
+    "eval-configs-twice",
+    "eval-output-empty",
+    "analysis-num-0",
+    "analysis-batch-str",
+    "prompt-fewshot-bool",
+    "scratch-heads-0",
+    "scratch-seed-negative",
+    "reproduce-counts-huge-list",
+    "reproduce-threads-huge",
+    "threads-str",
+]
+
+
+@pytest.mark.parametrize("row_id", HARNESS_API_IDS)
+def test_a_bad_harness_config_is_one_value_error_line(row_id):
+    rows = {row[0]: row[1:] for row in _harness_api_rows()}
+    assert list(rows) == HARNESS_API_IDS
+    call, fragments = rows[row_id]
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)

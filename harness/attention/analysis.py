@@ -51,10 +51,12 @@ class AnalysisConfig:
     mixed_precision: str = "no"
 
     def __post_init__(self) -> None:
-        if self.num < 1:
-            raise ValueError(f"-n/--num must be >= 1, got {self.num}")
-        if self.batch_size < 1:
-            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_unique
+
+        check_int("-n/--num", self.num, 1, MAX_INSTANCES)
+        check_int("--batch-size", self.batch_size, 1, MAX_BATCH)
+        check_unique("--configs", self.configs)
+        check_unique("--modes", self.modes)
         bad = [m for m in self.modes if m not in MODES]
         if bad or not self.modes:
             raise ValueError(f"modes must be among {', '.join(MODES)}, got {list(self.modes)}")

@@ -29,6 +29,7 @@ row that predicts EOS among them, score 0.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
@@ -242,8 +243,15 @@ def compare(scores, correct) -> dict[str, Any]:
     n1, n2 = len(good), len(bad)
     if n1 > 1 and n2 > 1:
         if good.var() > 0 or bad.var() > 0:
-            test = stats.ttest_ind(good, bad, equal_var=False)
-            out["welch_t"], out["welch_p"] = float(test.statistic), float(test.pvalue)
+            # Groups equal to float precision (a spread of 1e-17) make scipy warn "Precision
+            # loss ... Results may be unreliable" on stderr with no context: no test there.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", "Precision loss", RuntimeWarning)
+                try:
+                    test = stats.ttest_ind(good, bad, equal_var=False)
+                    out["welch_t"], out["welch_p"] = float(test.statistic), float(test.pvalue)
+                except RuntimeWarning:
+                    pass  # t and p stay nan, as for groups without spread
         pooled = ((n1 - 1) * good.var(ddof=1) + (n2 - 1) * bad.var(ddof=1)) / (n1 + n2 - 2)
         if pooled > 0:
             d = (good.mean() - bad.mean()) / math.sqrt(pooled)

@@ -76,6 +76,7 @@ def add_arguments(parser) -> None:
         "mixed_precision",
         "prompt",
         "no_progress",
+        "threads",
         mixed_precision={"default": defaults["mixed_precision"]},
         prompt={"saved_default": True},
     )
@@ -122,6 +123,7 @@ def describe_prompt(prompt) -> str:
 def run_command(args) -> int:
     from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
     from harness.attention.analysis import AnalysisConfig
+    from harness.caps import check_output_dir
     from harness.evaluate import default_configs, saved_run_config
     from harness.models import resolve_model
 
@@ -145,6 +147,7 @@ def run_command(args) -> int:
         mixed_precision=args.mixed_precision,
     )
     prompt = resolve_prompt(args, saved, configs)
+    check_output_dir("--output", args.output)  # before the model is loaded
     run(args, config, prompt)
     return 0
 
@@ -160,7 +163,7 @@ def run(args, config, prompt) -> dict:
     from harness.runs import load_model_checked
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
-    model, tokenizer = load_model_checked(args.model)
+    model, tokenizer = load_model_checked(args.model, config.configs, prompt)
     model.to(accelerator.device)
     start = time.perf_counter()
     results, plots_data = analyse_model(

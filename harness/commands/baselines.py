@@ -56,7 +56,10 @@ PAPER_RECIPE = {
 def add_arguments(parser) -> None:
     parser.add_argument("--task", required=True, help="T1 ... T7 (or t1 ... t7)")
     parser.add_argument(
-        "--length", type=int, default=10, help="vectors per instance (5-30 in the paper)"
+        "--length",
+        type=int,
+        default=10,
+        help="vectors per instance (default: 10; 5-30 in the paper)",
     )
     parser.add_argument(
         "--models",
@@ -66,20 +69,29 @@ def add_arguments(parser) -> None:
         metavar="MODEL",
         help=f"models to train (default: all six: {', '.join(KINDS)})",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 per model")
-    parser.add_argument("--num-train", type=int, default=100_000, help="the paper's: 100,000")
-    parser.add_argument("--num-validation", type=int, default=10_000, help="the paper's: 10,000")
-    parser.add_argument("--num-test", type=int, default=10_000, help="the paper's: 10,000")
-    parser.add_argument("--epochs", type=int, default=10, help="the paper's: 100")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 per model (default: 3)")
+    parser.add_argument(
+        "--num-train", type=int, default=100_000, help="(default: 100,000, as the paper)"
+    )
+    parser.add_argument(
+        "--num-validation", type=int, default=10_000, help="(default: 10,000, as the paper)"
+    )
+    parser.add_argument(
+        "--num-test", type=int, default=10_000, help="(default: 10,000, as the paper)"
+    )
+    parser.add_argument("--epochs", type=int, default=10, help="(default: 10; the paper's: 100)")
     parser.add_argument(
         "--patience",
         type=int,
         default=0,
-        help="stop after this many epochs without a better validation accuracy (0: off)",
+        help="stop after this many epochs without a better validation accuracy (default: 0, off)",
     )
-    parser.add_argument("--batch-size", type=int, default=50, help="the paper's: 10")
+    parser.add_argument("--batch-size", type=int, default=50, help="(default: 50; the paper's: 10)")
     parser.add_argument(
-        "--lr", type=float, default=5e-4, help="Adam learning rate (the paper's: 1e-4)"
+        "--lr",
+        type=float,
+        default=5e-4,
+        help="Adam learning rate (default: 5e-4; the paper's: 1e-4)",
     )
     parser.add_argument(
         "--no-shuffle",
@@ -94,7 +106,7 @@ def add_arguments(parser) -> None:
         "instances, 100 epochs, batch 10, learning rate 1e-4",
     )
     parser.add_argument("--data-seed", type=int, default=1234, help="seed of the generated data")
-    add_model_arguments(parser, "threads", threads={"default": 1})
+    add_model_arguments(parser, "threads")
     parser.add_argument(
         "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."
     )
@@ -162,11 +174,7 @@ def settings_of(args) -> dict:
         settings["shuffle"] = False
     if args.paper:
         settings.update(PAPER_RECIPE)
-    for name in ("num_train", "num_validation", "num_test", "epochs", "batch_size"):
-        if settings[name] < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {settings[name]}")
-    if args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    check_baseline_sizes(settings, args)
     authors_test = getattr(args, "authors_test", None)
     authors_data = getattr(args, "authors_data", None)
     if authors_test and authors_data:
@@ -185,6 +193,29 @@ def settings_of(args) -> dict:
             raise UsageError("--authors-vocab needs --authors-test or --authors-data")
         settings["authors_vocab"] = args.authors_vocab
     return settings
+
+
+def check_baseline_sizes(settings: dict, args) -> None:
+    """The caps of harness.caps, before any data are drawn (`--seeds 1000000000` built a
+    list of six billion runs)."""
+    from harness.caps import (
+        MAX_BATCH,
+        MAX_EPOCHS,
+        MAX_SEEDS,
+        MAX_TRAIN_INSTANCES,
+        check_int,
+        check_output_file,
+        check_unique,
+    )
+
+    for name in ("num_train", "num_validation", "num_test"):
+        check_int(f"--{name.replace('_', '-')}", settings[name], 1, MAX_TRAIN_INSTANCES)
+    check_int("--epochs", settings["epochs"], 1, MAX_EPOCHS)
+    check_int("--batch-size", settings["batch_size"], 1, MAX_BATCH)
+    check_int("--patience", settings["patience"], 0, MAX_EPOCHS)
+    check_int("--seeds", args.seeds, 1, MAX_SEEDS)
+    check_unique("--models", args.models)
+    check_output_file("--output", args.output)
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -264,7 +295,6 @@ def run_command(args) -> int:
         config = task_config(settings["task"], settings["length"])
     except ValueError as error:  # it names min_length: say which option set it
         raise UsageError(f"--length {settings['length']}: {error}") from None
-    torch.set_num_threads(args.threads)
     try:
         device = torch.device(args.device)
         torch.empty(0, device=device)

@@ -48,6 +48,7 @@ def add_arguments(parser) -> None:
         "batch_size",
         "mixed_precision",
         "no_progress",
+        "threads",
         "prompt",
         seed={"default": defaults["seed"], "help": "seed of the test split"},
         batch_size={"default": defaults["batch_size"]},
@@ -132,7 +133,7 @@ def run(config, progress: bool = True) -> dict[str, Any]:
     for name in config.configs:
         GeneratorSource(name)  # unknown preset: one line, before loading the model
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
-    model, tokenizer = load_model_checked(config.model)
+    model, tokenizer = load_model_checked(config.model, config.configs, config.prompt)
     model.to(accelerator.device)
     start = time.perf_counter()
     results, records = evaluate_model(

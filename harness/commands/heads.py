@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--output", default=None, help="heads.json path (default: MODEL/heads.json)"
     )
-    add_model_arguments(parser, "device", "no_progress", device={"default": "auto"})
+    add_model_arguments(parser, "device", "no_progress", "threads", device={"default": "auto"})
 
 
 def add_parser(subparsers) -> None:
@@ -65,14 +65,14 @@ def run_command(args) -> int:
 
     from attentionspan_datasets.splits import iter_split
     from harness.attention.heads import HEADS_FILE, rank_heads
-    from harness.data import PromptConfig
+    from harness.caps import check_shift
+    from harness.data import PromptConfig, longest_text
     from harness.evaluate import saved_run_config
     from harness.models import resolve_model
     from harness.runs import load_model_checked, section
 
     quiet_transformers()
-    if args.num < 1:
-        raise ValueError(f"-n/--num must be >= 1, got {args.num}")
+    check_heads_options(args)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but no CUDA device is available")
     resolve_model(args.model)  # a missing folder is named before its missing saved config
@@ -80,10 +80,11 @@ def run_command(args) -> int:
     config = args.config or (saved or {}).get("train", {}).get("config")
     if not config:
         raise ValueError("no --config given and the model has no saved training config")
+    check_shift("--shift", args.shift, {config: longest_text(config)})  # before loading
     seed = args.seed
     instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
     prompt = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
-    model, tokenizer = load_model_checked(args.model)
+    model, tokenizer = load_model_checked(args.model, [config], prompt)
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     model.to("cuda" if cuda else "cpu")
     ranking = rank_heads(
@@ -111,6 +112,28 @@ def run_command(args) -> int:
         print(f"{rank}\t{layer}\t{head}\t{ranking.per_row[layer][head]:.3f}\t{profile}")
     print(f"({ranking.rows} target rows of {len(instances)} {config} instances; {path})")
     return 0
+
+
+def check_heads_options(args) -> None:
+    """Every option value that can be judged without the model, before it is loaded."""
+    from pathlib import Path
+
+    from harness.caps import (
+        MAX_BATCH,
+        MAX_INSTANCES,
+        check_fraction,
+        check_int,
+        check_output_file,
+    )
+
+    check_int("-n/--num", args.num, 1, MAX_INSTANCES)
+    check_int("--batch-size", args.batch_size, 1, MAX_BATCH)
+    check_int("--top", args.top, 1, MAX_INSTANCES)
+    check_fraction("--threshold", args.threshold)
+    output = args.output
+    if output is None and Path(args.model).is_dir():
+        output = str(Path(args.model) / "heads.json")
+    check_output_file("--output", output)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,10 +74,11 @@ def run_command(args) -> int:
 
     quiet_transformers()
     config = config_from_args(args)
-    if config.model:
-        from harness.models import resolve_model
+    from harness.models import check_head_counts, resolve_model
 
+    if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work
+    check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch models
     report = reproduce(config)
     if report is not None:  # the main process only
         print(report)

@@ -82,7 +82,7 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="continue the run in --output from its latest checkpoint (its saved options are used)",
     )
-    add_model_arguments(parser, "no_progress")
+    add_model_arguments(parser, "no_progress", "threads")
 
 
 def add_parser(subparsers) -> None:

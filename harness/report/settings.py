@@ -15,7 +15,10 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
+from harness.caps import check_shift
+from harness.data import longest_text
 from harness.options import cli
+from harness.threads import check_threads
 
 QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
 DEVICES = ("auto", "cpu", "cuda")
@@ -129,7 +132,6 @@ class ReproduceConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        positive = ("num_heads", "num_validation", "num_test", "num_attention", "batch_size")
         # nan compares False with everything, so `< 0` alone lets it through: a sweep at
         # C = nan ran for minutes and reported nonsense.
         for name in ("strengths", "thresholds", "head_threshold", "id_guard"):
@@ -139,11 +141,9 @@ class ReproduceConfig:
                 raise ValueError(f"'{name}' must be finite, got {value}")
         if self.id_guard is not None and self.id_guard < 0:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
-        if self.threads < 0:
-            raise ValueError(f"'threads' must be >= 0, got {self.threads}")
-        for name in (*positive, "train_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
+        if self.threads:  # 0: the rule of harness.threads (the command applied it)
+            check_threads(self.threads, "'threads'")
+        check_reproduce_sizes(self)
         if self.mode not in ("standard", "conditional"):
             raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
         if self.metric not in SELECT_METRICS:
@@ -170,6 +170,8 @@ class ReproduceConfig:
                 resolve_config(ood_name, **self.ood_for(task))
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
+            id_name = task_presets(task)[0]
+            check_shift("'shift'", self.shift, {id_name: longest_text(id_name)})
 
     @property
     def task_list(self) -> list[str]:
@@ -184,6 +186,37 @@ class ReproduceConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
+    """The caps of harness.caps and the option checks that need no model, before any stage:
+    a sweep that reaches a bad value only after every earlier stage ran wasted their time."""
+    from harness.caps import (
+        MAX_BATCH,
+        MAX_INSTANCES,
+        MAX_LIST,
+        MAX_STEPS,
+        check_fraction,
+        check_int,
+        check_output_dir,
+        check_unique,
+    )
+
+    for name in ("num_heads", "num_validation", "num_test", "num_attention"):
+        check_int(f"'{name}'", getattr(cfg, name), 1, MAX_INSTANCES)
+    check_int("'batch_size'", cfg.batch_size, 1, MAX_BATCH)
+    check_int("'train_steps'", cfg.train_steps, 1, MAX_STEPS)
+    for name in ("counts", "strengths", "thresholds", "control_seeds", "tasks"):
+        values = getattr(cfg, name)
+        if len(values) > MAX_LIST:
+            raise ValueError(f"'{name}' must list at most {MAX_LIST:,} values, got {len(values):,}")
+        check_unique(f"'{name}'", values)
+    for n in cfg.counts:
+        check_int("'counts'", n, 1, MAX_INSTANCES)
+    check_fraction("'head_threshold'", cfg.head_threshold)
+    for value in cfg.thresholds:
+        check_fraction("'thresholds'", value)
+    check_output_dir("'output'", cfg.output)
 
 
 def task_presets(task: str) -> tuple[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import string
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,7 +51,14 @@ def test_scratch_model_has_the_asked_size():
 @pytest.mark.parametrize(
     "field,value,match",
     [
-        ("num_layers", 0, "'num_layers' must be >= 1"),
+        ("num_layers", 0, r"'num_layers' \(--scratch-num-layers\) must be >= 1"),
+        ("num_layers", 10**9, r"--scratch-num-layers\) must be <= 1,024 \(the cap\)"),
+        ("hidden_size", 2**20, r"parameters .* must be <= 1,000,000,000 \(the cap"),
+        ("hidden_size", 1.5, r"'hidden_size' \(--scratch-hidden-size\) must be an integer"),
+        ("intermediate_size", -1, r"--scratch-intermediate-size\) must be >= 1"),
+        ("max_positions", 2**40, r"--scratch-max-positions\) must be <= "),
+        ("charset", "", r"'charset' \(--scratch-charset\) must be a non-empty string"),
+        ("charset", None, r"--scratch-charset\) must be a non-empty string"),
         ("num_heads", 3, "multiple of 'num_heads'"),
     ],
 )
@@ -75,6 +83,7 @@ def test_bad_model_specs_say_what_is_wrong(tmp_path, monkeypatch):
         resolve_model(str(tmp_path / "encoder"))
     with pytest.raises(ValueError, match="attentionspan models fetch smollm2-135m-instruct"):
         resolve_model("smollm2-135m-instruct")
+    monkeypatch.setattr(models, "hub_reachable", lambda: True)  # online, as a user may be
     assert resolve_model("HuggingFaceTB/SmolLM2-135M") == ("hub", "HuggingFaceTB/SmolLM2-135M")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
@@ -272,3 +281,159 @@ def test_capture_is_exact_on_the_real_gemma3(monkeypatch):
     assert report["batches"][1]["past_sliding_window"]
     assert report["max_abs_logit_diff"] <= TOLERANCE
     assert all(b["same_generated_tokens"] for b in report["batches"])
+
+
+# --- what a model folder may be: each problem one line naming the folder
+
+
+def broken_folder(base, root, how):
+    """A copy of the tiny Llama folder `base` broken in one way."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = root / how
+    shutil.copytree(base, folder)
+    weights_path, config_path = folder / "model.safetensors", folder / "config.json"
+    config = json.loads(config_path.read_text())
+    if how in ("missing-tensor", "nan-weights", "extra-tensor"):
+        weights = load_file(str(weights_path))
+        if how == "missing-tensor":
+            del weights["model.layers.0.mlp.down_proj.weight"]
+        elif how == "extra-tensor":
+            weights["model.layers.9.mlp.down_proj.weight"] = torch.zeros(2)
+        else:
+            weights["model.norm.weight"][3] = float("nan")
+        save_file(weights, str(weights_path), metadata={"format": "pt"})
+    elif how == "config-wider":
+        config["intermediate_size"] *= 2
+    elif how == "config-deeper":
+        config["num_hidden_layers"] += 1
+    elif how == "config-shallower":
+        config["num_hidden_layers"] -= 1
+    elif how in ("truncated-weights", "empty-weights", "garbage-weights"):
+        data = weights_path.read_bytes()
+        weights_path.write_bytes(
+            {"truncated-weights": data[: len(data) // 2], "empty-weights": b""}.get(how, b"x" * 99)
+        )
+    elif how == "config-bad-value":
+        config["num_attention_heads"] = 3  # 32 is not a multiple of 3
+    elif how == "config-not-json":
+        config_path.write_text("{broken")
+        return folder
+    elif how in ("tokenizer-not-json", "tokenizer-empty", "tokenizer-missing"):
+        path = folder / "tokenizer.json"
+        path.write_text("{broken" if how == "tokenizer-not-json" else "")
+        if how == "tokenizer-missing":
+            path.unlink()
+            (folder / "tokenizer_config.json").unlink()
+    else:
+        raise AssertionError(how)
+    config_path.write_text(json.dumps(config))
+    return folder
+
+
+BROKEN_FOLDERS = [
+    ("missing-tensor", "model.layers.0.mlp.down_proj.weight missing from the weights"),
+    ("extra-tensor", "model.layers.9.mlp.down_proj.weight in the weights but not in the config"),
+    ("nan-weights", "the weight model.norm.weight holds NaN"),
+    ("config-wider", "of another shape than the config's"),
+    ("config-deeper", "and 8 more missing from the weights"),
+    ("config-shallower", "in the weights but not in the config's model"),
+    ("truncated-weights", "cannot be read (corrupt, truncated or empty file?)"),
+    ("empty-weights", "cannot be read (corrupt, truncated or empty file?)"),
+    ("garbage-weights", "cannot be read (corrupt, truncated or empty file?)"),
+    ("config-bad-value", "cannot"),
+    ("config-not-json", "cannot read config.json"),
+    ("tokenizer-not-json", "its tokenizer cannot be read"),
+    ("tokenizer-empty", "its tokenizer cannot be read"),
+    ("tokenizer-missing", "its tokenizer cannot be read"),
+]
+
+
+@pytest.mark.parametrize("how,message", BROKEN_FOLDERS, ids=[b[0] for b in BROKEN_FOLDERS])
+def test_a_broken_model_folder_is_one_line_naming_it(how, message, tiny_model_dirs, tmp_path):
+    from harness.runs import load_model_checked
+
+    folder = broken_folder(tiny_model_dirs["llama"], tmp_path, how)
+    with pytest.raises(ValueError) as error:
+        load_model_checked(str(folder))
+    text = str(error.value)
+    assert message in text and str(folder) in text and "\n" not in text, text
+
+
+def test_an_encoder_with_a_causal_lm_class_is_refused(tmp_path, char_tokenizer):
+    """BERT has a causal-LM class in transformers, but without is_decoder it attends to
+    later tokens: refused after a two-pass probe, not scored."""
+    from transformers import BertConfig, BertLMHeadModel
+
+    config = BertConfig(
+        vocab_size=len(char_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    BertLMHeadModel(config).save_pretrained(tmp_path / "bert")
+    char_tokenizer.save_pretrained(tmp_path / "bert")
+    with pytest.raises(ValueError, match="is not a causal language model: its predictions"):
+        load_model(str(tmp_path / "bert"))
+    config.is_decoder = True  # the same weights used as a decoder are causal
+    BertLMHeadModel(config).save_pretrained(tmp_path / "decoder")
+    char_tokenizer.save_pretrained(tmp_path / "decoder")
+    load_model(str(tmp_path / "decoder"))
+
+
+def test_a_model_that_cannot_serve_the_configs_is_refused(tmp_path, tiny_model_dirs):
+    import json
+    import shutil
+
+    from harness.data import PromptConfig
+    from harness.runs import load_model_checked
+    from harness.tokenization import make_char_tokenizer
+    from tests.harness.conftest import save_tiny_model
+
+    model, tokenizer = load_model_checked(str(tiny_model_dirs["llama"]), ["reversal_id"])
+    short = Path(shutil.copytree(tiny_model_dirs["llama"], tmp_path / "short"))
+    config = json.loads((short / "config.json").read_text())
+    (short / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 16}))
+    with pytest.raises(ValueError, match=rf"model '{short}': the model's context .* = 16"):
+        load_model_checked(str(short), ["reversal_id"])
+    load_model_checked(str(short))  # no configs: nothing to serve
+    few = PromptConfig(num_fewshot=20)
+    with pytest.raises(ValueError, match="context"):
+        load_model_checked(str(tiny_model_dirs["llama"]), ["reversal_id"], few)
+    digits = save_tiny_model("llama", tmp_path / "digits")
+    shutil.rmtree(digits / "tokenizer.json", ignore_errors=True)
+    make_char_tokenizer("0123456789+=").save_pretrained(digits)
+    with pytest.raises(
+        ValueError, match=rf"model '{digits}': .* no single token for the character 'A'"
+    ):
+        load_model_checked(str(digits), ["reversal_id"])
+    load_model_checked(str(digits), ["addition_id"])
+    # a tokenizer larger than the model's embeddings
+    from transformers import AutoModelForCausalLM
+
+    from tests.tiny_models import tiny_config
+
+    small = make_char_tokenizer("0123456789+=")
+    AutoModelForCausalLM.from_config(tiny_config("llama", small, vocab_size=8)).save_pretrained(
+        tmp_path / "small"
+    )
+    small.save_pretrained(tmp_path / "small")
+    with pytest.raises(ValueError, match="is past the model's 8 embeddings"):
+        load_model_checked(str(tmp_path / "small"), ["addition_id"])
+
+
+def test_a_hub_name_is_refused_at_once_offline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="'nope/final' does not exist.*neither cached"):
+        resolve_model("nope/final")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(models, "hub_reachable", lambda: True)
+    assert resolve_model("nope/final") == ("hub", "nope/final")
+    monkeypatch.setattr(models, "hub_reachable", lambda: False)
+    monkeypatch.setattr(models, "hub_cached", lambda name: True)
+    assert resolve_model("nope/final") == ("hub", "nope/final")

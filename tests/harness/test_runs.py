@@ -144,3 +144,44 @@ def test_a_lock_held_by_another_live_process_is_refused(tmp_path):
         holder.wait()
     with RunLock(tmp_path):  # the holder died: its lock went with it
         pass
+
+
+@pytest.mark.parametrize(
+    "prompt,message",
+    [
+        ({"num_fewshot": 10**9}, "num_fewshot must be <= 1,000 (the cap)"),
+        ({"num_fewshot": -1}, "num_fewshot must be >= 0"),
+        ({"num_fewshot": "3"}, "num_fewshot must be an integer"),
+        ({"chat": "yes"}, "chat must be true or false"),
+        ({"instruction": 3}, "instruction must be a string or None"),
+    ],
+)
+def test_a_run_file_s_prompt_is_capped_naming_the_file(tmp_path, prompt, message):
+    from harness.data import PromptConfig
+    from harness.runs import section
+
+    write_run(tmp_path, {"prompt": prompt})
+    info = read_run_file(tmp_path)
+    with pytest.raises(ValueError) as error:
+        section(info, "prompt", PromptConfig, tmp_path)
+    assert message in str(error.value) and RUN_CONFIG_FILE in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "state,message",
+    [
+        ({"step": -1}, "'step' must be an integer >= 0"),
+        ({"step": 1.5}, "'step' must be an integer >= 0"),
+        ({"step": 5, "total_steps": 4}, "'step' (5) is past 'total_steps' (4)"),
+        ({"step": 2, "window_steps": 3}, "'window_steps' must be in [0, step]"),
+        ({"window_loss": float("nan")}, "'window_loss' must be finite"),
+        ({"run_id": 7}, "'run_id' must be a string"),
+    ],
+)
+def test_a_bad_train_state_is_named(tmp_path, state, message):
+    from harness.runs import TrainState, section
+
+    write_run(tmp_path, {"state": state})
+    with pytest.raises(ValueError) as error:
+        section(read_run_file(tmp_path), "state", TrainState, tmp_path)
+    assert message in str(error.value) and RUN_CONFIG_FILE in str(error.value)

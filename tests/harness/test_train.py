@@ -80,9 +80,10 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
     assert a.keys() == b.keys()
     for name in a:
         assert torch.allclose(a[name], b[name], atol=1e-6), name
-    # The log does not repeat step 4, and the token count goes on from the checkpoint.
+    # The log does not repeat step 4, its mean over steps 3-4 is the uninterrupted one (the
+    # window of step 3 was saved), and the token count goes on from the checkpoint.
     logs = [[r for r in log_lines(tmp_path / d) if "loss" in r] for d in "ab"]
-    for key in ("step", "next_index", "tokens"):
+    for key in ("step", "next_index", "tokens", "loss", "lr"):
         assert [r[key] for r in logs[0]] == [r[key] for r in logs[1]], key
     states = [
         json.loads((d / "attentionspan_run.json").read_text())["state"] for d in (straight, resumed)
@@ -258,3 +259,180 @@ def test_fine_tunes_a_local_folder(kind, tmp_path, tiny_model_dirs):
     assert any(not torch.equal(before[k], after[k]) for k in before)
     run = json.loads((final / "attentionspan_run.json").read_text())
     assert run["train"]["model"] == str(tiny_model_dirs[kind])
+
+
+# --- resume: the same log, finished runs, checkpoints whose parts disagree
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeypatch, signal_name):
+    """Ctrl-C or SIGTERM after step 3 (between log lines at 2 and 4): the resumed run logs
+    the same steps, losses, learning rates, indices and tokens as the uninterrupted one (the
+    window of step 3 is carried in the checkpoint)."""
+    import signal
+
+    import harness.train
+
+    straight = train(tiny_config(tmp_path / "a"), progress=False)
+    real_step = harness.train.train_step
+
+    def step_then_interrupt(run, stop_requested):
+        result = real_step(run, stop_requested)
+        if run.state.step == 3:
+            signal.raise_signal(getattr(signal, signal_name))  # the loop stops after this step
+            return result[0], result[1], True
+        return result
+
+    monkeypatch.setattr(harness.train, "train_step", step_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_config(tmp_path / "b"), progress=False)
+    monkeypatch.setattr(harness.train, "train_step", real_step)
+    assert [p.name for p in (tmp_path / "b").glob("checkpoint-*")] == ["checkpoint-3"]
+    resumed = train(TrainConfig(output=str(tmp_path / "b")), resume=True, progress=False)
+    keys = ("step", "loss", "lr", "next_index", "tokens")
+    logs = [
+        [{k: r[k] for k in keys} for r in log_lines(d) if "loss" in r]
+        for d in (tmp_path / "a", tmp_path / "b")
+    ]
+    assert [r["step"] for r in logs[0]] == [2, 4, 6]
+    assert logs[0] == logs[1]
+    a, b = weights(straight), weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resume_of_a_finished_run_is_a_no_op_that_says_so(tmp_path, capsys):
+    final = train(tiny_config(tmp_path, save_every=2, keep_checkpoints=1), progress=False)
+    assert (tmp_path / "checkpoint-6").is_dir()  # the leftover checkpoint
+    before = {p: p.stat().st_mtime_ns for p in final.iterdir()}
+    log = (tmp_path / "log.jsonl").read_text()
+    capsys.readouterr()
+    assert train(TrainConfig(output=str(tmp_path)), resume=True, progress=False) == final
+    assert "is finished" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in final.iterdir()} == before
+    assert (tmp_path / "log.jsonl").read_text() == log
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Runs killed after step 2 (checkpoint-2): `a`, `b` of another shape and lr, `c` of
+    the same shapes on other data."""
+    root = tmp_path_factory.mktemp("runs")
+    wide = ScratchConfig(**{**TINY.__dict__, "hidden_size": 64})
+    runs = (("a", TINY, 1e-3, 1234), ("b", wide, 2e-3, 1234), ("c", TINY, 1e-3, 7))
+    for name, scratch, lr, seed in runs:
+        config = tiny_config(root / name, scratch=scratch, lr=lr, seed=seed, save_every=2)
+        train(config, stop_after=2, progress=False)
+    return root
+
+
+def break_checkpoint(root, tmp_path, how):
+    """A copy of run `a` whose checkpoint-2 is broken in one way; the file a refusal names."""
+    import shutil
+
+    run = Path(shutil.copytree(root / "a", tmp_path / "run"))
+    checkpoint, other = run / "checkpoint-2", root / "b" / "checkpoint-2"
+    state_file, run_file = checkpoint / "training_state.pt", checkpoint / "attentionspan_run.json"
+    info = json.loads(run_file.read_text())
+    if how == "state-of-another-shape":  # the case that corrupted the heap
+        shutil.copy(other / "training_state.pt", state_file)
+        return run, state_file
+    if how == "old-state-of-another-shape":  # no fingerprint: the shapes alone tell
+        state = torch.load(other / "training_state.pt", weights_only=True)
+        del state["run"], state["weights_sha256"]
+        torch.save(state, state_file)
+        return run, state_file
+    if how == "weights-of-another-run":  # same shapes, other values
+        shutil.copy(root / "c" / "checkpoint-2" / "model.safetensors", checkpoint)
+        return run, checkpoint
+    if how == "weights-of-another-shape":
+        shutil.copy(other / "model.safetensors", checkpoint)
+        return run, checkpoint
+    if how == "run-file-of-another-run":
+        shutil.copy(root / "c" / "checkpoint-2" / "attentionspan_run.json", run_file)
+        return run, run_file
+    if how in ("edited-step", "edited-next-index", "negative-next-index"):
+        key, value = {
+            "edited-step": ("step", 3),
+            "edited-next-index": ("next_index", 4),
+            "negative-next-index": ("next_index", -8),
+        }[how]
+        info["state"][key] = value
+        run_file.write_text(json.dumps(info))
+        return run, run_file
+    if how == "edited-scheduler":
+        state = torch.load(state_file, weights_only=True)
+        state["scheduler"]["last_epoch"] = 5
+        torch.save(state, state_file)
+        return run, state_file
+    if how == "foreign-checkpoint":  # run b's checkpoint in run a's folder
+        shutil.rmtree(checkpoint)
+        shutil.copytree(other, checkpoint)
+        return run, checkpoint
+    if how == "final-as-checkpoint":
+        info.pop("state")
+        run_file.write_text(json.dumps(info))
+        return run, run_file
+    if how in ("truncated-state", "empty-state"):
+        data = state_file.read_bytes()
+        state_file.write_bytes(data[: len(data) // 2] if how == "truncated-state" else b"")
+        return run, state_file
+    if how in ("truncated-weights", "empty-weights"):
+        path = checkpoint / "model.safetensors"
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] if how == "truncated-weights" else b"")
+        return run, checkpoint
+    raise AssertionError(how)
+
+
+BROKEN = [
+    ("state-of-another-shape", "disagree on 'run_id'"),
+    ("old-state-of-another-shape", "has shape"),
+    ("weights-of-another-run", "are not the ones training_state.pt was saved with"),
+    ("weights-of-another-shape", "are not the ones training_state.pt was saved with"),
+    ("run-file-of-another-run", "disagree on 'run_id'"),
+    ("edited-step", "state.step is 3 but the folder is checkpoint-2"),
+    ("edited-next-index", "disagree on 'next_index' (4 against 8)"),
+    ("negative-next-index", "'next_index' must be an integer >= 0, got -8"),
+    ("edited-scheduler", "the scheduler stands at step 5, the run file at 2"),
+    ("foreign-checkpoint", "is not a checkpoint of this run: its --lr is 0.002"),
+    ("final-as-checkpoint", "not a training checkpoint"),
+    ("truncated-state", "truncated or corrupt"),
+    ("empty-state", "truncated or corrupt"),
+    ("truncated-weights", "are not the ones training_state.pt was saved with"),
+    ("empty-weights", "are not the ones training_state.pt was saved with"),
+]
+
+
+def test_a_smaller_model_s_optimizer_state_is_refused_before_it_corrupts_memory(two_runs, tmp_path):
+    """The state of run a (hidden 32) in run b's checkpoint (hidden 64), without the
+    fingerprint older checkpoints lack: torch loaded it, and the fused AdamW step then
+    aborted the process ("corrupted double-linked list")."""
+    import shutil
+
+    run = Path(shutil.copytree(two_runs / "b", tmp_path / "run"))
+    state_file = run / "checkpoint-2" / "training_state.pt"
+    state = torch.load(two_runs / "a" / "checkpoint-2" / "training_state.pt", weights_only=True)
+    del state["run"], state["weights_sha256"]
+    torch.save(state, state_file)
+    with pytest.raises(ValueError, match="has shape .*, the model's is .*: a state of another"):
+        train(TrainConfig(output=str(run)), resume=True, progress=False)
+
+
+@pytest.mark.parametrize("how,message", BROKEN, ids=[b[0] for b in BROKEN])
+def test_a_checkpoint_whose_parts_disagree_is_refused_naming_the_file(
+    two_runs, tmp_path, monkeypatch, how, message
+):
+    import harness.train
+
+    run, named = break_checkpoint(two_runs, tmp_path, how)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the optimizer state was loaded")
+
+    if how != "old-state-of-another-shape":  # that one is found after the model is built
+        monkeypatch.setattr(harness.train, "load_model_checked", never)
+    monkeypatch.setattr(torch.optim.AdamW, "load_state_dict", never)
+    with pytest.raises(ValueError) as error:
+        train(TrainConfig(output=str(run)), resume=True, progress=False)
+    text = str(error.value)
+    assert message in text and str(named) in text and "\n" not in text, text

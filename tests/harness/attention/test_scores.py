@@ -275,3 +275,21 @@ def test_the_authors_convention_matches_their_label_matrix(attn_tokenizer, task,
     assert len(theirs) == len(text) + 1  # the answer's rows and the EOS row
     for row, value in theirs.items():
         assert float(ours[row]) == pytest.approx(value, rel=1e-5)
+
+
+def test_compare_groups_equal_to_float_precision_warn_nothing_and_test_nothing():
+    """A spread of 1e-17 made scipy print "Precision loss ... unreliable" with no context;
+    such groups get no t-test (nan), as groups without spread do."""
+    import warnings
+
+    import numpy as np
+
+    from harness.attention.scores import compare
+
+    good = np.array([0.1 + 1e-16 * i for i in range(5)])
+    bad = np.array([0.2, 0.2, 0.2, 0.2, 0.2 + 2.7e-17])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare(np.concatenate([good, bad]), np.array([1] * 5 + [0] * 5))
+    assert np.isnan(result["welch_t"]) and np.isnan(result["welch_p"])
+    assert result["correct"]["n"] == 5 and result["error"]["n"] == 5
