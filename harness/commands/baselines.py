@@ -105,7 +105,9 @@ def add_arguments(parser) -> None:
         help="the appendix's recipe exactly (overrides the options above): 100k/10k/10k "
         "instances, 100 epochs, batch 10, learning rate 1e-4",
     )
-    parser.add_argument("--data-seed", type=int, default=1234, help="seed of the generated data")
+    parser.add_argument(
+        "--data-seed", type=int, default=1234, help="seed of the generated data (default: 1234)"
+    )
     add_model_arguments(parser, "threads")
     parser.add_argument(
         "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."

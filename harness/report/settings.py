@@ -127,7 +127,12 @@ class ReproduceConfig:
     device: str = field(default="auto", metadata=cli("auto: cuda if present", shared="device"))
     threads: int = field(
         default=0,
-        metadata=cli("torch CPU threads", shared="threads", shown="torch's; --quick: 1"),
+        metadata=cli(
+            "torch CPU threads (0: chosen from the cores this process may use, the processes on "
+            "this machine and the load, docs/performance.md)",
+            shared="threads",
+            shown="the rule; --quick: 1",
+        ),
     )
     progress: bool = True
 
