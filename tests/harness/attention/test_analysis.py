@@ -15,7 +15,7 @@ from harness.attention.analysis import AnalysisConfig, analyse_batch, analyse_mo
 from harness.data import PromptConfig
 from harness.inference import collate_left, generate_batch, teacher_forced_batch
 from harness.tokenization import CharTokenizer
-from tests.harness.attention.conftest import build_tiny
+from tests.harness.attention.conftest import authors_shares_by_hand, build_tiny
 
 
 @pytest.fixture(scope="module")
@@ -109,25 +109,6 @@ def test_free_running_scores_the_tokens_the_model_wrote(llama, attn_tokenizer):
             assert r["share"] == pytest.approx(expected[(b, r["position"])], abs=1e-5)
 
 
-def by_hand_authors(model, batch, tasks):
-    """The authors' score (`scores.rollout_scores(..., "authors")`) on a rollout computed
-    here from eager output_attentions: [batch, T]."""
-    from harness.attention import scores
-    from harness.attention.positions import reference_mask
-
-    model.set_attn_implementation("eager")
-    with torch.no_grad():
-        out = model(**batch.model_inputs(), output_attentions=True)
-    T = batch.total_len
-    rolled = torch.eye(T).expand(len(batch), T, T)
-    for layer in out.attentions:
-        a = layer.float().mean(1) + torch.eye(T)
-        rolled = (a / a.sum(-1, keepdim=True)) @ rolled
-    columns = scores.score_columns(batch, "authors", tasks=tasks)
-    rows = scores.score_rows(batch)
-    return scores.rollout_scores(rolled, reference_mask(batch), columns, "authors", rows)
-
-
 @pytest.mark.parametrize("mode", ["teacher_forced", "generate"])
 def test_the_authors_convention_scores_their_rows(llama, attn_tokenizer, mode):
     """`score_convention="authors"`: every answer row and the EOS row get the authors'
@@ -161,7 +142,7 @@ def test_the_authors_convention_scores_their_rows(llama, attn_tokenizer, mode):
             for ids, x, done in zip(generated.ids, chunk, generated.finished)
         ]
     assert any(c > len(x.target) for c, x in zip(counts, chunk))  # an EOS row is scored
-    expected = by_hand_authors(llama, batch, tasks)
+    expected = authors_shares_by_hand(llama, batch, tasks)
     for b, x in enumerate(chunk):
         mine = [r for r in records if r["index"] == x.index and r["mode"] == mode]
         assert [r["position"] for r in mine] == list(range(counts[b]))
