@@ -26,11 +26,10 @@ CONVENTION_TITLES = {
 CONVENTION_DETAILS = {
     "paper": "over the task-text columns (paper v2 Appendix C: instruction, few-shot block, "
     "chat template and BOS left out), rows without a reference counted apart",
-    "authors": "as the authors' released code computes it, which differs from the paper's "
-    "text in three ways: string reversal's denominator leaves out the prompt's first "
-    "character, the chat template's columns between prompt and answer count, and rows "
-    "without a reference score 0, the row that predicts EOS among them (one more token per "
-    "instance, right when the model predicts EOS)",
+    "authors": "which differs from the paper's text in three ways: string reversal's "
+    "denominator leaves out the prompt's first character, the chat template's columns "
+    "between prompt and answer count, and rows without a reference score 0, the row that "
+    "predicts EOS among them (one more token per instance, right when the model predicts EOS)",
 }
 
 
