@@ -60,7 +60,6 @@ class AnalysisConfig:
     score_convention: Convention = "paper"
 
     def __post_init__(self) -> None:
-        check_convention(self.score_convention)
         if self.num < 1:
             raise ValueError(f"-n/--num must be >= 1, got {self.num}")
         if self.batch_size < 1:
@@ -68,6 +67,7 @@ class AnalysisConfig:
         bad = [m for m in self.modes if m not in MODES]
         if bad or not self.modes:
             raise ValueError(f"modes must be among {', '.join(MODES)}, got {list(self.modes)}")
+        check_convention(self.score_convention)
 
 
 # --- the instances ------------------------------------------------------------------------
