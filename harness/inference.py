@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.data import reference_mask
@@ -103,11 +103,14 @@ class Generation:
 class TeacherForced:
     """Teacher-forced argmax of one batch: `correct[b][i]` / `predicted[b][i]` for target
     character i of row b (the EOS label is left out: it is not a character of the
-    answer); `batch` holds prompt + target + EOS in the shared layout."""
+    answer); `eos_correct[b]`: the row after the answer predicts EOS (the authors' score
+    convention counts that row as a token, `harness.attention.scores.score_rows`); `batch`
+    holds prompt + target + EOS in the shared layout."""
 
     batch: Batch
     correct: list[list[bool]]
     predicted: list[list[int]]
+    eos_correct: list[bool] = field(default_factory=list)
 
 
 def collate_left(encodings: Sequence[Encoding], pad_id: int, with_answer: bool = True) -> Batch:
@@ -248,9 +251,13 @@ def teacher_forced_batch(
     # Query q predicts the token at q + 1: target[i] sits at width + i, its query one before.
     predicted = logits[:, width - 1 : width - 1 + longest].argmax(-1).cpu()
     gold = batch.input_ids[:, width : width + longest]
+    # The query after the answer's last character (column width - 1 + n) predicts its EOS.
+    last = torch.tensor([width - 1 + e.target_len for e in encodings], device=logits.device)
+    ends = logits[torch.arange(len(encodings), device=logits.device), last].argmax(-1).cpu()
     correct, chosen = [], []
     for b, enc in enumerate(encodings):
         n = enc.target_len
         chosen.append(predicted[b, :n].tolist())
         correct.append((predicted[b, :n] == gold[b, :n]).tolist())
-    return TeacherForced(batch=batch, correct=correct, predicted=chosen)
+    eos = [int(token) == char_tok.eos_id for token in ends.tolist()]
+    return TeacherForced(batch=batch, correct=correct, predicted=chosen, eos_correct=eos)

@@ -150,6 +150,16 @@ MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
         },
     ),
     "no_progress": (("--no-progress",), {"action": "store_true", "help": "no progress bar"}),
+    # harness.attention.scores.CONVENTIONS (tests/harness/test_options.py checks they agree).
+    "score_convention": (
+        ("--score-convention",),
+        {
+            "choices": ("paper", "authors"),
+            "help": "the attention score of Table 2: paper (the paper's text, v2 Appendix C) "
+            "or authors (as their released code computes it: three differences, "
+            "harness.attention.scores)",
+        },
+    ),
 }
 
 

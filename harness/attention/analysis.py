@@ -6,6 +6,7 @@ Figure 1, Appendix C): the measurement behind `attentionspan attention`.
     accelerate launch -m harness.commands.attention --model runs/rev/final ...   # sharded
     from harness.attention.analysis import AnalysisConfig, analyse_model
     results, figures = analyse_model(model, tokenizer, AnalysisConfig(configs=[...]))
+    AnalysisConfig(configs=[...], score_convention="authors")     # as their released code
 
 For each config, `num` instances of the `test` split (`attentionspan_datasets.splits`) go
 through two passes with capture on (`harness.attention.capture`, eager attention):
@@ -18,10 +19,15 @@ through two passes with capture on (`harness.attention.capture`, eager attention
 Per scored token: the paper's score, the share of its rollout row (Abnar and Zuidema: per
 layer the head mean plus the identity, rows renormalised, multiplied over layers) on its
 reference positions, over the task-text columns only (instruction, few-shot block, chat
-template and BOS left out, as the authors do); and each head's post-softmax share on the
-reference. Tokens whose reference is empty are counted apart, not as zeros. Correct versus
-wrong: means, counts, Welch's t-test and Hedges' g, overall and per length; per head the
-mean share (a layer x head table).
+template and BOS left out, as the paper's text says: `score_convention="paper"`); and each
+head's post-softmax share on the reference. Tokens whose reference is empty are counted
+apart, not as zeros. `score_convention="authors"` computes the score as the authors'
+released code does instead (`harness.attention.scores`: string reversal's denominator
+leaves out prompt[0], the chat template's columns before the answer count, and rows without
+a reference score 0), and adds their EOS row: one more token per instance (position
+`target_len`, share 0, correct when the model predicts EOS there). Correct versus wrong:
+means, counts, Welch's t-test and Hedges' g, overall and per length, with the
+instance-aware figures beside; per head the mean share (a layer x head table).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
+from harness.attention.scores import Convention, check_convention
 
 MODES = ("teacher_forced", "generate")  # the passes (interventions have INTERVENTION_MODES)
 FIGURE_KINDS = ("correct", "wrong")  # one Figure 1 instance of each kind per config
@@ -49,6 +56,8 @@ class AnalysisConfig:
     batch_size: int = 16
     modes: Sequence[str] = MODES
     mixed_precision: str = "no"
+    # "paper": the paper's text (v2 Appendix C); "authors": their released code.
+    score_convention: Convention = "paper"
 
     def __post_init__(self) -> None:
         from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_unique
@@ -60,6 +69,7 @@ class AnalysisConfig:
         bad = [m for m in self.modes if m not in MODES]
         if bad or not self.modes:
             raise ValueError(f"modes must be among {', '.join(MODES)}, got {list(self.modes)}")
+        check_convention(self.score_convention)
 
 
 # --- the instances ------------------------------------------------------------------------
@@ -87,26 +97,30 @@ def check_has_masks(config: str, seed: int, split: str, probe: int = 20) -> None
 # --- per-token records -------------------------------------------------------------------
 def _token_records(instances, width, correct_rows, reference, shares, head_rows, mode, lengths):
     """One record per scored token: where it is, whether it is right, its rollout share
-    (nan without a reference) and its per-head shares ([layers, heads] float32, or None).
-    In the shared layout the query that predicts target[i] is column `width - 1 + i`;
-    `lengths` is the engine's length rule (`harness.scoring.LengthRule`)."""
+    (`shares[b, row]`: nan where the convention does not score the row) and its per-head
+    shares ([layers, heads] float32, or None without a reference). In the shared layout the
+    query that predicts target[i] is column `width - 1 + i`; a row of `correct_rows` one
+    longer than the target holds the EOS row's correctness (the authors' convention): its
+    record is position `target_len` with `eos` True. `lengths` is the engine's length rule
+    (`harness.scoring.LengthRule`)."""
     records = []
     for b, instance in enumerate(instances):
         length = lengths(instance)
         for i, correct in enumerate(correct_rows[b]):
             row = width - 1 + i
             has_ref = bool(reference[b, row].any())
-            records.append(
-                {
-                    "index": instance.index,
-                    "length": length,
-                    "mode": mode,
-                    "position": i,
-                    "correct": bool(correct),
-                    "share": float(shares[b, row]) if has_ref else math.nan,
-                    "heads": head_rows[b, row].numpy().astype("float32") if has_ref else None,
-                }
-            )
+            record = {
+                "index": instance.index,
+                "length": length,
+                "mode": mode,
+                "position": i,
+                "correct": bool(correct),
+                "share": float(shares[b, row]),
+                "heads": head_rows[b, row].numpy().astype("float32") if has_ref else None,
+            }
+            if i == len(instance.target):
+                record["eos"] = True
+            records.append(record)
     return records
 
 
@@ -141,6 +155,16 @@ def _figure_case(instance, enc, batch, b, rolled, reference, correct, predicted)
 
 
 # --- the passes ---------------------------------------------------------------------------
+def _shares(batch, rolled, reference, tasks, convention, length=None):
+    """[batch, T]: the rollout score of every row under `convention` (`scores`: nan where
+    the convention does not score a row)."""
+    from harness.attention import scores
+
+    columns = scores.score_columns(batch, convention, length, tasks=tasks)
+    rows = scores.score_rows(batch, length) if convention == "authors" else None
+    return scores.rollout_scores(rolled, reference, columns, convention, rows)
+
+
 def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=(), scorer=None):
     """(token records of one batch for every pass, Figure 1 cases (kind, data): for each
     kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass).
@@ -155,10 +179,11 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
 def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
     from harness.attention import scores
     from harness.attention.capture import AttentionPlan
-    from harness.attention.positions import task_columns
     from harness.scoring import answer_text, collate_left, max_new_tokens
 
     char_tok = scorer.char_tok
+    convention = config.score_convention
+    tasks = [x.task for x in instances]
     records, figures = [], []
     if "teacher_forced" in config.modes:
         # teacher_forced_batch collates exactly this batch; the mask is built for it.
@@ -168,11 +193,14 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
             encodings, AttentionPlan(reference=reference, rollout=True)
         )
         rolled = scores.rollout(rec.layer_maps)
-        shares = scores.rollout_scores(rolled, reference, task_columns(batch))
+        shares = _shares(batch, rolled, reference, tasks, convention)
+        correct = forced.correct
+        if convention == "authors":  # their EOS row: a token, right when EOS is predicted
+            correct = [[*row, eos] for row, eos in zip(correct, forced.eos_correct)]
         records += _token_records(
             instances,
             batch.prompt_width,
-            forced.correct,
+            correct,
             reference,
             shares,
             rec.head_rows,
@@ -215,14 +243,19 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
         length = rec.length
         reference = full[:, :length, :length]
         rolled = scores.rollout(rec.layer_maps)
-        shares = scores.rollout_scores(rolled, reference, task_columns(batch, length=length))
+        shares = _shares(batch, rolled, reference, tasks, convention, length)
         written = []
         for b, enc in enumerate(encodings):
             ids = generated.ids[b]
             gold = enc.input_ids[enc.target_offset : enc.target_offset + enc.target_len]
             # The tokens the model wrote, its EOS included (an early EOS is a wrong token).
             count = min(len(ids) + int(generated.finished[b]), enc.target_len)
-            written.append([i < len(ids) and ids[i] == gold[i] for i in range(count)])
+            row = [i < len(ids) and ids[i] == gold[i] for i in range(count)]
+            if convention == "authors" and len(ids) >= enc.target_len:
+                # The EOS row, where the model wrote a whole answer's worth: right when the
+                # next token it wrote was EOS (generation runs one token past every target).
+                row.append(len(ids) == enc.target_len and generated.finished[b])
+            written.append(row)
         tokens = _token_records(
             instances,
             batch.prompt_width,
@@ -276,7 +309,8 @@ def summarise(records: list[dict[str, Any]], num_layers: int, num_heads: int) ->
     from harness.attention import scores
 
     def block(rows, heads=True, aware=True):
-        scored = [r for r in rows if math.isfinite(r["share"])]
+        # Rows with a reference (the authors' convention also scores rows without one, 0).
+        scored = [r for r in rows if r.get("heads") is not None]
         out = {
             "tokens": len(rows),
             "token_accuracy": sum(r["correct"] for r in rows) / len(rows) if rows else None,

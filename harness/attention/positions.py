@@ -66,7 +66,9 @@ def target_index(batch: Any, length: int | None = None):
 def task_columns(batch: Any, length: int | None = None):
     """bool [batch, L]: the columns of the task text (the prompt's and the target's
     characters); instruction, few-shot block, chat template, BOS, EOS and padding are left
-    out, as the authors' rollout score does."""
+    out, as the paper's text defines the rollout score's denominator (v2 Appendix C). The
+    authors' released code differs in three ways (`harness.attention.scores`, its
+    `authors` convention)."""
     import torch
 
     encodings, shifts, length = _layout(batch, length)

@@ -2,6 +2,7 @@
 
     attentionspan attention --model runs/rev/final --configs reversal_id reversal_ood \\
         -n 200 --output runs/rev/attention
+    attentionspan attention --model runs/rev/final --score-convention authors ...
     accelerate launch --num_processes 2 -m harness.commands.attention --model ... --output ...
 
 Writes, in --output: `attention.json` (per config: `rollout.correct.mean`, `.n`,
@@ -13,7 +14,10 @@ layout) and the figures: `rollout-<config>-{correct,wrong}.png` (Figure 1 style)
 `position-<config>.png` (score by target position), with `-generate` twins for the
 free-running pass, and `attention.html` (the interactive viewer, `harness.report.viewer`, on
 the first --viewer-num instances of each config, teacher-forced; linked from attention.md).
-The measurement is `harness.attention.analysis`.
+`--score-convention authors` scores as the authors' released code does rather than as the
+paper's text says (`harness.attention.scores`); the convention is in attention.json's
+`settings` and stated above attention.md's table. The measurement is
+`harness.attention.analysis`.
 """
 
 from __future__ import annotations
@@ -74,10 +78,12 @@ def add_arguments(parser) -> None:
     add_model_arguments(
         parser,
         "mixed_precision",
+        "score_convention",
         "prompt",
         "no_progress",
         "threads",
         mixed_precision={"default": defaults["mixed_precision"]},
+        score_convention={"default": defaults["score_convention"]},
         prompt={"saved_default": True},
     )
 
@@ -145,6 +151,7 @@ def run_command(args) -> int:
         batch_size=args.batch_size,
         modes=tuple(args.modes),
         mixed_precision=args.mixed_precision,
+        score_convention=args.score_convention,
     )
     prompt = resolve_prompt(args, saved, configs)
     check_output_dir("--output", args.output)  # before the model is loaded
@@ -182,6 +189,7 @@ def run(args, config, prompt) -> dict:
             "split": config.split,
             "modes": list(config.modes),
             "batch_size": config.batch_size,
+            "score_convention": config.score_convention,
             "prompt": describe_prompt(prompt),
             "prompt_config": dataclasses.asdict(prompt),
             "processes": accelerator.num_processes,
@@ -227,6 +235,8 @@ def write_viewer_for(args, config, model, tokenizer, prompt, meta):
         f"Interactive viewer (offline, one file): [{VIEWER_FILE}]({VIEWER_FILE}), the first "
         f"{num} instances of each config, teacher-forced."
     )
+    if config.score_convention != "paper":  # the viewer scores as the paper's text says
+        link += " Its scores follow the paper's convention, not this table's."
     atomic_write_text(markdown, f"{text}\n\n{link}\n")
     return path
 
@@ -236,7 +246,7 @@ def command_line(args, config) -> str:
     as resolved (configs, seed), every one written out."""
     values = {k: v for k, v in vars(args).items() if k not in ("no_progress", "argv")}
     values |= {"configs": config.configs, "seed": config.seed, "modes": list(config.modes)}
-    always = ("model", "configs", "num", "seed", "split", "batch_size", "modes")
+    always = ("model", "configs", "num", "seed", "split", "batch_size", "modes", "score_convention")
     return shlex.join(["attentionspan", "attention", *parser_words(add_arguments, values, always)])
 
 

@@ -7,8 +7,9 @@ measured: the measurement returns data, this module writes it for people.
     written = write_outputs("OUT", meta, results, plots_data)   # the paths it wrote
     print("\n".join(table2_rows("my-model", results)))           # the paper's Table 2 layout
 
-`meta` names the model (`model`, `model_name`), the command, the instances, split, seed and
-prompt; it is saved as the `settings` of attention.json.
+`meta` names the model (`model`, `model_name`), the command, the instances, split, seed,
+prompt and score convention (`score_convention`, "paper" when absent); it is saved as the
+`settings` of attention.json.
 """
 
 from __future__ import annotations
@@ -17,6 +18,25 @@ from typing import Any
 
 # The two passes in the order the tables show them, with the names people read.
 MODE_TITLES = {"teacher_forced": "teacher-forced", "generate": "free-running"}
+# The score conventions (`harness.attention.scores`) as the reports name them.
+CONVENTION_TITLES = {
+    "paper": "paper (the paper's text)",
+    "authors": "authors (their released code)",
+}
+CONVENTION_DETAILS = {
+    "paper": "over the task-text columns (paper v2 Appendix C: instruction, few-shot block, "
+    "chat template and BOS left out), rows without a reference counted apart",
+    "authors": "which differs from the paper's text in three ways: string reversal's "
+    "denominator leaves out the prompt's first character, the chat template's columns "
+    "between prompt and answer count, and rows without a reference score 0, the row that "
+    "predicts EOS among them (one more token per instance, right when the model predicts EOS)",
+}
+
+
+def convention_line(meta: dict[str, Any]) -> str:
+    """`Score convention: paper (the paper's text), over the task-text columns ...`."""
+    name = meta.get("score_convention") or "paper"
+    return f"Score convention: {CONVENTION_TITLES[name]}, {CONVENTION_DETAILS[name]}."
 
 
 def _number(value, digits: int = 4) -> str:
@@ -27,12 +47,40 @@ def _number(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def _signed(value, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:+.{digits}f}"
+
+
+def instance_columns(aware: dict[str, Any] | None) -> list[str]:
+    """The instance-aware cells of a Table 2 row (`harness.stats.correct_vs_wrong`): the
+    correct-minus-wrong difference with its cluster-bootstrap 95% interval over instances,
+    the within-instance paired mean difference (instances with both kinds of token), and
+    the length- and position-matched permutation p."""
+    if not aware:
+        return ["-", "-", "-"]
+    boot = aware.get("cluster_bootstrap") or {}
+    paired = aware.get("paired") or {}
+    matched = aware.get("matched") or {}
+    difference = _signed(boot.get("difference"))
+    if boot.get("low") is not None and boot.get("high") is not None:
+        difference += f" [{_signed(boot['low'])}, {_signed(boot['high'])}]"
+    n = paired.get("n_instances") or 0
+    return [
+        difference,
+        f"{_signed(paired.get('mean_difference'))} ({n})",
+        _number(matched.get("p"), 3),
+    ]
+
+
 def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
-    """Markdown rows in the paper's Table 2 layout, one per (config, pass)."""
+    """Markdown rows in the paper's Table 2 layout, one per (config, pass), with the
+    instance-aware figures beside the paper's pooled test (it counts tokens as if they
+    were independent)."""
     lines = [
         "| model | config | pass | token acc | exact match | attn score (correct) | n | "
-        "attn score (error) | n | Welch t | p | Hedges g |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "attn score (error) | n | Welch t | p (pooled tokens, paper's test) | Hedges g | "
+        "difference [95% CI over instances] | paired (n) | matched p |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in results.items():
         for mode in MODE_TITLES:
@@ -40,15 +88,25 @@ def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
             if block is None or "rollout" not in block:
                 continue
             r = block["rollout"]
+            aware = " | ".join(instance_columns(block.get("instance_aware")))
             lines.append(
                 f"| {model_name} | {name} | {MODE_TITLES[mode]} | "
                 f"{_number(block['token_accuracy'], 3)} | {_number(block.get('exact_match'), 3)} | "
                 f"{_number(r['correct']['mean'])} | {r['correct']['n']} | "
                 f"{_number(r['error']['mean'])} | {r['error']['n']} | "
                 f"{_number(r['welch_t'], 2)} | {_number(r['welch_p'], 3)} | "
-                f"{_number(r['hedges_g'], 2)} |"
+                f"{_number(r['hedges_g'], 2)} | {aware} |"
             )
     return lines
+
+
+TABLE2_NOTE = (
+    "Difference: mean attn score of correct minus wrong tokens, its 95% interval from a "
+    "bootstrap over instances (the tokens of one instance are not independent); paired: the "
+    "mean within-instance difference over the n instances with both kinds of token; matched "
+    "p: a permutation test holding length and target position. The pooled Welch test is the "
+    "paper's, kept for comparison: it counts tokens as independent and overstates precision."
+)
 
 
 def markdown_report(meta: dict[str, Any], results: dict[str, Any], figures: list[str]) -> str:
@@ -64,20 +122,24 @@ def markdown_report(meta: dict[str, Any], results: dict[str, Any], figures: list
         "```",
         "",
         "Attn score: the share of a target token's attention rollout on its reference "
-        "positions, over the task-text columns (paper v2 Appendix C; instruction, few-shot and "
-        "template columns left out), mean over tokens; correct versus wrong tokens with "
-        "Welch's t-test. Teacher-forced: the true prefix is given (as the authors); "
-        "free-running: the tokens of the greedy answer. The paper's Table 2 has "
-        "Llama-3.2-1B on string reversal at 0.0455 (correct) versus 0.0236 (error).",
+        "positions (paper v2 Appendix C), mean over tokens; correct versus wrong tokens. "
+        "Teacher-forced: the true prefix is given (as the authors); free-running: the tokens "
+        "of the greedy answer. The paper's Table 2 has Llama-3.2-1B on string reversal at "
+        "0.0455 (correct) versus 0.0236 (error).",
+        "",
+        convention_line(meta),
         "",
         *table2_rows(meta["model_name"], results),
+        "",
+        TABLE2_NOTE,
         "",
     ]
     for name, result in results.items():
         lines += [
             f"## {name}, teacher-forced, by length",
             "",
-            "| length | tokens | token acc | attn (correct) | n | attn (error) | n | p |",
+            "| length | tokens | token acc | attn (correct) | n | attn (error) | n | "
+            "p (pooled tokens) |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for length, block in result.get("by_length", {}).items():

@@ -318,7 +318,12 @@ def figure2(task, folder: Path, command: str) -> list[str]:
 
 
 def attention_section(task, folder: Path, command: str) -> list[str]:
-    from harness.report.attention_report import table2_rows, write_outputs
+    from harness.report.attention_report import (
+        TABLE2_NOTE,
+        convention_line,
+        table2_rows,
+        write_outputs,
+    )
 
     attention = task["attention"]
     results = attention["results"]
@@ -333,14 +338,16 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
         "seed": task.get("seed"),
         "split": "test",
         "prompt": task.get("prompt", "as saved with the model"),
+        # Stage files written before the option existed scored as the paper's text says.
+        "score_convention": attention.get("score_convention") or "paper",
     }
     written = write_outputs(folder / "attention", meta, results, attention["plots"])
     pngs = {p.name: p for p in written if p.suffix == ".png"}
-    lines = [*table2_rows(name, results), ""]
+    lines = [convention_line(meta), "", *table2_rows(name, results), ""]
     lines += [
         "Attn score: share of the target token's attention rollout on its reference "
-        "positions over the task-text columns (paper v2 Appendix C); the paper's Llama-3.2-1B "
-        "on reversal: 0.0455 (correct) vs 0.0236 (error). Per length: "
+        "positions (paper v2 Appendix C); the paper's Llama-3.2-1B on reversal: 0.0455 "
+        f"(correct) vs 0.0236 (error). {TABLE2_NOTE} Per length: "
         f"`{folder.name}/attention/attention.md`.",
         "",
     ]

@@ -9,8 +9,10 @@ Stages, each saved as `OUT/stages/<stage>.json` when it finishes (a rerun with t
 settings skips it; the sweep is saved per setting and stream, so it resumes mid-way):
 1. `eval`: ID and OOD exact match, partial and teacher-forced accuracy (Table 1 analog),
    test split, no intervention;
-2. `attention`: rollout share on reference tokens, correct versus wrong, Welch p (Table 2
-   analog; `harness.attention.analysis`), with the Figure 1 data;
+2. `attention`: rollout share on reference tokens, correct versus wrong, the instance-aware
+   figures beside the paper's pooled Welch test (Table 2 analog;
+   `harness.attention.analysis`), under `--score-convention` (paper or authors), with the
+   Figure 1 data;
 3. `heads`: the Appendix G ranking on ID instances (also `OUT/<task>/heads.json`);
 4. `sweep`: top-N heads x C (x threshold) on the OOD validation split, the best setting
    and its controls (random heads, random positions, bottom heads, knock-out) on the OOD
@@ -192,7 +194,10 @@ class TaskRun:
     def run_attention(self) -> dict[str, Any]:
         from harness.attention.analysis import AnalysisConfig, analyse_model
 
+        convention = self.cfg.score_convention
         settings = self.base_settings() | {"n": self.cfg.num_attention, "ood": {}}
+        if convention != "paper":  # the paper's stage files of earlier runs stay valid
+            settings["score_convention"] = convention
 
         def compute():
             self.load()
@@ -201,6 +206,7 @@ class TaskRun:
                 num=self.cfg.num_attention,
                 seed=self.cfg.seed,
                 batch_size=self.cfg.batch_size,
+                score_convention=convention,
             )
             results, plots = analyse_model(
                 self.model,
@@ -210,7 +216,7 @@ class TaskRun:
                 accelerator=self.procs.accelerator,
                 progress=self.cfg.progress and self.procs.main,
             )
-            return {"results": results, "plots": plots}
+            return {"results": results, "plots": plots, "score_convention": convention}
 
         return self.stages.run(f"{self.task}-attention", settings, compute)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
+from harness.attention.scores import check_convention
 from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
 from harness.caps import check_shift
 from harness.data import longest_text
@@ -82,6 +83,14 @@ class ReproduceConfig:
     )
     batch_size: int = field(
         default=32, metadata=cli("batch size", shared="batch_size", group="sizes")
+    )
+    score_convention: str = field(  # Table 2's score: the paper's text or the authors' code
+        default="paper",
+        metadata=cli(
+            "Table 2's attention score: paper (the paper's text) or authors (their released "
+            "code; three differences, harness.attention.scores)",
+            shared="score_convention",
+        ),
     )
     counts: list[int] = field(  # empty: 1, 2, 4 .. ~10% of the heads
         default_factory=list,
@@ -155,6 +164,7 @@ class ReproduceConfig:
             raise ValueError(
                 f"'metric' must be one of {', '.join(SELECT_METRICS)}, got {self.metric!r}"
             )
+        check_convention(self.score_convention)
         if self.device not in DEVICES:
             raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if not self.strengths:

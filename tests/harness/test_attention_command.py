@@ -56,6 +56,8 @@ def test_writes_json_markdown_and_figures(tiny_model_dirs, tmp_path, capsys):
     settings = document["settings"]
     assert settings["prompt_config"]["instruction"] == "Reverse the string."
     assert "--instruction 'Reverse the string.'" in settings["command"]
+    assert "--score-convention paper" in settings["command"]  # said, though the default
+    assert settings["score_convention"] == "paper"
     for name in document["figures"]:
         assert (out / name).read_bytes().startswith(b"\x89PNG")
     assert {"heads.png", "scores.png", "heads-generate.png"} <= set(document["figures"])
@@ -84,6 +86,68 @@ def test_writes_json_markdown_and_figures(tiny_model_dirs, tmp_path, capsys):
                 assert sum(values) / len(values) == pytest.approx(rollout[group]["mean"], abs=1e-6)
 
 
+def test_the_authors_convention_end_to_end(tiny_model_dirs, tmp_path):
+    """`--score-convention authors` on a tiny model: attention.json's correct and wrong
+    means are those of `scores.rollout_scores(..., "authors")` computed by hand on the same
+    batches (every answer row and the EOS row); the convention is in the settings, stated
+    in attention.md, and the command written there parses back to it."""
+    import argparse
+    import shlex
+
+    import torch
+
+    from harness.attention.analysis import load_instances
+    from harness.commands.attention import add_arguments
+    from harness.data import PromptConfig
+    from harness.inference import collate_left, teacher_forced_batch
+    from harness.models import load_model
+    from harness.tokenization import CharTokenizer
+    from tests.harness.attention.conftest import authors_shares_by_hand
+
+    out = tmp_path / "authors"
+    model_dir = str(tiny_model_dirs["llama"])
+    argv = ["--model", model_dir, "--configs", "reversal_ood", "-n", "5", "--batch-size", "3"]
+    argv += ["--modes", "teacher_forced", "--score-convention", "authors"]
+    code = main(["attention", *argv, "--viewer-num", "0", "--output", str(out), "--no-progress"])
+    assert code == 0
+    document = json.loads((out / "attention.json").read_text())
+    settings = document["settings"]
+    assert settings["score_convention"] == "authors"
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    words = shlex.split(settings["command"])
+    assert words[:2] == ["attentionspan", "attention"]
+    assert parser.parse_args(words[2:]).score_convention == "authors"
+    text = (out / "attention.md").read_text()
+    assert "Score convention: authors (their released code)" in text
+    assert settings["command"] in text
+
+    model, tokenizer = load_model(model_dir)
+    char_tok = CharTokenizer(tokenizer)
+    prompt = PromptConfig(**settings["prompt_config"])
+    chunk = load_instances("reversal_ood", 5, settings["seed"], "test")
+    groups = {True: [], False: []}
+    for first in range(0, 5, 3):
+        part = chunk[first : first + 3]
+        encodings = [prompt.encode(char_tok, x) for x in part]
+        batch = collate_left(encodings, char_tok.pad_id)
+        shares = authors_shares_by_hand(model, batch, [x.task for x in part])
+        forced = teacher_forced_batch(model, char_tok, encodings)
+        for b in range(len(part)):
+            rights = [*forced.correct[b], forced.eos_correct[b]]  # the EOS row is a token
+            for i, right in enumerate(rights):
+                groups[right].append(float(shares[b, batch.prompt_width - 1 + i]))
+    rollout = document["configs"]["reversal_ood"]["rollout"]
+    assert document["configs"]["reversal_ood"]["tokens"] == sum(len(x.target) + 1 for x in chunk)
+    assert rollout["empty"] == 0  # the authors score every row, 0 without a reference
+    for group, right in (("correct", True), ("error", False)):
+        assert rollout[group]["n"] == len(groups[right])
+        if groups[right]:
+            mean = float(torch.tensor(groups[right], dtype=torch.float64).mean())
+            assert rollout[group]["mean"] == pytest.approx(mean, abs=1e-6)
+    assert 0.0 in groups[False] or 0.0 in groups[True]  # the EOS rows, scored 0
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [
@@ -97,6 +161,25 @@ def test_bad_arguments_are_one_line(tiny_model_dirs, argv, message, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("attentionspan attention: error:")
     assert message in err[0]
+
+
+@pytest.mark.parametrize("command", ["attention", "reproduce"])
+def test_a_bad_score_convention_is_one_line_naming_the_allowed_values(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--model", "m", "--score-convention", "author"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attentionspan {command}: error: ")
+    assert (
+        "--score-convention: invalid choice: 'author' (choose from 'paper', 'authors')" in (err[0])
+    )
+    # The Python API refuses it the same way, naming the field and the allowed values.
+    from harness.attention.analysis import AnalysisConfig
+    from harness.report.settings import ReproduceConfig
+
+    for make in (AnalysisConfig, lambda **kw: ReproduceConfig(model="m", **kw)):
+        with pytest.raises(ValueError, match="score convention must be one of paper, authors"):
+            make(score_convention="Paper")
 
 
 def test_a_model_that_is_not_a_causal_lm_is_one_line(tmp_path, capsys):

@@ -94,6 +94,30 @@ def test_batched_teacher_forcing_equals_one_at_a_time(kind, models):
         torch.testing.assert_close(logits[b, cols], single, atol=2e-5, rtol=1e-4)
 
 
+def test_teacher_forcing_reads_the_eos_row(char_tokenizer):
+    """`eos_correct[b]`: the argmax of the row after row b's answer is EOS. Logits made by
+    hand: EOS wins there for row 0 only (row 1's EOS wins one row later, past its answer)."""
+    from types import SimpleNamespace
+
+    char_tok = CharTokenizer(char_tokenizer)
+    encodings = encodings_for(char_tok, n=2)
+    batch = collate_left(encodings, char_tok.pad_id)
+    width, vocab = batch.prompt_width, len(char_tokenizer)
+
+    class Fixed(torch.nn.Module):
+        device = torch.device("cpu")
+
+        def forward(self, **inputs):
+            logits = torch.zeros(2, batch.total_len, vocab)
+            logits[0, width - 1 + encodings[0].target_len, char_tok.eos_id] = 1.0
+            logits[1, width + encodings[1].target_len, char_tok.eos_id] = 1.0
+            return SimpleNamespace(logits=logits)
+
+    forced = teacher_forced_batch(Fixed(), char_tok, encodings)
+    assert forced.eos_correct == [True, False]
+    assert [len(c) for c in forced.correct] == [e.target_len for e in encodings]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_generation_equals_one_forward_over_its_own_output(kind, models):
     """The layouts agree: a forward over prompt + generated ids (the returned batch)

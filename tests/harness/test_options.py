@@ -158,3 +158,12 @@ def test_reproduce_declares_each_option_once_on_its_config():
     text = " ".join(subparsers()["reproduce"].format_help().split())
     shown = " ".join(map(str, DEFAULT_STRENGTHS))
     assert f"C values (default: {shown})" in text
+
+
+def test_the_score_convention_choices_are_the_scores_modules():
+    from harness.attention.scores import CONVENTIONS
+
+    assert MODEL_OPTIONS["score_convention"][1]["choices"] == CONVENTIONS
+    for command in ("attention", "reproduce"):
+        actions = {a.dest: a for a in subparsers()[command]._actions}
+        assert actions["score_convention"].choices == CONVENTIONS

@@ -42,6 +42,28 @@ def build_tiny(kind: str, tokenizer, seed: int = 0):
     return model.eval()
 
 
+def authors_shares_by_hand(model, batch, tasks):
+    """[batch, T]: the authors' score (`scores.rollout_scores(..., "authors")` on their
+    columns and rows) of a rollout computed here from eager `output_attentions` (head
+    mean + identity, rows renormalised, product over layers), not from capture."""
+    import torch
+
+    from harness.attention import scores
+    from harness.attention.positions import reference_mask
+
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        out = model(**batch.model_inputs(), output_attentions=True)
+    size = batch.total_len
+    rolled = torch.eye(size).expand(len(batch), size, size)
+    for layer in out.attentions:
+        a = layer.float().mean(1) + torch.eye(size)
+        rolled = (a / a.sum(-1, keepdim=True)) @ rolled
+    columns = scores.score_columns(batch, "authors", tasks=tasks)
+    rows = scores.score_rows(batch)
+    return scores.rollout_scores(rolled, reference_mask(batch), columns, "authors", rows)
+
+
 @pytest.fixture(scope="session")
 def attn_tokenizer():
     from harness.tokenization import make_char_tokenizer

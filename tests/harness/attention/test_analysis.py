@@ -15,7 +15,7 @@ from harness.attention.analysis import AnalysisConfig, analyse_batch, analyse_mo
 from harness.data import PromptConfig
 from harness.inference import collate_left, generate_batch, teacher_forced_batch
 from harness.tokenization import CharTokenizer
-from tests.harness.attention.conftest import build_tiny
+from tests.harness.attention.conftest import authors_shares_by_hand, build_tiny
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +109,67 @@ def test_free_running_scores_the_tokens_the_model_wrote(llama, attn_tokenizer):
             assert r["share"] == pytest.approx(expected[(b, r["position"])], abs=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["teacher_forced", "generate"])
+def test_the_authors_convention_scores_their_rows(llama, attn_tokenizer, mode):
+    """`score_convention="authors"`: every answer row and the EOS row get the authors'
+    score computed by hand on the same batch (0 where a row has no reference), and the EOS
+    row is one more token whose correctness is whether the model predicts EOS there."""
+    char_tok = CharTokenizer(attn_tokenizer)
+    prompt = PromptConfig(instruction="Reverse.")
+    chunk = instances("reversal_ood", 4)
+    config = AnalysisConfig(configs=["reversal_ood"], modes=(mode,), score_convention="authors")
+    records, _ = analyse_batch(llama, char_tok, chunk, prompt, config)
+    encodings = [prompt.encode(char_tok, x) for x in chunk]
+    tasks = [x.task for x in chunk]
+    assert tasks[0] == "string_reversal"  # the task whose denominator drops prompt[0]
+    if mode == "teacher_forced":
+        batch = collate_left(encodings, char_tok.pad_id)
+        forced = teacher_forced_batch(llama, char_tok, encodings)
+        eos = forced.eos_correct
+        counts = [len(x.target) + 1 for x in chunk]  # every row, the EOS row among them
+    else:
+        max_new = max(e.target_len for e in encodings) + 1
+        generated = generate_batch(llama, char_tok, encodings, max_new)
+        batch = generated.batch
+        eos = [
+            len(ids) == len(x.target) and done
+            for ids, x, done in zip(generated.ids, chunk, generated.finished)
+        ]
+        counts = [
+            len(x.target) + 1
+            if len(ids) >= len(x.target)
+            else min(len(ids) + int(done), len(x.target))
+            for ids, x, done in zip(generated.ids, chunk, generated.finished)
+        ]
+    assert any(c > len(x.target) for c, x in zip(counts, chunk))  # an EOS row is scored
+    expected = authors_shares_by_hand(llama, batch, tasks)
+    for b, x in enumerate(chunk):
+        mine = [r for r in records if r["index"] == x.index and r["mode"] == mode]
+        assert [r["position"] for r in mine] == list(range(counts[b]))
+        for r in mine:
+            row = batch.prompt_width - 1 + r["position"]
+            assert r["share"] == pytest.approx(float(expected[b, row]), abs=1e-5)
+        if counts[b] > len(x.target):
+            last = mine[-1]
+            assert last["eos"] and last["share"] == 0.0 and last["heads"] is None
+            assert last["correct"] == eos[b]
+    # The paper's convention on the same instances: no EOS row, and rows with a reference
+    # score higher (the authors' denominator leaves prompt[0] out) or the same (the last
+    # character's reference is prompt[0] itself, which they add back).
+    paper, _ = analyse_batch(
+        llama, char_tok, chunk, prompt, AnalysisConfig(configs=["reversal_ood"], modes=(mode,))
+    )
+    records, paper = ([r for r in rs if r["mode"] == mode] for rs in (records, paper))
+    assert not any(r.get("eos") for r in paper)
+    assert len(records) - len(paper) == sum(c > len(x.target) for c, x in zip(counts, chunk))
+    pairs = [
+        (p["share"], a["share"])
+        for p, a in zip(paper, records)
+        if a["heads"] is not None and (p["index"], p["position"]) == (a["index"], a["position"])
+    ]
+    assert pairs and all(a >= p - 1e-7 for p, a in pairs) and any(a > p * 1.001 for p, a in pairs)
+
+
 def test_summary_statistics_are_welch_and_per_length():
     from scipy import stats
 
@@ -189,6 +250,8 @@ def test_bad_input_is_named(llama, attn_tokenizer, monkeypatch):
         analysis.load_instances("reversal_idd", 2, 1234, "test")
     with pytest.raises(ValueError, match="modes must be among"):
         AnalysisConfig(configs=["reversal_id"], modes=("sampled",))
+    with pytest.raises(ValueError, match="score convention must be one of paper, authors"):
+        AnalysisConfig(configs=["reversal_id"], score_convention="author")
 
     plain = instances("reversal_id", 3)
 

@@ -23,11 +23,28 @@ def rollout(correct, n_correct, error, n_error, t, p, g):
     }
 
 
+# The shape of `scores.table2_statistics` (harness.stats.correct_vs_wrong + paper_test).
+INSTANCE_AWARE = {
+    "direction": "correct > wrong",
+    "n_instances": 4,
+    "n_tokens": 22,
+    "cluster_bootstrap": {"difference": 0.0219, "low": 0.0051, "high": 0.03876},
+    "paired": {
+        "mean_difference": 0.00642,
+        "low": -0.001,
+        "high": 0.012,
+        "wilcoxon_p": 0.25,
+        "n_instances": 3,
+    },
+    "matched": {"difference": 0.018, "p": 0.0412},
+    "paper_test": {"welch_p": 0.0001234},
+}
 RESULTS = {
     "reversal_ood": {
         "instances": 4,
         "token_accuracy": 0.5,
         "rollout": rollout(0.0455, 10, 0.0236, 12, 3.14159, 0.0001234, 0.5),
+        "instance_aware": INSTANCE_AWARE,
         "heads": [[0.1, 0.4], [None, 0.3]],
         "by_length": {
             "12": {
@@ -41,6 +58,13 @@ RESULTS = {
             "exact_match": 0.0,
             "rollout": rollout(0.05, 5, None, 0, None, None, None),
             "heads": [[0.2, 0.2], [0.2, 0.2]],
+            # One kind of token only: no difference, no interval, no pair.
+            "instance_aware": {
+                "direction": "no wrong tokens to compare",
+                "cluster_bootstrap": {"difference": None, "low": None, "high": None},
+                "paired": {"mean_difference": None, "n_instances": 0},
+                "matched": {"difference": None, "p": None},
+            },
         },
     }
 }
@@ -66,11 +90,30 @@ def test_numbers():
 
 
 def test_table2_rows():
-    assert table2_rows("rev", RESULTS)[2:] == [
+    rows = table2_rows("rev", RESULTS)
+    assert rows[0].endswith(
+        "| Welch t | p (pooled tokens, paper's test) | Hedges g | "
+        "difference [95% CI over instances] | paired (n) | matched p |"
+    )
+    assert rows[1].count("---") == rows[0].count("|") - 1
+    assert rows[2:] == [
         "| rev | reversal_ood | teacher-forced | 0.500 | - | 0.0455 | 10 | 0.0236 | 12 | 3.14 "
-        "| 1.2e-04 | 0.50 |",
-        "| rev | reversal_ood | free-running | 0.250 | 0.000 | 0.0500 | 5 | - | 0 | - | - | - |",
+        "| 1.2e-04 | 0.50 | +0.0219 [+0.0051, +0.0388] | +0.0064 (3) | 0.041 |",
+        "| rev | reversal_ood | free-running | 0.250 | 0.000 | 0.0500 | 5 | - | 0 | - | - | - "
+        "| - | - (0) | - |",
     ]
+    # Results written before the instance-aware figures: dashes, not an error.
+    old = {"x": {k: v for k, v in RESULTS["reversal_ood"].items() if k != "instance_aware"}}
+    assert table2_rows("rev", old)[2].endswith("| 0.50 | - | - | - |")
+
+
+def test_the_score_convention_is_stated():
+    text = markdown_report(META, RESULTS, [])
+    assert "Score convention: paper (the paper's text), over the task-text columns" in text
+    assert "bootstrap over instances" in text and "paper's, kept for comparison" in text
+    authors = markdown_report({**META, "score_convention": "authors"}, RESULTS, [])
+    assert "Score convention: authors (their released code), " in authors
+    assert "leaves out the prompt's first character" in authors
 
 
 def test_markdown_report_lists_lengths_top_heads_and_figures():

@@ -40,6 +40,7 @@ def parse(command: str) -> ReproduceConfig:
             device="cpu",
             threads=2,
             id_guard=0.05,
+            score_convention="authors",
         ),
         ReproduceConfig(quick=True, output="q", tasks=["reversal"], train_steps=100, **QUICK_SIZES),
         ReproduceConfig(quick=True, output="q", **{**QUICK_SIZES, "num_test": 10}),

@@ -116,6 +116,43 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     assert all(entry == [lost.stem] for entry in calls if entry)
 
 
+def test_the_attention_stage_takes_the_score_convention(tmp_path, model_dir):
+    """`--score-convention authors` reaches the attention stage (its settings, so a paper
+    run's stage file is not reused for it), the EOS row counts as a token, and report.md's
+    Table 2 text states the convention."""
+    from harness.report.report_md import attention_section
+    from harness.scoring import Processes
+
+    tiny = {k: v for k, v in TINY.items() if k != "progress"}
+    out = tmp_path / "out"
+    runs = {}
+    for convention in ("paper", "authors"):
+        cfg = ReproduceConfig(
+            model=model_dir, output=str(out), progress=False, score_convention=convention, **tiny
+        )
+        run = reproduce_module.TaskRun(cfg, "reversal", model_dir, out, Processes("cpu"))
+        runs[convention] = (run, run.run_attention())
+    paper, authors = runs["paper"][1], runs["authors"][1]
+    assert runs["authors"][0].stages.ran == ["reversal-attention"]  # not the paper's file
+    assert authors["score_convention"] == "authors"
+    instances = runs["paper"][0].instances("id", 3)
+    for name in ("reversal_id", "reversal_ood"):
+        extra = authors["results"][name]["tokens"] - paper["results"][name]["tokens"]
+        assert extra == 3  # one EOS row per instance
+    assert sum(len(x.target) for x in instances) == paper["results"]["reversal_id"]["tokens"]
+    task = {"task": "reversal", "model": model_dir, "attention": authors}
+    text = "\n".join(attention_section(task, tmp_path / "reversal", "attentionspan reproduce"))
+    assert "Score convention: authors (their released code)" in text
+    assert "difference [95% CI over instances]" in text
+    document = json.loads((tmp_path / "reversal" / "attention" / "attention.json").read_text())
+    assert document["settings"]["score_convention"] == "authors"
+    # Stage files from before the option: the paper's convention.
+    legacy = {"results": paper["results"], "plots": paper["plots"]}
+    task = {"task": "reversal", "model": model_dir, "attention": legacy}
+    text = "\n".join(attention_section(task, tmp_path / "old", "attentionspan reproduce"))
+    assert "Score convention: paper (the paper's text)" in text
+
+
 def test_bad_options_name_the_field():
     with pytest.raises(ValueError, match="'model' is required"):
         ReproduceConfig()
