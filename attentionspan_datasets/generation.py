@@ -71,6 +71,12 @@ def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     through (re-validated when overridden)."""
     if isinstance(name, TaskConfig):
         return dataclasses.replace(name, **overrides) if overrides else name
+    if not isinstance(name, str):  # a list or dict would fail as unhashable (TypeError)
+        shown = repr(name) if len(repr(name)) <= 60 else f"{repr(name)[:40]}..."
+        raise ValueError(
+            f"'config' must be a preset or task name (a str) or a TaskConfig, "
+            f"got {type(name).__name__} {shown}"
+        )
     if name in PRESETS:
         task_name, params = PRESETS[name]
     else:

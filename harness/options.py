@@ -33,6 +33,23 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    # argparse hands a subcommand's unknown options up to the top parser, whose error would
+    # name `attentionspan`, not the command whose --help lists the options. The innermost
+    # parser that left some unrecognised records its prog in the namespace.
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, "_unrecognized_prog"):
+            namespace._unrecognized_prog = self.prog
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        prog = vars(namespace).pop("_unrecognized_prog", self.prog)
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            self.exit(2, f"{prog}: error: {message} (see {prog} --help)\n")
+        return namespace
+
 
 def option(name: str) -> str:
     """The flag of a dataclass field: `max_grad_norm` -> `--max-grad-norm`."""

@@ -10,6 +10,7 @@ attentionspan show --all
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import textwrap
@@ -17,6 +18,8 @@ from itertools import islice
 
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
+    MAX_INDEX,
+    SEED_RANGE,
     config_names,
     iter_instances,
     resolve_config,
@@ -31,6 +34,11 @@ PROGRESS_THRESHOLD = 10_000  # below this, a progress bar is noise
 # time per 100,000 rows: strings above malloc's 128 KB mmap threshold come from fresh
 # pages, each faulted in. 50 rows of up to 2 KB stay below it.
 BATCH = 50
+# Instances one `generate` prints without --force: the rows a split may hold
+# (builder.MAX_SPLIT_ROWS), about 2 GB of addition_ood JSON; more is likelier a typo.
+MAX_GENERATE = 10_000_000
+# Grids one `show` draws per config: each can fill a screen, and a drawing is for reading.
+MAX_SHOW = 1_000
 
 
 def parse_params(config: str, pairs: list[str]) -> dict:
@@ -54,9 +62,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=f"Print instances of CONFIG. Configs: {configs}.",
     )
     gen.add_argument("config", metavar="CONFIG", help="preset (addition_ood) or task (addition)")
-    gen.add_argument("-n", "--num", type=int, default=10, help="how many instances (default 10)")
-    gen.add_argument("--seed", type=int, default=DEFAULT_SEED, help="stream seed")
-    gen.add_argument("--start", type=int, default=0, help="index of the first instance")
+    gen.add_argument(
+        "-n",
+        "--num",
+        type=int,
+        default=10,
+        help=f"how many instances (default 10; at most {MAX_GENERATE:,} without --force)",
+    )
+    gen.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"stream seed (default {DEFAULT_SEED})"
+    )
+    gen.add_argument("--start", type=int, default=0, help="index of the first instance (default 0)")
+    gen.add_argument(
+        "--force", action="store_true", help=f"allow more than {MAX_GENERATE:,} instances"
+    )
     gen.add_argument(
         "--format",
         choices=["jsonl", "text"],
@@ -80,10 +99,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("config", metavar="CONFIG", nargs="?", help="preset or task; omit with --all")
     show.add_argument("--all", action="store_true", help="draw the first instances of every preset")
     show.add_argument(
-        "-n", "--num", type=int, default=1, help="how many instances to draw per config (default 1)"
+        "-n",
+        "--num",
+        type=int,
+        default=1,
+        help=f"how many instances to draw per config (default 1, at most {MAX_SHOW:,})",
     )
-    show.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    show.add_argument("--index", type=int, default=0, help="row (of the split, with --split)")
+    show.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"stream seed (default {DEFAULT_SEED})"
+    )
+    show.add_argument(
+        "--index", type=int, default=0, help="row (of the split, with --split; default 0)"
+    )
     show.add_argument(
         "--split",
         choices=["train", "validation", "test"],
@@ -94,11 +121,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     show.set_defaults(func=run_show)
 
 
+def check_range(args: argparse.Namespace, first: str, cap: int, force: bool = False) -> None:
+    """-n/--num, the first index (`first`: --start or --index) and --seed, before any work:
+    the stream's indices are int64 (generation.MAX_INDEX) and -n has a cap."""
+    low = 0 if first == "--start" else 1
+    if args.num < low:
+        raise ValueError(f"-n/--num must be >= {low}, got {args.num}")
+    if args.num > cap and not force:
+        hint = "; pass --force to generate them anyway" if first == "--start" else ""
+        raise ValueError(f"-n/--num is {args.num:,}, above the cap of {cap:,}{hint}")
+    start = getattr(args, first.lstrip("-"))
+    if start < 0:
+        raise ValueError(f"{first} must be >= 0, got {start}")
+    if start > MAX_INDEX or start + args.num - 1 > MAX_INDEX:
+        raise ValueError(
+            f"{first} {start} with -n {args.num} runs past the last index {MAX_INDEX}; "
+            f"allowed: {first} <= {MAX_INDEX - max(args.num, 1) + 1}"
+        )
+    if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
+        raise ValueError(f"--seed must be in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {args.seed}")
+
+
 def run_generate(args: argparse.Namespace) -> int:
-    if args.num < 0:
-        raise ValueError(f"-n/--num must be >= 0, got {args.num}")
-    if args.start < 0:
-        raise ValueError(f"--start must be >= 0, got {args.start}")
+    check_range(args, "--start", MAX_GENERATE, args.force)
     params = parse_params(args.config, args.param)
     config = resolve_config(args.config, **params)
     if args.format == "jsonl":
@@ -131,22 +176,31 @@ def _progress(total: int, desc: str):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, file=sys.stderr)
+    # A terminal that reports no size (a pty nobody sized, `script` without one) would
+    # give tqdm a bar of width 0, which it prints as nothing: draw 80 columns there.
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return tqdm(total=total, desc=desc, file=sys.stderr, ncols=None if columns else 80)
 
 
 def run_show(args: argparse.Namespace) -> int:
-    if args.index < 0:
-        raise ValueError(f"--index must be >= 0, got {args.index}")
-    if args.num < 1:
-        raise ValueError(f"-n/--num must be >= 1, got {args.num}")
+    check_range(args, "--index", MAX_SHOW)
     if args.all == (args.config is not None):
         raise ValueError("give either CONFIG or --all")
     configs = list(PRESETS) if args.all else [args.config]
-    width = shutil.get_terminal_size().columns
-    stop = args.index + args.num
-    print(legend(width), end="\n\n")
+    # Every config's parameters are checked before anything is drawn, and the legend is
+    # printed once the first grid is drawn: an error never follows a legend.
+    plans = []
     for config in configs:
         params = parse_params(config, args.param)
+        resolve_config(config, **params)
+        plans.append((config, params))
+    width = shutil.get_terminal_size().columns
+    stop = args.index + args.num
+    legend_shown = False
+    for config, params in plans:
         if args.split is None:
             instances = iter_instances(config, args.seed, args.index, stop, **params)
         else:
@@ -161,7 +215,11 @@ def run_show(args: argparse.Namespace) -> int:
         if config in PRESETS and not params and (args.split is not None or not args.all):
             warn_small_space(config, args.seed)
         for instance in instances:
-            print(render_mask(instance, width=width), end="\n\n")
+            grid = render_mask(instance, width=width)
+            if not legend_shown:
+                print(legend(width), end="\n\n")
+                legend_shown = True
+            print(grid, end="\n\n")
     return 0
 
 
