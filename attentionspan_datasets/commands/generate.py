@@ -176,13 +176,21 @@ def _progress(total: int, desc: str):
         return None
     from tqdm import tqdm
 
-    # A terminal that reports no size (a pty nobody sized, `script` without one) would
-    # give tqdm a bar of width 0, which it prints as nothing: draw 80 columns there.
+    # A terminal that reports a size of 0 x 0 (a pty nobody sized: `script`, an IDE's
+    # console, ssh -t from a pipe) makes tqdm hide its bar as if below the screen's last
+    # row: give it 80 x 24 there.
     try:
-        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        size = os.get_terminal_size(sys.stderr.fileno())
+        columns, lines = size.columns, size.lines
     except (OSError, ValueError):
-        columns = 0
-    return tqdm(total=total, desc=desc, file=sys.stderr, ncols=None if columns else 80)
+        columns = lines = 0
+    return tqdm(
+        total=total,
+        desc=desc,
+        file=sys.stderr,
+        ncols=None if columns else 80,
+        nrows=None if lines else 24,
+    )
 
 
 def run_show(args: argparse.Namespace) -> int:
