@@ -58,41 +58,61 @@ def patch_task_manager(module: Any = None) -> None:
         bound.apply_defaults()
         if bound.arguments["include_defaults"]:
             bound.arguments["include_path"] = with_tasks_dir(bound.arguments["include_path"])
+        metadata = bound.arguments.get("metadata")
+        if isinstance(metadata, dict) and "attnspan" in metadata:
+            # Before lm-eval loads the model: a bad option costs a second, not a model load.
+            from lm_eval_tasks.dataset import preflight
+
+            preflight(metadata)
         original(*bound.args, **bound.kwargs)
 
     __init__._attnspan_patched = True
     TaskManager.__init__ = __init__
-    quiet_repeated_kwargs_warning()
+    quiet_lm_eval_warnings()
 
 
-# lm-eval logs this for every task with a `custom_dataset` (twelve times for the group).
+# lm-eval's log lines that say nothing to a user of our tasks (see _AttnspanRecordFilter).
 KWARGS_WARNING = "Custom kwargs can be passed to `--metadata`"
+AGGREGATION_WARNING = "No aggregation function defined for metric exact_match_len_"
+COUNTS_WARNING = "Metrics were not scored on the same number of documents"
 
 
-class _OnceFilter:
-    """A logging filter that lets the first record containing `text` through, then no more."""
+class _AttnspanRecordFilter:
+    """Drops two of lm-eval's log records when they are about an attnspan task:
+    - "attnspan_x: Custom kwargs can be passed to `--metadata` ... For example
+      --metadata='{"max_seq_lengths":[4096, 8192]}'", logged for every task with a
+      `custom_dataset` on every run, with another task's example; our options are
+      `--metadata '{"attnspan": ...}'` (lm_eval_tasks/README.md), and a wrong one stops the
+      run with the list of allowed keys;
+    - "[attnspan_x] No aggregation function defined for metric exact_match_len_NN. Using
+      mean.", once per length outside the preset's bins when task fields are changed:
+      the YAML's metric list cannot name lengths known only at run time, `mean` is the
+      right aggregation (only that length's documents report the metric), and the task
+      says so itself in one line (dataset._note_lengths_outside_bins);
+    - "[attnspan_x] Metrics were not scored on the same number of documents (...)", which
+      follows from the same metrics (each is scored on its length's documents only); the
+      group averages exact_match and partial_acc, which every document reports, unweighted.
+    Records about other tasks pass unchanged."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.seen = False
+    attnspan_filter = True
 
     def filter(self, record: Any) -> bool:
-        if self.text not in record.getMessage():
-            return True
-        if self.seen:
-            return False
-        self.seen = True
+        message = record.getMessage()
+        if KWARGS_WARNING in message:
+            return not message.startswith("attnspan")
+        if AGGREGATION_WARNING in message or COUNTS_WARNING in message:
+            return not message.startswith("[attnspan")
         return True
 
 
-def quiet_repeated_kwargs_warning() -> None:
-    """Show lm-eval's "Custom kwargs can be passed to --metadata" warning once per process
-    (it points at our README's `--metadata '{"attnspan": ...}'`, which says the rest)."""
+def quiet_lm_eval_warnings() -> None:
+    """Install _AttnspanRecordFilter on the two lm-eval loggers that log them (once)."""
     import logging
 
-    logger = logging.getLogger("lm_eval.api.task")
-    if not any(isinstance(f, _OnceFilter) for f in logger.filters):
-        logger.addFilter(_OnceFilter(KWARGS_WARNING))
+    for name in ("lm_eval.api.task", "lm_eval.evaluator_utils"):
+        logger = logging.getLogger(name)
+        if not any(getattr(f, "attnspan_filter", False) for f in logger.filters):
+            logger.addFilter(_AttnspanRecordFilter())
 
 
 def register_model_type(module: Any = None) -> None:
