@@ -55,6 +55,7 @@ from datasets.iterable_dataset import ExamplesIterable
 from attentionspan_datasets import __version__
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
+    SEED_RANGE,
     SHORT_TASK_NAMES,
     config_names,
     resolve_config,
@@ -229,6 +230,11 @@ class AttentionSpanConfig(datasets.BuilderConfig):
             raise ValueError(
                 f"attentionspan config {label!r}: 'seed' must be an int, got {value!r}"
             )
+        elif name == "seed" and not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
+            raise ValueError(
+                f"attentionspan config {label!r}: 'seed' must be in [{SEED_RANGE[0]}, "
+                f"{SEED_RANGE[1]}], got {value}"
+            )
         elif name == "force" and not isinstance(value, bool):
             raise ValueError(
                 f"attentionspan config {label!r}: 'force' must be True or False, got {value!r}"
@@ -316,6 +322,22 @@ def check_num_proc(num_proc: Any, option: str = "num_proc") -> int | None:
             f"{NUM_SHARDS} shards, so more processes would idle)"
         )
     return num_proc
+
+
+def check_split_name(split: Any) -> None:
+    """None, or a split in datasets' syntax over SPLITS ("test", "train[:10%]",
+    "train+validation"): checked before the build, which datasets would do first."""
+    if split is None:
+        return
+    if not isinstance(split, str):
+        raise ValueError(f"'split' must be one of {', '.join(SPLITS)} (a str), got {split!r}")
+    names = [part.split("[", 1)[0].strip() for part in split.split("+")]
+    unknown = [name for name in names if name not in SPLITS]
+    if unknown:
+        raise ValueError(
+            f"unknown split {unknown[0]!r} in 'split' {split!r}; allowed: {', '.join(SPLITS)} "
+            f"(with datasets' slices such as 'train[:10%]')"
+        )
 
 
 def _short(value: Any) -> str:
@@ -498,6 +520,9 @@ def load(
     methods only (no registration needed): a DatasetDict, or a Dataset for one `split`;
     IterableDataset(Dict) when `streaming`."""
     check_num_proc(num_proc)
+    check_split_name(split)
+    if not isinstance(streaming, bool):  # "no" would be truthy
+        raise ValueError(f"'streaming' must be True or False, got {streaming!r}")
     builder = AttentionSpan(config_name=config, cache_dir=cache_dir, **config_kwargs)
     if streaming:
         return builder.as_streaming_dataset(split=split)

@@ -11,7 +11,6 @@ can be regenerated alone, sharding never changes data, and no global RNG is touc
 from __future__ import annotations
 
 import _random
-import dataclasses
 import functools
 import hashlib
 import random
@@ -70,7 +69,8 @@ def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     or its short form `addition`), with keyword overrides applied on top. A config passes
     through (re-validated when overridden)."""
     if isinstance(name, TaskConfig):
-        return dataclasses.replace(name, **overrides) if overrides else name
+        # from_params refuses an unknown key with the allowed ones (replace: a TypeError)
+        return type(name).from_params({**name.to_params(), **overrides}) if overrides else name
     if not isinstance(name, str):  # a list or dict would fail as unhashable (TypeError)
         shown = repr(name) if len(repr(name)) <= 60 else f"{repr(name)[:40]}..."
         raise ValueError(

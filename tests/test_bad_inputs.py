@@ -661,6 +661,38 @@ def _api_rows():
             lambda: hub_export.export(["reversal_id"], "unused-out", num_proc=2.0),
             ["--num-proc", "2.0"],
         ),
+        (
+            "load-split-unknown",
+            lambda: api.load("reversal_id", split="dev"),
+            ["unknown split 'dev'", "train, validation, test"],
+        ),
+        (
+            "load-split-unknown-in-a-sum",
+            lambda: api.load("reversal_id", split="train+dev[:5]"),
+            ["unknown split 'dev'"],
+        ),
+        ("load-split-int", lambda: api.load("reversal_id", split=3), ["'split'", "got 3"]),
+        (
+            "load-streaming-str",
+            lambda: api.load("reversal_id", streaming="no"),
+            ["'streaming' must be True or False", "'no'"],
+        ),
+        (
+            "load-seed-huge",
+            lambda: api.load("reversal_id", seed=2**70),
+            ["'seed' must be in", "got 1180591620717411303424"],
+        ),
+        (
+            "load-dataset-seed-negative-huge",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", seed=-(2**64)),
+            ["'seed' must be in"],
+        ),
+        ("split-of-int", lambda: splits.split_of(3), ["'prompt' must be a str", "int"]),
+        (
+            "generate-config-object-unknown-field",
+            lambda: api.generate(api.resolve_config("reversal"), foo=1),
+            ["unknown parameter(s) 'foo'", "allowed: mask, min_length"],
+        ),
     ]
 
 
@@ -712,6 +744,14 @@ API_IDS = [
     "export-configs-int",
     "export-out-none",
     "export-num-proc-float",
+    "load-split-unknown",
+    "load-split-unknown-in-a-sum",
+    "load-split-int",
+    "load-streaming-str",
+    "load-seed-huge",
+    "load-dataset-seed-negative-huge",
+    "split-of-int",
+    "generate-config-object-unknown-field",
 ]
 
 
