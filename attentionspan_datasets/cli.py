@@ -30,8 +30,32 @@ class UsageError(Exception):
     """A problem with the user's input that is not a bad task parameter."""
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Errors in one line that names the subcommand and its --help, as the `attentionspan`
+    console script prints them (harness.options.OneLineParser; this layer cannot import
+    it): argparse would print the usage block and name only the top-level program for an
+    unknown option of a subcommand."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, "_unrecognized_prog"):
+            namespace._unrecognized_prog = self.prog  # the innermost parser left them
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        prog = vars(namespace).pop("_unrecognized_prog", self.prog)
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            self.exit(2, f"{prog}: error: {message} (see {prog} --help)\n")
+        return namespace
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="attentionspan",
         description="Algorithmic tasks with reference attention masks: generate, draw and "
         "export the data.",

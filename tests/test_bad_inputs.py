@@ -132,6 +132,22 @@ CLI_ROWS = [
     # --- the top level
     ("no-command", [], ["attentionspan: error:", "COMMAND"]),
     ("unknown-command", ["frobnicate"], ["invalid choice: 'frobnicate'", "generate"]),
+    # an unknown option names the (sub)command whose --help lists the options
+    (
+        "unknown-option-before-the-command",
+        ["--bogus", "generate", "reversal"],
+        ["attentionspan: error: unrecognized arguments: --bogus", "(see attentionspan --help)"],
+    ),
+    (
+        "train-unknown-option",
+        [*TRAIN, "--learning-rate", "1"],
+        ["unrecognized arguments: --learning-rate 1", "(see attentionspan train --help)"],
+    ),
+    (
+        "models-fetch-unknown-option",
+        ["models", "fetch", "smollm2-135m-instruct", "--bogus"],
+        ["attentionspan models fetch: error: unrecognized arguments: --bogus"],
+    ),
     # --- generate: huge sizes are refused up front, naming the field and the cap
     (
         "generate-huge-reversal",
@@ -468,7 +484,8 @@ def test_a_bad_command_line_is_one_line_and_status_2(args, fragments, places, ca
     status, err, out = run_cli(args)
     assert status == 2, (status, err)
     assert len(err) == 1, err
-    command = " ".join(["attentionspan", *args[:1]]) if args and args[0] != "frobnicate" else ""
+    top_level = not args or args[0] == "frobnicate" or args[0].startswith("-")
+    command = "" if top_level else f"attentionspan {args[0]}"
     assert err[0].startswith(f"{command or 'attentionspan'}"), err[0]
     assert ": error: " in err[0], err[0]
     for fragment in fragments:

@@ -304,3 +304,31 @@ def test_the_api_refuses_a_read_only_cache_dir(read_only_dir):
     assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="'cache_dir' .* cannot be written"):
         datasets.load_dataset("attentionspan", "reversal_id", cache_dir=str(read_only_dir / "c"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["generate", "reversal", "--bogus"],
+            "attentionspan generate: error: unrecognized arguments: --bogus "
+            "(see attentionspan generate --help)",
+        ),
+        (
+            ["export", "reversal_id", "--out", "x", "--num-trian", "5"],
+            "attentionspan export: error: unrecognized arguments: --num-trian 5 "
+            "(see attentionspan export --help)",
+        ),
+        (
+            ["show", "--index", "x"],
+            "attentionspan show: error: argument --index: invalid int value: 'x' "
+            "(see attentionspan show --help)",
+        ),
+    ],
+)
+def test_the_data_cli_names_the_subcommand_in_one_line(capsys, argv, line):
+    """`python -m attentionspan_datasets` refuses as `attentionspan` does (issue 23)."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert capsys.readouterr().err == line + "\n"
