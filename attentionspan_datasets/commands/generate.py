@@ -10,6 +10,7 @@ attentionspan show --all
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -154,15 +155,34 @@ def run_generate(args: argparse.Namespace) -> int:
     write = sys.stdout.write
     progress = _progress(args.num, f"generate {args.config}")
     left = args.num
-    while left > 0:
-        size = min(BATCH, left)
-        write(render(islice(instances, size)))
-        if progress is not None:
-            progress.update(size)
-        left -= size
+    with stdout_errors():
+        while left > 0:
+            size = min(BATCH, left)
+            write(render(islice(instances, size)))
+            if progress is not None:
+                progress.update(size)
+            left -= size
     if progress is not None:
         progress.close()
     return 0
+
+
+@contextlib.contextmanager
+def stdout_errors():
+    """A full disk (`generate ... > /dev/full`) or a closed file under stdout: one line,
+    not a traceback; a closed pipe stays BrokenPipeError (quiet, status 0)."""
+    try:
+        yield
+        sys.stdout.flush()  # the last block fails here, not in the interpreter's exit
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        # Nothing more reaches stdout: point it at devnull, or the interpreter's final
+        # flush of what is still buffered prints "Exception ignored ..." after our line.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        reason = error.strerror or str(error)
+        raise ValueError(f"cannot write to standard output: {reason}") from None
 
 
 def _text_lines(instances) -> str:
@@ -224,10 +244,11 @@ def run_show(args: argparse.Namespace) -> int:
             warn_small_space(config, args.seed)
         for instance in instances:
             grid = render_mask(instance, width=width)
-            if not legend_shown:
-                print(legend(width), end="\n\n")
-                legend_shown = True
-            print(grid, end="\n\n")
+            with stdout_errors():
+                if not legend_shown:
+                    print(legend(width), end="\n\n")
+                    legend_shown = True
+                print(grid, end="\n\n")
     return 0
 
 

@@ -432,3 +432,25 @@ def test_generate_shows_no_bar_when_stderr_is_not_a_terminal():
         check=True,
     )
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "argv", [["generate", "reversal", "-n", "3"], ["generate", "addition"], ["show", "reversal"]]
+)
+def test_a_full_disk_under_stdout_is_one_line(argv):
+    """`attentionspan generate ... > file` on a full disk (/dev/full: every write fails
+    with ENOSPC): one line and status 2, not a traceback or "Exception ignored"."""
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "attentionspan_datasets", *argv],
+            stdout=full, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"attentionspan {argv[0]}: error: cannot write to standard output: "
+        "No space left on device\n"
+    )
