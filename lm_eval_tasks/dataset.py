@@ -41,7 +41,7 @@ from attentionspan_datasets.metrics import (
 )
 from attentionspan_datasets.splits import FEWSHOT, iter_split
 from attentionspan_datasets.tasks import TASKS
-from lm_eval_tasks.registration import quiet_lm_eval_warnings
+from lm_eval_tasks.quiet import quiet_lm_eval_warnings
 
 log = logging.getLogger(__name__)
 
@@ -342,8 +342,8 @@ def _note_lengths_outside_bins(preset: str, rows: list[dict[str, Any]], bins) ->
     """Say once per task which lengths have a metric of their own (task fields changed
     with --metadata): lm-eval's metric list, fixed in the YAML, cannot name them, and
     lm-eval would warn once per such metric that it averages it with `mean` (which is
-    right: only that length's documents report it). registration.quiet_lm_eval_warnings
-    drops those."""
+    right: only that length's documents report it). quiet.quiet_lm_eval_warnings drops
+    those."""
     outside = sorted({row["length"] for row in rows if bin_of(row["length"], bins) is None})
     if outside:
         shown = ", ".join(map(str, outside[:10])) + (" ..." if len(outside) > 10 else "")

@@ -124,15 +124,15 @@ def test_lm_evals_hints_about_our_tasks_are_dropped_others_kept(caplog):
     line per length outside the bins are dropped for attnspan tasks only."""
     import logging
 
-    from lm_eval_tasks import registration
+    from lm_eval_tasks import quiet
 
-    registration.quiet_lm_eval_warnings()
-    registration.quiet_lm_eval_warnings()  # idempotent: one filter per logger
+    quiet.quiet_lm_eval_warnings()
+    quiet.quiet_lm_eval_warnings()  # idempotent: one filter per logger
     task_logger = logging.getLogger("lm_eval.api.task")
     utils_logger = logging.getLogger("lm_eval.evaluator_utils")
     for logger in (task_logger, utils_logger):
         assert sum(getattr(f, "attnspan_filter", False) for f in logger.filters) == 1
-    hint = f"{registration.KWARGS_WARNING} in console (as json string) or to the TaskManager."
+    hint = f"{quiet.KWARGS_WARNING} in console (as json string) or to the TaskManager."
     with caplog.at_level(logging.WARNING):
         for task in ("attnspan_reversal_id", "attnspan_addition_id", "ruler_niah"):
             task_logger.warning(f"{task}: {hint}")
