@@ -813,6 +813,8 @@ README_MESSAGES = [
     "using the prompt layout saved in",
     "ATTENTIONSPAN_TRACEBACK=1",
     "(see attentionspan COMMAND --help)",
+    "is the current directory or holds it",
+    "became a folder that is not empty while this process was writing it (another writer?)",
 ]
 
 
