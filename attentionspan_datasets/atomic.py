@@ -18,6 +18,7 @@ them, not the private 0600 / 0700 of `tempfile`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -96,13 +97,18 @@ def _temp_prefix(path: Path, kind: str = "partial") -> str:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
+def atomic_path(
+    path: str | os.PathLike, *, directory: bool = False, replace: bool = True
+) -> Iterator[Path]:
     """Yield a temporary path next to `path`; on success it replaces `path`.
 
     For a file, the temporary exists (empty) and the caller writes it by name. With
     `directory=True` it is an empty folder; an existing `path` folder is moved aside, the new
     one renamed in, and the old one removed (two renames: a reader may briefly find no folder,
-    never a partial one). Parents are created.
+    never a partial one). With `replace=False` (folders only) the one rename that puts the
+    folder in place fails with FileExistsError when `path` is a folder with anything in it
+    by then: of two writers that both found `path` missing, only the first wins. Parents are
+    created.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +125,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
     try:
         yield temp
         if directory:
-            _replace_dir(temp, path)
+            _replace_dir(temp, path, replace)
         else:
             with open(temp, "rb+") as handle:
                 os.fsync(handle.fileno())
@@ -134,11 +140,25 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         raise
 
 
-def _replace_dir(staging: Path, path: Path) -> None:
+def _replace_dir(staging: Path, path: Path, replace: bool = True) -> None:
     for root, _, files in os.walk(staging):
         for name in files:
             with open(os.path.join(root, name), "rb") as handle:
                 os.fsync(handle.fileno())
+    if not replace:
+        # rename(2) of a folder onto an existing one succeeds only if that one is empty:
+        # the check and the replacement are one atomic step.
+        try:
+            os.rename(staging, path)
+        except OSError as error:
+            if error.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                raise
+            what = "a file" if path.exists() and not path.is_dir() else "a folder that is not empty"
+            raise FileExistsError(
+                f"{path} became {what} while this process was writing it (another writer?); "
+                f"it was left as it is"
+            ) from None
+        return
     if path.exists() or path.is_symlink():
         if not path.is_dir() or path.is_symlink():
             raise FileExistsError(f"{path} exists and is not a folder")

@@ -37,7 +37,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from json.encoder import c_make_encoder, encode_basestring_ascii
@@ -53,6 +55,7 @@ from datasets.iterable_dataset import ExamplesIterable
 from attentionspan_datasets import __version__
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
+    SEED_RANGE,
     config_names,
     resolve_config,
 )
@@ -226,6 +229,11 @@ class AttentionSpanConfig(datasets.BuilderConfig):
             raise ValueError(
                 f"attentionspan config {label!r}: 'seed' must be an int, got {value!r}"
             )
+        elif name == "seed" and not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
+            raise ValueError(
+                f"attentionspan config {label!r}: 'seed' must be in [{SEED_RANGE[0]}, "
+                f"{SEED_RANGE[1]}], got {value}"
+            )
         elif name == "force" and not isinstance(value, bool):
             raise ValueError(
                 f"attentionspan config {label!r}: 'force' must be True or False, got {value!r}"
@@ -262,6 +270,73 @@ class AttentionSpanConfig(datasets.BuilderConfig):
 
 _OWN_FIELDS = {f.name for f in fields(AttentionSpanConfig)}
 _SETTABLE_FIELDS = ["mask", "seed", "num_train", "num_validation", "num_test", "force"]
+
+
+def check_config_name(name: Any) -> None:
+    """A config name is a str (or None for the default); anything else is a ValueError."""
+    if name is not None and not isinstance(name, str):
+        raise ValueError(
+            f"attentionspan: the config must be a preset or task name (a str) such as "
+            f"'reversal_id', got {type(name).__name__} {_short(name)}"
+        )
+
+
+def check_cache_dir(cache_dir: Any, option: str = "cache_dir") -> Path:
+    """`cache_dir` as a Path to a folder this process can write, created if missing; else a
+    ValueError naming it (a file, a read-only folder, a path under a file)."""
+    label = option if option.startswith("--") else f"'{option}'"
+    if isinstance(cache_dir, bool) or not isinstance(cache_dir, (str, os.PathLike)):
+        raise ValueError(f"{label} must be a folder path, got {type(cache_dir).__name__}")
+    if not str(cache_dir):
+        raise ValueError(f"{label} must be a folder path, got an empty string")
+    path = Path(cache_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{label} {str(path)!r} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        # Creating a file is the test the writes to come cannot disagree with (os.access
+        # misses ACLs and network file systems).
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ValueError(f"{label} {str(path)!r} cannot be written: {reason}") from None
+    return path
+
+
+def check_num_proc(num_proc: Any, option: str = "num_proc") -> int | None:
+    """None, or an int in [1, NUM_SHARDS]: more processes than a split's shards idle."""
+    if num_proc is None:
+        return None
+    if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
+        raise ValueError(f"'{option}' must be an integer >= 1 or None, got {num_proc!r}")
+    if num_proc > NUM_SHARDS:
+        raise ValueError(
+            f"'{option}' is {num_proc}, above the cap of {NUM_SHARDS} (a split has at most "
+            f"{NUM_SHARDS} shards, so more processes would idle)"
+        )
+    return num_proc
+
+
+def check_split_name(split: Any) -> None:
+    """None, or a split in datasets' syntax over SPLITS ("test", "train[:10%]",
+    "train+validation"): checked before the build, which datasets would do first."""
+    if split is None:
+        return
+    if not isinstance(split, str):
+        raise ValueError(f"'split' must be one of {', '.join(SPLITS)} (a str), got {split!r}")
+    names = [part.split("[", 1)[0].strip() for part in split.split("+")]
+    unknown = [name for name in names if name not in SPLITS]
+    if unknown:
+        raise ValueError(
+            f"unknown split {unknown[0]!r} in 'split' {split!r}; allowed: {', '.join(SPLITS)} "
+            f"(with datasets' slices such as 'train[:10%]')"
+        )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def _shards(size: int | None) -> list[tuple[int, int | None]]:
@@ -305,6 +380,11 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
     DEFAULT_CONFIG_NAME = "reversal_id"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # datasets would fail on these with a TypeError or an OSError deep inside; say what
+        # is wrong with the argument instead (load_dataset passes both by keyword).
+        check_config_name(kwargs.get("config_name"))
+        if kwargs.get("cache_dir") is not None:
+            kwargs["cache_dir"] = str(check_cache_dir(kwargs["cache_dir"]))
         # Built directly (not through load_dataset), the builder still keys its cache on
         # the sources and names its cache folder "attentionspan", not "builder".
         kwargs.setdefault("hash", source_hash())
@@ -433,6 +513,10 @@ def load(
     """What `load_dataset("attentionspan", config, ...)` returns, through public builder
     methods only (no registration needed): a DatasetDict, or a Dataset for one `split`;
     IterableDataset(Dict) when `streaming`."""
+    check_num_proc(num_proc)
+    check_split_name(split)
+    if not isinstance(streaming, bool):  # "no" would be truthy
+        raise ValueError(f"'streaming' must be True or False, got {streaming!r}")
     builder = AttentionSpan(config_name=config, cache_dir=cache_dir, **config_kwargs)
     if streaming:
         return builder.as_streaming_dataset(split=split)

@@ -20,6 +20,7 @@ import importlib
 import sys
 
 from attentionspan_datasets.guard import (  # noqa: F401  (UsageError: re-exported)
+    OneLineParser,
     UsageError,
     run_guarded,
 )
@@ -32,7 +33,7 @@ COMMAND_MODULES = DATA_COMMAND_MODULES  # the name older code imports
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="attentionspan",
         description="Algorithmic tasks with reference attention masks: generate, draw and "
         "export the data.",

@@ -73,7 +73,14 @@ def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     if isinstance(name, TaskConfig):
         if not overrides:
             return name
+        # from_params refuses an unknown key with the allowed ones (replace: a TypeError)
         return type(name).from_params({**name.to_params(), **overrides}).labelled(name.label)
+    if not isinstance(name, str):  # a list or dict would fail as unhashable (TypeError)
+        shown = repr(name) if len(repr(name)) <= 60 else f"{repr(name)[:40]}..."
+        raise ValueError(
+            f"'config' must be a preset or task name (a str) or a TaskConfig, "
+            f"got {type(name).__name__} {shown}"
+        )
     if name in PRESETS:
         preset = PRESETS[name]
         task_name, params = preset.task, preset.params

@@ -1,6 +1,6 @@
 """How every `attentionspan` command runs: a user's mistake is one line, not a traceback.
 
-    from attentionspan_datasets.guard import UsageError, run_guarded
+    from attentionspan_datasets.guard import OneLineParser, UsageError, run_guarded
     sys.exit(run_guarded("generate", args.func, args))
 
 A user's mistake (`ValueError`, `UsageError`, `FileNotFoundError`, `FileExistsError`) prints
@@ -8,7 +8,8 @@ A user's mistake (`ValueError`, `UsageError`, `FileNotFoundError`, `FileExistsEr
 (`attentionspan generate ... | head`) is quiet, status 0; Ctrl-C is one line, status 130.
 `ATTENTIONSPAN_TRACEBACK=1` shows the traceback instead. The data commands
 (`python -m attentionspan_datasets`) and the harness's (`harness.options`, `harness.cli`)
-share this one copy; it lives here because the data layer imports nothing above it.
+share this one copy, and one `OneLineParser` (argparse errors in one line that names the
+subcommand and its --help); they live here because the data layer imports nothing above it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,35 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 PROG = "attentionspan"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like every other refusal: the usage
+    block argparse prints before them is pages long for some commands (train), and the
+    line that matters came last. Subparsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    # argparse hands a subcommand's unknown options up to the top parser, whose error would
+    # name `attentionspan`, not the command whose --help lists the options. The innermost
+    # parser that left some unrecognised records its prog in the namespace.
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, "_unrecognized_prog"):
+            namespace._unrecognized_prog = self.prog
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        prog = vars(namespace).pop("_unrecognized_prog", self.prog)
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            self.exit(2, f"{prog}: error: {message} (see {prog} --help)\n")
+        return namespace
 
 
 class UsageError(Exception):

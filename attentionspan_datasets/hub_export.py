@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -59,10 +60,32 @@ def check_hub(repo_id: str) -> None:
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
+    """Refuse, before anything is built, an --out that cannot be written or must not be
+    replaced: the current directory or a folder holding it (--overwrite would delete its
+    files), a path under a file, a folder this process cannot write."""
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder")
+    resolved, cwd = out.resolve(), Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise ValueError(
+            f"--out {str(out)!r} is the current directory or holds it; export into a new "
+            f"folder (replacing this one would delete its files)"
+        )
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it")
+    # The folder is written beside `out` and renamed: its nearest existing ancestor must be
+    # a folder this process can create files in.
+    ancestor = next(p for p in resolved.parents if p.exists() or p == p.parent)
+    if not ancestor.is_dir():
+        raise ValueError(f"--out {str(out)!r} lies under {str(ancestor)!r}, which is a file")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ValueError(
+            f"--out {str(out)!r}: cannot write in {str(ancestor)!r}: {reason}"
+        ) from None
 
 
 def build_config(
@@ -330,11 +353,22 @@ def export(
 ) -> Path:
     """Write `configs` to `out` (atomically); push them when `push_to_hub` is ORG/NAME.
     `force` allows splits above builder.MAX_SPLIT_ROWS rows."""
-    from attentionspan_datasets.builder import MAX_SPLIT_ROWS, AttentionSpan, source_hash
-    from attentionspan_datasets.generation import DEFAULT_SEED
+    from attentionspan_datasets.builder import (
+        MAX_SPLIT_ROWS,
+        NUM_SHARDS,
+        AttentionSpan,
+        check_cache_dir,
+        check_config_name,
+        source_hash,
+    )
+    from attentionspan_datasets.generation import DEFAULT_SEED, SEED_RANGE
 
+    if isinstance(configs, str):  # "reversal_id" would be read as 11 one-letter names
+        configs = [configs]
     if not configs:
         raise ValueError("give at least one CONFIG")
+    for config in configs:
+        check_config_name(config)
     allowed = list(AttentionSpan.builder_configs)
     unknown = [config for config in configs if config not in allowed]
     if unknown:
@@ -345,6 +379,11 @@ def export(
         isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
     ):  # checked here: datasets says "Number of processes" only after a progress bar
         raise ValueError(f"--num-proc must be a positive integer, got {num_proc!r}")
+    if num_proc is not None and num_proc > NUM_SHARDS:
+        raise ValueError(
+            f"--num-proc is {num_proc}, above the cap of {NUM_SHARDS} (a split has at most "
+            f"{NUM_SHARDS} shards, so more processes would idle)"
+        )
     sizes = {"train": num_train, "validation": num_validation, "test": num_test}
     for split, size in sizes.items():
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
@@ -357,7 +396,19 @@ def export(
     if all(size == 0 for size in sizes.values()):
         raise ValueError("nothing to export: --num-train, --num-validation and --num-test are 0")
     seed = DEFAULT_SEED if seed is None else seed
-    out = Path(out)
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, int)
+        or not (SEED_RANGE[0] <= seed <= SEED_RANGE[1])
+    ):
+        raise ValueError(
+            f"--seed must be an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {seed!r}"
+        )
+    if not isinstance(out, (str, os.PathLike)) or not str(out):
+        raise ValueError(f"--out must name a folder, got {out!r}")
+    out = Path(out).expanduser()
+    if cache_dir is not None:
+        cache_dir = str(check_cache_dir(cache_dir, "--cache-dir"))
     if push_to_hub:
         check_hub(push_to_hub)  # before anything is built or written
     _check_out(out, overwrite)
@@ -366,12 +417,17 @@ def export(
     if force:
         kwargs["force"] = True
     notes = small_space_notes(configs, seed)
-    with atomic_path(out, directory=True) as staging:
-        infos = {}
-        for config in configs:
-            dataset_dict = build_config(config, cache_dir, num_proc, seed=seed, **kwargs)
-            infos[config] = (dataset_dict, write_parquet(dataset_dict, staging, config))
-        _write_card(staging, infos, seed, sizes, source_hash(), push_to_hub, notes)
+    try:
+        # Without --overwrite the final rename refuses a folder that another export filled
+        # in the meantime (atomic_path's replace=False): one of two exports wins.
+        with atomic_path(out, directory=True, replace=overwrite) as staging:
+            infos = {}
+            for config in configs:
+                dataset_dict = build_config(config, cache_dir, num_proc, seed=seed, **kwargs)
+                infos[config] = (dataset_dict, write_parquet(dataset_dict, staging, config))
+            _write_card(staging, infos, seed, sizes, source_hash(), push_to_hub, notes)
+    except FileExistsError as error:
+        raise FileExistsError(f"{error}; pass --overwrite to replace it") from None
     if push_to_hub:
         _push(infos, out, push_to_hub)
     return out

@@ -264,8 +264,10 @@ def _clip(text: str, width: int | None) -> str:
     return f"{text[: max(width - 24, 10)]}... ({len(text)} characters)"
 
 
-def _wrap(text: str, width: int | None) -> list[str]:
-    return [text] if width is None else textwrap.wrap(text, max(width, MIN_PANEL))
+def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
+    if width is None:
+        return [text]
+    return textwrap.wrap(text, max(width, MIN_PANEL), subsequent_indent=indent)
 
 
 def render_mask(
@@ -280,10 +282,10 @@ def render_mask(
     rows = instance.reference[:max_rows]
     end = offset + len(rows)  # the shown rows' queries see columns [0, end)
     begin = max(0, end - max_columns)
+    # The params are wrapped, never cut: they are what the instance was drawn with.
+    header = f"{instance.config or instance.task} #{instance.index}  params={instance.params}"
     lines = [
-        _clip(
-            f"{instance.config or instance.task} #{instance.index}  params={instance.params}", width
-        ),
+        *_wrap(header, width, indent="  "),
         _clip(f"prompt: {instance.prompt}", width),
         _clip(f"target: {instance.target}", width),
     ]

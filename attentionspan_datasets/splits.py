@@ -73,6 +73,8 @@ MAX_ATTEMPTS = 1000
 
 def split_of(prompt: str) -> str:
     """The split `prompt` belongs to: 'train', 'validation' or 'test' (see the module doc)."""
+    if not isinstance(prompt, str):
+        raise ValueError(f"'prompt' must be a str, got {type(prompt).__name__} {prompt!r:.60}")
     bucket = _bucket(prompt)
     if bucket < 50:
         return "test"

@@ -132,7 +132,15 @@ class ScratchConfig:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ATTENTIONSPAN_CACHE", "~/.cache/attentionspan")).expanduser()
+    """$ATTENTIONSPAN_CACHE, else $XDG_CACHE_HOME/attentionspan, else ~/.cache/attentionspan
+    (an empty ATTENTIONSPAN_CACHE counts as unset, not as the current directory; an empty
+    or relative XDG_CACHE_HOME is ignored, as the XDG spec says)."""
+    explicit = os.environ.get("ATTENTIONSPAN_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path("~/.cache").expanduser()
+    return base / "attentionspan"
 
 
 def known_model_dir(name: str) -> Path:

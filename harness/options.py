@@ -25,6 +25,7 @@ from attentionspan_datasets import guard
 from attentionspan_datasets.guard import (  # noqa: F401  (re-exported: one copy, data layer)
     PROG,
     USER_ERRORS,
+    OneLineParser,
     UsageError,
 )
 
@@ -45,15 +46,6 @@ def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], 
 
 # `--instruction default`: the standard line of attentionspan_datasets.instructions.
 DEFAULT_INSTRUCTION = "default"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, like every other refusal: the usage
-    block argparse prints before them is pages long for some commands (train), and the
-    line that matters came last. Subparsers inherit the class."""
-
-    def error(self, message: str) -> typing.NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def option(name: str) -> str:

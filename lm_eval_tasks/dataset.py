@@ -26,9 +26,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from attentionspan_datasets import generation
 from attentionspan_datasets.instructions import instruction_for
@@ -43,12 +45,18 @@ from attentionspan_datasets.tasks import TASKS
 
 # The harness's run-folder reader (its data layer: no torch, nothing of its commands).
 from harness.runs import RUN_CONFIG_FILE, read_run_file, section
+from lm_eval_tasks.quiet import quiet_lm_eval_warnings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SEED = generation.DEFAULT_SEED
 DEFAULT_SIZE = 500
 DEFAULT_FEWSHOT_SIZE = 100
+# Caps, checked before anything is drawn. A test row costs about 20 draws (the test split
+# is 5% of prompts) and lm-eval one generation: 100,000 rows are hours of a small model's
+# time already; 10,000 few-shot rows are far more than any prompt can hold.
+MAX_SIZE = 100_000
+MAX_FEWSHOT_SIZE = 10_000
 TEST_SPLIT = "test"
 FEWSHOT_STREAM = FEWSHOT
 MAX_BINS = 10
@@ -74,13 +82,43 @@ def _log_once(message: str) -> None:
         log.warning(message)
 
 
+def under_lm_eval_command() -> bool:
+    """True in the `lm_eval` console command (or `python -m lm_eval`), not in a Python
+    session that calls lm-eval's API."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name in ("lm_eval", "lm_eval.__main__"):
+        return True
+    return bool(sys.argv) and Path(sys.argv[0]).name in ("lm_eval", "lm-eval")
+
+
+def refuse(message: str) -> NoReturn:
+    """A bad option: ValueError(message) for API callers; in the `lm_eval` command one line
+    on stderr and exit status 2, where lm-eval would print a 50-line traceback ending in the
+    same sentence (ATTENTIONSPAN_TRACEBACK=1 shows the traceback)."""
+    if under_lm_eval_command() and not os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+        print(f"lm_eval: error: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+    raise ValueError(message)
+
+
 def custom_dataset(preset: str, **metadata: Any):
     """The `datasets.DatasetDict` of one task: splits "test" and "fewshot".
 
     `metadata` is what lm-eval passes: the task's YAML metadata (`version`), the user's
     `--metadata` JSON and, merged into the same dict, the `--model_args`. Our options and
-    the task's config fields come from `metadata["attnspan"]`; see `split_metadata`.
+    the task's config fields come from `metadata["attnspan"]`; see `split_metadata`. A bad
+    option is a ValueError (one line in the `lm_eval` command: `refuse`).
     """
+    try:
+        return _custom_dataset(preset, metadata)
+    except ValueError as error:
+        message = " ".join(str(error).split("\n"))
+        if not message.startswith(f"attnspan_{preset}"):  # a task field's own check
+            message = f"attnspan_{preset}: --metadata {NAMESPACE!r}: {message}"
+        refuse(message)
+
+
+def _custom_dataset(preset: str, metadata: dict[str, Any]):
     import datasets
 
     options, overrides = split_metadata(preset, metadata)
@@ -97,6 +135,7 @@ def custom_dataset(preset: str, **metadata: Any):
             row["instruction"] = instruction
             row["length_bin"] = _bin_metric(row["length"], listed)
             row["length_bins"] = names
+    _note_lengths_outside_bins(preset, splits["test"], listed)
     return datasets.DatasetDict(
         {name: datasets.Dataset.from_list(rows) for name, rows in splits.items()}
     )
@@ -124,21 +163,13 @@ def split_metadata(preset: str, metadata: dict[str, Any]) -> tuple[dict, dict]:
             f"attnspan_{preset}: --metadata key(s) {', '.join(map(repr, misplaced))} must be "
             f"inside {NAMESPACE!r}: --metadata '{example}'"
         )
+    options = check_options(metadata, f"attnspan_{preset}")
     ours = metadata.get(NAMESPACE) or {}
-    if not isinstance(ours, dict):
-        raise ValueError(
-            f"attnspan_{preset}: --metadata {NAMESPACE!r} must be a JSON object, got {ours!r}"
-        )
-    options: dict[str, Any] = {
-        "seed": DEFAULT_SEED,
-        "size": DEFAULT_SIZE,
-        "fewshot_size": DEFAULT_FEWSHOT_SIZE,
-    }
     overrides: dict[str, Any] = {}
     unknown = []
     for key, value in ours.items():
         if key in OPTIONS:
-            options[key] = _option(preset, key, value)
+            continue  # check_options read it
         elif key in fields:
             if isinstance(value, str):  # "12" for an int field: convert as the CLI does
                 value = config_class.parse_value(key, value)
@@ -163,6 +194,48 @@ def split_metadata(preset: str, metadata: dict[str, Any]) -> tuple[dict, dict]:
     return options, overrides
 
 
+def check_options(
+    metadata: dict[str, Any], label: str = NAMESPACE, strict: bool = False
+) -> dict[str, Any]:
+    """Our options under `metadata["attnspan"]` (seed, size, fewshot_size, instruction),
+    checked and with their defaults; the checks that need no preset. The task fields there
+    are checked per task (`split_metadata`); `strict` refuses a key that is neither an
+    option nor a field of any task."""
+    ours = metadata.get(NAMESPACE) or {}
+    if not isinstance(ours, dict):
+        raise ValueError(f"{label}: --metadata {NAMESPACE!r} must be a JSON object, got {ours!r}")
+    options: dict[str, Any] = {
+        "seed": DEFAULT_SEED,
+        "size": DEFAULT_SIZE,
+        "fewshot_size": DEFAULT_FEWSHOT_SIZE,
+    }
+    for key, value in ours.items():
+        if key in OPTIONS:
+            options[key] = _option(label, key, value)
+    every_field = {f for t in TASKS.values() for f in t.config_class.field_names()}
+    unknown = sorted(key for key in ours if key not in OPTIONS and key not in every_field)
+    if unknown and strict:
+        raise ValueError(
+            f"{label}: unknown --metadata {NAMESPACE!r} key(s) "
+            f"{', '.join(map(repr, unknown))}; allowed: {', '.join(OPTIONS)} and the fields "
+            f"of the tasks' configs (lm_eval_tasks/README.md)"
+        )
+    return options
+
+
+def preflight(metadata: Any) -> None:
+    """Check `--metadata '{"attnspan": ...}'` when lm-eval's TaskManager is made, before
+    the model is loaded (registration.patch_task_manager calls it): a bad value then
+    costs a second, not a model load. Top-level keys are left to the tasks: they may
+    belong to another task of the run."""
+    if not isinstance(metadata, dict) or NAMESPACE not in metadata:
+        return
+    try:
+        check_options(metadata, strict=True)
+    except ValueError as error:
+        refuse(str(error))
+
+
 def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
     """The prompt layout `attentionspan train` saved in a local model folder, as
     {"instruction": str ("" for none), "num_fewshot": int, "chat": bool}; None when `model`
@@ -182,13 +255,24 @@ def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
         prompt = section(info, "prompt", PromptConfig, folder)
         instruction = prompt.instruction or ""
         num_fewshot, chat = int(prompt.num_fewshot), bool(prompt.chat)
-    except (OSError, ValueError, TypeError) as error:
+    except (OSError, ValueError, AttributeError, TypeError) as error:
         raise ValueError(f"{path}: cannot read the saved prompt layout ({error})") from None
     if not isinstance(instruction, str) or "\n" in instruction:
         raise ValueError(f"{path}: 'prompt.instruction' must be one line of text")
+    if (
+        isinstance(num_fewshot, bool)
+        or not isinstance(num_fewshot, int)
+        or not 0 <= num_fewshot <= MAX_FEWSHOT_SIZE
+    ):
+        raise ValueError(
+            f"{path}: 'prompt.num_fewshot' must be an integer in [0, {MAX_FEWSHOT_SIZE:,}] "
+            f"(the cap of the few-shot rows), got {num_fewshot!r}"
+        )
     flags = (f" --num_fewshot {num_fewshot}" if num_fewshot else "") + (
         " --apply_chat_template" if chat else ""
     )
+    if num_fewshot > DEFAULT_FEWSHOT_SIZE:  # lm-eval samples them from the fewshot split
+        flags += f""" --metadata '{{"{NAMESPACE}": {{"fewshot_size": {num_fewshot}}}}}'"""
     message = f"attnspan: using the prompt layout saved in {path} (instruction {instruction!r})"
     if flags:
         message += f"; it was trained with{flags}: pass the same to lm_eval"
@@ -196,22 +280,39 @@ def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
     return {"instruction": instruction, "num_fewshot": num_fewshot, "chat": chat}
 
 
-def _option(preset: str, key: str, value: Any) -> Any:
+# (low, high, what the cap counts) of the integer options
+_OPTION_RANGES = {
+    "seed": (0, generation.SEED_RANGE[1], ""),
+    "size": (1, MAX_SIZE, " test instances"),
+    "fewshot_size": (1, MAX_FEWSHOT_SIZE, " few-shot rows"),
+}
+
+
+def _option(label: str, key: str, value: Any) -> Any:
     if key == "instruction":
         if not isinstance(value, str) or "\n" in value:
             raise ValueError(
-                f"attnspan_{preset}: --metadata 'instruction' must be one line of text, "
-                f"got {value!r}"
+                f"{label}: --metadata 'instruction' must be one line of text, got {value!r}"
+            )
+        hidden = sorted({f"U+{ord(c):04X}" for c in value if not c.isprintable()})
+        if hidden:
+            raise ValueError(
+                f"{label}: --metadata 'instruction' must be printable text; it holds "
+                f"{', '.join(hidden)}"
             )
         return value
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
+    low, high, unit = _OPTION_RANGES[key]
+    try:  # "200" from a command line is 200; 2.5, True and "x" are refused
+        number = int(value) if isinstance(value, (int, str)) else None
+    except ValueError:
         number = None
-    low = 0 if key == "seed" else 1
-    if number is None or isinstance(value, (bool, float)) or number < low:
+    if number is None or isinstance(value, bool):
+        raise ValueError(f"{label}: --metadata {key!r} must be an integer >= {low}, got {value!r}")
+    if number < low:
+        raise ValueError(f"{label}: --metadata {key!r} must be an integer >= {low}, got {number}")
+    if number > high:
         raise ValueError(
-            f"attnspan_{preset}: --metadata {key!r} must be an integer >= {low}, got {value!r}"
+            f"{label}: --metadata {key!r} is {number:,}, above the cap of {high:,}{unit}"
         )
     return number
 
@@ -243,6 +344,27 @@ def default_bins(preset: str) -> tuple[tuple[int, int], ...]:
     config = generation.resolve_config(preset)
     instances = iter_split(config, seed=DEFAULT_SEED, split=TEST_SPLIT, stop=DEFAULT_SIZE)
     return tuple(length_bins((config.length_bucket(i.params) for i in instances), MAX_BINS))
+
+
+def _note_lengths_outside_bins(preset: str, rows: list[dict[str, Any]], bins) -> None:
+    """Say once per task which lengths have a metric of their own (task fields changed
+    with --metadata): lm-eval's metric list, fixed in the YAML, cannot name them, and
+    lm-eval would warn once per such metric that it averages it with `mean` (which is
+    right: only that length's documents report it). quiet.quiet_lm_eval_warnings drops
+    those."""
+    outside = sorted({row["length"] for row in rows if bin_of(row["length"], bins) is None})
+    if outside:
+        shown = ", ".join(map(str, outside[:10])) + (" ..." if len(outside) > 10 else "")
+        _log_once(
+            f"attnspan_{preset}: lengths {shown} lie outside the preset's length bins "
+            f"({bins[0][0]}-{bins[-1][1]}); each gets a metric of its own "
+            f"(exact_match_len_XX), the mean over the documents of that length"
+        )
+
+
+# lm-eval imports this module while it reads our YAML (`!function`), before it builds a
+# task: from here its hints about our tasks are dropped, start-up hooks on or off.
+quiet_lm_eval_warnings()
 
 
 def _bin_metric(length: int, bins) -> str:

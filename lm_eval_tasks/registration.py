@@ -10,7 +10,10 @@ after lm-eval imports the modules they patch:
     "lm_eval.tasks": "lm_eval_tasks.registration:patch_task_manager"
     "lm_eval.api.registry": "lm_eval_tasks.registration:register_model_type"
 
-Both are idempotent and cheap: neither imports torch, transformers or the tasks' data code.
+Both are idempotent and cheap: neither imports torch, transformers or the tasks' data code
+(a TaskManager made with `--metadata '{"attnspan": ...}'` imports `dataset` to check those
+options before lm-eval loads the model). The patched TaskManager also drops lm-eval's log
+lines about our tasks that tell a user nothing (`quiet`).
 Without the hook, `--include_path "$(python -c 'import lm_eval_tasks;
 print(lm_eval_tasks.TASKS_DIR)')"` finds the tasks, and `register()` does both by hand.
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks import TASKS_DIR
+from lm_eval_tasks.quiet import quiet_lm_eval_warnings
 
 MODEL_NAME = "attnspan-hf"
 MODEL_TARGET = "lm_eval_tasks.models:AttnspanHFLM"
@@ -58,41 +62,17 @@ def patch_task_manager(module: Any = None) -> None:
         bound.apply_defaults()
         if bound.arguments["include_defaults"]:
             bound.arguments["include_path"] = with_tasks_dir(bound.arguments["include_path"])
+        metadata = bound.arguments.get("metadata")
+        if isinstance(metadata, dict) and "attnspan" in metadata:
+            # Before lm-eval loads the model: a bad option costs a second, not a model load.
+            from lm_eval_tasks.dataset import preflight
+
+            preflight(metadata)
         original(*bound.args, **bound.kwargs)
 
     __init__._attnspan_patched = True
     TaskManager.__init__ = __init__
-    quiet_repeated_kwargs_warning()
-
-
-# lm-eval logs this for every task with a `custom_dataset` (twelve times for the group).
-KWARGS_WARNING = "Custom kwargs can be passed to `--metadata`"
-
-
-class _OnceFilter:
-    """A logging filter that lets the first record containing `text` through, then no more."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.seen = False
-
-    def filter(self, record: Any) -> bool:
-        if self.text not in record.getMessage():
-            return True
-        if self.seen:
-            return False
-        self.seen = True
-        return True
-
-
-def quiet_repeated_kwargs_warning() -> None:
-    """Show lm-eval's "Custom kwargs can be passed to --metadata" warning once per process
-    (it points at our README's `--metadata '{"attnspan": ...}'`, which says the rest)."""
-    import logging
-
-    logger = logging.getLogger("lm_eval.api.task")
-    if not any(isinstance(f, _OnceFilter) for f in logger.filters):
-        logger.addFilter(_OnceFilter(KWARGS_WARNING))
+    quiet_lm_eval_warnings()
 
 
 def register_model_type(module: Any = None) -> None:

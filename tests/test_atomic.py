@@ -97,3 +97,26 @@ def test_a_live_writers_temporary_is_kept(tmp_path):
     live.mkdir()
     assert clean_leftovers(tmp_path / "data") == []
     assert live.exists()
+
+
+def test_without_replace_only_the_first_of_two_writers_wins(tmp_path):
+    """replace=False: the rename onto a folder another writer filled meanwhile fails, and
+    that folder is left as the first writer made it; an empty folder is still replaced."""
+    out = tmp_path / "out"
+    with pytest.raises(FileExistsError, match="became a folder that is not empty"):
+        with atomic_path(out, directory=True, replace=False) as first:
+            with atomic_path(out, directory=True, replace=False) as second:
+                (second / "second").write_text("2")
+            (first / "first").write_text("1")
+    assert os.listdir(out) == ["second"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match="became a file"):
+        with atomic_path(tmp_path / "file", directory=True, replace=False):
+            pass
+    (tmp_path / "file").unlink()
+    assert sorted(os.listdir(tmp_path)) == ["out"]  # no temporary left
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with atomic_path(empty, directory=True, replace=False) as staging:
+        (staging / "x").write_text("x")
+    assert os.listdir(empty) == ["x"]

@@ -132,6 +132,22 @@ CLI_ROWS = [
     # --- the top level
     ("no-command", [], ["attentionspan: error:", "COMMAND"]),
     ("unknown-command", ["frobnicate"], ["invalid choice: 'frobnicate'", "generate"]),
+    # an unknown option names the (sub)command whose --help lists the options
+    (
+        "unknown-option-before-the-command",
+        ["--bogus", "generate", "reversal"],
+        ["attentionspan: error: unrecognized arguments: --bogus", "(see attentionspan --help)"],
+    ),
+    (
+        "train-unknown-option",
+        [*TRAIN, "--learning-rate", "1"],
+        ["unrecognized arguments: --learning-rate 1", "(see attentionspan train --help)"],
+    ),
+    (
+        "models-fetch-unknown-option",
+        ["models", "fetch", "smollm2-135m-instruct", "--bogus"],
+        ["attentionspan models fetch: error: unrecognized arguments: --bogus"],
+    ),
     # --- generate: huge sizes are refused up front, naming the field and the cap
     (
         "generate-huge-reversal",
@@ -180,6 +196,73 @@ CLI_ROWS = [
     ("generate-negative-start", ["generate", "reversal", "--start", "-1"], ["--start", ">= 0"]),
     ("generate-seed-not-int", ["generate", "reversal", "--seed", "abc"], ["--seed", "'abc'"]),
     ("generate-format", ["generate", "reversal", "--format", "xml"], ["--format", "'jsonl'"]),
+    # issue 23: -n has a cap (--force lifts it), the index range is int64, named by option
+    (
+        "generate-huge-n",
+        ["generate", "reversal", "-n", HUGE],
+        ["-n/--num is 1,000,000,000", "cap of 10,000,000", "--force"],
+    ),
+    (
+        "generate-n-past-int64-with-force",
+        ["generate", "reversal", "--force", "-n", str(2**63 + 1)],
+        ["--start 0 with -n", "runs past the last index 9223372036854775807"],
+    ),
+    (
+        "generate-start-past-int64",
+        ["generate", "reversal", "--start", str(2**63)],
+        ["--start 9223372036854775808", "allowed: --start <= 9223372036854775798"],
+    ),
+    (
+        "generate-start-at-the-end",
+        ["generate", "reversal", "--start", str(2**63 - 1), "-n", "2"],
+        ["--start", "allowed: --start <= 9223372036854775806"],
+    ),
+    ("generate-seed-huge", ["generate", "reversal", "--seed", str(10**30)], ["--seed must be in"]),
+    ("generate-seed-low", ["generate", "reversal", "--seed", str(-(2**64))], ["--seed must be in"]),
+    ("generate-n-float", ["generate", "reversal", "-n", "1e3"], ["-n/--num", "'1e3'"]),
+    ("generate-n-nan", ["generate", "reversal", "-n", "nan"], ["-n/--num", "'nan'"]),
+    (
+        "generate-unknown-option",
+        ["generate", "reversal", "--bogus"],
+        ["unrecognized arguments: --bogus", "(see attentionspan generate --help)"],
+    ),
+    (
+        "generate-extra-positional",
+        ["generate", "reversal", "reversal_id"],
+        ["unrecognized arguments: reversal_id", "(see attentionspan generate --help)"],
+    ),
+    # charsets: distinct, printable, non-space characters; each error names the field
+    (
+        "generate-charset-control",
+        ["generate", "reversal", "--param", "charset=ab\x01c"],
+        ["'charset'", "non-printable", "U+0001"],
+    ),
+    (
+        "generate-charset-escape",
+        ["generate", "reversal", "--param", "charset=ab\x1b"],
+        ["'charset'", "U+001B"],
+    ),
+    (
+        "generate-charset-zero-width",
+        ["generate", "reversal", "--param", "charset=ab\u200b"],
+        ["'charset'", "U+200B"],
+    ),
+    ("generate-charset-empty", ["generate", "reversal", "--param", "charset="], ["'charset'"]),
+    (
+        "generate-charset-repeated",
+        ["generate", "reversal", "--param", "charset=aab"],
+        ["'charset'", "distinct"],
+    ),
+    (
+        "generate-charset-space",
+        ["generate", "reversal", "--param", "charset=a b"],
+        ["'charset'", "whitespace"],
+    ),
+    (
+        "generate-alphabet-control",
+        ["generate", "value_assignment", "--param", "output_alphabet=xy\x7f"],
+        ["'output_alphabet'", "U+007F"],
+    ),
     # --- show
     ("show-negative-index", ["show", "reversal", "--index", "-1"], ["--index must be >= 0"]),
     ("show-float-index", ["show", "reversal", "--index", "1.5"], ["--index", "'1.5'"]),
@@ -191,6 +274,29 @@ CLI_ROWS = [
     ("show-nothing", ["show"], ["CONFIG or --all"]),
     ("show-unknown-config", ["show", "nope"], ["unknown config 'nope'"]),
     ("show-zero-n", ["show", "reversal", "-n", "0"], ["-n/--num must be >= 1"]),
+    ("show-huge-n", ["show", "reversal", "-n", HUGE], ["-n/--num", "cap of 1,000"]),
+    ("show-huge-index", ["show", "reversal", "--index", str(10**20)], ["--index", "allowed"]),
+    (
+        "show-huge-index-of-a-split",
+        ["show", "reversal_id", "--split", "test", "--index", str(2**63)],
+        ["--index 9223372036854775808", "9223372036854775807"],
+    ),
+    (
+        "show-index-and-n-past-int64",
+        ["show", "reversal", "--index", str(2**63 - 1), "-n", "2"],
+        ["--index", "allowed: --index <= 9223372036854775806"],
+    ),
+    ("show-seed-huge", ["show", "reversal", "--seed", str(2**64)], ["--seed must be in"]),
+    (
+        "show-all-with-a-foreign-param",
+        ["show", "--all", "--param", "charset=abc"],
+        ["'charset'", "allowed"],
+    ),
+    (
+        "show-unknown-option",
+        ["show", "reversal", "--bogus"],
+        ["unrecognized arguments: --bogus", "(see attentionspan show --help)"],
+    ),
     # --- export
     (
         "export-huge-without-force",
@@ -201,6 +307,51 @@ CLI_ROWS = [
     ("export-negative-size", [*EXPORT, "--num-test", "-5"], ["--num-test", "non-negative"]),
     ("export-no-out", ["export", "reversal_id"], ["--out"]),
     ("export-num-proc-0", [*EXPORT, "--num-proc", "0"], ["--num-proc must be a positive"]),
+    ("export-num-proc-negative", [*EXPORT, "--num-proc=-2"], ["--num-proc must be a positive"]),
+    ("export-num-proc-huge", [*EXPORT, "--num-proc", HUGE], ["--num-proc", "cap of 64"]),
+    ("export-seed-huge", [*EXPORT, "--seed", str(2**64)], ["--seed must be an integer in"]),
+    (
+        "export-duplicate-configs",
+        ["export", "reversal_id", "addition_id", "reversal_id", "--out", "{tmp}/export"],
+        ["a config is listed twice"],
+    ),
+    (
+        "export-unknown-option",
+        [*EXPORT, "--bogus"],
+        ["unrecognized arguments: --bogus", "(see attentionspan export --help)"],
+    ),
+    # --- export: where the folder goes (nothing is built first)
+    ("export-out-empty", ["export", "reversal_id", "--out", ""], ["--out must name a folder"]),
+    (
+        "export-out-cwd-overwrite",
+        ["export", "reversal_id", "--out", ".", "--overwrite"],
+        ["--out '.' is the current directory", "would delete its files"],
+    ),
+    (
+        "export-out-parent-of-cwd",
+        ["export", "reversal_id", "--out", "..", "--overwrite"],
+        ["--out '..' is the current directory or holds it"],
+    ),
+    (
+        "export-out-is-a-file",
+        ["export", "reversal_id", "--out", "{model}/config.json"],
+        ["config.json exists and is not a folder"],
+    ),
+    (
+        "export-out-under-a-file",
+        ["export", "reversal_id", "--out", "{model}/config.json/data"],
+        ["config.json/data' lies under", "config.json', which is a file"],
+    ),
+    (
+        "export-cache-dir-is-a-file",
+        [*EXPORT, "--cache-dir", "{model}/config.json"],
+        ["--cache-dir", "config.json' exists and is not a folder"],
+    ),
+    (
+        "export-cache-dir-under-a-file",
+        [*EXPORT, "--cache-dir", "{model}/config.json/cache"],
+        ["--cache-dir", "cannot be written"],
+    ),
     # --- train: non-finite hyperparameters, short context, bad run folders
     ("train-lr-inf", [*TRAIN, "--lr", "inf"], ["'lr' must be a finite number, got inf"]),
     (
@@ -333,7 +484,8 @@ def test_a_bad_command_line_is_one_line_and_status_2(args, fragments, places, ca
     status, err, out = run_cli(args)
     assert status == 2, (status, err)
     assert len(err) == 1, err
-    command = " ".join(["attentionspan", *args[:1]]) if args and args[0] != "frobnicate" else ""
+    top_level = not args or args[0] == "frobnicate" or args[0].startswith("-")
+    command = "" if top_level else f"attentionspan {args[0]}"
     assert err[0].startswith(f"{command or 'attentionspan'}"), err[0]
     assert ": error: " in err[0], err[0]
     for fragment in fragments:
@@ -358,7 +510,7 @@ def _api_rows():
     import datasets
 
     import attentionspan_datasets as api
-    from attentionspan_datasets import splits
+    from attentionspan_datasets import hub_export, splits
 
     test = "test"
     return [
@@ -454,6 +606,110 @@ def _api_rows():
             lambda: datasets.load_dataset("attentionspan", "nope"),
             ["'nope'", "reversal_id"],
         ),
+        # issue 23: a config that is not a name, num_proc, the cache folder
+        ("generate-config-list", lambda: api.generate(["reversal_id"]), ["'config'", "list"]),
+        ("generate-config-dict", lambda: api.generate({"a": 1}), ["'config'", "dict"]),
+        ("generate-config-int", lambda: api.generate(3), ["'config'", "int 3"]),
+        ("generate-config-none", lambda: api.generate(None), ["'config'", "NoneType"]),
+        (
+            "iter-config-list",
+            lambda: api.iter_instances(["reversal_id"], stop=1),
+            ["'config'", "list"],
+        ),
+        (
+            "split-config-dict",
+            lambda: splits.split_instance({"a": 1}, 1234, test, 0),
+            ["'config'", "dict"],
+        ),
+        ("load-config-list", lambda: api.load(["reversal_id"]), ["the config must be", "list"]),
+        ("load-config-dict", lambda: api.load({"a": 1}), ["the config must be", "dict"]),
+        ("load-config-int", lambda: api.load(3), ["the config must be", "int 3"]),
+        (
+            "load-dataset-config-int",
+            lambda: datasets.load_dataset("attentionspan", 3),
+            ["the config must be", "int 3"],
+        ),
+        (
+            "load-dataset-config-list",
+            lambda: datasets.load_dataset("attentionspan", ["reversal_id"]),
+            ["the config must be", "list"],
+        ),
+        ("load-num-proc-0", lambda: api.load("reversal_id", num_proc=0), ["'num_proc'", ">= 1"]),
+        ("load-num-proc-negative", lambda: api.load("reversal_id", num_proc=-1), ["'num_proc'"]),
+        ("load-num-proc-float", lambda: api.load("reversal_id", num_proc=1.5), ["got 1.5"]),
+        ("load-num-proc-bool", lambda: api.load("reversal_id", num_proc=True), ["got True"]),
+        (
+            "load-num-proc-huge",
+            lambda: api.load("reversal_id", num_proc=10**9),
+            ["'num_proc'", "cap of 64"],
+        ),
+        (
+            "load-cache-dir-file",
+            lambda: api.load("reversal_id", cache_dir=__file__),
+            ["'cache_dir'", "exists and is not a folder"],
+        ),
+        (
+            "load-cache-dir-under-a-file",
+            lambda: api.load("reversal_id", cache_dir=f"{__file__}/cache"),
+            ["'cache_dir'", "cannot be written"],
+        ),
+        (
+            "load-cache-dir-empty",
+            lambda: api.load("reversal_id", cache_dir=""),
+            ["'cache_dir'", "empty string"],
+        ),
+        (
+            "load-dataset-cache-dir-file",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", cache_dir=__file__),
+            ["'cache_dir'", "exists and is not a folder"],
+        ),
+        (
+            "export-configs-int",
+            lambda: hub_export.export([3], "unused-out"),
+            ["the config must be", "int 3"],
+        ),
+        (
+            "export-out-none",
+            lambda: hub_export.export(["reversal_id"], None),
+            ["--out must name a folder", "None"],
+        ),
+        (
+            "export-num-proc-float",
+            lambda: hub_export.export(["reversal_id"], "unused-out", num_proc=2.0),
+            ["--num-proc", "2.0"],
+        ),
+        (
+            "load-split-unknown",
+            lambda: api.load("reversal_id", split="dev"),
+            ["unknown split 'dev'", "train, validation, test"],
+        ),
+        (
+            "load-split-unknown-in-a-sum",
+            lambda: api.load("reversal_id", split="train+dev[:5]"),
+            ["unknown split 'dev'"],
+        ),
+        ("load-split-int", lambda: api.load("reversal_id", split=3), ["'split'", "got 3"]),
+        (
+            "load-streaming-str",
+            lambda: api.load("reversal_id", streaming="no"),
+            ["'streaming' must be True or False", "'no'"],
+        ),
+        (
+            "load-seed-huge",
+            lambda: api.load("reversal_id", seed=2**70),
+            ["'seed' must be in", "got 1180591620717411303424"],
+        ),
+        (
+            "load-dataset-seed-negative-huge",
+            lambda: datasets.load_dataset("attentionspan", "reversal_id", seed=-(2**64)),
+            ["'seed' must be in"],
+        ),
+        ("split-of-int", lambda: splits.split_of(3), ["'prompt' must be a str", "int"]),
+        (
+            "generate-config-object-unknown-field",
+            lambda: api.generate(api.resolve_config("reversal"), foo=1),
+            ["unknown parameter(s) 'foo'", "allowed: mask, min_length"],
+        ),
     ]
 
 
@@ -482,6 +738,37 @@ API_IDS = [
     "load-dataset-huge-length",
     "load-dataset-float-size",
     "load-dataset-unknown-config",
+    "generate-config-list",
+    "generate-config-dict",
+    "generate-config-int",
+    "generate-config-none",
+    "iter-config-list",
+    "split-config-dict",
+    "load-config-list",
+    "load-config-dict",
+    "load-config-int",
+    "load-dataset-config-int",
+    "load-dataset-config-list",
+    "load-num-proc-0",
+    "load-num-proc-negative",
+    "load-num-proc-float",
+    "load-num-proc-bool",
+    "load-num-proc-huge",
+    "load-cache-dir-file",
+    "load-cache-dir-under-a-file",
+    "load-cache-dir-empty",
+    "load-dataset-cache-dir-file",
+    "export-configs-int",
+    "export-out-none",
+    "export-num-proc-float",
+    "load-split-unknown",
+    "load-split-unknown-in-a-sum",
+    "load-split-int",
+    "load-streaming-str",
+    "load-seed-huge",
+    "load-dataset-seed-negative-huge",
+    "split-of-int",
+    "generate-config-object-unknown-field",
 ]
 
 
@@ -526,6 +813,8 @@ README_MESSAGES = [
     "using the prompt layout saved in",
     "ATTENTIONSPAN_TRACEBACK=1",
     "(see attentionspan COMMAND --help)",
+    "is the current directory or holds it",
+    "became a folder that is not empty while this process was writing it (another writer?)",
 ]
 
 

@@ -395,3 +395,14 @@ def test_stream_resumes_from_its_state_and_batches(tmp_path):
     assert [batch["index"] for batch in train.batch(4).take(2)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     table = next(iter(train.with_format("arrow")))
     assert table.column("index").to_pylist() == [0]
+
+
+def test_split_names_in_datasets_syntax_still_load(tmp_path):
+    """builder.check_split_name refuses unknown names up front and lets datasets' slices
+    and sums through."""
+    import attentionspan_datasets as api
+
+    sizes = {"num_train": 10, "num_validation": 4, "num_test": 4, "cache_dir": str(tmp_path)}
+    assert len(api.load("reversal_ood", split="train[:5]", **sizes)) == 5
+    assert len(api.load("reversal_ood", split="validation+test", **sizes)) == 8
+    assert len(api.load("reversal_ood", split="test[50%:]", **sizes)) == 2

@@ -78,6 +78,14 @@ def run_export(args: argparse.Namespace) -> int:
         )
     except HubError as error:
         raise ValueError(str(error)) from None  # the CLI prints one line, exit status 2
+    except (FileExistsError, FileNotFoundError):
+        raise  # already one line naming the folder
+    except OSError as error:
+        # A full disk or a folder that became read-only while writing: the build is lost
+        # either way (the temporary folder is removed); say where and why in one line.
+        reason = error.strerror or str(error).strip().splitlines()[0]
+        where = f" ({error.filename})" if error.filename else ""
+        raise ValueError(f"export to --out {args.out!r} failed{where}: {reason}") from None
     for note in small_space_notes(args.configs, args.seed).values():
         print(f"attentionspan export: note: {note}", file=sys.stderr)
     print(f"wrote {out}" + (f" and pushed to {args.push_to_hub}" if args.push_to_hub else ""))

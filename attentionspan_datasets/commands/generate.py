@@ -10,6 +10,8 @@ attentionspan show --all
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sys
 import textwrap
@@ -17,6 +19,8 @@ from itertools import islice
 
 from attentionspan_datasets.generation import (
     DEFAULT_SEED,
+    MAX_INDEX,
+    SEED_RANGE,
     config_names,
     iter_instances,
     resolve_config,
@@ -31,6 +35,11 @@ PROGRESS_THRESHOLD = 10_000  # below this, a progress bar is noise
 # time per 100,000 rows: strings above malloc's 128 KB mmap threshold come from fresh
 # pages, each faulted in. 50 rows of up to 2 KB stay below it.
 BATCH = 50
+# Instances one `generate` prints without --force: the rows a split may hold
+# (builder.MAX_SPLIT_ROWS), about 2 GB of addition_ood JSON; more is likelier a typo.
+MAX_GENERATE = 10_000_000
+# Grids one `show` draws per config: each can fill a screen, and a drawing is for reading.
+MAX_SHOW = 1_000
 
 
 def parse_params(config: TaskConfig, pairs: list[str]) -> dict:
@@ -53,9 +62,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=f"Print instances of CONFIG. Configs: {configs}.",
     )
     gen.add_argument("config", metavar="CONFIG", help="preset (addition_ood) or task (addition)")
-    gen.add_argument("-n", "--num", type=int, default=10, help="how many instances (default 10)")
-    gen.add_argument("--seed", type=int, default=DEFAULT_SEED, help="stream seed")
-    gen.add_argument("--start", type=int, default=0, help="index of the first instance")
+    gen.add_argument(
+        "-n",
+        "--num",
+        type=int,
+        default=10,
+        help=f"how many instances (default 10; at most {MAX_GENERATE:,} without --force)",
+    )
+    gen.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"stream seed (default {DEFAULT_SEED})"
+    )
+    gen.add_argument("--start", type=int, default=0, help="index of the first instance (default 0)")
+    gen.add_argument(
+        "--force", action="store_true", help=f"allow more than {MAX_GENERATE:,} instances"
+    )
     gen.add_argument(
         "--format",
         choices=["jsonl", "text"],
@@ -79,10 +99,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("config", metavar="CONFIG", nargs="?", help="preset or task; omit with --all")
     show.add_argument("--all", action="store_true", help="draw the first instances of every preset")
     show.add_argument(
-        "-n", "--num", type=int, default=1, help="how many instances to draw per config (default 1)"
+        "-n",
+        "--num",
+        type=int,
+        default=1,
+        help=f"how many instances to draw per config (default 1, at most {MAX_SHOW:,})",
     )
-    show.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    show.add_argument("--index", type=int, default=0, help="row (of the split, with --split)")
+    show.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"stream seed (default {DEFAULT_SEED})"
+    )
+    show.add_argument(
+        "--index", type=int, default=0, help="row (of the split, with --split; default 0)"
+    )
     show.add_argument(
         "--split",
         choices=["train", "validation", "test"],
@@ -93,11 +121,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     show.set_defaults(func=run_show)
 
 
+def check_range(args: argparse.Namespace, first: str, cap: int, force: bool = False) -> None:
+    """-n/--num, the first index (`first`: --start or --index) and --seed, before any work:
+    the stream's indices are int64 (generation.MAX_INDEX) and -n has a cap."""
+    low = 0 if first == "--start" else 1
+    if args.num < low:
+        raise ValueError(f"-n/--num must be >= {low}, got {args.num}")
+    if args.num > cap and not force:
+        hint = "; pass --force to generate them anyway" if first == "--start" else ""
+        raise ValueError(f"-n/--num is {args.num:,}, above the cap of {cap:,}{hint}")
+    start = getattr(args, first.lstrip("-"))
+    if start < 0:
+        raise ValueError(f"{first} must be >= 0, got {start}")
+    if start > MAX_INDEX or start + args.num - 1 > MAX_INDEX:
+        raise ValueError(
+            f"{first} {start} with -n {args.num} runs past the last index {MAX_INDEX}; "
+            f"allowed: {first} <= {MAX_INDEX - max(args.num, 1) + 1}"
+        )
+    if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
+        raise ValueError(f"--seed must be in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {args.seed}")
+
+
 def run_generate(args: argparse.Namespace) -> int:
-    if args.num < 0:
-        raise ValueError(f"-n/--num must be >= 0, got {args.num}")
-    if args.start < 0:
-        raise ValueError(f"--start must be >= 0, got {args.start}")
+    check_range(args, "--start", MAX_GENERATE, args.force)
     # The name is resolved once; the config carries it (its label) to every instance.
     base = resolve_config(args.config)
     config = resolve_config(base, **parse_params(base, args.param))
@@ -109,15 +155,34 @@ def run_generate(args: argparse.Namespace) -> int:
     write = sys.stdout.write
     progress = _progress(args.num, f"generate {args.config}")
     left = args.num
-    while left > 0:
-        size = min(BATCH, left)
-        write(render(islice(instances, size)))
-        if progress is not None:
-            progress.update(size)
-        left -= size
+    with stdout_errors():
+        while left > 0:
+            size = min(BATCH, left)
+            write(render(islice(instances, size)))
+            if progress is not None:
+                progress.update(size)
+            left -= size
     if progress is not None:
         progress.close()
     return 0
+
+
+@contextlib.contextmanager
+def stdout_errors():
+    """A full disk (`generate ... > /dev/full`) or a closed file under stdout: one line,
+    not a traceback; a closed pipe stays BrokenPipeError (quiet, status 0)."""
+    try:
+        yield
+        sys.stdout.flush()  # the last block fails here, not in the interpreter's exit
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        # Nothing more reaches stdout: point it at devnull, or the interpreter's final
+        # flush of what is still buffered prints "Exception ignored ..." after our line.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        reason = error.strerror or str(error)
+        raise ValueError(f"cannot write to standard output: {reason}") from None
 
 
 def _text_lines(instances) -> str:
@@ -131,24 +196,39 @@ def _progress(total: int, desc: str):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, file=sys.stderr)
+    # A terminal that reports a size of 0 x 0 (a pty nobody sized: `script`, an IDE's
+    # console, ssh -t from a pipe) makes tqdm hide its bar as if below the screen's last
+    # row: give it 80 x 24 there.
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+        columns, lines = size.columns, size.lines
+    except (OSError, ValueError):
+        columns = lines = 0
+    return tqdm(
+        total=total,
+        desc=desc,
+        file=sys.stderr,
+        ncols=None if columns else 80,
+        nrows=None if lines else 24,
+    )
 
 
 def run_show(args: argparse.Namespace) -> int:
-    if args.index < 0:
-        raise ValueError(f"--index must be >= 0, got {args.index}")
-    if args.num < 1:
-        raise ValueError(f"-n/--num must be >= 1, got {args.num}")
+    check_range(args, "--index", MAX_SHOW)
     if args.all == (args.config is not None):
         raise ValueError("give either CONFIG or --all")
     configs = list(PRESETS) if args.all else [args.config]
-    width = shutil.get_terminal_size().columns
-    stop = args.index + args.num
-    print(legend(width), end="\n\n")
+    # Every config's parameters are checked before anything is drawn, and the legend is
+    # printed once the first grid is drawn: an error never follows a legend.
+    plans = []
     for config in configs:
         base = resolve_config(config)
         params = parse_params(base, args.param)
-        cfg = resolve_config(base, **params)
+        plans.append((config, params, resolve_config(base, **params)))
+    width = shutil.get_terminal_size().columns
+    stop = args.index + args.num
+    legend_shown = False
+    for config, params, cfg in plans:
         if args.split is None:
             instances = iter_instances(cfg, args.seed, args.index, stop)
         else:
@@ -163,7 +243,12 @@ def run_show(args: argparse.Namespace) -> int:
         if config in PRESETS and not params and (args.split is not None or not args.all):
             warn_small_space(config, args.seed)
         for instance in instances:
-            print(render_mask(instance, width=width), end="\n\n")
+            grid = render_mask(instance, width=width)
+            with stdout_errors():
+                if not legend_shown:
+                    print(legend(width), end="\n\n")
+                    legend_shown = True
+                print(grid, end="\n\n")
     return 0
 
 

@@ -127,12 +127,17 @@ class TaskConfig:
             )
 
     def check_charset(self, name: str, minimum: int, reserved: str = "") -> None:
-        """A charset: distinct, non-whitespace characters, none of them reserved."""
+        """A charset: distinct, printable, non-whitespace characters, none reserved."""
         chars = getattr(self, name)
         if len(set(chars)) != len(chars):
             self.fail(name, "characters must be distinct")
         if any(c.isspace() for c in chars):
             self.fail(name, "whitespace characters are not allowed")
+        # A control or invisible character (U+0001, ESC, a zero-width space) would reach a
+        # terminal, a JSON line and a tokenizer as something other than one visible symbol.
+        hidden = sorted({f"U+{ord(c):04X}" for c in chars if not c.isprintable()})
+        if hidden:
+            self.fail(name, f"non-printable characters are not allowed: {', '.join(hidden)}")
         bad = sorted(set(chars) & set(reserved))
         if bad:
             self.fail(name, f"must not contain the reserved characters {''.join(bad)!r}")

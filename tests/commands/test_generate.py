@@ -260,7 +260,9 @@ def test_json_lines_equal_json_dumps_of_the_row():
         writer = JsonLines(resolved)
         for instance in iter_instances(resolved, stop=1500):
             assert writer(instance) == json.dumps(instance.to_dict(), ensure_ascii=False)
-    odd = generate("reversal", charset='a"\\\u00e9\u0001b', min_length=20, max_length=20)
+    odd = generate("reversal", charset='a"\\\u00e9b', min_length=20, max_length=20)
+    # A charset cannot hold a control character any more; a row can (json escapes it).
+    odd = dataclasses.replace(odd, prompt="\u0001" + odd.prompt)
     assert json.loads(to_json_line(odd)) == odd.to_dict()
 
 
@@ -362,3 +364,115 @@ def test_orjson_reference_is_json_dumps(reference):
     from attentionspan_datasets.rendering import _orjson_dumps, _orjson_reference
 
     assert _orjson_reference(_orjson_dumps(), reference) == json.dumps(reference)
+
+
+# --- issue 23: what generate and show say ----------------------------------------------------
+
+
+def test_show_prints_its_legend_after_a_draw_never_before_an_error(capsys):
+    code, out, err = run_cli(capsys, "show", "--all", "--param", "charset=abc")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    code, out, err = run_cli(capsys, "show", "reversal", "--param", "max_length=0")
+    assert code == 2 and out == "" and "'max_length'" in err
+    code, out, _ = run_cli(capsys, "show", "reversal_id", "-n", "2")
+    assert code == 0 and out.startswith("How to read a grid") and out.count("How to") == 1
+    assert "reversal_id #0 " in out and "reversal_id #1 " in out
+
+
+def test_show_wraps_params_never_cuts_them(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "show", "t5_len30")
+    assert code == 0
+    instance = generate("t5_len30")
+    header = out.split("\n\n", 1)[1].split("\nprompt: ", 1)[0]
+    assert max(len(line) for line in header.splitlines()) <= 80
+    assert " ".join(header.split()) == " ".join(f"t5_len30 #0  params={instance.params}".split())
+    assert "characters)" not in header
+
+
+@pytest.mark.parametrize("command", ["generate", "show"])
+def test_help_states_the_default_seed(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "stream seed (default 1234)" in text
+    if command == "generate":
+        assert "at most 10,000,000 without --force" in text
+
+
+def _stderr_on_a_terminal(argv, columns):
+    """What `attentionspan ARGV` writes to its stderr when that is a terminal of
+    `columns` columns (0: a terminal that reports a size of 0 x 0), and its stdout."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import tempfile
+    import termios
+
+    master, slave = pty.openpty()
+    if columns:  # else the size a new pty has: 0 x 0
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("COLUMNS", None)
+    stdout = tempfile.TemporaryFile()  # a pipe nobody reads while the terminal is read
+    run = subprocess.Popen(
+        [sys.executable, "-m", "attentionspan_datasets", *argv],
+        stdout=stdout, stderr=slave, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert run.wait(60) == 0
+    os.close(master)
+    stdout.seek(0)
+    return shown.decode(errors="replace"), stdout.read()
+
+
+@pytest.mark.parametrize("columns", [80, 0])
+def test_generate_shows_a_progress_bar_on_a_terminal(columns):
+    """The README's `generate addition_ood -n 100000 > file` shows a bar on stderr, also on
+    a terminal that reports a size of 0 x 0 (where tqdm would hide it)."""
+    shown, out = _stderr_on_a_terminal(["generate", "reversal_id", "-n", "20000"], columns)
+    assert out.count(b"\n") == 20000
+    assert "generate reversal_id: 100%" in shown and "20000/20000" in shown
+
+
+def test_generate_shows_no_bar_when_stderr_is_not_a_terminal():
+    result = subprocess.run(
+        [sys.executable, "-m", "attentionspan_datasets", "generate", "reversal_id"]
+        + ["-n", "20000"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "argv", [["generate", "reversal", "-n", "3"], ["generate", "addition"], ["show", "reversal"]]
+)
+def test_a_full_disk_under_stdout_is_one_line(argv):
+    """`attentionspan generate ... > file` on a full disk (/dev/full: every write fails
+    with ENOSPC): one line and status 2, not a traceback or "Exception ignored"."""
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "attentionspan_datasets", *argv],
+            stdout=full, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"attentionspan {argv[0]}: error: cannot write to standard output: "
+        "No space left on device\n"
+    )

@@ -118,11 +118,89 @@ def test_our_options_at_the_top_level_are_refused_with_the_namespaced_form():
 
 @pytest.mark.parametrize(
     ("key", "value", "field"),
-    [("size", 0, "size"), ("seed", "x", "seed"), ("size", 2.5, "size"), ("max_length", 0, "")],
+    [
+        ("size", 0, "'size' must be an integer >= 1, got 0"),
+        ("size", -5, "'size' must be an integer >= 1, got -5"),
+        ("size", 2.5, "'size' must be an integer >= 1, got 2.5"),
+        ("size", True, "'size' must be an integer >= 1, got True"),
+        ("size", float("nan"), "'size' must be an integer >= 1, got nan"),
+        ("size", None, "'size' must be an integer >= 1, got None"),
+        ("size", [5], "'size' must be an integer >= 1, got [5]"),
+        ("size", 10**9, "'size' is 1,000,000,000, above the cap of 100,000 test instances"),
+        ("size", "1000000", "'size' is 1,000,000, above the cap of 100,000 test instances"),
+        ("size", "9" * 5000, "'size' must be an integer"),
+        ("fewshot_size", 0, "'fewshot_size' must be an integer >= 1"),
+        ("fewshot_size", 10**6, "'fewshot_size' is 1,000,000, above the cap of 10,000"),
+        ("seed", "x", "'seed' must be an integer >= 0, got 'x'"),
+        ("seed", -1, "'seed' must be an integer >= 0, got -1"),
+        ("seed", 2**64, "'seed' is 18,446,744,073,709,551,616, above the cap of"),
+        ("instruction", 3, "'instruction' must be one line of text, got 3"),
+        ("instruction", "a\nb", "'instruction' must be one line of text"),
+        ("instruction", "Reverse\x1b[2J it", "'instruction' must be printable text; it holds "),
+        ("max_length", 0, "'max_length'"),
+        ("charset", "ab\x01", "'charset'"),
+    ],
 )
 def test_bad_values_name_the_key(key, value, field):
-    with pytest.raises(ValueError, match=field or key):
+    with pytest.raises(ValueError) as error:
         custom_dataset("reversal_id", **ours(**{key: value}))
+    message = str(error.value)
+    assert message.startswith("attnspan_reversal_id: ") and "\n" not in message
+    assert field in message, message
+
+
+def test_a_huge_size_is_refused_within_a_second():
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="cap of 100,000"):
+        custom_dataset("reversal_ood", **ours(size=10**12))
+    assert time.perf_counter() - started < 1
+
+
+def test_under_the_lm_eval_command_a_refusal_is_one_line_and_status_2(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["/venv/bin/lm_eval", "--tasks", "attnspan_reversal_id"])
+    monkeypatch.delenv("ATTENTIONSPAN_TRACEBACK", raising=False)
+    assert dataset.under_lm_eval_command()
+    with pytest.raises(SystemExit) as done:
+        custom_dataset("reversal_id", instruction="x")
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "lm_eval: error: attnspan_reversal_id: --metadata key(s) 'instruction' must be "
+        """inside 'attnspan': --metadata '{"attnspan": {"instruction": "x"}}'\n"""
+    )
+    monkeypatch.setenv("ATTENTIONSPAN_TRACEBACK", "1")  # the traceback instead
+    with pytest.raises(ValueError, match="must be inside 'attnspan'"):
+        custom_dataset("reversal_id", instruction="x")
+    monkeypatch.setattr("sys.argv", ["python", "-c"])  # an API caller gets the ValueError
+    monkeypatch.delenv("ATTENTIONSPAN_TRACEBACK")
+    assert not dataset.under_lm_eval_command()
+    with pytest.raises(ValueError, match="must be inside 'attnspan'"):
+        custom_dataset("reversal_id", instruction="x")
+
+
+def test_preflight_checks_the_namespace_without_a_preset():
+    """What the TaskManager hook runs before lm-eval loads the model."""
+    dataset.preflight({"pretrained": "m", "size": 3})  # top-level keys are left alone
+    dataset.preflight({"attnspan": {"size": 3, "max_length": 9, "num_operands": 2}})
+    with pytest.raises(ValueError, match="'size' is 1,000,000,000, above the cap"):
+        dataset.preflight({"attnspan": {"size": 10**9}})
+    with pytest.raises(ValueError) as error:
+        dataset.preflight({"attnspan": {"sise": 3}})
+    assert "unknown --metadata 'attnspan' key(s) 'sise'; allowed: seed, size" in str(error.value)
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        dataset.preflight({"attnspan": "size=3"})
+
+
+def test_the_task_manager_hook_runs_the_preflight():
+    from lm_eval_tasks import registration
+
+    registration.patch_task_manager()
+    from lm_eval.tasks import TaskManager
+
+    with pytest.raises(ValueError, match="'fewshot_size' is 20,000, above the cap of 10,000"):
+        TaskManager(include_defaults=False, metadata={"attnspan": {"fewshot_size": 20000}})
 
 
 def test_a_field_of_another_task_is_left_to_that_task(caplog):
@@ -167,6 +245,33 @@ def test_the_prompt_layout_saved_with_a_model_is_used(tmp_path, caplog):
         split_metadata("reversal_id", {"pretrained": folder})
 
 
+HUGE_NUMBER = "9" * 5000  # past Python's int-from-text limit
+
+
+@pytest.mark.parametrize(
+    "num_fewshot", ["-1", "1000000", "2.5", '"3"', "true", "[1]", "NaN", HUGE_NUMBER]
+)
+def test_a_saved_num_fewshot_out_of_range_names_the_file_and_the_cap(tmp_path, num_fewshot):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    text = f'{{"prompt": {{"instruction": "", "num_fewshot": {num_fewshot}}}}}'
+    (folder / dataset.RUN_FILE).write_text(text)
+    with pytest.raises(ValueError) as error:
+        custom_dataset("reversal_id", pretrained=str(folder))
+    message = str(error.value)
+    assert str(folder / dataset.RUN_FILE) in message and "\n" not in message
+    if num_fewshot == HUGE_NUMBER:  # not readable JSON for Python
+        assert "cannot read the saved prompt layout" in message
+    else:
+        assert "'prompt.num_fewshot' must be an integer in [0, 10,000]" in message
+
+
+def test_a_saved_num_fewshot_above_the_pool_says_how_to_widen_it(tmp_path, caplog):
+    folder = _run_folder(tmp_path / "m", {"instruction": "", "num_fewshot": 150})
+    split_metadata("reversal_id", {"pretrained": folder})
+    assert """--num_fewshot 150 --metadata '{"attnspan": {"fewshot_size": 150}}'""" in caplog.text
+
+
 def _doc(target):
     bins = ["exact_match_len_01", "exact_match_len_02"]
     return {"target": target, "length_bin": "exact_match_len_02", "length_bins": bins}
@@ -192,8 +297,15 @@ def test_process_results(answer, exact, partial):
     assert set(scores) == {"exact_match", "partial_acc", "exact_match_len_01", "exact_match_len_02"}
 
 
-def test_a_length_outside_the_listed_bins_gets_its_own_metric():
+def test_a_length_outside_the_listed_bins_gets_its_own_metric(caplog):
     data = custom_dataset("reversal_id", **ours(size=20, min_length=12, max_length=12))
+    # said once, with the task, the lengths and the bins (lm-eval's per-metric warning is
+    # dropped: test_lm_eval_registration.py)
+    notes = [r.getMessage() for r in caplog.records if "outside the preset" in r.getMessage()]
+    assert notes == [
+        "attnspan_reversal_id: lengths 12 lie outside the preset's length bins (1-10); each "
+        "gets a metric of its own (exact_match_len_XX), the mean over the documents of that length"
+    ]
     row = data["test"][0]
     assert row["length_bin"] == "exact_match_len_12"
     assert "exact_match_len_12" not in row["length_bins"]

@@ -119,23 +119,44 @@ def test_include_path_with_the_hooks_off(request, tmp_path):
     assert out.stdout.split() == [str(len(PRESETS)), "True"]  # one task per preset
 
 
-def test_lm_evals_kwargs_warning_is_printed_once_not_once_per_task(caplog):
+def test_lm_evals_hints_about_our_tasks_are_dropped_others_kept(caplog):
+    """lm-eval's kwargs hint (every run, every task) and its "No aggregation function"
+    line per length outside the bins are dropped for attnspan tasks only."""
     import logging
 
-    from lm_eval_tasks import registration
+    from lm_eval_tasks import quiet
 
-    registration.quiet_repeated_kwargs_warning()
-    registration.quiet_repeated_kwargs_warning()  # idempotent: one filter
-    logger = logging.getLogger("lm_eval.api.task")
-    assert sum(isinstance(f, registration._OnceFilter) for f in logger.filters) == 1
-    for f in logger.filters:
-        if isinstance(f, registration._OnceFilter):
-            f.seen = False  # whatever earlier tests in this process logged
-    with caplog.at_level(logging.WARNING, logger="lm_eval.api.task"):
-        for task in ("attnspan_reversal_id", "attnspan_addition_id", "attnspan_ffml_id"):
-            logger.warning(f"{task}: {registration.KWARGS_WARNING} in console (as json string)")
-        logger.warning("something else")
-        logger.warning("something else")
+    quiet.quiet_lm_eval_warnings()
+    quiet.quiet_lm_eval_warnings()  # idempotent: one filter per logger
+    task_logger = logging.getLogger("lm_eval.api.task")
+    utils_logger = logging.getLogger("lm_eval.evaluator_utils")
+    for logger in (task_logger, utils_logger):
+        assert sum(getattr(f, "attnspan_filter", False) for f in logger.filters) == 1
+    hint = f"{quiet.KWARGS_WARNING} in console (as json string) or to the TaskManager."
+    with caplog.at_level(logging.WARNING):
+        for task in ("attnspan_reversal_id", "attnspan_addition_id", "ruler_niah"):
+            task_logger.warning(f"{task}: {hint}")
+        for task, metric in [
+            ("attnspan_reversal_ood", "exact_match_len_51"),
+            ("attnspan_reversal_ood", "exact_match_len_52"),
+            ("other_task", "exact_match_len_51"),
+            ("attnspan_reversal_ood", "bleu"),
+        ]:
+            utils_logger.warning(
+                f"[{task}] No aggregation function defined for metric {metric}. Using mean."
+            )
+        for task in ("attnspan_reversal_ood", "other_task"):
+            utils_logger.warning(
+                f"[{task}] Metrics were not scored on the same number of documents "
+                "(exact_match,none=4, exact_match_len_51,none=1). Each metric was ..."
+            )
+        task_logger.warning("something else")
     messages = [r.getMessage() for r in caplog.records]
-    assert sum(registration.KWARGS_WARNING in m for m in messages) == 1
-    assert messages.count("something else") == 2
+    assert messages == [
+        f"ruler_niah: {hint}",
+        "[other_task] No aggregation function defined for metric exact_match_len_51. Using mean.",
+        "[attnspan_reversal_ood] No aggregation function defined for metric bleu. Using mean.",
+        "[other_task] Metrics were not scored on the same number of documents "
+        "(exact_match,none=4, exact_match_len_51,none=1). Each metric was ...",
+        "something else",
+    ]

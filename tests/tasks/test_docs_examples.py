@@ -31,7 +31,7 @@ def test_the_docs_have_worked_examples_for_every_mask_variant():
 
 @pytest.mark.parametrize("command, expected", blocks())
 def test_docs_example_is_what_show_prints(capsys, monkeypatch, command, expected):
-    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["show", *shlex.split(command)]) == 0
     out = capsys.readouterr().out
     drawn = out.split("\n\n", 1)[1].rstrip("\n")  # the legend comes first
