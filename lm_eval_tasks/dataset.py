@@ -259,15 +259,6 @@ def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
         raise ValueError(f"{path}: cannot read the saved prompt layout ({error})") from None
     if not isinstance(instruction, str) or "\n" in instruction:
         raise ValueError(f"{path}: 'prompt.instruction' must be one line of text")
-    if (
-        isinstance(num_fewshot, bool)
-        or not isinstance(num_fewshot, int)
-        or not 0 <= num_fewshot <= MAX_FEWSHOT_SIZE
-    ):
-        raise ValueError(
-            f"{path}: 'prompt.num_fewshot' must be an integer in [0, {MAX_FEWSHOT_SIZE:,}] "
-            f"(the cap of the few-shot rows), got {num_fewshot!r}"
-        )
     flags = (f" --num_fewshot {num_fewshot}" if num_fewshot else "") + (
         " --apply_chat_template" if chat else ""
     )
