@@ -143,8 +143,25 @@ class CharTokenizer:
             return []
         # Instructions and template pieces repeat for every instance: tokenise them once.
         if text not in self._text_cache:
-            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-            self._text_cache[text] = list(ids)
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            unk = self.tokenizer.unk_token_id
+            if unk is not None and unk in ids:
+                # A character the vocabulary lacks would reach the model as <unk>: a silent
+                # change of the prompt. Name the first such character instead.
+                bad = next(
+                    (
+                        c
+                        for c in text
+                        if unk in self.tokenizer(c, add_special_tokens=False)["input_ids"]
+                    ),
+                    "?",
+                )
+                raise ValueError(
+                    f"the tokenizer cannot encode {bad!r} (U+{ord(bad):04X}) of the text "
+                    f"{text[:60]!r}: it would become {self.tokenizer.unk_token}; use characters "
+                    "of the model's vocabulary"
+                )
+            self._text_cache[text] = ids
         return list(self._text_cache[text])
 
     # --- finding the token of a character ----------------------------------------------

@@ -168,3 +168,15 @@ def test_char_tokenizer_saves_and_reloads(tmp_path, char_hf):
     text = "x+y=z\n 09"
     assert again(text)["input_ids"] == char_hf(text)["input_ids"]
     assert CharTokenizer(again).encode_chars(text) == CharTokenizer(char_hf).encode_chars(text)
+
+
+@pytest.mark.parametrize("kind", ["char", "sentencepiece"])
+def test_an_instruction_the_tokenizer_cannot_encode_is_refused_not_unk(kind, request):
+    """An instruction is tokenised normally: a character the vocabulary lacks would reach the
+    model as <unk> (a silent change of the prompt), so it is refused, naming the character."""
+    tok = CharTokenizer(request.getfixturevalue(f"{kind}_hf"))
+    assert tok.encode_text("reverse this")  # known characters: encoded as before
+    with pytest.raises(ValueError, match=r"cannot encode '€' \(U\+20AC\).*<unk>"):
+        tok.encode_text("reverse € this")
+    with pytest.raises(ValueError, match="cannot encode"):
+        encode_prompt(tok, "ab=", instruction="Réverse")
