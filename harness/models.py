@@ -120,6 +120,15 @@ class ScratchConfig:
             )
         if not isinstance(self.charset, str) or not self.charset:
             raise ValueError(f"{name('charset')} must be a non-empty string of characters")
+        # Whitespace is part of the default vocabulary (string.printable); any other character
+        # that prints as nothing (U+0001, a zero-width space) would be a token no one can see.
+        hidden = sorted(
+            {f"U+{ord(c):04X}" for c in self.charset if not (c.isprintable() or c.isspace())}
+        )
+        if hidden:
+            raise ValueError(
+                f"{name('charset')} must not contain non-printable characters: {', '.join(hidden)}"
+            )
         params = scratch_parameters(
             len(set(self.charset)) + 4, self.hidden_size, self.num_layers, self.intermediate_size
         )

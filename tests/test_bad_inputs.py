@@ -960,6 +960,11 @@ FAST_ROWS = [
     ),
     ("train-scratch-layers-0", [*TRAIN, "--scratch-num-layers", "0"], ["--scratch-num-layers"]),
     ("train-scratch-charset-empty", [*TRAIN, "--scratch-charset", ""], ["--scratch-charset"]),
+    (
+        "train-scratch-charset-control",
+        [*TRAIN, "--scratch-charset", "ab\x01c"],
+        ["--scratch-charset", "non-printable", "U+0001"],
+    ),
     ("train-output-a-file", [*TRAIN, "--output", "{a_file}"], ["'output'", "is a file"]),
     ("train-output-under-a-file", [*TRAIN, "--output", "{a_file}/run"], ["lies under the file"]),
     ("eval-n-huge", [*EVAL, "-n", HUGE], ["-n/--num must be <= 100,000 (the cap)"]),

@@ -59,6 +59,11 @@ def test_scratch_model_has_the_asked_size():
         ("max_positions", 2**40, r"--scratch-max-positions\) must be <= "),
         ("charset", "", r"'charset' \(--scratch-charset\) must be a non-empty string"),
         ("charset", None, r"--scratch-charset\) must be a non-empty string"),
+        (
+            "charset",
+            "ab\x01c\u200b",
+            r"--scratch-charset\) must not contain non-printable.*U\+0001, U\+200B",
+        ),
         ("num_heads", 3, "multiple of 'num_heads'"),
     ],
 )
