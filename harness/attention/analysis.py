@@ -209,27 +209,13 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
         full = layout.reference_mask(length=layout.prompt_width + max_new)
         plan = AttentionPlan(reference=full, rollout=True)
         generated, rec = scorer.generate(encodings, plan, max_new)
-        batch = generated.batch
-        length = rec.length
-        reference = full[:, :length, :length]
-        rolled = scores.rollout(rec.layer_maps)
-        shares = scores.rollout_scores(rolled, reference, task_columns(batch, length=length))
-        written = []
-        for b, enc in enumerate(encodings):
-            ids = generated.ids[b]
-            gold = enc.input_ids[enc.target_offset : enc.target_offset + enc.target_len]
-            # The tokens the model wrote, its EOS included (an early EOS is a wrong token).
-            count = min(len(ids) + int(generated.finished[b]), enc.target_len)
-            written.append([i < len(ids) and ids[i] == gold[i] for i in range(count)])
-        tokens = _token_records(
+        tokens = written_records(
+            scorer,
             instances,
-            batch.prompt_width,
-            written,
-            reference,
-            shares,
-            rec.head_rows,
-            "generate",
-            scorer.length,
+            encodings,
+            generated.ids,
+            generated.finished,
+            capture=(generated.batch, rec, full),
         )
         # Exact match as `attentionspan eval` scores it (the answer cut at target + 1).
         exact = {
@@ -246,6 +232,71 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
             for x in instances
         ]
     return records, figures
+
+
+def written_records(
+    scorer, instances, encodings, ids, finished, capture=None, lengths=None
+) -> list[dict[str, Any]]:
+    """Token records ("generate" mode) of answers the model wrote: the free-running pass's
+    scoring, for the answers `generate` just wrote under capture (`capture`) or for answers
+    written elsewhere (lm-eval's, `lm_eval_tasks.attention`), so the two cannot drift.
+
+    `ids[b]`: the tokens the model wrote for `encodings[b]` before its stop (its EOS not
+    included); `finished[b]`: an EOS followed them. The i-th written token uses the gold
+    reference row i and is correct when it equals target[i]; an EOS within the target's
+    length is a written (wrong) token, nothing past the target's length is scored.
+    `capture`: (batch, record, mask) of a pass that already recorded these tokens under
+    `AttentionPlan(reference=mask, rollout=True)`; without it, one forward over prompt +
+    answer (`Scorer.forward`) records them: its rows equal those of the cached generation
+    (tests/harness/attention). `lengths`: the length rule (default `scorer.length`).
+    """
+    from harness.attention import scores
+    from harness.attention.positions import task_columns
+
+    written = []
+    for b, enc in enumerate(encodings):
+        row = list(ids[b])
+        gold = enc.input_ids[enc.target_offset : enc.target_offset + enc.target_len]
+        count = min(len(row) + int(finished[b]), enc.target_len)
+        written.append([i < len(row) and row[i] == gold[i] for i in range(count)])
+    if capture is None:
+        capture = _answer_forward(scorer, encodings, ids, written)
+    batch, rec, mask = capture
+    length = rec.length
+    reference = mask[:, :length, :length]
+    rolled = scores.rollout(rec.layer_maps)
+    shares = scores.rollout_scores(rolled, reference, task_columns(batch, length=length))
+    return _token_records(
+        instances,
+        batch.prompt_width,
+        written,
+        reference,
+        shares,
+        rec.head_rows,
+        "generate",
+        lengths or scorer.length,
+    )
+
+
+def _answer_forward(scorer, encodings, ids, written):
+    """(batch, record, mask) of one forward over each prompt and its written tokens, under
+    the plan the free-running pass uses. Only the queries of scored tokens matter: the
+    last scored token's query is the token before it, so the inputs stop there."""
+    import dataclasses
+
+    from harness.attention.capture import AttentionPlan
+    from harness.scoring import collate_left, max_new_tokens
+    from harness.tokenization import IGNORE_INDEX
+
+    rows = []
+    for enc, row, scored in zip(encodings, ids, written):
+        fed = enc.input_ids[: enc.target_offset] + list(row)[: max(len(scored) - 1, 0)]
+        rows.append(dataclasses.replace(enc, input_ids=fed, labels=[IGNORE_INDEX] * len(fed)))
+    batch = collate_left(rows, scorer.char_tok.pad_id, with_answer=True)
+    # Sized as the free-running pass sizes it, so the same reference rows are kept.
+    mask = batch.reference_mask(length=batch.prompt_width + max_new_tokens(encodings))
+    plan = AttentionPlan(reference=mask, rollout=True)
+    return batch, scorer.forward(batch, plan, attention_only=True), mask
 
 
 # --- statistics ---------------------------------------------------------------------------
