@@ -57,8 +57,10 @@ LAYERS = (
     ("datasets", ("attentionspan_datasets",)),
 )
 # lm_eval_tasks sits beside the harness: it may import these layers of it, and no harness
-# module imports it.
-LM_EVAL_MAY_USE = ("data", "datasets")
+# module imports it. The measurement and engine layers only for `attnspan-hf`'s
+# `attention=true` (lm_eval_tasks/attention.py): its metrics must be the harness's own
+# measurement (`analysis.written_records` on the scoring engine), not a copy of it.
+LM_EVAL_MAY_USE = ("data", "datasets", "engine", "measurement")
 
 
 def project_modules() -> dict[str, Path]:
