@@ -244,13 +244,13 @@ def test_the_layer_check_sees_an_arrow_up():
     edges = {
         "harness.attention.heads": {"harness.report.stages", "harness.data"},
         "harness.commands.eval": {"harness.evaluate"},
-        "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate"},
+        "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate", "harness.report.plots"},
         "harness.data": {"lm_eval_tasks.dataset"},
     }
     assert arrows_up(edges) == [
         "harness.attention.heads (measurement) -> harness.report.stages (report)",
         "harness.data (data) -> lm_eval_tasks.dataset (None)",
-        "lm_eval_tasks.dataset (None) -> harness.evaluate (measurement)",
+        "lm_eval_tasks.dataset (None) -> harness.report.plots (report)",
     ]
     main_only = ast.parse('if __name__ == "__main__":\n    import harness.cli\n')
     assert not [n for n in runtime_nodes(main_only) if isinstance(n, ast.Import)]
