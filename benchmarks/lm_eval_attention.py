@@ -1,7 +1,7 @@
 """Cost of `attnspan-hf`'s `attention=true` in an lm-eval run (issue 24).
 
-    OMP_NUM_THREADS=1 python benchmarks/lm_eval_attention.py [--num 32] [--rounds 3]
-    OMP_NUM_THREADS=1 python benchmarks/lm_eval_attention.py --code /path/to/other/checkout \\
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/lm_eval_attention.py [--num 32] [--rounds 3]
+    OMP_NUM_THREADS=1 PYTHONPATH=/other/checkout python benchmarks/lm_eval_attention.py \\
         --modes off          # the same run on another tree's code (before / after a change)
 
 `lm_eval.simple_evaluate` on `attnspan_reversal_ood` (`--num` test instances, batch 8) with
@@ -9,8 +9,9 @@ the default scratch Llama (4 layers, hidden 128, 4 heads, random weights: its an
 the generation budget) saved to a temporary folder, with `attention=false` ("off") and
 `attention=true` ("on"). Time is this process's CPU time for the whole evaluation (dataset,
 generation, measurement, metrics), median over rounds that alternate the modes. Target: "on"
-at most 1.3x "off". Run "off" with `--code` on the tree before a change to compare what
-`attnspan-hf` costs without the measurement.
+at most 1.3x "off". Run "off" on the tree before a change (PYTHONPATH: the installed
+package's start-up hook imports the editable install's code otherwise; the first line says
+which code ran) to compare what `attnspan-hf` costs without the measurement.
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--modes", nargs="+", choices=("off", "on"), default=["off", "on"])
-    parser.add_argument("--code", default=os.path.join(os.path.dirname(__file__), ".."))
     args = parser.parse_args(argv)
-    sys.path.insert(0, os.path.abspath(args.code))
 
     import lm_eval
     import torch
@@ -67,14 +66,18 @@ def main(argv: list[str] | None = None) -> int:
             task_manager=manager,
             limit=args.num,
             bootstrap_iters=0,
+            log_samples=True,
         )
         seconds = time.process_time() - started
+        answers = [s["filtered_resps"][0] for s in results["samples"][TASK]]
+        lengths.append(statistics.mean(len(a) for a in answers))
         shown = results["results"][TASK].get("ref_share,none")
         if (mode == "on") != (shown is not None):
             raise SystemExit(f"mode {mode}: ref_share is {shown!r}")
         return seconds
 
     times: dict[str, list[float]] = {mode: [] for mode in args.modes}
+    lengths: list[float] = []
     run(args.modes[0])  # warm-up: imports, first dataset build
     for _ in range(args.rounds):
         for mode in args.modes:
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode, values in times.items():
         rounds = ", ".join(f"{v:.2f}" for v in values)
         print(f"{mode:>3}: median {median[mode]:.2f} s CPU ({rounds}) for {args.num} instances")
+    print(f"answers: {statistics.mean(lengths):.1f} characters on average")
     if "on" in median and "off" in median:
         ratio = median["on"] / median["off"]
         verdict = "met" if ratio <= TARGET else "MISSED"

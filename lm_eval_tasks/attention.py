@@ -91,7 +91,8 @@ def metrics(doc: dict[str, Any], answer: str) -> dict[str, Any]:
         if doc.get(MODEL_ARG):
             raise ValueError(
                 f"attnspan: --model_args {MODEL_ARG}=true, but the answers carry no attention "
-                "values: only --model attnspan-hf measures them"
+                "values: only --model attnspan-hf measures them (and a --use_cache database "
+                "written without attention=true serves answers without them)"
             )
         return {}
     found = answer.attention
@@ -147,11 +148,11 @@ class AttentionMeter:
 
     def measure(self, items: list[tuple[Any, Any, list[int], bool]]) -> list[dict[str, Any]]:
         """One payload (`token_payload`) per (instance, encoding, written ids, finished),
-        batch by batch (longest prompts together, as HFLM batches)."""
+        batch by batch, the longest prompt + answer together (least padding)."""
         from harness.attention.analysis import written_records
         from harness.scoring import eval_mode
 
-        order = sorted(range(len(items)), key=lambda j: -items[j][1].target_offset)
+        order = sorted(range(len(items)), key=lambda j: -_fed_length(items[j]))
         payloads: list[dict[str, Any]] = [{}] * len(items)
         size = self.scorer.batch_size
         with eval_mode(self.scorer.model):
@@ -165,6 +166,12 @@ class AttentionMeter:
                     mine = [r for r in records if r["index"] == instance.index]
                     payloads[j] = token_payload(mine)
         return payloads
+
+
+def _fed_length(item) -> int:
+    # Prompt ids plus the written tokens the forward is fed.
+    _, encoding, ids, _ = item
+    return encoding.target_offset + len(ids)
 
 
 def _doc_length(instance) -> int:

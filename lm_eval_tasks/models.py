@@ -135,7 +135,8 @@ class AttnspanHFLM(HFLM):
             instruction, shots, chat = self.prompt_layout(context, doc)
             encoding = encode_instance(self.char_tok, instance, instruction, shots, chat)
             until = request.args[1].get("until") or []
-            written, finished = self.written(self._generated[tuple(ids)], stops, until)
+            generated = self._generated[tuple(ids)]
+            written, finished = self.written(generated, stops, until, len(doc["target"]))
             items.append((instance, encoding, written, finished))
             where.append(j)
         out = list(answers)
@@ -151,16 +152,19 @@ class AttnspanHFLM(HFLM):
             ids |= set(configured) if isinstance(configured, (list, tuple)) else {configured}
         return ids
 
-    def written(self, generated: list[int], stops: set[int], until: list[str]):
+    def written(self, generated: list[int], stops: set[int], until: list[str], limit: int):
         """(ids the model wrote before its stop, finished: an EOS came): the analysis's
-        written tokens. A stop sequence ("\\n") ends the answer as lm-eval cuts it; its token
-        is written (a wrong token, as an EOS within the target), nothing after it."""
+        written tokens, the first `limit` (the target's length) of them. A stop sequence
+        ("\\n") ends the answer as lm-eval cuts it; its token is written (a wrong token, as
+        an EOS within the target), nothing after it."""
         ids: list[int] = []
-        for token in generated:
+        text = ""
+        for token in generated[:limit]:
             if token in stops:
                 return ids, True
             ids.append(token)
-            if until and any(s in self.char_tok.decode(ids) for s in until):
+            text += self.char_tok.decode([token])
+            if any(s in text for s in until):
                 break
         return ids, False
 

@@ -237,3 +237,20 @@ def test_bad_input_is_refused_in_one_line(tiny_model_dir, monkeypatch):
     with pytest.raises(AttentionCaptureError, match="does not dispatch through") as error:
         AttnspanHFLM(pretrained=tiny_model_dir, device="cpu", dtype="float32", attention=True)
     assert "\n" not in str(error.value) and "attention=true" in str(error.value)
+
+
+def test_written_tokens_stop_as_lm_eval_cuts_the_answer():
+    """The tokens scored are those lm-eval's answer holds: cut after a line break (written,
+    wrong), before an EOS (finished), at the target's length."""
+    from types import SimpleNamespace
+
+    from harness.tokenization import CharTokenizer
+
+    char_tok = CharTokenizer(make_char_tokenizer())
+    model = SimpleNamespace(char_tok=char_tok)
+    ids = char_tok.encode_chars
+    eos = char_tok.eos_id
+    written = AttnspanHFLM.written
+    assert written(model, ids("ab\ncd"), {eos}, ["\n"], 5) == (ids("ab\n"), False)
+    assert written(model, ids("ab") + [eos] + ids("c"), {eos}, ["\n"], 5) == (ids("ab"), True)
+    assert written(model, ids("abcdef"), {eos}, ["\n"], 3) == (ids("abc"), False)
