@@ -6,6 +6,7 @@ Figure 1, Appendix C): the measurement behind `attentionspan attention`.
     accelerate launch -m harness.commands.attention --model runs/rev/final ...   # sharded
     from harness.attention.analysis import AnalysisConfig, analyse_model
     results, figures = analyse_model(model, tokenizer, AnalysisConfig(configs=[...]))
+    records = written_records(scorer, instances, encodings, ids, finished)  # given answers
 
 For each config, `num` instances of the `test` split (`attentionspan_datasets.splits`) go
 through two passes with capture on (`harness.attention.capture`, eager attention):
