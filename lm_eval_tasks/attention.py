@@ -146,6 +146,47 @@ class AttentionMeter:
         check_capture(model, char_tok)
         self.scorer = Scorer(model, char_tok, batch_size=batch_size)
 
+    def during_generation(self, pairs, context, attention_mask, generate, written):
+        """(lm-eval's generated ids, one payload per row, or None where the batch is not
+        the harness's layout): `generate()` run under capture with the batch's reference
+        mask and rollout, and the rows scored by `analysis.written_records` as
+        `attentionspan attention`'s free-running pass scores them (its rows recorded while
+        generating equal those of one forward over prompt + answer). `pairs`: (instance,
+        encoding) per row; `written(b, new_ids)`: the row's (written ids, finished)."""
+        import torch
+
+        from harness.attention.analysis import written_records
+        from harness.attention.capture import AttentionPlan, capture_attention
+        from harness.scoring import collate_left, max_new_tokens
+
+        instances, encodings = zip(*pairs)
+        layout = collate_left(encodings, self.scorer.char_tok.pad_id, with_answer=False)
+        same = torch.equal(layout.input_ids, context.cpu()) and (
+            attention_mask is None or torch.equal(layout.attention_mask, attention_mask.cpu())
+        )
+        if not same:
+            return generate(), None
+        # Sized as the analysis sizes it: rows past the longest answer have no reference.
+        mask = layout.reference_mask(length=layout.prompt_width + max_new_tokens(encodings))
+        with capture_attention(
+            self.scorer.model, AttentionPlan(reference=mask, rollout=True)
+        ) as rec:
+            out = generate()
+        width = layout.prompt_width
+        ids, finished = zip(*(written(b, out[b, width:].tolist()) for b in range(len(pairs))))
+        records = written_records(
+            self.scorer,
+            instances,
+            encodings,
+            ids,
+            finished,
+            capture=(layout, rec, mask),
+            lengths=_doc_length,
+        )
+        return out, [
+            token_payload([r for r in records if r["index"] == x.index]) for x in instances
+        ]
+
     def measure(self, items: list[tuple[Any, Any, list[int], bool]]) -> list[dict[str, Any]]:
         """One payload (`token_payload`) per (instance, encoding, written ids, finished),
         batch by batch, the longest prompt + answer together (least padding)."""

@@ -48,6 +48,9 @@ class AttnspanHFLM(HFLM):
         self._encoded: dict[str, list[int]] = {}  # context string -> token ids
         # prompt ids -> the ids generated after them (attention=true only)
         self._generated: dict[tuple[int, ...], list[int]] = {}
+        # prompt ids -> (instance, encoding, stops) of the request; -> its measurement
+        self._pending: dict[tuple[int, ...], tuple] = {}
+        self._measured: dict[tuple[int, ...], dict] = {}
         self.meter = None
         if attention:
             size = self.batch_size if isinstance(self.batch_size, int) else 16
@@ -87,6 +90,8 @@ class AttnspanHFLM(HFLM):
             if isinstance(doc, dict) and "prompt" in doc and "length_bins" in doc:
                 context = request.args[0]
                 self._encoded[context] = self.encode_request(context, doc)
+                if self.meter is not None:
+                    self._pending[tuple(self._encoded[context])] = self._item(request)
         try:
             answers = super().generate_until(requests, disable_tqdm=disable_tqdm)
             if self.meter is not None:
@@ -95,54 +100,86 @@ class AttnspanHFLM(HFLM):
         finally:
             self._encoded.clear()
             self._generated.clear()
+            self._pending.clear()
+            self._measured.clear()
 
     # --- attention=true ----------------------------------------------------------------
+    def _item(self, request) -> tuple[Any, Any, list[str]]:
+        """(instance, encoding, stop sequences) of an attnspan request: what the measurement
+        needs, the encoding built as the harness builds it (gold reference positions)."""
+        from types import SimpleNamespace
+
+        doc, context = request.doc, request.args[0]
+        instance = SimpleNamespace(
+            index=len(self._pending),  # unique in this call (documents of several tasks)
+            prompt=doc["prompt"],
+            target=doc["target"],
+            reference=doc["reference"],
+            length=doc["length"],
+        )
+        instruction, shots, chat = self.prompt_layout(context, doc)
+        encoding = encode_instance(self.char_tok, instance, instruction, shots, chat)
+        return instance, encoding, list(request.args[1].get("until") or [])
+
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
-        out = super()._model_generate(context, max_length, stop, **generation_kwargs)
-        if self.meter is not None:
-            # Keep what each prompt generated, keyed by its ids without the left padding.
-            mask = generation_kwargs.get("attention_mask")
-            width = context.shape[1]
-            for b, row in enumerate(context.tolist()):
-                kept = row if mask is None else row[width - int(mask[b].sum()) :]
-                self._generated[tuple(kept)] = out[b, width:].tolist()
+        generate = super()._model_generate
+        if self.meter is None:
+            return generate(context, max_length, stop, **generation_kwargs)
+        # Each row's prompt ids without the left padding: the key of its request.
+        mask = generation_kwargs.get("attention_mask")
+        width = context.shape[1]
+        keys = [
+            tuple(row if mask is None else row[width - int(mask[b].sum()) :])
+            for b, row in enumerate(context.tolist())
+        ]
+        items = [self._pending.get(key) for key in keys]
+        if all(items):
+            # Recorded while generating, as `attentionspan attention` records.
+            out, records = self.meter.during_generation(
+                [(x, e) for x, e, _ in items],
+                context,
+                mask,
+                lambda: generate(context, max_length, stop, **generation_kwargs),
+                lambda b, new: self.written(
+                    new, self._stop_ids(), items[b][2], items[b][1].target_len
+                ),
+            )
+            if records is not None:
+                self._measured.update(zip(keys, records))
+                return out
+        else:
+            out = generate(context, max_length, stop, **generation_kwargs)
+        # A batch with another task's rows (or another layout): measured after, by a forward.
+        for b, key in enumerate(keys):
+            self._generated[key] = out[b, width:].tolist()
         return out
 
     def _measure(self, requests: list, answers: list[str]) -> list[str]:
         """The attnspan answers as `Answer`s carrying the measurement of their tokens."""
-        from types import SimpleNamespace
-
         stops = self._stop_ids()
+        payloads: dict[int, dict] = {}
         items, where = [], []
         for j, request in enumerate(requests):
-            doc = request.doc
             context = request.args[0]
             if context not in self._encoded:
                 continue  # not an attnspan request
-            ids = self._encoded[context]
-            if tuple(ids) not in self._generated:
+            key = tuple(self._encoded[context])
+            if key in self._measured:
+                payloads[j] = self._measured[key]
+                continue
+            if key not in self._generated:
                 raise ValueError(
-                    f"attnspan-hf: attention=true, but the prompt of {doc['prompt']!r} was cut "
-                    "to fit max_length: raise max_length"
+                    f"attnspan-hf: attention=true, but the prompt of "
+                    f"{request.doc['prompt']!r} was cut to fit max_length: raise max_length"
                 )
-            instance = SimpleNamespace(
-                index=len(items),
-                prompt=doc["prompt"],
-                target=doc["target"],
-                reference=doc["reference"],
-                length=doc["length"],
+            instance, encoding, until = self._pending[key]
+            written, finished = self.written(
+                self._generated[key], stops, until, encoding.target_len
             )
-            instruction, shots, chat = self.prompt_layout(context, doc)
-            encoding = encode_instance(self.char_tok, instance, instruction, shots, chat)
-            until = request.args[1].get("until") or []
-            generated = self._generated[tuple(ids)]
-            written, finished = self.written(generated, stops, until, len(doc["target"]))
             items.append((instance, encoding, written, finished))
             where.append(j)
-        out = list(answers)
-        for j, payload in zip(where, self.meter.measure(items)):
-            out[j] = Answer(answers[j], payload)
-        return out
+        payloads.update(zip(where, self.meter.measure(items)))
+        return [Answer(a, payloads[j]) if j in payloads else a for j, a in enumerate(answers)]
 
     def _stop_ids(self) -> set[int]:
         """The ids generation stops at: the tokenizer's EOS and the model's."""

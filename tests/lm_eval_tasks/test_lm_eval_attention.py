@@ -254,3 +254,27 @@ def test_written_tokens_stop_as_lm_eval_cuts_the_answer():
     assert written(model, ids("ab\ncd"), {eos}, ["\n"], 5) == (ids("ab\n"), False)
     assert written(model, ids("ab") + [eos] + ids("c"), {eos}, ["\n"], 5) == (ids("ab"), True)
     assert written(model, ids("abcdef"), {eos}, ["\n"], 3) == (ids("abc"), False)
+
+
+def test_a_batch_not_in_the_harness_layout_is_measured_by_one_forward(digit_model_dir, monkeypatch):
+    """A batch that cannot be recorded while generating (another task's rows in it, another
+    layout) is measured after, by one forward over prompt + answer: the same numbers."""
+    recorded = numbers(lm_eval_run(digit_model_dir, attention_on=True))
+    forwards = []
+
+    def not_the_layout(self, pairs, context, attention_mask, generate, written):
+        return generate(), None
+
+    measure = attention.AttentionMeter.measure
+
+    def counted(self, items):
+        forwards.append(len(items))
+        return measure(self, items)
+
+    monkeypatch.setattr(attention.AttentionMeter, "during_generation", not_the_layout)
+    monkeypatch.setattr(attention.AttentionMeter, "measure", counted)
+    measured = numbers(lm_eval_run(digit_model_dir, attention_on=True))
+    assert sum(forwards) == N
+    assert recorded.keys() == measured.keys()
+    for name, value in recorded.items():
+        assert measured[name] == pytest.approx(value, abs=1e-6, nan_ok=True), name
