@@ -3,11 +3,15 @@
     lm_eval --model attnspan-hf --model_args pretrained=DIR,attention=true \\
         --tasks attnspan_reversal_ood
 
-For every answer lm-eval generated, `AttentionMeter.measure` scores the tokens the model
-wrote with the harness's own measurement, `harness.attention.analysis.written_records` (the
-records `attentionspan attention`'s free-running pass makes): one forward over prompt +
-answer under `capture_attention` with the gold reference mask and rollout; the i-th written
-token uses reference row i, the share is over the task-text columns. The values travel to
+For every answer lm-eval generated, the tokens the model wrote are scored with the
+harness's own measurement, `harness.attention.analysis.written_records` (the records of
+`attentionspan attention`'s free-running pass): `AttentionMeter.during_generation` runs
+lm-eval's generation of a batch under `capture_attention` with the gold reference mask and
+rollout, as the analysis records its own generation; a batch that is not in the harness's
+layout (another task's rows in it) is measured after by `AttentionMeter.measure`, one
+forward over prompt + answer under the same plan (its rows equal the cached generation's).
+The i-th written token uses reference row i, the share is over the task-text columns.
+The values travel to
 `process_results` inside the answer itself: generate_until returns `Answer`s, `str`s that
 carry their measurement (`.attention`), and lm-eval's default `take_first` filter hands the
 same object on (README.md: why this extension point). `metrics(doc, answer)` turns them

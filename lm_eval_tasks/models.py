@@ -17,9 +17,9 @@ of other tasks (no attnspan document) are encoded as HFLM would.
     lm_eval --model attnspan-hf --model_args pretrained=DIR,attention=true --tasks 'attnspan_*'
 
 With `attention=true` the model also measures where each answer attends
-(`lm_eval_tasks.attention`): the ids it generated are kept, each attnspan answer is scored by
-the harness's free-running records (one forward over prompt + answer under capture) and
-returned as an `Answer`, the text carrying its measurement to `process_results`.
+(`lm_eval_tasks.attention`): each batch of attnspan prompts is generated under the
+harness's attention capture, its answers are scored by the harness's free-running records,
+and each is returned as an `Answer`, the text carrying its measurement to `process_results`.
 """
 
 from __future__ import annotations
