@@ -134,15 +134,14 @@ class AttnspanHFLM(HFLM):
         ]
         items = [self._pending.get(key) for key in keys]
         if all(items):
+            stops = self._stop_ids()
             # Recorded while generating, as `attentionspan attention` records.
             out, records = self.meter.during_generation(
                 [(x, e) for x, e, _ in items],
                 context,
                 mask,
                 lambda: generate(context, max_length, stop, **generation_kwargs),
-                lambda b, new: self.written(
-                    new, self._stop_ids(), items[b][2], items[b][1].target_len
-                ),
+                lambda b, new: self.written(new, stops, items[b][2], items[b][1].target_len),
             )
             if records is not None:
                 self._measured.update(zip(keys, records))
