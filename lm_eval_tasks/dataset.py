@@ -45,6 +45,9 @@ from attentionspan_datasets.tasks import TASKS
 
 # The harness's run-folder reader (its data layer: no torch, nothing of its commands).
 from harness.runs import RUN_CONFIG_FILE, read_run_file, section
+from lm_eval_tasks.attention import MODEL_ARG as ATTENTION_ARG
+from lm_eval_tasks.attention import flag
+from lm_eval_tasks.attention import metrics as attention_metrics
 from lm_eval_tasks.quiet import quiet_lm_eval_warnings
 
 log = logging.getLogger(__name__)
@@ -130,9 +133,13 @@ def _custom_dataset(preset: str, metadata: dict[str, Any]):
         "test": _rows(preset, config, options["seed"], options["size"], TEST_SPLIT),
         "fewshot": _rows(preset, config, options["seed"], options["fewshot_size"], FEWSHOT),
     }
+    # `attention=true` in --model_args (merged into metadata): process_results refuses answers
+    # that carry no measurement (a model type that cannot measure).
+    attention = flag(metadata.get(ATTENTION_ARG, False))
     for rows in splits.values():
         for row in rows:
             row["instruction"] = instruction
+            row[ATTENTION_ARG] = attention
             row["length_bin"] = _bin_metric(row["length"], listed)
             row["length_bins"] = names
     _note_lengths_outside_bins(preset, splits["test"], listed)
@@ -322,6 +329,8 @@ def _rows(preset: str, config, seed: int, size: int, split: str) -> list[dict[st
                 "target": instance.target,
                 "length": config.length_bucket(instance.params),
                 "params": json.dumps(instance.params, sort_keys=True),
+                # gold reference positions per target character (attention=true)
+                "reference": [list(row) for row in instance.reference],
             }
         )
     return rows
@@ -366,7 +375,8 @@ def _bin_metric(length: int, bins) -> str:
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
-    """exact_match, partial_acc, and exact_match of the document's length bin.
+    """exact_match, partial_acc, and exact_match of the document's length bin; with
+    `attention=true`, the attention metrics of `lm_eval_tasks.attention.metrics` too.
 
     The other bins of the task get NaN, which `nanmean` skips: lm-eval wants the same
     metrics from every document, and a bin with no document in the sample reports NaN.
@@ -377,6 +387,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]
     scores = record(prediction, doc["target"], doc.get("length", 0))
     out = dict.fromkeys(doc["length_bins"], math.nan)
     out[doc["length_bin"]] = scores["exact_match"]
+    out.update(attention_metrics(doc, prediction))  # {} without attention=true
     return {"exact_match": scores["exact_match"], "partial_acc": scores["partial_acc"], **out}
 
 

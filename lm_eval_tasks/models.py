@@ -13,6 +13,13 @@ instruction tokenised normally, each few-shot example and the prompt one token p
 character, and, with `--apply_chat_template`, all of it as the user's message of the
 tokenizer's chat template. Batching, generation and stop sequences are HFLM's own; requests
 of other tasks (no attnspan document) are encoded as HFLM would.
+
+    lm_eval --model attnspan-hf --model_args pretrained=DIR,attention=true --tasks 'attnspan_*'
+
+With `attention=true` the model also measures where each answer attends
+(`lm_eval_tasks.attention`): each batch of attnspan prompts is generated under the
+harness's attention capture, its answers are scored by the harness's free-running records,
+and each is returned as an `Answer`, the text carrying its measurement to `process_results`.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ import torch
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
-from harness.tokenization import SHOT_SEPARATOR, CharTokenizer, encode_prompt
+from harness.tokenization import SHOT_SEPARATOR, CharTokenizer, encode_instance, encode_prompt
+from lm_eval_tasks.attention import Answer, AttentionMeter, flag
 
 # lm-eval renders a chat prompt by calling `apply_chat_template` and passes the string back
 # as the context; ours returns the plain prompt text behind this mark, and the encoding
@@ -33,14 +41,29 @@ CHAT_MARK = "\x00attnspan-chat\x00"
 
 @register_model("attnspan-hf")
 class AttnspanHFLM(HFLM):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, attention: Any = False, **kwargs: Any) -> None:
+        attention = flag(attention)  # before loading anything: a bad value stops at once
         super().__init__(*args, **kwargs)
         self.char_tok = CharTokenizer(self.tokenizer)
         self._encoded: dict[str, list[int]] = {}  # context string -> token ids
+        # prompt ids -> the ids generated after them (attention=true only)
+        self._generated: dict[tuple[int, ...], list[int]] = {}
+        # prompt ids -> (instance, encoding, stops) of the request; -> its measurement
+        self._pending: dict[tuple[int, ...], tuple] = {}
+        self._measured: dict[tuple[int, ...], dict] = {}
+        self.meter = None
+        if attention:
+            size = self.batch_size if isinstance(self.batch_size, int) else 16
+            self.meter = AttentionMeter(self.model, self.char_tok, size)
 
     # --- building the ids of one request ---------------------------------------------
     def encode_request(self, context: str, doc: dict[str, Any]) -> list[int]:
         """Token ids for an attnspan context: "[instruction\\n](shot\\n)*prompt"."""
+        instruction, shots, chat = self.prompt_layout(context, doc)
+        return encode_prompt(self.char_tok, doc["prompt"], instruction, shots, chat=chat)
+
+    def prompt_layout(self, context: str, doc: dict[str, Any]) -> tuple[str | None, list, bool]:
+        """(instruction or None, few-shot texts, chat) of an attnspan context."""
         chat = context.startswith(CHAT_MARK)
         text = context[len(CHAT_MARK) :] if chat else context
         prompt = doc["prompt"]
@@ -59,7 +82,7 @@ class AttnspanHFLM(HFLM):
             end = cut + len(instruction)
             instruction, head = head[:end], head[end + len(SHOT_SEPARATOR) :]
         shots = head.split(SHOT_SEPARATOR)[:-1] if head else []
-        return encode_prompt(self.char_tok, prompt, instruction or None, shots, chat=chat)
+        return instruction or None, shots, chat
 
     def generate_until(self, requests: list, disable_tqdm: bool = False) -> list[str]:
         for request in requests:
@@ -67,10 +90,119 @@ class AttnspanHFLM(HFLM):
             if isinstance(doc, dict) and "prompt" in doc and "length_bins" in doc:
                 context = request.args[0]
                 self._encoded[context] = self.encode_request(context, doc)
+                if self.meter is not None:
+                    self._pending[tuple(self._encoded[context])] = self._item(request)
         try:
-            return super().generate_until(requests, disable_tqdm=disable_tqdm)
+            answers = super().generate_until(requests, disable_tqdm=disable_tqdm)
+            if self.meter is not None:
+                answers = self._measure(requests, answers)
+            return answers
         finally:
             self._encoded.clear()
+            self._generated.clear()
+            self._pending.clear()
+            self._measured.clear()
+
+    # --- attention=true ----------------------------------------------------------------
+    def _item(self, request) -> tuple[Any, Any, list[str]]:
+        """(instance, encoding, stop sequences) of an attnspan request: what the measurement
+        needs, the encoding built as the harness builds it (gold reference positions)."""
+        from types import SimpleNamespace
+
+        doc, context = request.doc, request.args[0]
+        instance = SimpleNamespace(
+            index=len(self._pending),  # unique in this call (documents of several tasks)
+            prompt=doc["prompt"],
+            target=doc["target"],
+            reference=doc["reference"],
+            length=doc["length"],
+        )
+        instruction, shots, chat = self.prompt_layout(context, doc)
+        encoding = encode_instance(self.char_tok, instance, instruction, shots, chat)
+        return instance, encoding, list(request.args[1].get("until") or [])
+
+    def _model_generate(self, context, max_length, stop, **generation_kwargs):
+        generate = super()._model_generate
+        if self.meter is None:
+            return generate(context, max_length, stop, **generation_kwargs)
+        # Each row's prompt ids without the left padding: the key of its request.
+        mask = generation_kwargs.get("attention_mask")
+        width = context.shape[1]
+        keys = [
+            tuple(row if mask is None else row[width - int(mask[b].sum()) :])
+            for b, row in enumerate(context.tolist())
+        ]
+        items = [self._pending.get(key) for key in keys]
+        if all(items):
+            stops = self._stop_ids()
+            # Recorded while generating, as `attentionspan attention` records.
+            out, records = self.meter.during_generation(
+                [(x, e) for x, e, _ in items],
+                context,
+                mask,
+                lambda: generate(context, max_length, stop, **generation_kwargs),
+                lambda b, new: self.written(new, stops, items[b][2], items[b][1].target_len),
+            )
+            if records is not None:
+                self._measured.update(zip(keys, records))
+                return out
+        else:
+            out = generate(context, max_length, stop, **generation_kwargs)
+        # A batch with another task's rows (or another layout): measured after, by a forward.
+        for b, key in enumerate(keys):
+            self._generated[key] = out[b, width:].tolist()
+        return out
+
+    def _measure(self, requests: list, answers: list[str]) -> list[str]:
+        """The attnspan answers as `Answer`s carrying the measurement of their tokens."""
+        stops = self._stop_ids()
+        payloads: dict[int, dict] = {}
+        items, where = [], []
+        for j, request in enumerate(requests):
+            context = request.args[0]
+            if context not in self._encoded:
+                continue  # not an attnspan request
+            key = tuple(self._encoded[context])
+            if key in self._measured:
+                payloads[j] = self._measured[key]
+                continue
+            if key not in self._generated:
+                raise ValueError(
+                    f"attnspan-hf: attention=true, but the prompt of "
+                    f"{request.doc['prompt']!r} was cut to fit max_length: raise max_length"
+                )
+            instance, encoding, until = self._pending[key]
+            written, finished = self.written(
+                self._generated[key], stops, until, encoding.target_len
+            )
+            items.append((instance, encoding, written, finished))
+            where.append(j)
+        payloads.update(zip(where, self.meter.measure(items)))
+        return [Answer(a, payloads[j]) if j in payloads else a for j, a in enumerate(answers)]
+
+    def _stop_ids(self) -> set[int]:
+        """The ids generation stops at: the tokenizer's EOS and the model's."""
+        ids = {self.char_tok.eos_id}
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        if configured is not None:
+            ids |= set(configured) if isinstance(configured, (list, tuple)) else {configured}
+        return ids
+
+    def written(self, generated: list[int], stops: set[int], until: list[str], limit: int):
+        """(ids the model wrote before its stop, finished: an EOS came): the analysis's
+        written tokens, the first `limit` (the target's length) of them. A stop sequence
+        ("\\n") ends the answer as lm-eval cuts it; its token is written (a wrong token, as
+        an EOS within the target), nothing after it."""
+        ids: list[int] = []
+        text = ""
+        for token in generated[:limit]:
+            if token in stops:
+                return ids, True
+            ids.append(token)
+            text += self.char_tok.decode([token])
+            if any(s in text for s in until):
+                break
+        return ids, False
 
     # --- HFLM's hooks ------------------------------------------------------------------
     def apply_chat_template(

@@ -7,6 +7,7 @@ Figure 1, Appendix C): the measurement behind `attentionspan attention`.
     from harness.attention.analysis import AnalysisConfig, analyse_model
     results, figures = analyse_model(model, tokenizer, AnalysisConfig(configs=[...]))
     AnalysisConfig(configs=[...], score_convention="authors")     # as their released code
+    records = written_records(scorer, instances, encodings, ids, finished)  # given answers
 
 For each config, `num` instances of the `test` split (`attentionspan_datasets.splits`) go
 through two passes with capture on (`harness.attention.capture`, eager attention):
@@ -239,32 +240,14 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
         full = layout.reference_mask(length=layout.prompt_width + max_new)
         plan = AttentionPlan(reference=full, rollout=True)
         generated, rec = scorer.generate(encodings, plan, max_new)
-        batch = generated.batch
-        length = rec.length
-        reference = full[:, :length, :length]
-        rolled = scores.rollout(rec.layer_maps)
-        shares = _shares(batch, rolled, reference, tasks, convention, length)
-        written = []
-        for b, enc in enumerate(encodings):
-            ids = generated.ids[b]
-            gold = enc.input_ids[enc.target_offset : enc.target_offset + enc.target_len]
-            # The tokens the model wrote, its EOS included (an early EOS is a wrong token).
-            count = min(len(ids) + int(generated.finished[b]), enc.target_len)
-            row = [i < len(ids) and ids[i] == gold[i] for i in range(count)]
-            if convention == "authors" and len(ids) >= enc.target_len:
-                # The EOS row, where the model wrote a whole answer's worth: right when the
-                # next token it wrote was EOS (generation runs one token past every target).
-                row.append(len(ids) == enc.target_len and generated.finished[b])
-            written.append(row)
-        tokens = _token_records(
+        tokens = written_records(
+            scorer,
             instances,
-            batch.prompt_width,
-            written,
-            reference,
-            shares,
-            rec.head_rows,
-            "generate",
-            scorer.length,
+            encodings,
+            generated.ids,
+            generated.finished,
+            capture=(generated.batch, rec, full),
+            convention=convention,
         )
         # Exact match as `attentionspan eval` scores it (the answer cut at target + 1).
         exact = {
@@ -281,6 +264,87 @@ def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
             for x in instances
         ]
     return records, figures
+
+
+def written_records(
+    scorer,
+    instances,
+    encodings,
+    ids,
+    finished,
+    capture=None,
+    lengths=None,
+    convention: str = "paper",
+) -> list[dict[str, Any]]:
+    """Token records ("generate" mode) of answers the model wrote: the free-running pass's
+    scoring, for the answers `generate` just wrote under capture (`capture`) or for answers
+    written elsewhere (lm-eval's, `lm_eval_tasks.attention`), so the two cannot drift.
+
+    `ids[b]`: the tokens the model wrote for `encodings[b]` before its stop (its EOS not
+    included); `finished[b]`: an EOS followed them. The i-th written token uses the gold
+    reference row i and is correct when it equals target[i]; an EOS within the target's
+    length is a written (wrong) token, nothing past the target's length is scored.
+    `capture`: (batch, record, mask) of a pass that already recorded these tokens under
+    `AttentionPlan(reference=mask, rollout=True)`; without it, one forward over prompt +
+    answer (`Scorer.forward`) records them: its rows equal those of the cached generation
+    (tests/harness/attention). `lengths`: the length rule (default `scorer.length`).
+    `convention`: the score's columns and rows (`scores.Convention`); under "authors" a
+    model that wrote a whole answer's worth gets its EOS row too, right when the next token
+    it wrote was EOS.
+    """
+    from harness.attention import scores
+
+    scores.check_convention(convention)
+    written = []
+    for b, enc in enumerate(encodings):
+        row = list(ids[b])
+        gold = enc.input_ids[enc.target_offset : enc.target_offset + enc.target_len]
+        count = min(len(row) + int(finished[b]), enc.target_len)
+        correct = [i < len(row) and row[i] == gold[i] for i in range(count)]
+        if convention == "authors" and len(row) >= enc.target_len:
+            # Generation runs one token past every target, so this row was written.
+            correct.append(len(row) == enc.target_len and bool(finished[b]))
+        written.append(correct)
+    if capture is None:
+        capture = _answer_forward(scorer, encodings, ids, written)
+    batch, rec, mask = capture
+    length = rec.length
+    reference = mask[:, :length, :length]
+    rolled = scores.rollout(rec.layer_maps)
+    # Only the authors' columns depend on the task (string reversal drops prompt[0]).
+    tasks = [x.task for x in instances] if convention == "authors" else None
+    shares = _shares(batch, rolled, reference, tasks, convention, length)
+    return _token_records(
+        instances,
+        batch.prompt_width,
+        written,
+        reference,
+        shares,
+        rec.head_rows,
+        "generate",
+        lengths or scorer.length,
+    )
+
+
+def _answer_forward(scorer, encodings, ids, written):
+    """(batch, record, mask) of one forward over each prompt and its written tokens, under
+    the plan the free-running pass uses. Only the queries of scored tokens matter: the
+    last scored token's query is the token before it, so the inputs stop there."""
+    import dataclasses
+
+    from harness.attention.capture import AttentionPlan
+    from harness.scoring import collate_left, max_new_tokens
+    from harness.tokenization import IGNORE_INDEX
+
+    rows = []
+    for enc, row, scored in zip(encodings, ids, written):
+        fed = enc.input_ids[: enc.target_offset] + list(row)[: max(len(scored) - 1, 0)]
+        rows.append(dataclasses.replace(enc, input_ids=fed, labels=[IGNORE_INDEX] * len(fed)))
+    batch = collate_left(rows, scorer.char_tok.pad_id, with_answer=True)
+    # Sized as the free-running pass sizes it, so the same reference rows are kept.
+    mask = batch.reference_mask(length=batch.prompt_width + max_new_tokens(encodings))
+    plan = AttentionPlan(reference=mask, rollout=True)
+    return batch, scorer.forward(batch, plan, attention_only=True), mask
 
 
 # --- statistics ---------------------------------------------------------------------------

@@ -57,8 +57,10 @@ LAYERS = (
     ("datasets", ("attentionspan_datasets",)),
 )
 # lm_eval_tasks sits beside the harness: it may import these layers of it, and no harness
-# module imports it.
-LM_EVAL_MAY_USE = ("data", "datasets")
+# module imports it. The measurement and engine layers only for `attnspan-hf`'s
+# `attention=true` (lm_eval_tasks/attention.py): its metrics must be the harness's own
+# measurement (`analysis.written_records` on the scoring engine), not a copy of it.
+LM_EVAL_MAY_USE = ("data", "datasets", "engine", "measurement")
 
 
 def project_modules() -> dict[str, Path]:
@@ -242,13 +244,13 @@ def test_the_layer_check_sees_an_arrow_up():
     edges = {
         "harness.attention.heads": {"harness.report.stages", "harness.data"},
         "harness.commands.eval": {"harness.evaluate"},
-        "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate"},
+        "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate", "harness.report.plots"},
         "harness.data": {"lm_eval_tasks.dataset"},
     }
     assert arrows_up(edges) == [
         "harness.attention.heads (measurement) -> harness.report.stages (report)",
         "harness.data (data) -> lm_eval_tasks.dataset (None)",
-        "lm_eval_tasks.dataset (None) -> harness.evaluate (measurement)",
+        "lm_eval_tasks.dataset (None) -> harness.report.plots (report)",
     ]
     main_only = ast.parse('if __name__ == "__main__":\n    import harness.cli\n')
     assert not [n for n in runtime_nodes(main_only) if isinstance(n, ast.Import)]

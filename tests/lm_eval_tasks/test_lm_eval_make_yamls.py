@@ -7,7 +7,7 @@ from pathlib import Path
 
 from attentionspan_datasets.metrics import bucket_metric_name
 from attentionspan_datasets.presets import PRESETS
-from lm_eval_tasks import TASKS_DIR, make_yamls
+from lm_eval_tasks import TASKS_DIR, attention, make_yamls
 from lm_eval_tasks.dataset import default_bins
 
 
@@ -36,13 +36,28 @@ def test_lm_eval_reads_the_files_with_the_template_and_functions():
         cfg = load_yaml(Path(TASKS_DIR, f"attnspan_{preset}.yaml"), resolve_func=True)
         assert cfg["task"] == f"attnspan_{preset}"
         assert cfg["dataset_kwargs"] == {"preset": preset}
-        assert cfg["metadata"]["version"] == float(make_yamls.VERSION) == 2.0
+        assert cfg["metadata"]["version"] == float(make_yamls.VERSION) == 2.1
         assert callable(cfg["custom_dataset"]) and callable(cfg["process_results"])
         assert cfg["target_delimiter"] == "" and cfg["fewshot_delimiter"] == "\n"
         assert cfg["generation_kwargs"]["until"] == ["\n"]
         metrics = [m["metric"] for m in cfg["metric_list"]]
         bins = [bucket_metric_name("exact_match", *b) for b in default_bins(preset)]
-        assert metrics == ["exact_match", "partial_acc", *bins]
+        shares = [attention.bin_name(name) for name in bins]
+        assert metrics == [
+            "exact_match",
+            "partial_acc",
+            *bins,
+            attention.SHARE,
+            attention.CORRECT,
+            attention.WRONG,
+            attention.BEST_HEAD,
+            *shares,
+        ]
+        aggregations = {
+            m["metric"]: getattr(m["aggregation"], "__name__", "") for m in cfg["metric_list"]
+        }
+        assert aggregations[attention.BEST_HEAD] == "best_head"
+        assert {aggregations[name] for name in [attention.SHARE, *shares]} == {"token_mean"}
     group = load_yaml(Path(TASKS_DIR, "_attnspan.yaml"), resolve_func=True)
     assert group["task"] == [f"attnspan_{p}" for p in make_yamls.presets()]
     retrieval = load_yaml(Path(TASKS_DIR, "_attnspan_retrieval.yaml"), resolve_func=True)

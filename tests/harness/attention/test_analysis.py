@@ -170,6 +170,42 @@ def test_the_authors_convention_scores_their_rows(llama, attn_tokenizer, mode):
     assert pairs and all(a >= p - 1e-7 for p, a in pairs) and any(a > p * 1.001 for p, a in pairs)
 
 
+def test_given_answers_score_as_the_free_running_pass(llama, attn_tokenizer):
+    """`written_records` for answers written elsewhere (lm-eval's): one forward over prompt +
+    answer, in another batch order, gives the records the generation pass recorded."""
+    from harness.scoring import Scorer
+
+    char_tok = CharTokenizer(attn_tokenizer)
+    prompt = PromptConfig(instruction="Reverse.")
+    chunk = instances("reversal_ood", 5)
+    config = AnalysisConfig(configs=["reversal_ood"], modes=("generate",))
+    records, _ = analyse_batch(llama, char_tok, chunk, prompt, config)
+    expected = [r for r in records if r["mode"] == "generate"]
+    encodings = [prompt.encode(char_tok, x) for x in chunk]
+    llama.set_attn_implementation("eager")
+    generated = generate_batch(llama, char_tok, encodings, max(len(x.target) for x in chunk) + 1)
+    order = [4, 2, 0, 3, 1]  # other batch mates, other padding
+    scorer = Scorer(llama, char_tok, prompt)
+    given = analysis.written_records(
+        scorer,
+        [chunk[b] for b in order],
+        [encodings[b] for b in order],
+        [generated.ids[b] for b in order],
+        [generated.finished[b] for b in order],
+    )
+    key = lambda r: (r["index"], r["position"])  # noqa: E731
+    given, expected = sorted(given, key=key), sorted(expected, key=key)
+    assert [key(r) for r in given] == [key(r) for r in expected] and len(given) > 20
+    assert any(math.isfinite(r["share"]) for r in given)
+    for mine, theirs in zip(given, expected):
+        assert mine["correct"] == theirs["correct"] and mine["length"] == theirs["length"]
+        if math.isnan(theirs["share"]):
+            assert math.isnan(mine["share"]) and mine["heads"] is None
+        else:
+            assert mine["share"] == pytest.approx(theirs["share"], abs=1e-5)
+            np.testing.assert_allclose(mine["heads"], theirs["heads"], atol=1e-5)
+
+
 def test_summary_statistics_are_welch_and_per_length():
     from scipy import stats
 
