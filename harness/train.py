@@ -68,9 +68,10 @@ from harness.runs import (
     section,
     versions,
 )
-from harness.tokenization import CharTokenizer
+from harness.tokenization import IGNORE_INDEX, CharTokenizer
 
 SCHEDULES = ("linear", "cosine", "constant")
+LOSS_ON = ("target", "all")
 MIXED_PRECISION = ("auto", "no", "bf16")
 TRAIN_SPLIT = "train"  # rows of attentionspan_datasets.splits; eval reads "test"
 VALIDATION_SPLIT = "validation"
@@ -105,6 +106,7 @@ class TrainConfig:
     schedule: str = "linear"
     warmup_ratio: float = 0.05
     max_grad_norm: float = 1.0
+    loss_on: str = "target"  # or "all": every token of the text, the prompt's too
     mixed_precision: str = "auto"
     eval_every: int = 0  # optimizer steps between ID evaluations; 0: only at the end
     eval_size: int = 200
@@ -142,6 +144,8 @@ class TrainConfig:
             raise ValueError(
                 f"'schedule' must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}"
             )
+        if self.loss_on not in LOSS_ON:
+            raise ValueError(f"'loss_on' must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
         if self.mixed_precision not in MIXED_PRECISION:
             raise ValueError(
                 f"'mixed_precision' must be one of {', '.join(MIXED_PRECISION)}, "
@@ -460,6 +464,23 @@ def trim_log(path: Path, step: int) -> None:
         atomic_write_text(path, "".join(kept))
 
 
+def training_batch(config: TrainConfig, char_tok: CharTokenizer, instances: list) -> dict:
+    """The padded batch of `instances`; with `loss_on="all"` every real token is a label.
+
+    Flip-flop's mid-program reads show the register's bit, so each is the task on a prefix:
+    trained on the whole text the model sees several answers per program instead of one
+    (how Liu et al. 2023 train flip-flop language models)."""
+    batch = collate(
+        [config.prompt.encode(char_tok, x) for x in instances],
+        char_tok.pad_id,
+        padding_side="right",
+    )
+    if config.loss_on == "all":
+        padding = batch["attention_mask"] == 0
+        batch["labels"] = batch["input_ids"].masked_fill(padding, IGNORE_INDEX)
+    return batch
+
+
 def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
     """One optimizer step: (loss summed over processes, tokens of all processes, whether
     any process asked to stop). Raises LossNotFinite before stepping on inf / nan."""
@@ -471,11 +492,7 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
     try:
         for micro in range(config.grad_accum):
             instances = [run.source[i % len(run.source)] for i in next(run.micro_batches)]
-            batch = collate(
-                [config.prompt.encode(run.char_tok, x) for x in instances],
-                run.char_tok.pad_id,
-                padding_side="right",
-            )
+            batch = training_batch(config, run.char_tok, instances)
             tokens += int(batch["attention_mask"].sum())
             inputs = {
                 k: batch[k].to(accelerator.device)
@@ -712,6 +729,8 @@ TRAIN_HELP = {
     "schedule": "learning-rate decay after warm-up",
     "warmup_ratio": "share of the steps spent warming up",
     "max_grad_norm": "gradient clipping norm (0: off)",
+    "loss_on": "tokens the loss is on: the target (and EOS), or all of the text (flip-flop: "
+    "every mid-program read is then an answer too)",
     "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more on "
     "hardware with bf16 support (not AVX2-only CPUs, where it is slower)",
     "eval_every": "optimizer steps between ID evaluations (0: only at the end)",
@@ -730,7 +749,7 @@ def add_arguments(parser) -> None:
         TrainConfig,
         skip=NESTED,
         helps=TRAIN_HELP,
-        choices={"schedule": SCHEDULES, "mixed_precision": MIXED_PRECISION},
+        choices={"schedule": SCHEDULES, "mixed_precision": MIXED_PRECISION, "loss_on": LOSS_ON},
     )
     add_prompt_arguments(parser)
     group = parser.add_argument_group("model from scratch (--model scratch)")

@@ -170,11 +170,37 @@ def test_train_from_a_dataset_with_a_prompt(tmp_path):
         ("batch_size", 0, "'batch_size' must be >= 1"),
         ("schedule", "step", "'schedule' must be one of linear, cosine, constant"),
         ("mixed_precision", "fp8", "'mixed_precision' must be one of auto, no, bf16"),
+        ("loss_on", "prompt", "'loss_on' must be one of target, all"),
     ],
 )
 def test_options_are_validated(tmp_path, field, value, match):
     with pytest.raises(ValueError, match=match):
         tiny_config(tmp_path, **{field: value})
+
+
+def test_loss_on_all_labels_every_real_token_and_target_only_the_answer(tmp_path):
+    from attentionspan_datasets.tasks.base import Instance
+    from harness.models import build_scratch
+    from harness.tokenization import IGNORE_INDEX, CharTokenizer
+    from harness.train import training_batch
+
+    _, tokenizer = build_scratch(TINY)
+    char_tok = CharTokenizer(tokenizer)
+    # A flip-flop program: the mid-program read "r01" shows the bit the final read asks for.
+    long = Instance("flip_flop", "w01r01r0=", "1", [[2]], {})
+    short = Instance("flip_flop", "w01r0=", "1", [[2]], {})
+    # BOS, the prompt, the target "1", EOS: 12 and 9 tokens
+    ids = [PromptConfig().encode(char_tok, x).input_ids for x in (long, short)]
+    assert ids[0][-2:] == ids[1][-2:] == [*char_tok.encode_chars("1"), char_tok.eos_id]
+    target = training_batch(tiny_config(tmp_path), char_tok, [long, short])
+    every = training_batch(tiny_config(tmp_path, loss_on="all"), char_tok, [long, short])
+    assert every["input_ids"].tolist() == target["input_ids"].tolist()
+    pad = [IGNORE_INDEX] * 3
+    assert every["labels"].tolist() == [ids[0], ids[1] + pad]
+    assert target["labels"].tolist() == [
+        [IGNORE_INDEX] * 10 + ids[0][10:],
+        [IGNORE_INDEX] * 7 + ids[1][7:] + pad,
+    ]
 
 
 def test_a_character_the_tokenizer_lacks_is_named(tmp_path):
