@@ -16,7 +16,13 @@ from typing import Any
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import DEFAULT_STRENGTHS, MODES, SELECT_METRICS
 
-QUICK_TASKS = ("reversal", "successor")  # both learn in minutes from scratch on a CPU
+QUICK_TASKS = ("reversal", "successor")  # each learns in minutes from scratch on a CPU
+# --quick's training: the TrainConfig options of every task's tiny scratch Llama, then the
+# task's own recipe over them (`scratch` holds ScratchConfig fields). Each recipe reached ID
+# exact match >= 0.9 on the test split in a few minutes of one CPU thread (docs/results.md,
+# "Recipes for --quick"); a task without one gets QUICK_TRAIN alone.
+QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, "log_every": 20}
+QUICK_RECIPES: dict[str, dict[str, Any]] = {}
 DEVICES = ("auto", "cpu", "cuda")
 # --quick: sizes that fit the whole story (two tiny models trained from nothing, then every
 # stage) in about 15 minutes on a quiet 2-core CPU; options given explicitly win.
@@ -48,7 +54,7 @@ class ReproduceConfig:
     config: str = "reversal"  # the task: <task>_id and <task>_ood are its presets
     quick: bool = False
     tasks: list[str] = field(default_factory=lambda: list(QUICK_TASKS))  # with `quick`
-    train_steps: int = 600  # with `quick`: optimizer steps per task (batch 32, lr 2e-3)
+    train_steps: int = 0  # with `quick`: optimizer steps per task; 0: each task's recipe
     seed: int = DEFAULT_SEED
     num_heads: int = 30  # ID instances for the head ranking (paper: 30)
     num_validation: int = 100  # OOD validation instances (the sweep chooses there)
@@ -82,9 +88,13 @@ class ReproduceConfig:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
         if self.threads < 0:
             raise ValueError(f"'threads' must be >= 0, got {self.threads}")
-        for name in (*positive, "train_steps"):
+        for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"'{name}' must be >= 1, got {getattr(self, name)}")
+        if self.train_steps < 0:
+            raise ValueError(
+                f"'train_steps' must be >= 0 (0: each task's recipe), got {self.train_steps}"
+            )
         if self.mode not in MODES or self.mode == "knockout":
             raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
         if self.metric not in SELECT_METRICS:
@@ -125,6 +135,17 @@ class ReproduceConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def quick_recipe(task: str) -> dict[str, Any]:
+    """The TrainConfig options --quick trains `task` (or `task_id`) with: QUICK_TRAIN, then
+    the task's recipe (its `scratch` merged field by field)."""
+    recipe = QUICK_RECIPES.get(task_presets(task)[0][: -len("_id")], {})
+    return {
+        **QUICK_TRAIN,
+        **recipe,
+        "scratch": {**QUICK_TRAIN.get("scratch", {}), **recipe.get("scratch", {})},
+    }
 
 
 def task_presets(task: str) -> tuple[str, str]:
