@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.generation import DEFAULT_SEED
+from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
 from harness.data import (
     DatasetSource,
     GeneratorSource,
@@ -107,6 +107,9 @@ class TrainConfig:
     warmup_ratio: float = 0.05
     max_grad_norm: float = 1.0
     loss_on: str = "target"  # or "all": every token of the text, the prompt's too
+    # "STEPS:KEY=VALUE,...;STEPS:...": the first STEPS steps on `config` with these parameters
+    # (easier instances first), then the next stage, then `config` itself
+    curriculum: str = ""
     mixed_precision: str = "auto"
     eval_every: int = 0  # optimizer steps between ID evaluations; 0: only at the end
     eval_size: int = 200
@@ -151,6 +154,13 @@ class TrainConfig:
                 f"'mixed_precision' must be one of {', '.join(MIXED_PRECISION)}, "
                 f"got {self.mixed_precision!r}"
             )
+        if self.curriculum and self.dataset:
+            raise ValueError("'curriculum' needs generated data (--config), not --dataset")
+        for _, overrides in parse_curriculum(self.curriculum):
+            try:
+                resolve_config(self.config, **overrides)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"'curriculum' for {self.config}: {error}") from None
         if isinstance(self.prompt, dict):
             self.prompt = PromptConfig(**self.prompt)
         if isinstance(self.scratch, dict):
@@ -169,6 +179,49 @@ class TrainConfig:
 
 
 # --- pieces -----------------------------------------------------------------------------
+def parse_curriculum(text: str) -> list[tuple[int, dict[str, Any]]]:
+    """`"300:min_table_size=1,max_table_size=1;300:max_table_size=2"` -> [(300, {...}), ...]:
+    steps and parameter overrides of each stage (numbers parsed as int, else float)."""
+    stages = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        steps, sep, pairs = part.partition(":")
+        overrides: dict[str, Any] = {}
+        for pair in filter(None, (p.strip() for p in pairs.split(","))):
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,..., got {part!r}")
+            try:
+                overrides[key] = int(value)
+            except ValueError:
+                try:
+                    overrides[key] = float(value)
+                except ValueError:
+                    overrides[key] = value
+        if not sep or not steps.strip().isdigit() or int(steps) < 1 or not overrides:
+            raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,... (STEPS >= 1), got {part!r}")
+        stages.append((int(steps), overrides))
+    return stages
+
+
+def curriculum_sources(config: TrainConfig) -> list[tuple[int, GeneratorSource]]:
+    """(last step, endless source) of each curriculum stage, in order."""
+    out, end = [], 0
+    for steps, overrides in parse_curriculum(config.curriculum):
+        end += steps
+        task = resolve_config(config.config, **overrides)
+        out.append((end, GeneratorSource(task, seed=config.seed, split=TRAIN_SPLIT)))
+    return out
+
+
+def batch_instances(run: Run, indices: range) -> list:
+    """The instances of one micro-batch: the curriculum stage's while one lasts (data
+    indices continue across stages, so a resumed run draws the same rows)."""
+    for end, source in run.curriculum:
+        if run.state.step < end:
+            return [source[i] for i in indices]
+    return [run.source[i % len(run.source)] for i in indices]
+
+
 def make_source(config: TrainConfig):
     if config.dataset:
         return DatasetSource.load(config.dataset, config.dataset_config, config.dataset_split)
@@ -341,6 +394,7 @@ class Run:
     bar: Any
     lock: RunLock | None
     started: float  # perf_counter at step 0 of the whole run (elapsed time carried over)
+    curriculum: list = field(default_factory=list)  # (last step, source) per stage
     cpu_start: float = field(default_factory=time.process_time)  # this invocation's CPU time
 
     @property
@@ -450,6 +504,7 @@ def set_up(
         bar=bar,
         lock=lock,
         started=time.perf_counter() - state.elapsed_s,
+        curriculum=curriculum_sources(config),
     )
 
 
@@ -491,7 +546,7 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
     tokens = 0
     try:
         for micro in range(config.grad_accum):
-            instances = [run.source[i % len(run.source)] for i in next(run.micro_batches)]
+            instances = batch_instances(run, next(run.micro_batches))
             batch = training_batch(config, run.char_tok, instances)
             tokens += int(batch["attention_mask"].sum())
             inputs = {
@@ -729,6 +784,9 @@ TRAIN_HELP = {
     "schedule": "learning-rate decay after warm-up",
     "warmup_ratio": "share of the steps spent warming up",
     "max_grad_norm": "gradient clipping norm (0: off)",
+    "curriculum": "easier data first: STEPS:KEY=VALUE,...;STEPS:... trains the first STEPS "
+    "steps on --config with these parameters, then the next stage, then --config itself "
+    "(e.g. 400:min_table_size=1,max_table_size=1 for value assignment)",
     "loss_on": "tokens the loss is on: the target (and EOS), or all of the text (flip-flop: "
     "every mid-program read is then an answer too)",
     "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more on "

@@ -171,6 +171,10 @@ def test_train_from_a_dataset_with_a_prompt(tmp_path):
         ("schedule", "step", "'schedule' must be one of linear, cosine, constant"),
         ("mixed_precision", "fp8", "'mixed_precision' must be one of auto, no, bf16"),
         ("loss_on", "prompt", "'loss_on' must be one of target, all"),
+        ("curriculum", "100", "'curriculum' expects STEPS:KEY=VALUE"),
+        ("curriculum", "0:max_length=2", r"STEPS >= 1"),
+        ("curriculum", "5:max_length", "'curriculum' expects STEPS:KEY=VALUE"),
+        ("curriculum", "5:max_lenght=2", "'curriculum' for reversal_id: .*max_lenght"),
     ],
 )
 def test_options_are_validated(tmp_path, field, value, match):
@@ -201,6 +205,31 @@ def test_loss_on_all_labels_every_real_token_and_target_only_the_answer(tmp_path
         [IGNORE_INDEX] * 10 + ids[0][10:],
         [IGNORE_INDEX] * 7 + ids[1][7:] + pad,
     ]
+
+
+def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
+    from harness.train import batch_instances, parse_curriculum, set_up
+
+    text = "2:min_length=1,max_length=1; 3:min_length=2,max_length=2"
+    assert parse_curriculum(text) == [
+        (2, {"min_length": 1, "max_length": 1}),
+        (3, {"min_length": 2, "max_length": 2}),
+    ]
+    run = set_up(tiny_config(tmp_path, curriculum=text), False, False, None)
+    try:
+        lengths = []
+        for step in range(7):
+            run.state.step = step
+            batch = batch_instances(run, range(4 * step, 4 * step + 4))
+            lengths.append({x.params["length"] for x in batch})
+    finally:
+        run.lock.release()
+    assert lengths[:5] == [{1}, {1}, {2}, {2}, {2}]
+    assert all(max(n) > 2 for n in lengths[5:])  # reversal_id itself: 1-10 characters
+    # and a run with one trains and finishes
+    final = train(tiny_config(tmp_path / "run", curriculum="3:max_length=2"), progress=False)
+    info = json.loads((final / "attentionspan_run.json").read_text())
+    assert info["train"]["curriculum"] == "3:max_length=2" and info["state"]["step"] == 6
 
 
 def test_a_character_the_tokenizer_lacks_is_named(tmp_path):
