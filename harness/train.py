@@ -156,7 +156,7 @@ class TrainConfig:
             )
         if self.curriculum and self.dataset:
             raise ValueError("'curriculum' needs generated data (--config), not --dataset")
-        for _, overrides in parse_curriculum(self.curriculum):
+        for _, overrides in parse_curriculum(self.curriculum, self.config):
             try:
                 resolve_config(self.config, **overrides)
             except (TypeError, ValueError) as error:
@@ -179,9 +179,14 @@ class TrainConfig:
 
 
 # --- pieces -----------------------------------------------------------------------------
-def parse_curriculum(text: str) -> list[tuple[int, dict[str, Any]]]:
+def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """`"300:min_table_size=1,max_table_size=1;300:max_table_size=2"` -> [(300, {...}), ...]:
-    steps and parameter overrides of each stage (numbers parsed as int, else float)."""
+    steps and parameter overrides of each stage. A value stays text where the field of
+    `config` is text (`output_alphabet=0123456789`), else it is an int, or a float."""
+    text_fields = set()
+    if config is not None:
+        task = resolve_config(config)
+        text_fields = {k for k, v in vars(task).items() if isinstance(v, str)}
     stages = []
     for part in filter(None, (p.strip() for p in text.split(";"))):
         steps, sep, pairs = part.partition(":")
@@ -190,6 +195,9 @@ def parse_curriculum(text: str) -> list[tuple[int, dict[str, Any]]]:
             key, eq, value = pair.partition("=")
             if not eq or not key:
                 raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,..., got {part!r}")
+            if key in text_fields:
+                overrides[key] = value
+                continue
             try:
                 overrides[key] = int(value)
             except ValueError:
@@ -206,7 +214,7 @@ def parse_curriculum(text: str) -> list[tuple[int, dict[str, Any]]]:
 def curriculum_sources(config: TrainConfig) -> list[tuple[int, GeneratorSource]]:
     """(last step, endless source) of each curriculum stage, in order."""
     out, end = [], 0
-    for steps, overrides in parse_curriculum(config.curriculum):
+    for steps, overrides in parse_curriculum(config.curriculum, config.config):
         end += steps
         task = resolve_config(config.config, **overrides)
         out.append((end, GeneratorSource(task, seed=config.seed, split=TRAIN_SPLIT)))

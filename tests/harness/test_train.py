@@ -215,6 +215,9 @@ def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
         (2, {"min_length": 1, "max_length": 1}),
         (3, {"min_length": 2, "max_length": 2}),
     ]
+    # a text field keeps its text even where it reads as a number
+    digits = parse_curriculum("5:output_alphabet=0123456789", "value_assignment_id")
+    assert digits == [(5, {"output_alphabet": "0123456789"})]
     run = set_up(tiny_config(tmp_path, curriculum=text), False, False, None)
     try:
         lengths = []
