@@ -183,6 +183,8 @@ def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, di
     """`"300:min_table_size=1,max_table_size=1;300:max_table_size=2"` -> [(300, {...}), ...]:
     steps and parameter overrides of each stage. A value stays text where the field of
     `config` is text (`output_alphabet=0123456789`), else it is an int, or a float."""
+    if not text.strip():
+        return []
     text_fields = set()
     if config is not None:
         task = resolve_config(config)
