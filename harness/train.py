@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.generation import DEFAULT_SEED, MAX_INDEX, SEED_RANGE
+from attentionspan_datasets.generation import DEFAULT_SEED, MAX_INDEX, SEED_RANGE, resolve_config
 from harness.caps import (
     MAX_BATCH,
     MAX_EPOCHS,
@@ -76,9 +76,10 @@ from harness.runs import (
     section,
     versions,
 )
-from harness.tokenization import CharTokenizer
+from harness.tokenization import IGNORE_INDEX, CharTokenizer
 
 SCHEDULES = ("linear", "cosine", "constant")
+LOSS_ON = ("target", "all")
 MIXED_PRECISION = ("auto", "no", "bf16")
 TRAIN_SPLIT = "train"  # rows of attentionspan_datasets.splits; eval reads "test"
 VALIDATION_SPLIT = "validation"
@@ -115,6 +116,10 @@ class TrainConfig:
     schedule: str = "linear"
     warmup_ratio: float = 0.05
     max_grad_norm: float = 1.0
+    loss_on: str = "target"  # or "all": every token of the text, the prompt's too
+    # "STEPS:KEY=VALUE,...;STEPS:...": the first STEPS steps on `config` with these parameters
+    # (easier instances first), then the next stage, then `config` itself
+    curriculum: str = ""
     mixed_precision: str = "auto"
     eval_every: int = 0  # optimizer steps between ID evaluations; 0: only at the end
     eval_size: int = 200
@@ -169,6 +174,8 @@ class TrainConfig:
             raise ValueError(
                 f"'schedule' must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}"
             )
+        if self.loss_on not in LOSS_ON:
+            raise ValueError(f"'loss_on' must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
         if self.mixed_precision not in MIXED_PRECISION:
             raise ValueError(
                 f"'mixed_precision' must be one of {', '.join(MIXED_PRECISION)}, "
@@ -180,6 +187,13 @@ class TrainConfig:
                     f"'{name}' must be a non-empty string, got {getattr(self, name)!r}"
                 )
         check_output_dir("'output'", self.output)
+        if self.curriculum and self.dataset:
+            raise ValueError("'curriculum' needs generated data (--config), not --dataset")
+        for _, overrides in parse_curriculum(self.curriculum, self.config):
+            try:
+                resolve_config(self.config, **overrides)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"'curriculum' for {self.config}: {error}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -194,6 +208,59 @@ class TrainConfig:
 
 
 # --- pieces -----------------------------------------------------------------------------
+def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """`"300:min_table_size=1,max_table_size=1;300:max_table_size=2"` -> [(300, {...}), ...]:
+    steps and parameter overrides of each stage. A value stays text where the field of
+    `config` is text (`output_alphabet=0123456789`), else it is an int, or a float."""
+    if not text.strip():
+        return []
+    text_fields = set()
+    if config is not None:
+        task = resolve_config(config)
+        text_fields = {k for k, v in vars(task).items() if isinstance(v, str)}
+    stages = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        steps, sep, pairs = part.partition(":")
+        overrides: dict[str, Any] = {}
+        for pair in filter(None, (p.strip() for p in pairs.split(","))):
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,..., got {part!r}")
+            if key in text_fields:
+                overrides[key] = value
+                continue
+            try:
+                overrides[key] = int(value)
+            except ValueError:
+                try:
+                    overrides[key] = float(value)
+                except ValueError:
+                    overrides[key] = value
+        if not sep or not steps.strip().isdigit() or int(steps) < 1 or not overrides:
+            raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,... (STEPS >= 1), got {part!r}")
+        stages.append((int(steps), overrides))
+    return stages
+
+
+def curriculum_sources(config: TrainConfig) -> list[tuple[int, GeneratorSource]]:
+    """(last step, endless source) of each curriculum stage, in order."""
+    out, end = [], 0
+    for steps, overrides in parse_curriculum(config.curriculum, config.config):
+        end += steps
+        task = resolve_config(config.config, **overrides)
+        out.append((end, GeneratorSource(task, seed=config.seed, split=TRAIN_SPLIT)))
+    return out
+
+
+def batch_instances(run: Run, indices: range) -> list:
+    """The instances of one micro-batch: the curriculum stage's while one lasts (data
+    indices continue across stages, so a resumed run draws the same rows)."""
+    for end, source in run.curriculum:
+        if run.state.step < end:
+            return [source[i] for i in indices]
+    return [run.source[i % len(run.source)] for i in indices]
+
+
 def make_source(config: TrainConfig):
     if config.dataset:
         return DatasetSource.load(config.dataset, config.dataset_config, config.dataset_split)
@@ -395,6 +462,7 @@ class Run:
     lock: RunLock | None
     started: float  # perf_counter at step 0 of the whole run (elapsed time carried over)
     window: Window | None = None  # the log window; saved in checkpoints (TrainState)
+    curriculum: list = field(default_factory=list)  # (last step, source) per stage
     cpu_start: float = field(default_factory=time.process_time)  # this invocation's CPU time
 
     @property
@@ -521,6 +589,7 @@ def set_up(
         lock=lock,
         started=time.perf_counter() - state.elapsed_s,
         window=Window(loss=state.window_loss, steps=state.window_steps),
+        curriculum=curriculum_sources(config),
     )
 
 
@@ -535,6 +604,23 @@ def trim_log(path: Path, step: int) -> None:
         atomic_write_text(path, "".join(kept))
 
 
+def training_batch(config: TrainConfig, char_tok: CharTokenizer, instances: list) -> dict:
+    """The padded batch of `instances`; with `loss_on="all"` every real token is a label.
+
+    Flip-flop's mid-program reads show the register's bit, so each is the task on a prefix:
+    trained on the whole text the model sees several answers per program instead of one
+    (how Liu et al. 2023 train flip-flop language models)."""
+    batch = collate(
+        [config.prompt.encode(char_tok, x) for x in instances],
+        char_tok.pad_id,
+        padding_side="right",
+    )
+    if config.loss_on == "all":
+        padding = batch["attention_mask"] == 0
+        batch["labels"] = batch["input_ids"].masked_fill(padding, IGNORE_INDEX)
+    return batch
+
+
 def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
     """One optimizer step: (loss summed over processes, tokens of all processes, whether
     any process asked to stop). Raises LossNotFinite before stepping on inf / nan."""
@@ -545,12 +631,8 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
     tokens = 0
     try:
         for micro in range(config.grad_accum):
-            instances = [run.source[i % len(run.source)] for i in next(run.micro_batches)]
-            batch = collate(
-                [config.prompt.encode(run.char_tok, x) for x in instances],
-                run.char_tok.pad_id,
-                padding_side="right",
-            )
+            instances = batch_instances(run, next(run.micro_batches))
+            batch = training_batch(config, run.char_tok, instances)
             tokens += int(batch["attention_mask"].sum())
             inputs = {
                 k: batch[k].to(accelerator.device)

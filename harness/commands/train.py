@@ -46,6 +46,11 @@ TRAIN_HELP = {
     "schedule": "learning-rate decay after warm-up",
     "warmup_ratio": "share of the steps spent warming up",
     "max_grad_norm": "gradient clipping norm (0: off)",
+    "curriculum": "easier data first: STEPS:KEY=VALUE,...;STEPS:... trains the first STEPS "
+    "steps on --config with these parameters, then the next stage, then --config itself "
+    "(e.g. 400:min_table_size=1,max_table_size=1 for value assignment)",
+    "loss_on": "tokens the loss is on: the target (and EOS), or all of the text (flip-flop: "
+    "every mid-program read is then an answer too)",
     "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more on "
     "hardware with bf16 support (not AVX2-only CPUs, where it is slower)",
     "eval_every": "optimizer steps between ID evaluations (0: only at the end)",
@@ -59,14 +64,14 @@ TRAIN_HELP = {
 
 def add_arguments(parser) -> None:
     from harness.models import ScratchConfig
-    from harness.train import MIXED_PRECISION, NESTED, SCHEDULES, TrainConfig
+    from harness.train import LOSS_ON, MIXED_PRECISION, NESTED, SCHEDULES, TrainConfig
 
     add_dataclass_arguments(
         parser,
         TrainConfig,
         skip=NESTED,
         helps=TRAIN_HELP,
-        choices={"schedule": SCHEDULES, "mixed_precision": MIXED_PRECISION},
+        choices={"schedule": SCHEDULES, "mixed_precision": MIXED_PRECISION, "loss_on": LOSS_ON},
     )
     add_model_arguments(parser, "prompt")
     group = parser.add_argument_group("model from scratch (--model scratch)")

@@ -31,11 +31,14 @@ from typing import Any
 from harness.report.settings import (  # noqa: F401  (re-exported: the pipeline's options)
     DEVICES,
     QUICK_OOD,
+    QUICK_RECIPES,
     QUICK_SIZES,
     QUICK_TASKS,
+    QUICK_TRAIN,
     REPORT_FILE,
     SETTINGS_FILE,
     ReproduceConfig,
+    quick_recipe,
     task_presets,
     task_short_name,
 )
@@ -350,32 +353,40 @@ class TaskRun:
 
 
 # --- quick: train the models first ------------------------------------------------------------
+def quick_train_config(cfg: ReproduceConfig, task: str, folder: Path):
+    """The TrainConfig of --quick's model for `task`: the task's recipe (`quick_recipe`),
+    `cfg.train_steps` instead of its steps when given, one epoch of fresh data."""
+    from harness.train import TrainConfig
+
+    recipe = quick_recipe(task)
+    steps = cfg.train_steps or recipe["max_steps"]
+    return TrainConfig.from_dict(
+        {
+            **recipe,
+            "model": "scratch",
+            "output": str(folder),
+            "config": task_presets(task)[0],
+            "seed": cfg.seed,
+            "max_steps": steps,
+            "train_size": steps * recipe["batch_size"],
+            "save_every": max(steps // 4, 1),
+        }
+    )
+
+
 def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
     """Train (or resume, or reuse) a tiny scratch Llama on the task's ID preset."""
     from harness.runs import FINAL, latest_checkpoint
-    from harness.train import TrainConfig, train
+    from harness.train import train
 
-    id_name, _ = task_presets(task)
     folder = out / "models" / task_short_name(task)
     final = folder / FINAL
     if (final / "config.json").is_file():
         log(f"model for {task}: reusing {final}")
         return str(final)
-    config = TrainConfig(
-        model="scratch",
-        output=str(folder),
-        config=id_name,
-        seed=cfg.seed,
-        train_size=cfg.train_steps * 32,
-        max_steps=cfg.train_steps,
-        batch_size=32,
-        lr=2e-3,
-        eval_size=50,
-        save_every=max(cfg.train_steps // 4, 1),
-        log_every=20,
-    )
+    config = quick_train_config(cfg, task, folder)
     resume = latest_checkpoint(folder) is not None
-    log(f"model for {task}: training {cfg.train_steps} steps into {folder}")
+    log(f"model for {task}: training {config.max_steps} steps into {folder}")
     return str(train(config, resume=resume, progress=cfg.progress))
 
 

@@ -172,11 +172,69 @@ def test_train_from_a_dataset_with_a_prompt(tmp_path):
         ("batch_size", 0, "'batch_size' must be >= 1"),
         ("schedule", "step", "'schedule' must be one of linear, cosine, constant"),
         ("mixed_precision", "fp8", "'mixed_precision' must be one of auto, no, bf16"),
+        ("loss_on", "prompt", "'loss_on' must be one of target, all"),
+        ("curriculum", "100", "'curriculum' expects STEPS:KEY=VALUE"),
+        ("curriculum", "0:max_length=2", r"STEPS >= 1"),
+        ("curriculum", "5:max_length", "'curriculum' expects STEPS:KEY=VALUE"),
+        ("curriculum", "5:max_lenght=2", "'curriculum' for reversal_id: .*max_lenght"),
     ],
 )
 def test_options_are_validated(tmp_path, field, value, match):
     with pytest.raises(ValueError, match=match):
         tiny_config(tmp_path, **{field: value})
+
+
+def test_loss_on_all_labels_every_real_token_and_target_only_the_answer(tmp_path):
+    from attentionspan_datasets.tasks.base import Instance
+    from harness.models import build_scratch
+    from harness.tokenization import IGNORE_INDEX, CharTokenizer
+    from harness.train import training_batch
+
+    _, tokenizer = build_scratch(TINY)
+    char_tok = CharTokenizer(tokenizer)
+    # A flip-flop program: the mid-program read "r01" shows the bit the final read asks for.
+    long = Instance("flip_flop", "w01r01r0=", "1", [[2]], {})
+    short = Instance("flip_flop", "w01r0=", "1", [[2]], {})
+    # BOS, the prompt, the target "1", EOS: 12 and 9 tokens
+    ids = [PromptConfig().encode(char_tok, x).input_ids for x in (long, short)]
+    assert ids[0][-2:] == ids[1][-2:] == [*char_tok.encode_chars("1"), char_tok.eos_id]
+    target = training_batch(tiny_config(tmp_path), char_tok, [long, short])
+    every = training_batch(tiny_config(tmp_path, loss_on="all"), char_tok, [long, short])
+    assert every["input_ids"].tolist() == target["input_ids"].tolist()
+    pad = [IGNORE_INDEX] * 3
+    assert every["labels"].tolist() == [ids[0], ids[1] + pad]
+    assert target["labels"].tolist() == [
+        [IGNORE_INDEX] * 10 + ids[0][10:],
+        [IGNORE_INDEX] * 7 + ids[1][7:] + pad,
+    ]
+
+
+def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
+    from harness.train import batch_instances, parse_curriculum, set_up
+
+    text = "2:min_length=1,max_length=1; 3:min_length=2,max_length=2"
+    assert parse_curriculum(text) == [
+        (2, {"min_length": 1, "max_length": 1}),
+        (3, {"min_length": 2, "max_length": 2}),
+    ]
+    # a text field keeps its text even where it reads as a number
+    digits = parse_curriculum("5:output_alphabet=0123456789", "value_assignment_id")
+    assert digits == [(5, {"output_alphabet": "0123456789"})]
+    run = set_up(tiny_config(tmp_path, curriculum=text), False, False, None)
+    try:
+        lengths = []
+        for step in range(7):
+            run.state.step = step
+            batch = batch_instances(run, range(4 * step, 4 * step + 4))
+            lengths.append({x.params["length"] for x in batch})
+    finally:
+        run.lock.release()
+    assert lengths[:5] == [{1}, {1}, {2}, {2}, {2}]
+    assert all(max(n) > 2 for n in lengths[5:])  # reversal_id itself: 1-10 characters
+    # and a run with one trains and finishes
+    final = train(tiny_config(tmp_path / "run", curriculum="3:max_length=2"), progress=False)
+    info = json.loads((final / "attentionspan_run.json").read_text())
+    assert info["train"]["curriculum"] == "3:max_length=2" and info["state"]["step"] == 6
 
 
 def test_a_character_the_tokenizer_lacks_is_named(tmp_path):

@@ -172,6 +172,38 @@ def test_bad_options_name_the_field():
         assert task_short_name(name) == "reversal"  # the task's folder
 
 
+def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
+    from harness.report import settings
+    from harness.report.reproduce import quick_train_config
+    from harness.train import TrainConfig
+
+    cfg = ReproduceConfig(quick=True, output=str(tmp_path))
+    assert cfg.train_steps == 0  # each task's own steps
+    for task in sorted({*settings.QUICK_TASKS, *settings.QUICK_RECIPES}):
+        recipe = settings.quick_recipe(task)
+        config = quick_train_config(cfg, task, tmp_path / task)
+        assert isinstance(config, TrainConfig) and config.config == f"{task}_id"
+        assert config.max_steps == recipe["max_steps"] and config.lr == recipe["lr"]
+        assert config.train_size == recipe["max_steps"] * recipe["batch_size"]  # fresh data
+        for name, value in recipe["scratch"].items():
+            assert getattr(config.scratch, name) == value, (task, name)
+    # --train-steps replaces every recipe's steps
+    assert (
+        quick_train_config(
+            ReproduceConfig(quick=True, train_steps=7), "reversal", tmp_path
+        ).max_steps
+        == 7
+    )
+    with pytest.raises(ValueError, match="'train_steps' must be >= 0"):
+        ReproduceConfig(quick=True, train_steps=-1)
+    # a recipe with a misspelt option fails by name, before any training
+    monkeypatch.setitem(settings.QUICK_RECIPES, "reversal", {"learning_rate": 1e-3})
+    with pytest.raises(ValueError, match="unknown training option.*learning_rate"):
+        quick_train_config(cfg, "reversal", tmp_path)
+    monkeypatch.setitem(settings.QUICK_RECIPES, "reversal", {"scratch": {"num_layers": 2}})
+    assert quick_train_config(cfg, "reversal", tmp_path).scratch.num_layers == 2
+
+
 def test_cli_one_line_errors(capsys):
     from harness.commands.reproduce import main
 
