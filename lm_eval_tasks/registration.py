@@ -63,6 +63,8 @@ def patch_task_manager(module: Any = None) -> None:
         if bound.arguments["include_defaults"]:
             bound.arguments["include_path"] = with_tasks_dir(bound.arguments["include_path"])
         metadata = bound.arguments.get("metadata")
+        if isinstance(metadata, dict) and "attention" in metadata:
+            check_attention_model(metadata)  # also before the model is loaded
         if isinstance(metadata, dict) and "attnspan" in metadata:
             # Before lm-eval loads the model: a bad option costs a second, not a model load.
             from lm_eval_tasks.dataset import preflight
@@ -73,6 +75,39 @@ def patch_task_manager(module: Any = None) -> None:
     __init__._attnspan_patched = True
     TaskManager.__init__ = __init__
     quiet_lm_eval_warnings()
+
+
+def command_model(argv: list[str]) -> str | None:
+    """The `--model` of an `lm_eval` command line (`--model X` or `--model=X`), or None."""
+    for i, word in enumerate(argv):
+        if word == "--model" and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--model="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def check_attention_model(metadata: dict) -> None:
+    """`--model_args ...,attention=true` with a model type that cannot capture: one line in
+    the `lm_eval` command, before the model loads. lm-eval merges the model arguments into
+    the metadata its TaskManager gets, so they arrive here; the model type does not, so in
+    the command it is read from the command line. (`--model hf` would otherwise hand
+    `attention` to transformers' from_pretrained, a TypeError traceback.)"""
+    import sys
+
+    from lm_eval_tasks.attention import MODEL_ARG, flag
+    from lm_eval_tasks.dataset import refuse, under_lm_eval_command
+
+    try:
+        wanted = flag(metadata[MODEL_ARG])
+    except ValueError as error:
+        refuse(str(error))
+    model = command_model(sys.argv[1:]) if under_lm_eval_command() else None
+    if wanted and model is not None and model != MODEL_NAME:
+        refuse(
+            f"--model_args {MODEL_ARG}=true needs --model {MODEL_NAME} (the model type that "
+            f"captures attention), got --model {model}"
+        )
 
 
 def register_model_type(module: Any = None) -> None:

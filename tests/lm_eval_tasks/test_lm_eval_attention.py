@@ -278,3 +278,24 @@ def test_a_batch_not_in_the_harness_layout_is_measured_by_one_forward(digit_mode
     assert recorded.keys() == measured.keys()
     for name, value in recorded.items():
         assert measured[name] == pytest.approx(value, abs=1e-6, nan_ok=True), name
+
+
+def test_attention_with_another_model_type_is_refused_before_the_model_loads(monkeypatch, capsys):
+    """In the `lm_eval` command, `--model hf --model_args ...,attention=true` is one line and
+    status 2 when the TaskManager is made (before lm-eval loads the model), not
+    transformers' TypeError traceback; attnspan-hf passes, and so does attention=false."""
+    from lm_eval_tasks import registration
+
+    assert registration.command_model(["run", "--model", "hf", "--tasks", "x"]) == "hf"
+    assert registration.command_model(["--model=attnspan-hf"]) == "attnspan-hf"
+    assert registration.command_model(["--tasks", "x"]) is None
+    monkeypatch.setattr("lm_eval_tasks.dataset.under_lm_eval_command", lambda: True)
+    monkeypatch.setattr("sys.argv", ["lm_eval", "--model", "hf", "--model_args", "x"])
+    with pytest.raises(SystemExit) as stop:
+        registration.check_attention_model({"attention": "true", "pretrained": "m"})
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "needs --model attnspan-hf" in err and "--model hf" in err
+    registration.check_attention_model({"attention": "false"})  # nothing asked: no refusal
+    monkeypatch.setattr("sys.argv", ["lm_eval", "--model", "attnspan-hf"])
+    registration.check_attention_model({"attention": "true"})
