@@ -122,6 +122,16 @@ MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
             "(smollm2-135m-instruct, gemma3-270m) or a Hub name"
         },
     ),
+    "configs": (
+        ("--configs",),
+        {
+            "nargs": "+",
+            "default": [],
+            "metavar": "CONFIG",
+            "help": "presets to score (default: the model's training preset and its OOD twin)",
+        },
+    ),
+    "num": (("-n", "--num"), {"type": int, "help": "instances per config"}),
     "seed": (("--seed",), {"type": int, "help": "seed of the data"}),
     "batch_size": (("--batch-size",), {"type": int, "help": "instances per batch"}),
     "mixed_precision": (

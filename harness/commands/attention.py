@@ -40,16 +40,13 @@ def add_arguments(parser) -> None:
     from harness.attention.analysis import AnalysisConfig
 
     defaults = field_defaults(AnalysisConfig)
-    add_model_arguments(parser, "model", model={"required": True})
-    parser.add_argument(
-        "--configs",
-        nargs="+",
-        default=[],
-        metavar="CONFIG",
-        help="presets to analyse (default: the model's training preset and its OOD twin)",
-    )
-    parser.add_argument(
-        "-n", "--num", type=int, default=defaults["num"], help="instances per config"
+    add_model_arguments(
+        parser,
+        "model",
+        "configs",
+        "num",
+        model={"required": True},
+        num={"default": defaults["num"]},
     )
     add_model_arguments(parser, "seed", seed={"default": defaults["seed"]})
     parser.add_argument(

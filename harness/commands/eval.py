@@ -28,16 +28,13 @@ def add_arguments(parser) -> None:
     from harness.evaluate import EvalConfig
 
     defaults = field_defaults(EvalConfig)
-    add_model_arguments(parser, "model", model={"required": True})
-    parser.add_argument(
-        "--configs",
-        nargs="+",
-        default=[],
-        metavar="CONFIG",
-        help="presets to evaluate (default: the training preset and its OOD twin)",
-    )
-    parser.add_argument(
-        "-n", "--num", type=int, default=defaults["num"], help="instances per config"
+    add_model_arguments(
+        parser,
+        "model",
+        "configs",
+        "num",
+        model={"required": True},
+        num={"default": defaults["num"]},
     )
     parser.add_argument(
         "--output", default=None, help="folder for results.json, results.md and predictions-*.jsonl"
