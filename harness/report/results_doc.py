@@ -5,7 +5,7 @@
         --machine "2-core CPU" --command "attentionspan reproduce --quick --output runs/quick"
 
 Reads the run's per-task `results.json` and `attention/attention.json`, keeps the numbers the
-findings rest on in a digest (`docs/runs/quick.json`, committed), and rewrites the block
+findings rest on in a digest (`docs/quick-run.json`, committed), and rewrites the block
 between the `quick-findings` markers of docs/results.md from that digest alone. A test
 renders the committed digest again and compares it with the block, so the figures in the
 doc are the command's output.
@@ -129,7 +129,7 @@ def render(tasks: dict[str, Any], command: str, machine: str, date: str) -> str:
         "",
         f"Gains: OOD test {tasks and next(iter(tasks.values()))['sweep']['metric']}, points, "
         "paired per instance with bootstrap 95% intervals; the digest of the run is "
-        "[runs/quick.json](runs/quick.json).",
+        "[quick-run.json](quick-run.json).",
         "",
         END,
     ]
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--machine", required=True, help="where it ran, in words")
     parser.add_argument("--date", required=True, help="when it ran (YYYY-MM-DD)")
     parser.add_argument("--doc", default="docs/results.md")
-    parser.add_argument("--digest", default="docs/runs/quick.json")
+    parser.add_argument("--digest", default="docs/quick-run.json")
     args = parser.parse_args(argv)
     try:
         tasks = digest(Path(args.run))

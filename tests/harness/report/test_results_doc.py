@@ -11,7 +11,7 @@ import pytest
 from harness.report import results_doc
 
 REPO = Path(__file__).resolve().parents[3]
-DIGEST = REPO / "docs" / "runs" / "quick.json"
+DIGEST = REPO / "docs" / "quick-run.json"
 DOC = REPO / "docs" / "results.md"
 
 
