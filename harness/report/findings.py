@@ -125,12 +125,16 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     test = sweep["test"]
     if test[chosen]["exact_match"] <= 0.01 and test["baseline"]["exact_match"] <= 0.01:
         out.append("OOD exact match stays at 0: the gain is in single characters, not answers.")
-    for name, control in gains.items():
-        if name.startswith("random") and _above(control[metric]):
-            out.append(
-                f"Random heads also gain ({name}: {format_gain(control[metric])}): the effect "
-                "is not specific to the ranked heads."
-            )
+    randoms = [
+        f"{name}: {format_gain(control[metric])}"
+        for name, control in gains.items()
+        if name.startswith("random") and _above(control[metric])
+    ]
+    if randoms:
+        out.append(
+            f"Random heads also gain ({'; '.join(randoms)}): the effect is not specific to the "
+            "ranked heads."
+        )
     ident = sweep.get("id") or {}
     if chosen in ident and "baseline" in ident:
         before, after = ident["baseline"]["exact_match"], ident[chosen]["exact_match"]

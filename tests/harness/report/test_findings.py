@@ -57,7 +57,8 @@ def test_every_rule_fires_on_its_numbers():
     assert "pooled Welch p" in text  # no instance-aware figures given: says which test
     assert "lifts OOD partial acc by +13.0 [+8.0, +18.0] points" in text
     assert "OOD exact match stays at 0" in text
-    assert "Random heads also gain (random4-C2-s0" in text and "random4-C2-s1" not in text
+    assert "Random heads also gain (random4-C2-s0: +13.0" in text and "random4-C2-s1" not in text
+    assert text.count("Random heads also gain") == 1  # one finding for every seed that gains
     assert "costs the in-distribution task: ID exact 1.000 -> 0.000" in text
     assert "Verdict: **pointer**" in text
 
