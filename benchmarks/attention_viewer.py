@@ -46,11 +46,12 @@ def build(args) -> tuple[Path, dict, float]:
     ranking = setting = None
     started = time.perf_counter()
     if args.top:
+        from attentionspan_datasets import presets
         from harness.attention.heads import rank_heads
         from harness.attention.sweep import Setting
 
         # The paper's ranking on 30 ID validation instances of the first config's task.
-        id_config = args.configs[0].replace("_ood", "_id")
+        id_config = presets.pair(args.configs[0])[0].name
         ranked = load_instances(id_config, 30, DEFAULT_SEED, "validation")
         ranking = rank_heads(model, tokenizer, ranked, prompt)
         setting = Setting(heads="top", n=args.top, strength=args.strength)
@@ -88,7 +89,9 @@ def screenshot(path: Path, data: dict, out: Path) -> None:
     def wrong(x):
         return not all(x["settings"]["baseline"]["correct"])
 
-    ood = [j for j, x in enumerate(instances) if x["config"].endswith("_ood")] or [0]
+    from attentionspan_datasets import presets
+
+    ood = [j for j, x in enumerate(instances) if presets.get(x["config"]).role == "ood"] or [0]
     j = next((j for j in ood if wrong(instances[j]) and len(instances[j]["target"]) <= 16), ood[0])
     inst = instances[j]
     block = inst["settings"]["baseline"]
