@@ -98,21 +98,9 @@ class TaskRun:
             "ood": self.ood,
         }
 
-    def all_instances(self, stream: str) -> list:
-        """Every instance of a stream, whatever this process's share."""
-        from attentionspan_datasets.splits import split_instance
-
-        which, split, size = STREAMS[stream]
-        name = self.ood_name if which == "ood" else self.id_name
-        overrides = self.ood if which == "ood" else {}
-        out = []
-        for i in range(getattr(self.cfg, size)):
-            x = split_instance(name, self.cfg.seed, split, i, **overrides)
-            x.config = name
-            out.append(x)
-        return out
-
-    def instances(self, stream: str, count: int | None = None) -> list:
+    def instances(self, stream: str, count: int | None = None, share: bool = True) -> list:
+        """The first `count` (default: the stream's size) instances of a stream: this
+        process's share of them, or with `share=False` all of them."""
         from attentionspan_datasets.splits import split_instance
 
         which, split, size = STREAMS[stream]
@@ -120,7 +108,7 @@ class TaskRun:
         name = self.ood_name if which == "ood" else self.id_name
         overrides = self.ood if which == "ood" else {}
         out = []
-        for i in self.procs.share(count):
+        for i in self.procs.share(count) if share else range(count):
             x = split_instance(name, self.cfg.seed, split, i, **overrides)
             x.config = name
             out.append(x)
@@ -291,7 +279,7 @@ class TaskRun:
         )
         # The repair-or-pointer verdict reads the shifted answers against every OOD test
         # instance (the records are gathered from all processes).
-        result["verdict"] = assess(result, self.all_instances("test"))
+        result["verdict"] = assess(result, self.instances("test", share=False))
         result["grid"] = {
             "counts": counts,
             "strengths": list(self.cfg.strengths),
@@ -320,7 +308,6 @@ class TaskRun:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test
         instances of the ID and the OOD preset, the baseline beside the chosen setting. A
         stage of its own, so a finished run loads no model for it."""
-        from attentionspan_datasets.splits import split_instance
         from harness.attention.sweep import Setting
         from harness.report.viewer import write_viewer
 
@@ -329,12 +316,12 @@ class TaskRun:
 
         def compute():
             self.load()
-            instances = []
-            for name, overrides in ((self.id_name, {}), (self.ood_name, self.ood)):
-                for i in range(min(VIEWER_NUM, self.cfg.num_test)):
-                    x = split_instance(name, self.cfg.seed, "test", i, **overrides)
-                    x.config = name
-                    instances.append(x)
+            count = min(VIEWER_NUM, self.cfg.num_test)
+            # The ID and the OOD test streams (the OOD one with its overrides).
+            instances = [
+                *self.instances("id", count, share=False),
+                *self.instances("test", count, share=False),
+            ]
             path = self.dir / "attention"
             if self.procs.main:
                 path = write_viewer(
