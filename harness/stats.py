@@ -176,6 +176,23 @@ def format_gain(gain: dict[str, float], scale: float = 100.0) -> str:
     return f"{gain['gain'] * scale:+.1f} [{gain['low'] * scale:+.1f}, {gain['high'] * scale:+.1f}]"
 
 
+def above_zero(gain: dict[str, float] | None) -> bool:
+    """The interval of a gain (`paired_gain`) lies above 0 (False when there is none)."""
+    return bool(gain) and math.isfinite(gain.get("low", math.nan)) and gain["low"] > 0
+
+
+def below_zero(gain: dict[str, float] | None) -> bool:
+    """The interval of a gain lies below 0."""
+    return bool(gain) and math.isfinite(gain.get("high", math.nan)) and gain["high"] < 0
+
+
+def format_number(value, digits: int = 3) -> str:
+    """`0.123`, or `n/a` for a missing or non-finite value."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
 # --- correct versus wrong tokens, counting instances (Table 2) ----------------------------
 # The tokens of one instance share its length, its prompt and its failure (one wrong
 # character often drags the rest down), so a test that treats tokens as independent draws

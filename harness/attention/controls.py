@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.attention.sweep import Setting, pointer_settings, restore_setting
+from harness.stats import above_zero
 
 # The verdict rule (docs/usage_analysis.md states it; fixed before any measurement):
 POINTER_EXCESS = 0.2  # shifted pushes make the model write the pointed-at character this much
@@ -140,10 +141,6 @@ def answer_at_reference(instances: Sequence[Any]) -> float | None:
     return hits / total if total else None
 
 
-def _significant(gain: Mapping[str, float] | None) -> bool:
-    return bool(gain) and math.isfinite(gain.get("low", math.nan)) and gain["low"] > 0
-
-
 def verdict(
     chosen_gain: Mapping[str, float],
     restore_gain: Mapping[str, float] | None,
@@ -194,9 +191,9 @@ def verdict(
                 "often than without intervention"
             )
         return {"verdict": "pointer", "reasons": reasons, "numbers": numbers}
-    if not _significant(chosen_gain):
+    if not above_zero(chosen_gain):
         reasons.append("the chosen setting's gain is not above 0 (interval)")
-    if not _significant(restore_gain):
+    if not above_zero(restore_gain):
         reasons.append("restoring the heads' ID weight gives no gain (interval)")
     for k, gain in sorted(shift_gains.items()):
         if not (math.isfinite(gain.get("high", math.nan)) and gain["high"] < chosen_gain["low"]):

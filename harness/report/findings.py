@@ -11,26 +11,14 @@ against the paper. A rule whose numbers are missing says nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.stats import format_gain
+from harness.stats import above_zero, below_zero, format_gain
+from harness.stats import format_number as _n
 
 ID_COST = 0.05  # ID exact match falling more than this is reported as a cost
 ALPHA = 0.05
-
-
-def _n(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
-
-
-def _above(gain: Mapping[str, float]) -> bool:
-    return math.isfinite(gain.get("low", math.nan)) and gain["low"] > 0
-
-
-def _below(gain: Mapping[str, float]) -> bool:
-    return math.isfinite(gain.get("high", math.nan)) and gain["high"] < 0
 
 
 def accuracy_findings(task: Mapping[str, Any]) -> list[str]:
@@ -116,9 +104,9 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     metric = sweep.get("metric", "partial_acc")
     gain = gains[chosen][metric]
     label = metric.replace("_", " ")
-    if _above(gain):
+    if above_zero(gain):
         out.append(f"The chosen setting {chosen} lifts OOD {label} by {format_gain(gain)} points.")
-    elif _below(gain):
+    elif below_zero(gain):
         out.append(f"The chosen setting {chosen} lowers OOD {label}: {format_gain(gain)} points.")
     else:
         out.append(f"The chosen setting {chosen} gives no OOD gain: {format_gain(gain)} points.")
@@ -128,7 +116,7 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     randoms = [
         f"{name}: {format_gain(control[metric])}"
         for name, control in gains.items()
-        if name.startswith("random") and _above(control[metric])
+        if name.startswith("random") and above_zero(control[metric])
     ]
     if randoms:
         out.append(

@@ -22,6 +22,7 @@ from typing import Any
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.report.findings import findings_section
 from harness.stats import format_gain, mean_interval
+from harness.stats import format_number as _n
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
 PAPER = (
@@ -45,12 +46,6 @@ def command_for(cfg) -> str:
     always = ("output", "quick", *(("config",) if cfg.model else ()))
     words = config_words(cfg, default, always=always, skip=skip)
     return shlex.join(["attentionspan", "reproduce", *words])
-
-
-def _n(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return f"{value:.{digits}f}"
 
 
 def _made_by(command: str, detail: str) -> list[str]:

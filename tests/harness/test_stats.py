@@ -258,3 +258,16 @@ def test_instances_are_told_apart_by_config_and_repeats_are_refused():
     assert correct_vs_wrong(a + b)["n_instances"] == 2
     with pytest.raises(ValueError, match="two tokens at the same position"):
         correct_vs_wrong([dict(r, config="x") for r in a + b])
+
+
+def test_gain_intervals_and_numbers_read_the_same_everywhere():
+    from harness.stats import above_zero, below_zero, format_number
+
+    assert above_zero({"gain": 0.2, "low": 0.1, "high": 0.3})
+    assert not above_zero({"gain": 0.2, "low": 0.0, "high": 0.3})  # touching 0 is not above
+    assert not above_zero({"gain": math.nan, "low": math.nan, "high": math.nan})
+    assert not above_zero(None) and not above_zero({})
+    assert below_zero({"gain": -0.2, "low": -0.3, "high": -0.1})
+    assert not below_zero({"gain": -0.2, "low": -0.3, "high": 0.0})
+    assert format_number(0.12345) == "0.123" and format_number(1, 2) == "1.00"
+    assert format_number(None) == format_number(math.nan) == "n/a"
