@@ -210,14 +210,12 @@ class TrainConfig:
 # --- pieces -----------------------------------------------------------------------------
 def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """`"300:min_table_size=1,max_table_size=1;300:max_table_size=2"` -> [(300, {...}), ...]:
-    steps and parameter overrides of each stage. A value stays text where the field of
-    `config` is text (`output_alphabet=0123456789`), else it is an int, or a float."""
+    steps and parameter overrides of each stage. With `config`, each value becomes its
+    field's type as `--param` makes it (`sorted_keys=true` a bool, `output_alphabet=0123`
+    text); without, an int where it reads as one, else text."""
     if not text.strip():
         return []
-    text_fields = set()
-    if config is not None:
-        task = resolve_config(config)
-        text_fields = {k for k, v in vars(task).items() if isinstance(v, str)}
+    parse = type(resolve_config(config)).parse_value if config is not None else _int_or_text
     stages = []
     for part in filter(None, (p.strip() for p in text.split(";"))):
         steps, sep, pairs = part.partition(":")
@@ -226,20 +224,21 @@ def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, di
             key, eq, value = pair.partition("=")
             if not eq or not key:
                 raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,..., got {part!r}")
-            if key in text_fields:
-                overrides[key] = value
-                continue
             try:
-                overrides[key] = int(value)
-            except ValueError:
-                try:
-                    overrides[key] = float(value)
-                except ValueError:
-                    overrides[key] = value
+                overrides[key] = parse(key, value)
+            except ValueError as error:
+                raise ValueError(f"'curriculum' for {config}: {error}") from None
         if not sep or not steps.strip().isdigit() or int(steps) < 1 or not overrides:
             raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,... (STEPS >= 1), got {part!r}")
         stages.append((int(steps), overrides))
     return stages
+
+
+def _int_or_text(_key: str, value: str) -> int | str:
+    try:
+        return int(value)
+    except ValueError:
+        return value
 
 
 def curriculum_sources(config: TrainConfig) -> list[tuple[int, GeneratorSource]]:

@@ -220,6 +220,12 @@ def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
     # a text field keeps its text even where it reads as a number
     digits = parse_curriculum("5:output_alphabet=0123456789", "value_assignment_id")
     assert digits == [(5, {"output_alphabet": "0123456789"})]
+    # a bool field reads as --param reads it; a value the field cannot take is refused
+    assert parse_curriculum("5:sorted_keys=true", "value_assignment_id") == [
+        (5, {"sorted_keys": True})
+    ]
+    with pytest.raises(ValueError, match="'use_flip' must be true or false, got 'maybe'"):
+        parse_curriculum("5:use_flip=maybe", "ffml_id")
     run = set_up(tiny_config(tmp_path, curriculum=text), False, False, None)
     try:
         lengths = []
