@@ -10,6 +10,9 @@ bit that register holds.
 Examples:
     w11i11f10r10f10r1= -> 1
 
+`read_register="1"` fixes the final read's register (a curriculum stage for models trained
+from scratch; the presets draw it).
+
 `params["length"]` counts the instructions including the final read, so the paper's
 "10 commands" is nine full instructions and the final read. The generator makes sure the
 final read's register is written at least once, so the paper mask is never empty.
@@ -60,6 +63,12 @@ class FlipFlopConfig(TaskConfig):
     read_weight: int = 1
     ignore_weight: int = 1
     flip_weight: int = 1
+    # A training aid, not a paper setting: the final read always asks this register ("": drawn
+    # uniformly). With the register fixed, the answer is the last write to one known
+    # register, a cue a model learns alone; a drawn one must be matched against every
+    # write's register, and a small model from scratch stays near chance on that
+    # (docs/usage_analysis.md, "Recipes").
+    read_register: str = ""
 
     # Two instructions at least: one write before the final read.
     limits = {
@@ -75,6 +84,14 @@ class FlipFlopConfig(TaskConfig):
 
     def check(self) -> None:
         self.check_min_max("min_instructions", "max_instructions")
+        allowed = REGISTER_NAMES[: self.num_registers]
+        if self.read_register and (
+            len(self.read_register) != 1 or self.read_register not in allowed
+        ):
+            raise ValueError(
+                f"{self.task_name}: 'read_register' must be empty (drawn) or one register of "
+                f"'num_registers' ({', '.join(allowed)}), got {self.read_register!r}"
+            )
 
 
 def generate(rng: random.Random, config: FlipFlopConfig) -> Instance:
@@ -85,6 +102,7 @@ def generate(rng: random.Random, config: FlipFlopConfig) -> Instance:
     ops, registers = _draw_heads(rng, _head_tables(weights, config.num_registers), count)
     bits = format(rng.getrandbits(count), f"0{count}b")
     read_register = REGISTER_NAMES[randbelow(rng, config.num_registers)]
+    read_register = config.read_register or read_register  # drawn either way: the same stream
     if "w" + read_register not in _pairs(ops, registers):
         # Overwrite one instruction, chosen uniformly, with a write to the read register.
         k = randbelow(rng, count)

@@ -63,6 +63,9 @@ def paper_row(prompt: str) -> list[int]:
         ("use_flip", 1),  # a flag, not a count
         ("num_registers", "2"),
         ("mask", "dense"),
+        ("read_register", "2"),  # the default config has registers 0 and 1
+        ("read_register", "01"),
+        ("read_register", "x"),
     ],
 )
 def test_bad_field_raises_value_error_naming_it(field, value):
@@ -184,6 +187,22 @@ def test_two_instructions_are_a_write_and_its_read():
         reg, bit = instance.prompt[1], instance.prompt[2]
         assert instance.prompt == f"w{reg}{bit}r{reg}="
         assert instance.target == bit and instance.reference == [[0, 1, 2, 4]]
+
+
+def test_read_register_fixes_the_final_read_and_draws_the_same_numbers():
+    """The curriculum aid: the final read asks the given register; instances where it
+    already did are unchanged, and every instance stays consistent with its program."""
+    plain = iter_instances("ffml_id", seed=9, stop=500)
+    aided = iter_instances("ffml_id", seed=9, stop=500, read_register="1", mask="sufficient")
+    unchanged = 0
+    for before, after in zip(plain, aided, strict=True):
+        assert after.prompt[-2] == "1"
+        answer, last_write, _, reads_ok = simulate(after.prompt)
+        assert reads_ok and last_write is not None and answer == after.target
+        assert oracle(visible_text(after, 0), after.params, 0) == after.target
+        unchanged += before.prompt[-2] == "1" and before.prompt == after.prompt
+    assert 200 < unchanged < 300  # about half the draws asked register 1 already
+    assert FlipFlopConfig().read_register == ""  # the presets draw it
 
 
 # --- edge cases ------------------------------------------------------------------------

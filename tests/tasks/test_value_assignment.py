@@ -155,6 +155,24 @@ def test_custom_alphabets():
     assert values_seen == set("xyz")
 
 
+def test_sorted_keys_puts_the_table_in_alphabet_order_and_draws_the_same_numbers():
+    """The curriculum aid: keys in `input_alphabet` order, everything else as drawn (same
+    values, lengths and pairs; the masks still hold for the oracle)."""
+    plain = iter_instances("value_assignment_ood", seed=4, stop=300)
+    aided = iter_instances(
+        "value_assignment_ood", seed=4, stop=300, sorted_keys=True, mask="sufficient"
+    )
+    for before, after in zip(plain, aided, strict=True):
+        table, _ = split(after)
+        keys = table[0::2]
+        assert list(keys) == sorted(keys, key=DEFAULT_INPUT_ALPHABET.index)
+        assert sorted(keys) == sorted(split(before)[0][0::2])
+        assert after.target == before.target and after.params == before.params
+        for i, expected in enumerate(after.target):
+            assert oracle(visible_text(after, i), after.params, i) == expected
+    assert ValueAssignmentConfig().sorted_keys is False  # the presets keep random order
+
+
 # --- edge cases ------------------------------------------------------------------------
 
 
