@@ -24,6 +24,11 @@ from typing import Any
 METRICS = ("exact_match", "partial_acc")
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
+# The cluster bootstrap's interval needs this many instances holding a correct token and as
+# many holding a wrong one: with k of n, a resample misses them all with probability about
+# e^-k (37% for one, under 1% for five), and the interval would only describe the resamples
+# that happened to draw them.
+MIN_KIND_INSTANCES = 5
 
 
 def mean(values: Iterable[float]) -> float:
@@ -283,7 +288,9 @@ def cluster_bootstrap_difference(
     per-instance sums, undefined in a resample that draws no correct (or no wrong) token;
     such resamples are skipped and counted (`undefined_resamples`), which scipy's interval
     cannot do. A resample's sums are sums of per-instance sums, so the tokens are read once.
-    Fewer than 2 instances, or no token of one kind: None."""
+    No token of one kind: None. Fewer than MIN_KIND_INSTANCES instances holding a correct
+    (or a wrong) token: the difference, but no interval (`instances_correct` and
+    `instances_wrong` say how many)."""
     import numpy as np
 
     if not 0 < confidence < 1:
@@ -312,7 +319,9 @@ def cluster_bootstrap_difference(
     )  # [instances, 4]
     total = sums.sum(0)
     out["difference"] = float(total[0] / total[1] - total[2] / total[3])
-    if n < 2:
+    out["instances_correct"] = int((sums[:, 1] > 0).sum())
+    out["instances_wrong"] = int((sums[:, 3] > 0).sum())
+    if min(out["instances_correct"], out["instances_wrong"]) < MIN_KIND_INSTANCES:
         return out
     rng = np.random.default_rng(seed)
     draws = []

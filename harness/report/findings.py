@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.stats import above_zero, below_zero, format_gain
+from harness.stats import MIN_KIND_INSTANCES, above_zero, below_zero, format_gain
 from harness.stats import format_number as _n
 
 ID_COST = 0.05  # ID exact match falling more than this is reported as a cost
@@ -53,6 +53,10 @@ def attention_findings(task: Mapping[str, Any]) -> list[str]:
         pass_name = "free-running" if "generate" in result else "teacher-forced"
         aware = block.get("instance_aware") or {}
         boot = aware.get("cluster_bootstrap") or {}
+        few = _too_few(boot, aware.get("n_instances"))
+        if few:
+            out.append(f"{name} ({pass_name}): {few}.")
+            continue
         if boot.get("low") is not None and boot.get("high") is not None:
             evidence = (
                 f"difference {boot['difference']:+.3f}, 95% interval over "
@@ -93,6 +97,19 @@ def attention_findings(task: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _too_few(boot: Mapping[str, Any], n_instances: int | None) -> str:
+    """Why correct and wrong tokens cannot be compared, where too few instances hold one
+    kind (`harness.stats.MIN_KIND_INSTANCES`); empty where they can."""
+    for kind in ("wrong", "correct"):
+        held = boot.get(f"instances_{kind}")
+        if held is not None and 0 < held < MIN_KIND_INSTANCES:
+            return (
+                f"too few instances hold a {kind} token to compare attention ({held} of "
+                f"{n_instances}; an interval over instances needs {MIN_KIND_INSTANCES})"
+            )
+    return ""
+
+
 def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     """The chosen setting's gain, its cost in distribution, what its controls say."""
     sweep = task.get("sweep")
@@ -111,7 +128,8 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     else:
         out.append(f"The chosen setting {chosen} gives no OOD gain: {format_gain(gain)} points.")
     test = sweep["test"]
-    if test[chosen]["exact_match"] <= 0.01 and test["baseline"]["exact_match"] <= 0.01:
+    stuck = test[chosen]["exact_match"] <= 0.01 and test["baseline"]["exact_match"] <= 0.01
+    if stuck and above_zero(gain):
         out.append("OOD exact match stays at 0: the gain is in single characters, not answers.")
     randoms = [
         f"{name}: {format_gain(control[metric])}"

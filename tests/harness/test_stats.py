@@ -13,6 +13,7 @@ import pytest
 
 from harness.stats import (
     DIRECTIONS,
+    MIN_KIND_INSTANCES,
     UNDETERMINED,
     correct_vs_wrong,
     format_gain,
@@ -240,7 +241,7 @@ def test_degenerate_inputs_give_none_not_errors():
         assert out["paired"]["low"] is None and out["matched"]["p"] is None
         assert out["direction"] == UNDETERMINED
         # Identical values everywhere: no spread, no scipy warning.
-        flat = [token(i, 3, p, 0.2, p == 0) for i in range(4) for p in range(3)]
+        flat = [token(i, 3, p, 0.2, p == 0) for i in range(5) for p in range(3)]
         out = correct_vs_wrong(flat)
         assert out["paired"]["mean_difference"] == 0.0 and out["paired"]["wilcoxon_p"] is None
         assert out["cluster_bootstrap"]["low"] == 0.0 and out["direction"] == DIRECTIONS[2]
@@ -250,6 +251,24 @@ def test_degenerate_inputs_give_none_not_errors():
     out = correct_vs_wrong(records + extra)
     assert out["no_reference"] == 1 and out["unknown"] == 1
     assert out["n_tokens"] == len(records) and out["n_instances"] == 90
+
+
+def test_a_kind_held_by_few_instances_gets_no_interval():
+    """One wrong token in 32 instances: a resample misses it 37% of the time, so the
+    bootstrap gives the difference but no interval, and no direction is read from it."""
+    records = [token(i, 5, p, 0.4, not (i == 0 and p == 0)) for i in range(32) for p in range(5)]
+    records[0]["share"] = 0.3
+    out = correct_vs_wrong(records)
+    boot = out["cluster_bootstrap"]
+    assert boot["difference"] == pytest.approx(0.1)
+    assert boot["low"] is None and boot["high"] is None
+    assert (boot["instances_correct"], boot["instances_wrong"]) == (32, 1)
+    assert out["direction"] == UNDETERMINED
+    # Wrong tokens in MIN_KIND_INSTANCES instances: an interval again.
+    for i in range(1, MIN_KIND_INSTANCES):
+        records[5 * i]["correct"], records[5 * i]["share"] = False, 0.3
+    boot = correct_vs_wrong(records)["cluster_bootstrap"]
+    assert boot["instances_wrong"] == MIN_KIND_INSTANCES and boot["low"] == pytest.approx(0.1)
 
 
 def test_instances_are_told_apart_by_config_and_repeats_are_refused():

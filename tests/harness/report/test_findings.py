@@ -88,12 +88,28 @@ def test_a_pooled_direction_that_the_matched_test_does_not_hold_is_said():
     assert "correct tokens attend more" in text and "not significant" in text
 
 
+def test_a_kind_in_too_few_instances_is_said_instead_of_a_direction():
+    t = task()
+    block = t["attention"]["results"]["reversal_ood"]
+    block["instance_aware"] = {
+        "n_instances": 32,
+        "cluster_bootstrap": {"difference": 0.014, "instances_correct": 32, "instances_wrong": 1},
+        "matched": {"difference": 0.015, "p": 0.8},
+    }
+    (line,) = findings.attention_findings(t)
+    assert line == (
+        "reversal_ood (teacher-forced): too few instances hold a wrong token to compare "
+        "attention (1 of 32; an interval over instances needs 5)."
+    )
+
+
 def test_no_gain_and_holding_id_are_said_as_such():
     t = task()
     t["sweep"]["test_gains"] = {"top4-C2": {"partial_acc": GAIN_NONE}}
     t["sweep"]["id"]["top4-C2"]["exact_match"] = 0.98
     text = "\n".join(findings.intervention_findings(t))
     assert "gives no OOD gain" in text
+    assert "single characters" not in text  # no gain: nothing to place in characters
     assert "ID exact match holds under the chosen setting (1.000 -> 0.980)" in text
     assert "Random heads" not in text
 
