@@ -4,10 +4,13 @@
     python -m harness.report.results_doc runs/quick --date 2026-11-24 \\
         --machine "2-core CPU" --command "attentionspan reproduce --quick --output runs/quick"
 
+    # a second run in a block of its own (digest docs/quick-run-value_assignment.json)
+    python -m harness.report.results_doc runs/quick-va --block value_assignment ...
+
 Reads the run's per-task `results.json` and `attention/attention.json`, keeps the numbers the
 findings rest on in a digest (`docs/quick-run.json`, committed), and rewrites the block
 between the `quick-findings` markers of docs/results.md from that digest alone. A test
-renders the committed digest again and compares it with the block, so the figures in the
+renders every committed digest again and compares it with its block, so the figures in the
 doc are the command's output.
 """
 
@@ -28,6 +31,20 @@ BEGIN = (
     "do not edit -->"
 )
 END = "<!-- /quick-findings -->"
+DIGEST = "docs/quick-run.json"
+
+
+def markers(block: str = "") -> tuple[str, str]:
+    """The (begin, end) markers of a block: the unnamed one, or `quick-findings:NAME`."""
+    if not block:
+        return BEGIN, END
+    return BEGIN.replace("quick-findings:", f"quick-findings:{block}:", 1), END.replace(
+        "quick-findings", f"quick-findings:{block}", 1
+    )
+
+
+def digest_path(block: str = "") -> str:
+    return DIGEST if not block else DIGEST.replace(".json", f"-{block}.json")
 
 
 def digest(out: Path) -> dict[str, Any]:
@@ -79,10 +96,11 @@ def _attention(path: Path) -> dict[str, Any]:
     return out
 
 
-def render(tasks: dict[str, Any], command: str, machine: str, date: str) -> str:
+def render(tasks: dict[str, Any], command: str, machine: str, date: str, block: str = "") -> str:
     """The block: the command, the findings, one row per task with the controls."""
+    begin, end = markers(block)
     lines = [
-        BEGIN,
+        begin,
         "",
         f"Measured {date} on {machine}:",
         "",
@@ -129,18 +147,19 @@ def render(tasks: dict[str, Any], command: str, machine: str, date: str) -> str:
         "",
         f"Gains: OOD test {tasks and next(iter(tasks.values()))['sweep']['metric']}, points, "
         "paired per instance with bootstrap 95% intervals; the digest of the run is "
-        "[quick-run.json](quick-run.json).",
+        f"[{Path(digest_path(block)).name}]({Path(digest_path(block)).name}).",
         "",
-        END,
+        end,
     ]
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
+def replace_block(text: str, rendered: str, block: str = "") -> str:
+    begin, end_marker = markers(block)
+    start, end = text.find(begin), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError("docs/results.md has no quick-findings markers")
-    return text[:start] + block + text[end + len(END) :]
+        raise ValueError(f"the doc has no markers {begin!r} .. {end_marker!r}")
+    return text[:start] + rendered + text[end + len(end_marker) :]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,22 +171,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", required=True, help="the command that made the run")
     parser.add_argument("--machine", required=True, help="where it ran, in words")
     parser.add_argument("--date", required=True, help="when it ran (YYYY-MM-DD)")
+    parser.add_argument(
+        "--block",
+        default="",
+        help="name of the doc's block (its markers read quick-findings:NAME); default: the "
+        "unnamed quick-run block",
+    )
     parser.add_argument("--doc", default="docs/results.md")
-    parser.add_argument("--digest", default="docs/quick-run.json")
+    parser.add_argument(
+        "--digest", default=None, help=f"default {DIGEST}, or quick-run-NAME.json with --block"
+    )
     args = parser.parse_args(argv)
+    digest_file = Path(args.digest or digest_path(args.block))
     try:
         tasks = digest(Path(args.run))
     except ValueError as error:
         print(f"results_doc: {error}", file=sys.stderr)
         return 2
     meta = {"command": args.command, "machine": args.machine, "date": args.date}
-    Path(args.digest).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(
-        Path(args.digest), json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n"
-    )
+    if args.block:
+        meta["block"] = args.block
     doc = Path(args.doc)
-    atomic_write_text(doc, replace_block(doc.read_text(), render(tasks, **meta)))
-    print(f"wrote {args.digest} and the quick-findings block of {doc}")
+    try:  # the markers are checked before anything is written
+        text = replace_block(doc.read_text(), render(tasks, **meta), args.block)
+    except ValueError as error:
+        print(f"results_doc: {doc}: {error}", file=sys.stderr)
+        return 2
+    digest_file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(digest_file, json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n")
+    atomic_write_text(doc, text)
+    print(f"wrote {digest_file} and the quick-findings block of {doc}")
     return 0
 
 

@@ -15,21 +15,10 @@ DIGEST = REPO / "docs" / "quick-run.json"
 DOC = REPO / "docs" / "results.md"
 
 
-def test_the_doc_block_is_rendered_from_the_committed_digest():
-    data = json.loads(DIGEST.read_text())
-    block = results_doc.render(data["tasks"], **data["meta"])
-    text = DOC.read_text()
-    start, end = text.index(results_doc.BEGIN), text.index(results_doc.END)
-    assert text[start : end + len(results_doc.END)] == block
-    # Every task of the run has a verdict and at least one finding in the doc.
-    for name, task in data["tasks"].items():
-        assert task["sweep"]["verdict"]["verdict"] in ("repair", "pointer", "inconclusive")
-        assert f"- {name}: " in block
-
-
-def test_digest_reads_a_reproduce_folder(tmp_path):
+def _write_run(out: Path) -> dict:
+    """A reproduce folder with one task, reversal, holding what the digest reads."""
     gain = {"gain": 0.1, "low": 0.05, "high": 0.15, "n": 4}
-    folder = tmp_path / "reversal"
+    folder = out / "reversal"
     (folder / "attention").mkdir(parents=True)
     result = {
         "task": "reversal",
@@ -52,6 +41,50 @@ def test_digest_reads_a_reproduce_folder(tmp_path):
     (folder / "results.json").write_text(json.dumps(result))
     configs = {"reversal_ood": {"rollout": {"correct": {"mean": 0.1}}, "heads": [[0.1]]}}
     (folder / "attention" / "attention.json").write_text(json.dumps({"configs": configs}))
+    return gain
+
+
+@pytest.mark.parametrize(
+    "digest", sorted(p.name for p in DIGEST.parent.glob("quick-run*.json")), ids=str
+)
+def test_the_doc_block_is_rendered_from_the_committed_digest(digest):
+    data = json.loads((DIGEST.parent / digest).read_text())
+    block = results_doc.render(data["tasks"], **data["meta"])
+    assert results_doc.digest_path(data["meta"].get("block", "")).endswith(digest)
+    begin, end_marker = results_doc.markers(data["meta"].get("block", ""))
+    text = DOC.read_text()
+    start, end = text.index(begin), text.index(end_marker)
+    assert text[start : end + len(end_marker)] == block
+    # Every task of the run has a verdict and at least one finding in the doc.
+    for name, task in data["tasks"].items():
+        assert task["sweep"]["verdict"]["verdict"] in ("repair", "pointer", "inconclusive")
+        assert f"- {name}: " in block
+
+
+def test_a_named_block_has_markers_and_a_digest_of_its_own(tmp_path, capsys):
+    begin, end = results_doc.markers("value_assignment")
+    assert "quick-findings:value_assignment:" in begin and end == (
+        "<!-- /quick-findings:value_assignment -->"
+    )
+    assert results_doc.markers("") == (results_doc.BEGIN, results_doc.END)
+    assert results_doc.digest_path("value_assignment") == "docs/quick-run-value_assignment.json"
+    # a doc without the block's markers is refused in one line, and nothing is written
+    doc = tmp_path / "results.md"
+    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
+    run = tmp_path / "run"
+    _write_run(run)
+    argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
+    digest_file = tmp_path / "d.json"
+    code = results_doc.main([*argv, "--block", "va", "--digest", str(digest_file)])
+    assert code == 2 and not digest_file.exists()
+    assert "quick-findings:va" in capsys.readouterr().err
+    # the unnamed block is rewritten, the named one left alone
+    assert results_doc.main([*argv, "--digest", str(digest_file)]) == 0
+    assert "- reversal: " in doc.read_text() and digest_file.exists()
+
+
+def test_digest_reads_a_reproduce_folder(tmp_path):
+    gain = _write_run(tmp_path)
     tasks = results_doc.digest(tmp_path)
     sweep = tasks["reversal"]["sweep"]
     assert set(sweep["test"]) == {"baseline", "top1-C1"}  # controls live in test_gains
