@@ -157,6 +157,22 @@ def text_config(config):
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
+def cache_argument(model) -> str:
+    """The name of the KV cache's argument to `model`'s forward and `generate`: `cache` from
+    transformers 5.24 on (which deprecates `past_key_values`, to go in 5.40), else
+    `past_key_values`."""
+    import inspect
+
+    parameters = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def given_cache(kwargs: dict):
+    """The KV cache among a forward's keyword arguments, under either name."""
+    cache = kwargs.get("cache")
+    return cache if cache is not None else kwargs.get("past_key_values")
+
+
 def model_shape(model) -> tuple[int, int]:
     """(layers, query heads) of a causal LM (or of a model config), the text part of a
     multimodal one."""

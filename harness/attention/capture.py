@@ -40,7 +40,7 @@ prefill=False, positions=None)`
     Switches the model to the "attentionspan" attention implementation (`ATTENTION_NAME`,
     registered with AttentionInterface and, for its mask, AttentionMaskInterface) and back,
     installs the plan for this context (a ContextVar, not forward kwargs: generate() rejects
-    unknown ones) and a pre-hook reading `past_key_values.get_seq_length()` for absolute
+    unknown ones) and a pre-hook reading the cache's `get_seq_length()` for absolute
     positions: queries `past + arange(q)`, keys `past + q - kv + arange(kv)` (also Gemma3's
     sliding layers). Any number of forwards may run inside (one teacher-forced pass, or the
     prefill and decode steps of `generate()`); the record is filled when the block ends.
@@ -74,7 +74,7 @@ from typing import Any
 import torch
 
 from harness.attention.modes import INTERVENTION_MODES
-from harness.inference import model_shape, text_config
+from harness.inference import given_cache, model_shape, text_config
 
 ATTENTION_NAME = "attentionspan"
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
@@ -614,7 +614,7 @@ def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[Atte
     record = AttentionRecord(layers, heads)
 
     def pre_hook(_module, args, kwargs):
-        cache = kwargs.get("past_key_values")
+        cache = given_cache(kwargs)  # `cache` from transformers 5.24, `past_key_values` before
         state.cached = cache is not None
         state.past = int(cache.get_seq_length()) if cache is not None else 0
         state.forward_calls = 0

@@ -28,6 +28,7 @@ from typing import Any
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
+from harness.inference import cache_argument
 
 MAX_ROWS = 256  # rows (instances x settings) of one batched generation
 
@@ -113,7 +114,7 @@ def _prefix_cache(model, prompts):
     inputs = prompts.model_inputs(model.device)
     inputs = {k: v[:, :-1] for k, v in inputs.items()}
     with torch.inference_mode():
-        model(**inputs, past_key_values=cache, use_cache=True)
+        model(**inputs, **{cache_argument(model): cache}, use_cache=True)
     return cache
 
 
@@ -213,7 +214,7 @@ def score_batch(
             cache = copy.deepcopy(prefix)
             if count > 1:
                 cache.batch_repeat_interleave(count)
-            extra["past_key_values"] = cache
+            extra[cache_argument(scorer.model)] = cache
         gen, _ = scorer.generate(rows, plan, max_new, **extra)
         forced = scorer.teacher_force(rows, plan)[0] if teacher_forced else None
         for s, index in enumerate(chosen):
