@@ -140,6 +140,9 @@ def atomic_path(
         raise
 
 
+REPLACE_ATTEMPTS = 20
+
+
 def _replace_dir(staging: Path, path: Path, replace: bool = True) -> None:
     for root, _, files in os.walk(staging):
         for name in files:
@@ -159,15 +162,33 @@ def _replace_dir(staging: Path, path: Path, replace: bool = True) -> None:
                 f"it was left as it is"
             ) from None
         return
-    if path.exists() or path.is_symlink():
-        if not path.is_dir() or path.is_symlink():
-            raise FileExistsError(f"{path} exists and is not a folder")
-        old = Path(tempfile.mkdtemp(prefix=_temp_prefix(path, "old"), dir=path.parent))
-        os.rename(path, old / "data")
-        os.rename(staging, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(staging, path)
+    # Replacing is two renames (the old folder aside, the new one in): a concurrent writer
+    # can place its folder between them, or move the old one first. Either way the folder
+    # at `path` is some writer's whole export, so try again rather than fail.
+    for _ in range(REPLACE_ATTEMPTS):
+        old = None
+        if path.exists() or path.is_symlink():
+            if not path.is_dir() or path.is_symlink():
+                raise FileExistsError(f"{path} exists and is not a folder")
+            old = Path(tempfile.mkdtemp(prefix=_temp_prefix(path, "old"), dir=path.parent))
+        try:
+            if old is not None:
+                os.rename(path, old / "data")
+            os.rename(staging, path)
+            return
+        except FileNotFoundError:
+            continue  # another writer moved the old folder aside first
+        except OSError as error:
+            if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+            continue  # another writer's folder arrived in between
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+    raise FileExistsError(
+        f"{path} was replaced by other writers {REPLACE_ATTEMPTS} times while this process "
+        "tried to place its own; it was left as it is"
+    )
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:

@@ -73,6 +73,35 @@ def test_a_folder_is_swapped_whole(tmp_path):
             pass
 
 
+@pytest.mark.parametrize("race", ["placed between", "moved first"])
+def test_replacing_a_folder_survives_a_concurrent_writer(tmp_path, monkeypatch, race):
+    """Another writer acts between our two renames: it places its folder where ours was to
+    go, or moves the old folder aside before us. Ours still ends up there, whole."""
+    from attentionspan_datasets import atomic
+
+    out = tmp_path / "out"
+    if race == "moved first":
+        out.mkdir()
+        (out / "old").write_text("0")
+    rename, raced = os.rename, []
+
+    def rename_racing(src, dst):
+        if not raced:
+            raced.append(True)
+            if race == "placed between" and str(dst) == str(out):
+                out.mkdir()
+                (out / "other").write_text("x")
+            if race == "moved first":
+                rename(out, tmp_path / "elsewhere")
+        return rename(src, dst)
+
+    monkeypatch.setattr(atomic.os, "rename", rename_racing)
+    with atomic_path(out, directory=True) as staging:
+        (staging / "mine").write_text("1")
+    assert raced and sorted(os.listdir(out)) == ["mine"]
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no temporaries left
+
+
 def test_leftovers_of_a_killed_writer_are_removed_on_the_next_write(tmp_path):
     # A child reserves a staging folder and dies without cleaning up (as kill -9 would).
     code = (
