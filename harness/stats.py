@@ -272,6 +272,17 @@ def _counts(cluster, mask=None) -> dict[str, int]:
     return {"n_tokens": int(chosen.size), "n_instances": int(np.unique(chosen).size)}
 
 
+def scarce_kind(boot: dict[str, Any]) -> str | None:
+    """The kind of token ("wrong", else "correct") that some but fewer than
+    MIN_KIND_INSTANCES instances hold, so that `cluster_bootstrap_difference` gives no
+    interval; None where both kinds are held by enough instances (or one by none)."""
+    for kind in ("wrong", "correct"):
+        held = boot.get(f"instances_{kind}")
+        if held is not None and 0 < held < MIN_KIND_INSTANCES:
+            return kind
+    return None
+
+
 def cluster_bootstrap_difference(
     share,
     correct,
@@ -321,7 +332,7 @@ def cluster_bootstrap_difference(
     out["difference"] = float(total[0] / total[1] - total[2] / total[3])
     out["instances_correct"] = int((sums[:, 1] > 0).sum())
     out["instances_wrong"] = int((sums[:, 3] > 0).sum())
-    if min(out["instances_correct"], out["instances_wrong"]) < MIN_KIND_INSTANCES:
+    if scarce_kind(out):
         return out
     rng = np.random.default_rng(seed)
     draws = []

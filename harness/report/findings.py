@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.stats import MIN_KIND_INSTANCES, above_zero, below_zero, format_gain
+from harness.stats import MIN_KIND_INSTANCES, above_zero, below_zero, format_gain, scarce_kind
 from harness.stats import format_number as _n
 
 ID_COST = 0.05  # ID exact match falling more than this is reported as a cost
@@ -99,15 +99,15 @@ def attention_findings(task: Mapping[str, Any]) -> list[str]:
 
 def _too_few(boot: Mapping[str, Any], n_instances: int | None) -> str:
     """Why correct and wrong tokens cannot be compared, where too few instances hold one
-    kind (`harness.stats.MIN_KIND_INSTANCES`); empty where they can."""
-    for kind in ("wrong", "correct"):
-        held = boot.get(f"instances_{kind}")
-        if held is not None and 0 < held < MIN_KIND_INSTANCES:
-            return (
-                f"too few instances hold a {kind} token to compare attention ({held} of "
-                f"{n_instances}; an interval over instances needs {MIN_KIND_INSTANCES})"
-            )
-    return ""
+    kind (`harness.stats.scarce_kind`); empty where they can."""
+    kind = scarce_kind(boot)
+    if kind is None:
+        return ""
+    return (
+        f"too few instances hold a {kind} token to compare attention "
+        f"({boot[f'instances_{kind}']} of {n_instances}; an interval over instances needs "
+        f"{MIN_KIND_INSTANCES})"
+    )
 
 
 def intervention_findings(task: Mapping[str, Any]) -> list[str]:
