@@ -92,7 +92,8 @@ def generate(rng: random.Random, config: ValueAssignmentConfig) -> Instance:
     length = config.min_length + randbelow(rng, config.max_length - config.min_length + 1)
     keys = _draw_keys(rng, config.input_alphabet, size)
     if config.sorted_keys:  # after the draw: the same stream of random numbers either way
-        keys = "".join(sorted(keys, key=config.input_alphabet.index))
+        drawn = set(keys)
+        keys = "".join(c for c in config.input_alphabet if c in drawn)
     values = _draw(rng, config.output_alphabet, size)
     pairs = _indices(rng, size, length)  # the table pair of each string symbol
     return _render(keys, values, pairs, config)

@@ -99,6 +99,7 @@ def _attention(path: Path) -> dict[str, Any]:
 def render(tasks: dict[str, Any], command: str, machine: str, date: str, block: str = "") -> str:
     """The block: the command, the findings, one row per task with the controls."""
     begin, end = markers(block)
+    digest_name = Path(digest_path(block)).name
     lines = [
         begin,
         "",
@@ -147,7 +148,7 @@ def render(tasks: dict[str, Any], command: str, machine: str, date: str, block: 
         "",
         f"Gains: OOD test {tasks and next(iter(tasks.values()))['sweep']['metric']}, points, "
         "paired per instance with bootstrap 95% intervals; the digest of the run is "
-        f"[{Path(digest_path(block)).name}]({Path(digest_path(block)).name}).",
+        f"[{digest_name}]({digest_name}).",
         "",
         end,
     ]
