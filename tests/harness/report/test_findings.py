@@ -44,6 +44,13 @@ def task(**changes):
     return base
 
 
+def with_instance_aware(aware):
+    """The task with the instance-aware figures of its reversal_ood comparison."""
+    t = task()
+    t["attention"]["results"]["reversal_ood"]["instance_aware"] = aware
+    return t
+
+
 def test_every_rule_fires_on_its_numbers():
     lines = findings.task_findings("reversal", task())
     text = "\n".join(lines)
@@ -64,38 +71,42 @@ def test_every_rule_fires_on_its_numbers():
 
 
 def test_instance_aware_interval_decides_over_the_pooled_test():
-    t = task()
-    block = t["attention"]["results"]["reversal_ood"]
-    block["instance_aware"] = {
-        "n_instances": 40,
-        "cluster_bootstrap": {"difference": -0.1, "low": -0.3, "high": 0.05},
-        "matched": {"difference": -0.01, "p": 0.4},
-    }
+    t = with_instance_aware(
+        {
+            "n_instances": 40,
+            "cluster_bootstrap": {"difference": -0.1, "low": -0.3, "high": 0.05},
+            "matched": {"difference": -0.01, "p": 0.4},
+        }
+    )
     text = "\n".join(findings.attention_findings(t))
     assert "does not differ" in text and "interval over 40 instances" in text
     assert "held fixed -0.0100 (p = 0.400)" in text
 
 
 def test_a_pooled_direction_that_the_matched_test_does_not_hold_is_said():
-    t = task()
-    block = t["attention"]["results"]["reversal_ood"]
-    block["instance_aware"] = {
-        "n_instances": 40,
-        "cluster_bootstrap": {"difference": 0.05, "low": 0.03, "high": 0.07},
-        "matched": {"difference": 0.0017, "p": 0.28},
-    }
+    t = with_instance_aware(
+        {
+            "n_instances": 40,
+            "cluster_bootstrap": {"difference": 0.05, "low": 0.03, "high": 0.07},
+            "matched": {"difference": 0.0017, "p": 0.28},
+        }
+    )
     text = "\n".join(findings.attention_findings(t))
     assert "correct tokens attend more" in text and "not significant" in text
 
 
 def test_a_kind_in_too_few_instances_is_said_instead_of_a_direction():
-    t = task()
-    block = t["attention"]["results"]["reversal_ood"]
-    block["instance_aware"] = {
-        "n_instances": 32,
-        "cluster_bootstrap": {"difference": 0.014, "instances_correct": 32, "instances_wrong": 1},
-        "matched": {"difference": 0.015, "p": 0.8},
-    }
+    t = with_instance_aware(
+        {
+            "n_instances": 32,
+            "cluster_bootstrap": {
+                "difference": 0.014,
+                "instances_correct": 32,
+                "instances_wrong": 1,
+            },
+            "matched": {"difference": 0.015, "p": 0.8},
+        }
+    )
     (line,) = findings.attention_findings(t)
     assert line == (
         "reversal_ood (teacher-forced): too few instances hold a wrong token to compare "
