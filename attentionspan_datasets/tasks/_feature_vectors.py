@@ -92,10 +92,17 @@ class MappedConfig(FeatureConfig):
     """T3-T7: the fixed query-to-feature mapping is drawn from `mapping_seed`."""
 
     mapping_seed: int = 0
+    # A training aid, not a paper setting: the query is drawn among features 0 to
+    # num_queries - 1 only. A model from scratch gets one bit per instance to learn which two
+    # of 36 features a query names, and on all 36 queries at once it stays at chance; a
+    # curriculum that grows the query set learns the mapping a few queries at a time
+    # (docs/usage_analysis.md, "Recipes"). The presets ask all 36.
+    num_queries: int = NUM_FEATURES
 
     def check(self) -> None:
         super().check()
         self.check_range("mapping_seed", 0, MAX_MAPPING_SEED)
+        self.check_range("num_queries", 1, NUM_FEATURES)
 
 
 # --- the mapping of T3-T7 -------------------------------------------------------------
@@ -416,11 +423,12 @@ def draw_length(rng: random.Random, config: FeatureConfig) -> int:
     return low + step * r
 
 
-def query_feature(rng: random.Random) -> int:
-    """`below(rng, 36)`: the query feature of T1 and T3-T7."""
+def query_feature(rng: random.Random, count: int = NUM_FEATURES) -> int:
+    """`below(rng, count)` drawn from 6 bits (the same draws for every count): the query
+    feature of T1 and T3-T7, among features 0 to count - 1 (`num_queries`)."""
     getrandbits = rng.getrandbits
     q = getrandbits(6)
-    while q >= NUM_FEATURES:
+    while q >= count:
         q = getrandbits(6)
     return q
 

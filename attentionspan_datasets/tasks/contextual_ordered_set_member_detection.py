@@ -42,7 +42,7 @@ class ContextualOrderedSetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualOrderedSetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.query_feature(rng)
+    q = fv.query_feature(rng, config.num_queries)
     pairs = MAPPINGS[config.mapping_seed][q]
     return fv.build_two_pairs(rng, config, NAME, length, q, pairs, fv.ordered_plan)
 

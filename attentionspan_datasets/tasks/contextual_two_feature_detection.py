@@ -40,7 +40,7 @@ class ContextualTwoFeatureConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: ContextualTwoFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.query_feature(rng)
+    q = fv.query_feature(rng, config.num_queries)
     ((a, b),) = MAPPINGS[config.mapping_seed][q]
     plan = fv.two_feature_plan(rng, length, a, b)
     return fv.build_one_pair(rng, config, NAME, length, q, a, b, plan)

@@ -42,7 +42,7 @@ class OrderedFeatureConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: OrderedFeatureConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.query_feature(rng)
+    q = fv.query_feature(rng, config.num_queries)
     ((a, b),) = MAPPINGS[config.mapping_seed][q]
     plan = fv.ordered_plan(rng, length, a, b)
     return fv.build_one_pair(rng, config, NAME, length, q, a, b, plan)

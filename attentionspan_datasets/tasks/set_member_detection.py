@@ -39,7 +39,7 @@ class SetMemberConfig(fv.MappedConfig):
 
 def generate(rng: random.Random, config: SetMemberConfig) -> Instance:
     length = fv.draw_length(rng, config)
-    q = fv.query_feature(rng)
+    q = fv.query_feature(rng, config.num_queries)
     ((a, b),) = MAPPINGS[config.mapping_seed][q]
     if not rng.getrandbits(1):
         answer, case, planted, decisive = 0, "none_present", [], ()

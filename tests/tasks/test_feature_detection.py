@@ -82,6 +82,27 @@ def test_mapping_seed_is_capped(short):
             config_class(mapping_seed=bad)
 
 
+@pytest.mark.parametrize("short", sorted(MAPPED))
+def test_num_queries_is_bounded_by_the_36_features(short):
+    config_class = get_task(RETRIEVAL_TASKS[short]).config_class
+    for bad in (0, fv.NUM_FEATURES + 1):
+        with pytest.raises(ValueError, match="'num_queries'.*1 <= num_queries <= 36"):
+            config_class(num_queries=bad)
+    assert config_class().num_queries == fv.NUM_FEATURES  # the presets ask all 36
+
+
+@pytest.mark.parametrize("short", sorted(MAPPED))
+def test_num_queries_draws_queries_among_the_first_features_only(short):
+    """The curriculum aid: every query below num_queries, each of them drawn, and the rest
+    of the recipe unchanged (answers still follow the mapping and the vectors)."""
+    instances = list(iter_instances(f"{short}_id", seed=3, stop=300, num_queries=3))
+    queries = Counter(x.params["query"][0] for x in instances)
+    assert set(queries) == {0, 1, 2} and min(queries.values()) > 60
+    for x in instances:
+        assert x.params["features"] == mapped_pairs(short, x.params)
+        assert int(x.target) == expected_answer(short, x.params)
+
+
 def test_min_above_max_names_both_fields():
     with pytest.raises(ValueError, match="'min_length' \\(12\\) must not exceed 'max_length'"):
         resolve_config("t6", min_length=12, max_length=11)
