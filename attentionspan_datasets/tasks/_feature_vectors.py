@@ -424,12 +424,13 @@ def draw_length(rng: random.Random, config: FeatureConfig) -> int:
 
 
 def query_feature(rng: random.Random, count: int = NUM_FEATURES) -> int:
-    """`below(rng, count)` drawn from 6 bits (the same draws for every count): the query
-    feature of T1 and T3-T7, among features 0 to count - 1 (`num_queries`)."""
+    """`below(rng, count)`, inline: the query feature of T1 and T3-T7, among features 0 to
+    count - 1 (`num_queries`; the presets' 36 draw 6 bits at a time)."""
     getrandbits = rng.getrandbits
-    q = getrandbits(6)
+    k = count.bit_length()
+    q = getrandbits(k)
     while q >= count:
-        q = getrandbits(6)
+        q = getrandbits(k)
     return q
 
 
