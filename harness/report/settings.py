@@ -28,9 +28,9 @@ QUICK_TASKS = ("reversal", "successor", "addition")
 # them: task -> options, `scratch` holding ScratchConfig fields. A recipe belongs here once
 # it reaches ID exact match >= 0.9 on the test split in minutes of one CPU thread, and the
 # task joins QUICK_TASKS when it also fits --quick's ten minutes (value assignment's 9 do
-# not: `--tasks value_assignment`; flip-flop's 17 neither: `--tasks ffml`). None yet for T6
-# (docs/usage_analysis.md, "Recipes for the tasks whose reference is not the answer", lists
-# what was tried).
+# not: `--tasks value_assignment`; flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither:
+# `--tasks t6`). docs/usage_analysis.md, "Recipes for the tasks whose reference is not the
+# answer", lists what was tried.
 QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, "log_every": 20}
 QUICK_RECIPES: dict[str, dict[str, Any]] = {
     # shallow and wide: 4 x 128 at lr 2e-3 stalled at ID exact 0.035 after 5,000 steps
@@ -71,6 +71,27 @@ QUICK_RECIPES: dict[str, dict[str, Any]] = {
             "2000:min_instructions=3,max_instructions=7;"
             "1500:min_instructions=5,max_instructions=10"
         ),
+    },
+    # the query set grows 2, 4, 8, 16, 36 on inputs of 2-3 vectors (a new query takes ~8,000
+    # instances to learn, so the stage of all 36 is the longest), then longer inputs: from
+    # all 36 queries at once a model stays at chance (docs/usage_analysis.md, "Recipes")
+    "t6": {
+        "max_steps": 12000,
+        "batch_size": 64,
+        "lr": 3e-4,
+        "beta1": 0.9,
+        "schedule": "constant",
+        "warmup_ratio": 0.0,
+        "weight_decay": 0.01,
+        "curriculum": (
+            "500:num_queries=2,min_length=2,max_length=3;"
+            "500:num_queries=4,min_length=2,max_length=3;"
+            "1000:num_queries=8,min_length=2,max_length=3;"
+            "2000:num_queries=16,min_length=2,max_length=3;"
+            "5000:min_length=2,max_length=3;"
+            "1000:min_length=2,max_length=6"
+        ),
+        "scratch": {"num_layers": 2, "hidden_size": 256, "num_heads": 8, "intermediate_size": 1024},
     },
 }
 DEVICES = ("auto", "cpu", "cuda")
