@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from itertools import accumulate, count
 from operator import add
 
-from attentionspan_datasets.tasks.base import Instance, TaskConfig
+from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow
 
 ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 NUM_FEATURES = len(ALPHABET)
@@ -373,21 +373,12 @@ def _exclusions(rng: random.Random, config: FeatureConfig, avoid: set[int]) -> l
     return sorted(chosen)
 
 
-def below(rng: random.Random, n: int) -> int:
-    """`rng.randrange(n)`, the same number and draws, without random.py's argument checks."""
-    k = n.bit_length()
-    r = rng.getrandbits(k)
-    while r >= n:
-        r = rng.getrandbits(k)
-    return r
-
-
 def two_positions(rng: random.Random, n: int) -> tuple[int, int]:
     """`rng.sample(range(n), 2)` (n >= 2): the same two numbers and draws, inline.
 
     random.py samples 2 of n <= 21 from a pool (the second draw is below n - 1, and the
     first pick's slot then holds n - 1), of n > 21 by redrawing a repeat; both written out
-    here with `below` inline, which is 2 us cheaper than the call."""
+    here with `randbelow` inline, which is 2 us cheaper than the call."""
     getrandbits = rng.getrandbits
     k = n.bit_length()
     j = getrandbits(k)
@@ -400,7 +391,7 @@ def two_positions(rng: random.Random, n: int) -> tuple[int, int]:
         while i >= m:
             i = getrandbits(k)
         return j, (m if i == j else i)
-    # below(n) until it differs from j: the first draw below n that is not j.
+    # randbelow(n) until it differs from j: the first draw below n that is not j.
     i = getrandbits(k)
     while i >= n or i == j:
         i = getrandbits(k)
@@ -409,7 +400,7 @@ def two_positions(rng: random.Random, n: int) -> tuple[int, int]:
 
 def draw_length(rng: random.Random, config: FeatureConfig) -> int:
     """`rng.randrange(min_length, max_length + 1, length_step)`, drawn as random.py does
-    (`below` inline)."""
+    (`randbelow` inline)."""
     low = config.min_length
     high = config.max_length
     if low == high:
@@ -424,14 +415,9 @@ def draw_length(rng: random.Random, config: FeatureConfig) -> int:
 
 
 def query_feature(rng: random.Random, count: int = NUM_FEATURES) -> int:
-    """`below(rng, count)`, inline: the query feature of T1 and T3-T7, among features 0 to
-    count - 1 (`num_queries`; the presets' 36 draw 6 bits at a time)."""
-    getrandbits = rng.getrandbits
-    k = count.bit_length()
-    q = getrandbits(k)
-    while q >= count:
-        q = getrandbits(k)
-    return q
+    """The query feature of T1 and T3-T7, among features 0 to count - 1 (`num_queries`;
+    the presets' 36 draw 6 bits at a time)."""
+    return randbelow(rng, count)
 
 
 # --- recipes shared by several tasks ----------------------------------------------------
@@ -446,14 +432,14 @@ def two_feature_plan(rng: random.Random, length: int, a: int, b: int) -> tuple:
         return two_feature_plan_positive(rng, length, a, b)
     if rng.getrandbits(1):
         present = a if rng.getrandbits(1) else b
-        return 0, "one_present", [(present, below(rng, length))], (present,)
+        return 0, "one_present", [(present, randbelow(rng, length))], (present,)
     return 0, "none_present", [], ()
 
 
 def two_feature_plan_positive(rng: random.Random, length: int, a: int, b: int) -> tuple:
     """Both features: in one vector or in two (drawn uniformly)."""
     if rng.getrandbits(1):
-        t = below(rng, length)
+        t = randbelow(rng, length)
         return 1, "same_vector", [(a, t), (b, t)], (a, b)
     s, t = two_positions(rng, length)
     return 1, "different_vectors", [(a, s), (b, t)], (a, b)
@@ -476,7 +462,7 @@ def ordered_plan(rng: random.Random, length: int, first: int, second: int) -> tu
         return 0, "wrong_order", [(second, s), (first, t)], (first, second), None
     if rng.getrandbits(1):
         present = first if rng.getrandbits(1) else second
-        return 0, "one_present", [(present, below(rng, length))], (present,), None
+        return 0, "one_present", [(present, randbelow(rng, length))], (present,), None
     return 0, "none_present", [], (), None
 
 

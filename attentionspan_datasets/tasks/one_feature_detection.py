@@ -41,7 +41,7 @@ def generate(rng: random.Random, config: OneFeatureConfig) -> Instance:
     f = fv.query_feature(rng)
     if not rng.getrandbits(1):
         return fv.build(rng, config, NAME, length, [f], [f], 0, "absent", [], 1 << f, ())
-    planted = [(f, fv.below(rng, length))]
+    planted = [(f, fv.randbelow(rng, length))]
     if config.single_occurrence:
         return fv.build(rng, config, NAME, length, [f], [f], 1, "present", planted, 1 << f, (f,))
     # Planted once, and left in the background elsewhere (the paper's training data).

@@ -45,7 +45,8 @@ def generate(rng: random.Random, config: SetMemberConfig) -> Instance:
         answer, case, planted, decisive = 0, "none_present", [], ()
     elif rng.getrandbits(1):
         one = a if rng.getrandbits(1) else b
-        answer, case, planted, decisive = 1, "one_present", [(one, fv.below(rng, length))], (one,)
+        planted = [(one, fv.randbelow(rng, length))]
+        answer, case, decisive = 1, "one_present", (one,)
     else:
         answer, case, planted, decisive = fv.two_feature_plan_positive(rng, length, a, b)
         case = "both_" + case  # both_same_vector or both_different_vectors

@@ -151,7 +151,7 @@ def test_every_retrieval_preset_is_covered():
 def test_below_and_two_positions_draw_as_random_py(n):
     for seed in range(200):
         ours, theirs = random.Random(seed), random.Random(seed)
-        assert fv.below(ours, n) == theirs.randrange(n)
+        assert fv.randbelow(ours, n) == theirs.randrange(n)
         if n >= 2:
             assert list(fv.two_positions(ours, n)) == theirs.sample(range(n), 2)
         assert ours.getrandbits(32) == theirs.getrandbits(32)  # the same draws consumed
