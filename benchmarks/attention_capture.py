@@ -5,7 +5,7 @@
 Targets (issues 10 and 11), on the default scratch Llama (4 layers, hidden 128, 4 heads,
 random weights), batch 8:
 - teacher-forced pass over 256 tokens recording per-head sums on the references and the
-  head-mean maps for rollout (`harness.attention.capture`): at most 1.3x the time and 1.3x
+  head-mean maps for rollout (`harness.engine.capture`): at most 1.3x the time and 1.3x
   the peak memory of the same pass with plain eager attention; beside it the naive way
   (`output_attentions=True`, then the same sums and head means from the full maps);
 - greedy generation (128-token prompts, 128 new tokens) with the same recording: at most
@@ -77,7 +77,7 @@ def pass_fn(mode: str, model, ids, mask, ref, heads: int):
     """A zero-argument function running one pass of `mode`."""
     import torch
 
-    from harness.attention.capture import AttentionPlan, Intervention, capture_attention
+    from harness.engine.capture import AttentionPlan, Intervention, capture_attention
 
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     layers = model.config.num_hidden_layers

@@ -31,10 +31,10 @@ def check(model, tokenizer, num: int = 2, fewshot: int = 12, max_new: int = 8) -
     import torch
 
     from attentionspan_datasets.splits import iter_split
-    from harness.attention.capture import AttentionPlan, capture_attention
-    from harness.attention.positions import reference_mask
     from harness.data import PromptConfig
-    from harness.inference import collate_left, generate_batch
+    from harness.engine.capture import AttentionPlan, capture_attention
+    from harness.engine.inference import collate_left, generate_batch
+    from harness.engine.positions import reference_mask
     from harness.tokenization import CharTokenizer
 
     char_tok = CharTokenizer(tokenizer)

@@ -5,7 +5,7 @@
 
 Target (issue 5): on the tiny model, batched generation evaluates at least 4x more
 instances per second than one-at-a-time generation. Both call
-`harness.inference.generate_batch` (what `attentionspan eval` runs) on the same instances
+`harness.engine.inference.generate_batch` (what `attentionspan eval` runs) on the same instances
 with the same cap (the longest target in the call + 1); a batch of one is the
 one-at-a-time case. Without --model, the default scratch Llama (4 layers, hidden 128) with
 random weights is used. Rates are instances per second of this process's CPU time (one
@@ -26,7 +26,7 @@ TARGET = 4.0
 
 
 def timed(model, char_tok, encodings, batch_size: int) -> tuple[float, float]:
-    from harness.inference import generate_batch
+    from harness.engine.inference import generate_batch
 
     wall, cpu = time.perf_counter(), time.process_time()
     for first in range(0, len(encodings), batch_size):

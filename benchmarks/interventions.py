@@ -61,12 +61,12 @@ def main() -> int:
     import torch
 
     from attentionspan_datasets.splits import iter_split
-    from harness.attention.capture import AttentionPlan, capture_attention
     from harness.attention.heads import HeadRanking
     from harness.attention.interventions import intervention_for, score_settings
     from harness.attention.sweep import BASELINE, Setting
     from harness.data import PromptConfig
-    from harness.inference import collate_left, generate_batch
+    from harness.engine.capture import AttentionPlan, capture_attention
+    from harness.engine.inference import collate_left, generate_batch
     from harness.tokenization import CharTokenizer
 
     torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """Evaluate a causal LM on ID and OOD presets: greedy generation and teacher forcing.
 
     attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
-    accelerate launch --multi_gpu --num_processes 2 -m harness.evaluate --model runs/rev/final ...
+    accelerate launch --multi_gpu --num_processes 2 -m harness.commands.eval --model ...
 
 For each config: exact match and partial accuracy of the greedy answer (the definitions in
 `attentionspan_datasets.metrics`, shared with lm-eval), teacher-forced token accuracy (the
@@ -23,8 +23,8 @@ from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import aggregate
 from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_output_dir, check_unique
 from harness.data import GeneratorSource, PromptConfig, shard_indices
+from harness.engine.scoring import Processes, Scorer, check_texts, token_accuracy
 from harness.runs import read_run_file
-from harness.scoring import Processes, Scorer, check_texts, token_accuracy
 from harness.tokenization import CharTokenizer
 
 EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
@@ -83,7 +83,7 @@ def score_instances(
     bar=None,
 ) -> list[dict[str, Any]]:
     """One record per instance: answer, exact match, partial accuracy, token correctness
-    (the engine's generation and teacher forcing, `harness.scoring`)."""
+    (the engine's generation and teacher forcing, `harness.engine.scoring`)."""
     scorer = Scorer(model, char_tok, prompt, batch_size, mixed_precision)
 
     def one_batch(chunk, encodings):
@@ -194,11 +194,3 @@ def evaluate_model(
     finally:
         bar.close()
     return results, all_records
-
-
-if __name__ == "__main__":  # `python -m harness.evaluate` (accelerate launch): the command
-    import sys
-
-    from harness.commands.eval import main
-
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
     from harness.options import add_prompt_arguments, run_guarded
     add_prompt_arguments(parser)              # --instruction / --num-fewshot / --chat
-    sys.exit(main_for("train", add_arguments, run_command))   # python -m harness.train
+    sys.exit(main_for("train", add_arguments, run_command))   # python -m harness.commands.train
 
 `run_guarded` (one copy, in the data layer: `attentionspan_datasets.guard`) is the one place
 that turns a user's mistake into one line and exit status 2 (`attentionspan COMMAND: error:

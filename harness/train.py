@@ -4,7 +4,7 @@
     attentionspan train --model smollm2-135m-instruct --config addition_id --lr 5e-5 \\
         --instruction "Add the two numbers." --max-steps 600 --output runs/add
     attentionspan train --output runs/rev --resume          # after an interruption
-    accelerate launch --multi_gpu --num_processes 2 -m harness.train --model scratch ...
+    accelerate launch --multi_gpu --num_processes 2 -m harness.commands.train --model scratch ...
 
 Defaults are the paper's (Appendix E): AdamW, lr 5e-6, betas (0.95, 0.999), weight decay
 0.2, batch 4, 1 epoch; every one is an option. Loss is on the target tokens and the EOS
@@ -48,8 +48,8 @@ from harness.data import (
     collate,
     training_indices,
 )
+from harness.engine.inference import autocast
 from harness.evaluate import evaluate_model
-from harness.inference import autocast
 from harness.models import ScratchConfig
 from harness.options import (
     check_finite,
@@ -853,9 +853,3 @@ def train(
         run.bar.close()
         if run.lock is not None:
             run.lock.release()
-
-
-if __name__ == "__main__":  # `python -m harness.train` (accelerate launch): the command
-    from harness.commands.train import main
-
-    sys.exit(main())

@@ -145,7 +145,7 @@ class AttentionMeter:
     attention capture cannot serve (`AttentionCaptureError`), before anything runs."""
 
     def __init__(self, model, char_tok, batch_size: int = 16):
-        from harness.scoring import Scorer
+        from harness.engine.scoring import Scorer
 
         check_capture(model, char_tok)
         self.scorer = Scorer(model, char_tok, batch_size=batch_size)
@@ -160,8 +160,8 @@ class AttentionMeter:
         import torch
 
         from harness.attention.analysis import written_records
-        from harness.attention.capture import AttentionPlan, capture_attention
-        from harness.scoring import collate_left, max_new_tokens
+        from harness.engine.capture import AttentionPlan, capture_attention
+        from harness.engine.scoring import collate_left, max_new_tokens
 
         instances, encodings = zip(*pairs)
         layout = collate_left(encodings, self.scorer.char_tok.pad_id, with_answer=False)
@@ -195,7 +195,7 @@ class AttentionMeter:
         """One payload (`token_payload`) per (instance, encoding, written ids, finished),
         batch by batch, the longest prompt + answer together (least padding)."""
         from harness.attention.analysis import written_records
-        from harness.scoring import eval_mode
+        from harness.engine.scoring import eval_mode
 
         order = sorted(range(len(items)), key=lambda j: -_fed_length(items[j]))
         payloads: list[dict[str, Any]] = [{}] * len(items)
@@ -229,7 +229,7 @@ def check_capture(model, char_tok) -> None:
     dispatches through the capture function."""
     import torch
 
-    from harness.attention.capture import AttentionCaptureError, capture_attention
+    from harness.engine.capture import AttentionCaptureError, capture_attention
 
     ids = torch.tensor([[char_tok.eos_id]], device=model.device)
     try:

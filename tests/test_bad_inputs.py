@@ -1038,14 +1038,14 @@ FAST_ROWS = [
 def no_work(monkeypatch):
     import harness.baselines.data
     import harness.models
-    import harness.report.reproduce
+    import harness.pipeline.reproduce
 
     def work(*args, **kwargs):
         raise AssertionError("the work started before the refusal")
 
     monkeypatch.setattr(harness.models, "load_model", work)
     monkeypatch.setattr(harness.models, "build_scratch", work)
-    monkeypatch.setattr(harness.report.reproduce, "reproduce", work)
+    monkeypatch.setattr(harness.pipeline.reproduce, "reproduce", work)
     monkeypatch.setattr(harness.baselines.data, "load_split", work)
 
 
@@ -1081,7 +1081,7 @@ def _harness_api_rows():
     from harness.data import PromptConfig
     from harness.evaluate import EvalConfig
     from harness.models import ScratchConfig
-    from harness.report.settings import ReproduceConfig
+    from harness.pipeline.settings import ReproduceConfig
     from harness.threads import choose_threads
     from harness.train import TrainConfig
 

@@ -24,7 +24,7 @@ seed=${SEED:-0}
 run=runs/gpu-$task-${layers}x$heads-s$seed
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 start=$(date +%s)
-python3 -m harness.train --model scratch --config "${task}_id" --scratch-num-layers "$layers" \
+python3 -m harness.commands.train --model scratch --config "${task}_id" --scratch-num-layers "$layers" \
   --scratch-num-heads "$heads" --scratch-hidden-size "$hidden" \
   --scratch-intermediate-size $((hidden * 4)) --lr "${LR:-1e-3}" --batch-size 64 \
   --max-steps "$steps" --scratch-seed "$seed" --train-size $((steps * 64)) --output "$run" --no-progress \

@@ -16,7 +16,7 @@ convert_gguf(Path('$GGUF'), Path('$model'))" || exit 1
 echo "convert_seconds=$(( $(date +%s) - start ))"
 run=runs/gpu-smollm2-$task
 start=$(date +%s)
-python3 -m harness.train --model "$model" --config "${task}_id" --instruction default \
+python3 -m harness.commands.train --model "$model" --config "${task}_id" --instruction default \
   --lr "${LR:-5e-5}" --batch-size 16 --max-steps "${STEPS:-600}" --train-size $(( ${STEPS:-600} * 16 )) \
   --mixed-precision bf16 --output "$run" --no-progress --log-every 200 2>&1 | tail -n 6
 echo "train_seconds=$(( $(date +%s) - start ))"

@@ -10,7 +10,7 @@ Figure 1, Appendix C): the measurement behind `attentionspan attention`.
     records = written_records(scorer, instances, encodings, ids, finished)  # given answers
 
 For each config, `num` instances of the `test` split (`attentionspan_datasets.splits`) go
-through two passes with capture on (`harness.attention.capture`, eager attention):
+through two passes with capture on (`harness.engine.capture`, eager attention):
 - teacher-forced (as the authors): one forward over prompt + target; token i is correct
   when it is the argmax given the true prefix, from that same forward;
 - free-running: greedy generation (the tokens the model actually wrote, the EOS too),
@@ -103,7 +103,7 @@ def _token_records(instances, width, correct_rows, reference, shares, head_rows,
     query that predicts target[i] is column `width - 1 + i`; a row of `correct_rows` one
     longer than the target holds the EOS row's correctness (the authors' convention): its
     record is position `target_len` with `eos` True. `lengths` is the engine's length rule
-    (`harness.scoring.LengthRule`)."""
+    (`harness.engine.scoring.LengthRule`)."""
     records = []
     for b, instance in enumerate(instances):
         length = lengths(instance)
@@ -169,8 +169,8 @@ def _shares(batch, rolled, reference, tasks, convention, length=None):
 def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, want=(), scorer=None):
     """(token records of one batch for every pass, Figure 1 cases (kind, data): for each
     kind in `want`, the batch's shortest instance of that kind in the teacher-forced pass).
-    The passes are the engine's (`harness.scoring.Scorer`) under capture plans."""
-    from harness.scoring import Scorer
+    The passes are the engine's (`harness.engine.scoring.Scorer`) under capture plans."""
+    from harness.engine.scoring import Scorer
 
     if scorer is None:
         scorer = Scorer(model, char_tok, prompt, config.batch_size, config.mixed_precision)
@@ -179,8 +179,8 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
 
 def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
     from harness.attention import scores
-    from harness.attention.capture import AttentionPlan
-    from harness.scoring import answer_text, collate_left, max_new_tokens
+    from harness.engine.capture import AttentionPlan
+    from harness.engine.scoring import answer_text, collate_left, max_new_tokens
 
     char_tok = scorer.char_tok
     convention = config.score_convention
@@ -332,8 +332,8 @@ def _answer_forward(scorer, encodings, ids, written):
     last scored token's query is the token before it, so the inputs stop there."""
     import dataclasses
 
-    from harness.attention.capture import AttentionPlan
-    from harness.scoring import collate_left, max_new_tokens
+    from harness.engine.capture import AttentionPlan
+    from harness.engine.scoring import collate_left, max_new_tokens
     from harness.tokenization import IGNORE_INDEX
 
     rows = []
@@ -421,7 +421,7 @@ def analyse_model(
     from tqdm.auto import tqdm
 
     from harness.data import shard_indices
-    from harness.scoring import Processes, Scorer, check_texts, eval_mode, model_shape
+    from harness.engine.scoring import Processes, Scorer, check_texts, eval_mode, model_shape
 
     scorer = Scorer(model, tokenizer, prompt, config.batch_size, config.mixed_precision)
     procs = Processes.of(accelerator)

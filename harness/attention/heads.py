@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.attention.positions import causal_valid, shift_mask  # noqa: F401  (re-exported)
+from harness.engine.positions import causal_valid, shift_mask  # noqa: F401  (re-exported)
 
 HEADS_FILE = "heads.json"
 OFFSETS = (-2, -1, 0, 1, 2)
@@ -115,7 +115,7 @@ class HeadRanking:
 def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float):
     """{k: [layers, heads] summed weight on `ref + k` cells} for one batch, every offset
     (and the thresholded one at `shift`) recorded in ONE teacher-forced forward."""
-    from harness.attention.capture import AttentionPlan, Reference
+    from harness.engine.capture import AttentionPlan, Reference
 
     references = {
         str(k): Reference(
@@ -146,7 +146,7 @@ def rank_heads(
     import torch
     from tqdm.auto import tqdm
 
-    from harness.scoring import Scorer, collate_left, model_shape
+    from harness.engine.scoring import Scorer, collate_left, model_shape
 
     if not instances:
         raise ValueError("rank_heads needs at least one instance")

@@ -28,7 +28,7 @@ from typing import Any
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
-from harness.inference import cache_argument
+from harness.engine.inference import cache_argument
 
 MAX_ROWS = 256  # rows (instances x settings) of one batched generation
 
@@ -82,7 +82,7 @@ def random_positions(reference, allowed_keys, seed: int, avoid=None):
 
 def intervention_for(setting: Setting, ranking: HeadRanking, reference, allowed_keys):
     """A capture `Intervention` for `setting` on one batch, or None for the baseline."""
-    from harness.attention.capture import Intervention
+    from harness.engine.capture import Intervention
 
     if setting.is_baseline:
         return None
@@ -124,7 +124,7 @@ def per_row_intervention(interventions, rows: int, reference):
     setting intervenes. A baseline row selects no head, so nothing changes in it."""
     import torch
 
-    from harness.attention.capture import Intervention
+    from harness.engine.capture import Intervention
 
     real = [iv for iv in interventions if iv is not None]
     if not real:
@@ -169,8 +169,8 @@ def score_batch(
     """Records of one batch under every setting. `batched`: all settings in one generation
     (and one teacher-forced forward) whose rows are instances x settings, one setting per
     row; else one generation per setting. The records are the same either way."""
-    from harness.attention.capture import AttentionPlan
-    from harness.scoring import Scorer, collate_left, max_new_tokens, token_accuracy
+    from harness.engine.capture import AttentionPlan
+    from harness.engine.scoring import Scorer, collate_left, max_new_tokens, token_accuracy
 
     scorer = Scorer(model, char_tok)
     full = collate_left(encodings, char_tok.pad_id, with_answer=True)
@@ -241,7 +241,7 @@ def score_batch(
 def _plain_capture(model):
     """The capture attention function with nothing to record or change (the prefix cache is
     computed with the same eager arithmetic as the generations that reuse it)."""
-    from harness.attention.capture import AttentionPlan, capture_attention
+    from harness.engine.capture import AttentionPlan, capture_attention
 
     return capture_attention(model, AttentionPlan())
 
@@ -262,7 +262,7 @@ def score_settings(
     """Per-instance records of every setting on `instances` (same instances, same order,
     so any two settings pair up for `harness.stats.gain_table`). `batched`: every setting
     of a batch in one generation (rows = instances x settings), else one per setting."""
-    from harness.scoring import Scorer
+    from harness.engine.scoring import Scorer
 
     names = [s.name for s in settings]
     if len(set(names)) != len(names):

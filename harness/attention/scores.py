@@ -125,7 +125,7 @@ def score_columns(
       reference on `prompt[0]` still counts: `rollout_scores` adds the reference cells."""
     import torch
 
-    from harness.attention.positions import task_columns
+    from harness.engine.positions import task_columns
 
     if check_convention(convention) == "paper":
         return task_columns(batch, length)

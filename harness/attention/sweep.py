@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.attention.modes import INTERVENTION_MODES
+from harness.engine.modes import INTERVENTION_MODES
 from harness.stats import gain_table, mean
 from harness.stats import summarise as summarise_metrics
 
@@ -41,7 +41,7 @@ class Setting:
 
     heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed`);
     n, strength (C), mode, threshold (conditional), renormalise: as in
-    `harness.attention.capture.Intervention` ("restore" sets each head's weight on the cells
+    `harness.engine.capture.Intervention` ("restore" sets each head's weight on the cells
     to its ID level from the ranking, `harness.attention.controls`); positions: `reference`
     (the reference cells, moved by `shift`) or `random` (as many random non-reference keys
     per row, drawn with `seed`: the positions control).

@@ -150,7 +150,7 @@ def choose_heads(num_layers: int, num_heads: int, ranking=None, shares=None, top
 def _intervention(setting, ranking, batch, reference):
     """A capture Intervention for this batch: from a sweep `Setting` (with the ranking) or a
     capture `Intervention` given as is (its cells: the reference unless it names its own)."""
-    from harness.attention.capture import Intervention
+    from harness.engine.capture import Intervention
 
     if isinstance(setting, Intervention):
         return setting
@@ -165,9 +165,9 @@ def _pass(model, char_tok, encodings, iv=None):
     """One teacher-forced forward under capture: (batch, forced, record, rollout, reference,
     rollout scores [batch, T]), as `analysis.analyse_batch` computes them."""
     from harness.attention import scores
-    from harness.attention.capture import AttentionPlan, capture_attention
-    from harness.attention.positions import reference_mask, task_columns
-    from harness.inference import collate_left, teacher_forced_batch
+    from harness.engine.capture import AttentionPlan, capture_attention
+    from harness.engine.inference import collate_left, teacher_forced_batch
+    from harness.engine.positions import reference_mask, task_columns
 
     batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
     reference = reference_mask(batch)
@@ -190,7 +190,7 @@ def _crop(instance, enc, batch, b, forced, rec, rolled, reference, shares, char_
     import numpy as np
     import torch
 
-    from harness.attention.capture import PATTERN_NAME
+    from harness.engine.capture import PATTERN_NAME
 
     width, shift, n = batch.prompt_width, batch.shifts[b], enc.target_len
     start = shift + enc.prompt_offset
@@ -243,9 +243,9 @@ def build_viewer_data(
     """
     import numpy as np
 
-    from harness.attention.capture import Intervention, model_shape
     from harness.attention.sweep import Setting
     from harness.data import PromptConfig
+    from harness.engine.capture import Intervention, model_shape
     from harness.tokenization import CharTokenizer
 
     if not instances:

@@ -5,7 +5,6 @@
 
 The measurement is `harness.evaluate` (`evaluate_model`); the files (`results.json`,
 `results.md`, `predictions-<config>.jsonl` in --output) are `harness.report.eval_report`'s.
-`python -m harness.evaluate` and `accelerate launch -m harness.evaluate` still run this.
 """
 
 from __future__ import annotations

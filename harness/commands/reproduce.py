@@ -7,7 +7,7 @@ sweep and its controls for a trained model, written up as OUT/report.md.
     accelerate launch -m harness.commands.reproduce --model ... --output OUT   # sharded
 
 Run it again with the same options to resume: finished stages (OUT/stages/*.json) are
-reused. The pipeline is `harness.report.reproduce`.
+reused. The pipeline is `harness.pipeline.reproduce`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _ood_pair(text: str) -> tuple[str, object]:
 
 def add_arguments(parser) -> None:
     """The options declared on `ReproduceConfig`'s fields, and --no-progress."""
-    from harness.report.settings import ReproduceConfig
+    from harness.pipeline.settings import ReproduceConfig
 
     add_config_arguments(parser, ReproduceConfig)
     add_model_arguments(parser, "no_progress", no_progress={"help": "no progress bars"})
@@ -58,7 +58,7 @@ def add_parser(subparsers) -> None:
 
 
 def config_from_args(args):
-    from harness.report.settings import QUICK_SIZES, ReproduceConfig
+    from harness.pipeline.settings import QUICK_SIZES, ReproduceConfig
 
     values = {"progress": not args.no_progress}
     if args.quick:
@@ -70,7 +70,8 @@ def config_from_args(args):
 
 
 def run_command(args) -> int:
-    from harness.report.reproduce import reproduce
+    from harness.pipeline.reproduce import reproduce
+    from harness.report.report_md import pipeline_writers
 
     quiet_transformers()
     config = config_from_args(args)
@@ -79,7 +80,7 @@ def run_command(args) -> int:
     if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work
     check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch models
-    report = reproduce(config)
+    report = reproduce(config, pipeline_writers())
     if report is not None:  # the main process only
         print(report)
     return 0

@@ -6,8 +6,7 @@
 
 One flag per field of `harness.train.TrainConfig` (and of `ScratchConfig`, prefixed
 `--scratch-`), the shared prompt options, `--resume` and `--no-progress`. The loop is
-`harness.train`; `python -m harness.train` and `accelerate launch -m harness.train` still
-run this command.
+`harness.train` (the measurement layer, which does not run as a program).
 """
 
 from __future__ import annotations

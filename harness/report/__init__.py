@@ -1,1 +1,4 @@
-"""Reports: the figures (plots.py) and the stages of the reproduce pipeline."""
+"""Everything that writes Markdown, PNG, HTML or JSON for people: report.md (report_md,
+findings), the figures (plots), the viewer, the eval and attention reports, and
+docs/results.md's generated blocks (results_doc). It reads the measurement layer's and the
+pipeline's data; nothing below imports it."""

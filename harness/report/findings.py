@@ -5,7 +5,7 @@
         print("-", line)
 
 Nothing here is written by hand: each rule reads one number (or a pair) of a task's results
-(`harness.report.reproduce.TaskRun.run`) and says what it means, including what goes
+(`harness.pipeline.reproduce.TaskRun.run`) and says what it means, including what goes
 against the paper. A rule whose numbers are missing says nothing.
 """
 

@@ -36,7 +36,7 @@ PAPER = (
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
     from harness.options import config_words
-    from harness.report.settings import QUICK_SIZES, ReproduceConfig
+    from harness.pipeline.settings import QUICK_SIZES, ReproduceConfig
 
     # Options equal to what the command fills in by itself are left out.
     default = ReproduceConfig(quick=True, **(QUICK_SIZES if cfg.quick else {}))
@@ -396,7 +396,7 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
 
 # --- the document ---------------------------------------------------------------------------
 def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
-    from harness.report.settings import task_short_name
+    from harness.pipeline.settings import task_short_name
 
     command = command_for(cfg)
     lines = [
@@ -440,3 +440,12 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
     path = out / "report.md"
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+def pipeline_writers():
+    """The writers `harness.pipeline.reproduce.reproduce` hands its results to: this report
+    and the interactive viewer."""
+    from harness.pipeline.reproduce import Writers
+    from harness.report.viewer import write_viewer
+
+    return Writers(report=write_report, viewer=write_viewer)

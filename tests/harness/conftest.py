@@ -34,3 +34,7 @@ def tiny_model_dirs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def char_tokenizer():
     return make_char_tokenizer(string.printable)
+
+
+# The attention and engine tests' tiny models (fixtures shared by both folders).
+from tests.harness.attention_models import attn_tokenizer, tiny_models  # noqa: E402, F401

@@ -99,10 +99,10 @@ def test_the_authors_convention_end_to_end(tiny_model_dirs, tmp_path):
     from harness.attention.analysis import load_instances
     from harness.commands.attention import add_arguments
     from harness.data import PromptConfig
-    from harness.inference import collate_left, teacher_forced_batch
+    from harness.engine.inference import collate_left, teacher_forced_batch
     from harness.models import load_model
     from harness.tokenization import CharTokenizer
-    from tests.harness.attention.conftest import authors_shares_by_hand
+    from tests.harness.attention_models import authors_shares_by_hand
 
     out = tmp_path / "authors"
     model_dir = str(tiny_model_dirs["llama"])
@@ -175,7 +175,7 @@ def test_a_bad_score_convention_is_one_line_naming_the_allowed_values(command, c
     )
     # The Python API refuses it the same way, naming the field and the allowed values.
     from harness.attention.analysis import AnalysisConfig
-    from harness.report.settings import ReproduceConfig
+    from harness.pipeline.settings import ReproduceConfig
 
     for make in (AnalysisConfig, lambda **kw: ReproduceConfig(model="m", **kw)):
         with pytest.raises(ValueError, match="score convention must be one of paper, authors"):

@@ -184,9 +184,9 @@ def test_errors_are_one_line_with_their_status(error, status, line, capsys):
     assert one_error_line(capsys).startswith(line)
 
 
-def test_python_m_harness_train_gives_the_same_one_line_error(tmp_path):
+def test_python_m_the_train_command_gives_the_same_one_line_error(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "harness.train", "--output", str(tmp_path), "--lr", "nan"],
+        [sys.executable, "-m", "harness.commands.train", "--output", str(tmp_path), "--lr", "nan"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -197,12 +197,9 @@ def test_python_m_harness_train_gives_the_same_one_line_error(tmp_path):
     )
 
 
-@pytest.mark.parametrize(
-    "module", ["harness.commands.eval", "harness.evaluate", "harness.commands.heads"]
-)
+@pytest.mark.parametrize("module", ["harness.commands.eval", "harness.commands.heads"])
 def test_python_m_a_command_module_gives_the_one_line_error(module, tmp_path):
-    """The command modules run alone (as `accelerate launch -m` runs them), and the older
-    `-m harness.evaluate` still reaches the command."""
+    """The command modules run alone (as `accelerate launch -m` runs them)."""
     done = subprocess.run(
         [sys.executable, "-m", module, "--model", str(tmp_path / "missing")],
         cwd=REPO,
@@ -360,7 +357,7 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_continues(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "harness.train",
+        "harness.commands.train",
         "--output",
         str(out),
         "--max-steps",

@@ -209,7 +209,7 @@ def test_two_processes_give_the_one_process_results(tmp_path, tiny_model_dirs):
             "accelerate.commands.launch",
             *ACCELERATE_TWO_CPU_PROCESSES,
             "-m",
-            "harness.evaluate",
+            "harness.commands.eval",
             "--model",
             model,
             "--configs",

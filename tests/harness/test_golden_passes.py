@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.attention.conftest import build_tiny
+from tests.harness.attention_models import build_tiny
 
 GOLDEN = Path(__file__).parent / "golden" / "passes.json"
 REGENERATE = os.environ.get("ATTENTIONSPAN_REGEN_GOLDEN") == "1"

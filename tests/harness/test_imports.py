@@ -22,24 +22,17 @@ LAYERS = (
     ("cli", ("harness.cli",)),
     # one module per console command: parsers and the glue that runs a command
     ("commands", ("harness.commands",)),
-    # everything that writes Markdown, PNG or JSON for people (and the reproduce pipeline)
+    # everything that writes Markdown, PNG, HTML or JSON for people
     ("report", ("harness.report",)),
+    # the reproduce pipeline: stages, recipes, its config; hands its results to the writers
+    ("pipeline", ("harness.pipeline",)),
     # returns data, writes no report
     (
         "measurement",
         ("harness.attention", "harness.evaluate", "harness.train", "harness.baselines"),
     ),
-    # one model pass: batching, collation, generation, teacher forcing, capture
-    (
-        "engine",
-        (
-            "harness.inference",
-            "harness.scoring",
-            "harness.attention.capture",
-            "harness.attention.modes",
-            "harness.attention.positions",
-        ),
-    ),
+    # one model pass: batching, collation, generation, teacher forcing, capture, modes
+    ("engine", ("harness.engine",)),
     # instances, tokens, run folders, model files; and leaves that import nothing of the
     # harness (statistics, score arithmetic, option parsing helpers)
     (
@@ -52,6 +45,8 @@ LAYERS = (
             "harness.models",
             "harness.options",
             "harness.stats",
+            "harness.caps",
+            "harness.threads",
         ),
     ),
     ("datasets", ("attentionspan_datasets",)),
@@ -74,19 +69,10 @@ def project_modules() -> dict[str, Path]:
     return modules
 
 
-def _is_main_block(test) -> bool:
-    """`if __name__ == "__main__":`"""
-    return (
-        isinstance(test, ast.Compare)
-        and getattr(test.left, "id", None) == "__name__"
-        and any(getattr(c, "value", None) == "__main__" for c in test.comparators)
-    )
-
-
 def runtime_nodes(tree: ast.AST):
-    """Every node, except those under `if TYPE_CHECKING:` (never imported at run time) and
-    under `if __name__ == "__main__":` (`python -m harness.train`: there the module is the
-    program, the top of the stack, and nothing imports it)."""
+    """Every node, except those under `if TYPE_CHECKING:` (never imported at run time). An
+    `if __name__ == "__main__":` block counts: `python -m` runs the module as a program, and
+    an import there closes a circle as surely as one at the top."""
     todo = [tree]
     while todo:
         node = todo.pop()
@@ -94,7 +80,7 @@ def runtime_nodes(tree: ast.AST):
         for child in ast.iter_child_nodes(node):
             test = child.test if isinstance(child, ast.If) else None
             name = getattr(test, "id", None) or getattr(test, "attr", None)
-            if name == "TYPE_CHECKING" or _is_main_block(test):
+            if name == "TYPE_CHECKING":
                 todo.extend(child.orelse)
                 continue
             todo.append(child)
@@ -165,7 +151,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_scan_sees_imports():
     edges = graph()
-    assert "harness.scoring" in edges["harness.evaluate"]
+    assert "harness.engine.scoring" in edges["harness.evaluate"]
     assert "attentionspan_datasets.commands.generate" not in edges["harness.cli"]  # a string
     assert "harness.tokenization" in edges["harness.models"]  # an import inside a function
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
@@ -238,22 +224,26 @@ def test_every_harness_module_has_a_layer():
 
 
 def test_the_layer_check_sees_an_arrow_up():
-    assert layer_of("harness.attention.capture") == "engine"
+    assert layer_of("harness.engine.capture") == "engine"
+    assert layer_of("harness.pipeline.reproduce") == "pipeline"
     assert layer_of("harness.attention.heads") == "measurement"
     assert layer_of("harness.report.plots") == "report"
     edges = {
-        "harness.attention.heads": {"harness.report.stages", "harness.data"},
+        "harness.attention.heads": {"harness.pipeline.stages", "harness.data"},
         "harness.commands.eval": {"harness.evaluate"},
         "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate", "harness.report.plots"},
         "harness.data": {"lm_eval_tasks.dataset"},
     }
     assert arrows_up(edges) == [
-        "harness.attention.heads (measurement) -> harness.report.stages (report)",
+        "harness.attention.heads (measurement) -> harness.pipeline.stages (pipeline)",
         "harness.data (data) -> lm_eval_tasks.dataset (None)",
         "lm_eval_tasks.dataset (None) -> harness.report.plots (report)",
     ]
     main_only = ast.parse('if __name__ == "__main__":\n    import harness.cli\n')
-    assert not [n for n in runtime_nodes(main_only) if isinstance(n, ast.Import)]
+    assert [n for n in runtime_nodes(main_only) if isinstance(n, ast.Import)]
+    assert arrows_up({"harness.pipeline.reproduce": {"harness.report.report_md"}}) == [
+        "harness.pipeline.reproduce (pipeline) -> harness.report.report_md (report)"
+    ]
 
 
 def test_every_import_points_down_a_layer():

@@ -151,7 +151,7 @@ def test_shared_options_read_the_same_in_every_command():
 
 def test_reproduce_declares_each_option_once_on_its_config():
     from harness.attention.sweep import DEFAULT_STRENGTHS
-    from harness.report.settings import ReproduceConfig
+    from harness.pipeline.settings import ReproduceConfig
 
     names = {f.name for f in dataclasses.fields(ReproduceConfig)}
     assert names - {f.name for f in cli_fields(ReproduceConfig)} == {"progress"}

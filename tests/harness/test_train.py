@@ -273,7 +273,7 @@ def test_two_ddp_processes_train_and_evaluate(tmp_path):
         "accelerate.commands.launch",
         *ACCELERATE_TWO_CPU_PROCESSES,
         "-m",
-        "harness.train",
+        "harness.commands.train",
         "--model",
         "scratch",
         "--output",

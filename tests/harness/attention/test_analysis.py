@@ -13,9 +13,9 @@ import torch
 from harness.attention import analysis
 from harness.attention.analysis import AnalysisConfig, analyse_batch, analyse_model
 from harness.data import PromptConfig
-from harness.inference import collate_left, generate_batch, teacher_forced_batch
+from harness.engine.inference import collate_left, generate_batch, teacher_forced_batch
 from harness.tokenization import CharTokenizer
-from tests.harness.attention.conftest import authors_shares_by_hand, build_tiny
+from tests.harness.attention_models import authors_shares_by_hand, build_tiny
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,7 @@ def test_the_authors_convention_scores_their_rows(llama, attn_tokenizer, mode):
 def test_given_answers_score_as_the_free_running_pass(llama, attn_tokenizer):
     """`written_records` for answers written elsewhere (lm-eval's): one forward over prompt +
     answer, in another batch order, gives the records the generation pass recorded."""
-    from harness.scoring import Scorer
+    from harness.engine.scoring import Scorer
 
     char_tok = CharTokenizer(attn_tokenizer)
     prompt = PromptConfig(instruction="Reverse.")

@@ -8,9 +8,9 @@ import torch
 from attentionspan_datasets.splits import iter_split
 from harness.attention import heads as heads_module
 from harness.attention.heads import HeadRanking, rank_heads, shift_mask
-from harness.inference import collate_left
+from harness.engine.inference import collate_left
 from harness.tokenization import CharTokenizer, encode_instance
-from tests.harness.attention.conftest import build_tiny
+from tests.harness.attention_models import build_tiny
 
 
 def uniform_model(tokenizer):

@@ -16,9 +16,9 @@ from harness.attention.interventions import (
     select_heads,
 )
 from harness.attention.sweep import BASELINE, Setting
-from harness.inference import collate_left
+from harness.engine.inference import collate_left
 from harness.tokenization import CharTokenizer, encode_instance
-from tests.harness.attention.conftest import build_tiny
+from tests.harness.attention_models import build_tiny
 
 
 def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:

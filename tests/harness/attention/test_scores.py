@@ -13,7 +13,7 @@ from scipy import stats
 
 from attentionspan_datasets.tasks.base import Instance
 from harness.attention import scores
-from harness.attention.positions import reference_mask
+from harness.engine.positions import reference_mask
 from harness.tokenization import Encoding
 
 
@@ -244,7 +244,7 @@ def authors_percentages(rolled, input_ids, first_row, reference, cut):
 def test_the_authors_convention_matches_their_label_matrix(attn_tokenizer, task, extra):
     """A real encoding (BOS, instruction, few-shot block) and a random rollout: the authors'
     convention gives, on every row, what their label-matrix construction gives."""
-    from harness.inference import collate_left
+    from harness.engine.inference import collate_left
     from harness.tokenization import CharTokenizer, encode_instance
 
     char_tok = CharTokenizer(attn_tokenizer)

@@ -11,7 +11,7 @@ from harness.attention import viewer_data
 from harness.attention.analysis import AnalysisConfig, analyse_batch, load_instances
 from harness.data import PromptConfig
 from harness.tokenization import CharTokenizer
-from tests.harness.attention.conftest import build_tiny
+from tests.harness.attention_models import build_tiny
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_head_rule_ranking_and_shares():
 def test_an_intervention_setting_sits_beside_the_baseline(model, attn_tokenizer, instances):
     import torch
 
-    from harness.attention.capture import Intervention
+    from harness.engine.capture import Intervention
 
     heads = torch.zeros(2, 4, dtype=torch.bool)
     heads[1, 0] = True

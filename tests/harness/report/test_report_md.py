@@ -9,8 +9,8 @@ import shlex
 import pytest
 
 from harness.commands.reproduce import add_arguments, config_from_args
+from harness.pipeline.reproduce import QUICK_SIZES, ReproduceConfig
 from harness.report.report_md import command_for
-from harness.report.reproduce import QUICK_SIZES, ReproduceConfig
 
 
 def parse(command: str) -> ReproduceConfig:

@@ -37,10 +37,10 @@ def page(tmp_path_factory, attn_tokenizer):
     import torch
 
     from harness.attention.analysis import AnalysisConfig, analyse_model, load_instances
-    from harness.attention.capture import Intervention
     from harness.attention.viewer_data import build_viewer_data
+    from harness.engine.capture import Intervention
     from harness.report.viewer import write_html
-    from tests.harness.attention.conftest import build_tiny
+    from tests.harness.attention_models import build_tiny
 
     model = build_tiny("llama", attn_tokenizer)
     configs = ["reversal_id", "reversal_ood"]

@@ -1,4 +1,4 @@
-"""Exactness of harness.attention.capture on tiny random Llama, Qwen2, Gemma3 (and Gemma2 for
+"""Exactness of harness.engine.capture on tiny random Llama, Qwen2, Gemma3 (and Gemma2 for
 softcapping): capture changes nothing, records what eager attention computes, and cached
 generation equals one forward over the final sequence, with and without interventions."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.attention.capture import (
+from harness.engine.capture import (
     ATTENTION_NAME,
     AttentionCaptureError,
     AttentionPlan,
     Intervention,
     capture_attention,
 )
-from tests.harness.attention.conftest import CAPTURE_ARCHITECTURES, SLIDING_WINDOW, SOFTCAP
+from tests.harness.attention_models import CAPTURE_ARCHITECTURES, SLIDING_WINDOW, SOFTCAP
 
 LAYERS, HEADS = 2, 4
 PATTERN = "blocks.{}.attn.hook_pattern"
@@ -514,9 +514,9 @@ def test_named_references_in_one_forward_equal_separate_plans(tiny_models, attn_
     """A plan's named references (ref-1, ref, ref+1, one with a threshold) are recorded in
     one forward and equal what a plan with that mask alone records."""
     from attentionspan_datasets.splits import iter_split
-    from harness.attention.capture import Reference
-    from harness.attention.positions import causal_valid, shift_mask
-    from harness.inference import collate_left
+    from harness.engine.capture import Reference
+    from harness.engine.inference import collate_left
+    from harness.engine.positions import causal_valid, shift_mask
     from harness.tokenization import CharTokenizer, encode_instance
 
     char_tok = CharTokenizer(attn_tokenizer)
@@ -554,7 +554,7 @@ def test_one_setting_per_row_equals_each_setting_alone(tiny_models, attn_tokeniz
     """A batch whose rows carry different settings (standard, conditional, knock-out,
     renormalised, none) gives each row the maps its setting alone gives it."""
     from attentionspan_datasets.splits import iter_split
-    from harness.inference import collate_left
+    from harness.engine.inference import collate_left
     from harness.tokenization import CharTokenizer, encode_instance
 
     char_tok = CharTokenizer(attn_tokenizer)

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.report.settings import (  # noqa: F401  (re-exported: the pipeline's options)
+from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
+from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
     DEVICES,
     QUICK_OOD,
     QUICK_RECIPES,
@@ -42,8 +45,21 @@ from harness.report.settings import (  # noqa: F401  (re-exported: the pipeline'
     task_presets,
     task_short_name,
 )
-from harness.report.stages import Stages, write_json_atomic
-from harness.scoring import Processes  # moved beside the engine; re-exported here
+from harness.pipeline.stages import Stages, write_json_atomic
+
+
+@dataclass(frozen=True)
+class Writers:
+    """The report layer's writers, handed in by the command: the report layer sits above the
+    pipeline (it reads the settings and the stage results), so the pipeline never imports it.
+
+    report(out, cfg, tasks, seconds=...) -> Path   writes OUT/report.md and its figures
+    viewer(path, model, tokenizer, instances, prompt, ranking=, intervention=, meta=) -> Path
+    """
+
+    report: Callable[..., Path]
+    viewer: Callable[..., Path]
+
 
 # --- one task ---------------------------------------------------------------------------
 STREAMS = {
@@ -61,8 +77,11 @@ VIEWER_NUM = 25  # instances of each preset in attention.html (2.2 MB for 50 of 
 class TaskRun:
     """The stages of one (model, task) pair; results land in `self.results`."""
 
-    def __init__(self, cfg: ReproduceConfig, task: str, model_dir: str, out: Path, procs):
+    def __init__(
+        self, cfg: ReproduceConfig, task: str, model_dir: str, out: Path, procs, writers: Writers
+    ):
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
+        self.writers = writers
         self.id_name, self.ood_name = task_presets(task)
         self.ood = cfg.ood_for(task)
         self.dir = out / task_short_name(task)
@@ -309,7 +328,6 @@ class TaskRun:
         instances of the ID and the OOD preset, the baseline beside the chosen setting. A
         stage of its own, so a finished run loads no model for it."""
         from harness.attention.sweep import Setting
-        from harness.report.viewer import write_viewer
 
         chosen = self.results["sweep"]["chosen"]
         settings = self.base_settings() | {"n": VIEWER_NUM, "chosen": chosen}
@@ -324,7 +342,7 @@ class TaskRun:
             ]
             path = self.dir / "attention"
             if self.procs.main:
-                path = write_viewer(
+                path = self.writers.viewer(
                     path,
                     self.model,
                     self.tokenizer,
@@ -378,12 +396,11 @@ def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
 
 
 # --- the run -------------------------------------------------------------------------------
-def reproduce(cfg: ReproduceConfig) -> Path | None:
-    """Run every stage of every task (skipping finished ones) and write the report; returns
-    its path (None in the other processes of an `accelerate launch`)."""
+def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
+    """Run every stage of every task (skipping finished ones) and write the report with
+    `writers` (`harness.report.report_md.pipeline_writers()`); returns its path (None in the
+    other processes of an `accelerate launch`)."""
     import torch
-
-    from harness.report.report_md import write_report
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -401,10 +418,10 @@ def reproduce(cfg: ReproduceConfig) -> Path | None:
     tasks = {}
     for task in cfg.task_list:
         model_dir = cfg.model if cfg.model else quick_model(cfg, task, out, log)
-        tasks[task] = TaskRun(cfg, task, model_dir, out, procs).run()
+        tasks[task] = TaskRun(cfg, task, model_dir, out, procs, writers).run()
     report = out / REPORT_FILE
     if procs.main:
-        write_report(out, cfg, tasks, seconds=time.perf_counter() - started)
+        writers.report(out, cfg, tasks, seconds=time.perf_counter() - started)
         log(f"report: {report}")
         return report
     return None

@@ -2,7 +2,7 @@
 
     cfg = ReproduceConfig(model="runs/rev/final", config="reversal", output="runs/rev/repro")
 
-Kept apart from the pipeline (`harness.report.reproduce`) so that the report writer and the
+Kept apart from the pipeline (`harness.pipeline.reproduce`) so that the report writer and the
 command read the settings without importing the pipeline.
 """
 

@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from harness.scoring import (
+from harness.engine.scoring import (
     LengthRule,
     Processes,
     Scorer,
@@ -100,7 +100,7 @@ def test_processes_alone_share_everything_and_gather_nothing():
 
 
 def test_processes_is_re_exported_where_it_was():
-    from harness.report.reproduce import Processes as Old
+    from harness.pipeline.reproduce import Processes as Old
 
     assert Old is Processes
 

@@ -1,7 +1,7 @@
 """Reference rows of Instances as token positions of a collated batch.
 
-    from harness.inference import collate_left
-    from harness.attention.positions import reference_mask, task_columns, shift_mask
+    from harness.engine.inference import collate_left
+    from harness.engine.positions import reference_mask, task_columns, shift_mask
     batch = collate_left(encodings, pad_id)             # or generate_batch(...).batch
     ref = reference_mask(batch)                         # bool [batch, L, L] (teacher-forced)
     ref = reference_mask(batch, length=batch.prompt_width + max_new_tokens)   # generation
@@ -13,7 +13,7 @@ An Encoding already holds its reference in absolute token positions of its own s
 batch only adds the padding before each row (`batch.shifts[b]`). The row for `target[i]` is
 the query that predicts it, the token before it: `shift + target_offset + i - 1`.
 
-Free-running generation: in the shared layout of `harness.inference` every prompt ends at
+Free-running generation: in the shared layout of `harness.engine.inference` every prompt ends at
 column `prompt_width`, so the i-th generated token sits where `target[i]` would; the gold
 reference row i serves it unchanged. Size the mask `prompt_width + max_new_tokens` so that
 it covers every step (rows past the gold answer stay empty).
@@ -26,7 +26,7 @@ from typing import Any
 
 
 def _layout(batch: Any, length: int | None) -> tuple[Sequence[Any], Sequence[int], int]:
-    """(encodings, shifts, length) of a `harness.inference.Batch`-like object."""
+    """(encodings, shifts, length) of a `harness.engine.inference.Batch`-like object."""
     encodings = batch.encodings
     shifts = list(batch.shifts)
     if len(shifts) != len(encodings):

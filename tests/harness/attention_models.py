@@ -49,7 +49,7 @@ def authors_shares_by_hand(model, batch, tasks):
     import torch
 
     from harness.attention import scores
-    from harness.attention.positions import reference_mask
+    from harness.engine.positions import reference_mask
 
     model.set_attn_implementation("eager")
     with torch.no_grad():

@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from attentionspan_datasets.tasks.base import Instance
-from harness.attention.positions import (
+from harness.engine.inference import collate_left
+from harness.engine.positions import (
     causal_valid,
     reference_mask,
     shift_mask,
     target_index,
     task_columns,
 )
-from harness.inference import collate_left
 from harness.tokenization import CharTokenizer, encode_instance
 
 CHAT_TEMPLATE = (
@@ -121,10 +121,10 @@ def test_shift_mask_then_causal_valid():
 
 
 def test_generate_batch_under_capture_matches_one_forward(encodings, tiny_models):
-    """Through harness.inference: rows recorded while generating from the shared layout equal
+    """Through harness.engine.inference: rows recorded while generating from the shared layout equal
     those of one forward over prompt + generated ids, with the gold reference mask."""
-    from harness.attention.capture import AttentionPlan, capture_attention
-    from harness.inference import generate_batch
+    from harness.engine.capture import AttentionPlan, capture_attention
+    from harness.engine.inference import generate_batch
 
     char_tok, encs = encodings
     model = tiny_models["gemma3"]

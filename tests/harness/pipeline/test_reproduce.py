@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from harness.report import reproduce as reproduce_module
-from harness.report.reproduce import ReproduceConfig, reproduce, task_presets, task_short_name
-from harness.report.stages import Stages
+from harness.pipeline import reproduce as reproduce_module
+from harness.pipeline.reproduce import ReproduceConfig, reproduce, task_presets, task_short_name
+from harness.pipeline.stages import Stages
+from harness.report.report_md import pipeline_writers
 from tests.harness.conftest import save_tiny_model
 
 TINY = dict(
@@ -36,7 +37,7 @@ def model_dir(tmp_path_factory):
 def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     out = tmp_path / "out"
     cfg = ReproduceConfig(model=model_dir, output=str(out), **TINY)
-    report = reproduce(cfg)
+    report = reproduce(cfg, pipeline_writers())
     text = report.read_text()
     for heading in (
         "Table 1 analog",
@@ -86,7 +87,7 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     monkeypatch.setattr("harness.attention.interventions.score_settings", refuse)
     monkeypatch.setattr("harness.attention.analysis.analyse_model", refuse)
     monkeypatch.setattr("harness.attention.heads.rank_heads", refuse)
-    reproduce(cfg)
+    reproduce(cfg, pipeline_writers())
     assert sorted(p.name for p in (out / "stages").iterdir()) == stage_files
 
     # An interrupted sweep: the lost stage alone is computed again.
@@ -109,7 +110,7 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
         return result
 
     monkeypatch.setattr(reproduce_module.TaskRun, "score", count)
-    reproduce(cfg)
+    reproduce(cfg, pipeline_writers())
     assert lost.is_file()
     assert ran == []  # attention and heads reused
     assert [entry for entry in calls if entry][0] == [lost.stem]  # only the lost one
@@ -120,8 +121,8 @@ def test_the_attention_stage_takes_the_score_convention(tmp_path, model_dir):
     """`--score-convention authors` reaches the attention stage (its settings, so a paper
     run's stage file is not reused for it), the EOS row counts as a token, and report.md's
     Table 2 text states the convention."""
+    from harness.engine.scoring import Processes
     from harness.report.report_md import attention_section
-    from harness.scoring import Processes
 
     tiny = {k: v for k, v in TINY.items() if k != "progress"}
     out = tmp_path / "out"
@@ -130,7 +131,9 @@ def test_the_attention_stage_takes_the_score_convention(tmp_path, model_dir):
         cfg = ReproduceConfig(
             model=model_dir, output=str(out), progress=False, score_convention=convention, **tiny
         )
-        run = reproduce_module.TaskRun(cfg, "reversal", model_dir, out, Processes("cpu"))
+        run = reproduce_module.TaskRun(
+            cfg, "reversal", model_dir, out, Processes("cpu"), pipeline_writers()
+        )
         runs[convention] = (run, run.run_attention())
     paper, authors = runs["paper"][1], runs["authors"][1]
     assert runs["authors"][0].stages.ran == ["reversal-attention"]  # not the paper's file
@@ -173,8 +176,8 @@ def test_bad_options_name_the_field():
 
 
 def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
-    from harness.report import settings
-    from harness.report.reproduce import quick_train_config
+    from harness.pipeline import settings
+    from harness.pipeline.reproduce import quick_train_config
     from harness.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, output=str(tmp_path))

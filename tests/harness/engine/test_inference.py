@@ -1,4 +1,4 @@
-"""harness.inference: one left-padded layout for generation and teacher forcing, batched
+"""harness.engine.inference: one left-padded layout for generation and teacher forcing, batched
 equals one at a time on Llama, Qwen2 and Gemma3, any attention implementation, extra
 `generate` options, and rows cut after EOS."""
 
@@ -9,7 +9,7 @@ import torch
 
 from attentionspan_datasets import iter_instances
 from harness.data import PromptConfig
-from harness.inference import collate_left, generate_batch, teacher_forced_batch
+from harness.engine.inference import collate_left, generate_batch, teacher_forced_batch
 from harness.models import load_model
 from harness.tokenization import CharTokenizer
 

@@ -1,6 +1,6 @@
 """Greedy generation and teacher-forced scoring in one left-padded layout.
 
-    from harness.inference import generate_batch, teacher_forced_batch
+    from harness.engine.inference import generate_batch, teacher_forced_batch
     gen = generate_batch(model, char_tok, encodings, max_new_tokens=12)
     gen.ids[b], gen.texts[b]          # row b's answer, cut at its first EOS
     tf = teacher_forced_batch(model, char_tok, encodings)

@@ -1,6 +1,6 @@
 """The one scoring engine: every model pass of eval, attention, heads and interventions.
 
-    from harness.scoring import Scorer, Processes
+    from harness.engine.scoring import Scorer, Processes
     scorer = Scorer(model, char_tok, prompt, batch_size=16)
     records = scorer.run(instances, score_one_batch)      # checked, eval mode, batched
     gen, rec = scorer.generate(encodings, plan)           # greedy, under a capture plan
@@ -10,11 +10,11 @@
 A `Scorer` owns what every pass shares:
 - texts checked against the tokenizer before any model call (the error names the
   character), the model in eval mode for the run and back after it;
-- batches in the one left-padded layout (`harness.inference.collate_left`) whose reference
+- batches in the one left-padded layout (`harness.engine.inference.collate_left`) whose reference
   mask is `harness.data.reference_mask` (`batch.reference_mask()`);
 - greedy generation (`max_new_tokens`: one token past the longest target, which decides
   exact match for every row) and teacher forcing, each optionally under an
-  `AttentionPlan` (`harness.attention.capture`), returning the capture record with it;
+  `AttentionPlan` (`harness.engine.capture`), returning the capture record with it;
 - the answer rule (cut at the target length + 1, so an answer does not depend on its batch
   mates) and the length rule (the task's own `length_bucket`, as lm-eval reports it).
 
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from harness.data import PromptConfig, shard_indices
-from harness.inference import collate_left, generate_batch, model_shape, teacher_forced_batch
+from harness.engine.inference import collate_left, generate_batch, model_shape, teacher_forced_batch
 from harness.tokenization import CharTokenizer
 
 __all__ = [
@@ -180,7 +180,7 @@ class Scorer:
         if plan is None:
             yield None
             return
-        from harness.attention.capture import capture_attention
+        from harness.engine.capture import capture_attention
 
         with capture_attention(self.model, plan) as record:
             yield record

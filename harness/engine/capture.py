@@ -1,6 +1,6 @@
 """Attention capture and interventions: one eager attention function for every model.
 
-    from harness.attention.capture import AttentionPlan, Intervention, capture_attention
+    from harness.engine.capture import AttentionPlan, Intervention, capture_attention
     plan = AttentionPlan(reference=ref, rollout=True, patterns=(0,))
     with capture_attention(model, plan) as record:
         model(**batch)                       # or model.generate(**batch, max_new_tokens=...)
@@ -15,7 +15,7 @@ API
 references={})`
     reference: bool [batch, L, L]; `reference[b, q, k]` is True when query q (the position that
     predicts token q + 1) must attend key k, in absolute positions of the final sequence (left
-    padding included; `harness.attention.positions` builds it). Rows past L (generation that
+    padding included; `harness.engine.positions` builds it). Rows past L (generation that
     runs past the gold answer) have no reference. head_mass (default: True when a reference
     is given) records per (layer, head) the post-softmax mass on the reference keys of every
     row that has references; rollout keeps the head-mean map of every layer; patterns lists
@@ -73,8 +73,8 @@ from typing import Any
 
 import torch
 
-from harness.attention.modes import INTERVENTION_MODES
-from harness.inference import given_cache, model_shape, text_config
+from harness.engine.inference import given_cache, model_shape, text_config
+from harness.engine.modes import INTERVENTION_MODES
 
 ATTENTION_NAME = "attentionspan"
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
