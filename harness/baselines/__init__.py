@@ -5,8 +5,8 @@ vectors), trained with the paper's recipe.
     attentionspan baselines --task T6 --length 10 --seeds 5 --output runs/baselines/t6.json
 
 models.py: the six models; data.py: instances -> tensors and reference vectors;
-train.py: one (task, length, model, seed) run; command.py: the command; table.py: result
-files beside the paper's Table 2; authors_data.py: the authors' released files read into
-the same tensors (`--authors-test` scores on their test file, `--authors-data` trains on
-their folder).
+train.py: one (task, length, model, seed) run; table.py: result files beside the paper's
+Table 2; authors_data.py: the authors' released files read into the same tensors
+(`--authors-test` scores on their test file, `--authors-data` trains on their folder). The
+command is harness/commands/baselines.py.
 """
