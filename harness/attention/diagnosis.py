@@ -1,0 +1,197 @@
+"""Where the model looks when it errs: the lookup heads' own attention on every wrong answer
+token, with no intervention at all.
+
+    from harness.attention.diagnosis import where_errors_look
+    found = where_errors_look(scorer, instances, records, heads=ranking.top(4), shift=0)
+    found["shares"]      # {"on_reference": .., "misdirected": .., "diffuse": .., "elsewhere": ..}
+
+A push at the reference gains on a model whose failure is elsewhere too (a push supplies the
+position), so the gain alone cannot say where the failure is. This reads it from the model's
+own attention instead, as it wrote its answer:
+- the answer the model generated (`records[k]["prediction"]`) is teacher-forced after its
+  prompt, which reproduces the generation's attention exactly (each row sees only the tokens
+  before it, the model's own);
+- for each wrong token i the chosen heads' weights on its query row (the token before it)
+  are averaged over the heads and taken over the task-text columns as shares (instruction,
+  chat template and BOS left out, as the rollout score does);
+- the row is classified, with R the reference keys of row i moved by the ranking's `shift`:
+
+  on_reference  the share on R is at least `dominance`: the heads looked at the right keys
+                and the model still wrote wrong (a failure downstream of the lookup);
+  misdirected   one key outside R holds at least `dominance`, and the model wrote what the
+                task's function gives on the keys moved there (the task's oracle on the text
+                displaced by that key's offset from the nearest reference key):
+                the lookup found the wrong key and the rest of the model computed on it;
+  elsewhere     one key outside R dominates, but the written character is not its result;
+  diffuse       no key and not R holds `dominance`: nothing stands out (a diluted lookup,
+                or none). `reference_first` counts the diffuse rows whose largest key is
+                still in R (a lookup that prefers the right key, too weakly).
+
+Shares are over instances (each instance with a wrong token counts once: the mean of its
+rows' classes), with the token counts beside them. No oracle push, so this answers the
+objection that reinforcement needs the true pattern where it applies: it needs the reference
+only to name the keys, not to change the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+CLASSES = ("on_reference", "misdirected", "elsewhere", "diffuse")
+DEFAULT_DOMINANCE = 0.5  # a key (or the reference set) "stands out" with half the row or more
+
+
+def check_dominance(value: float) -> float:
+    value = float(value)
+    if not 0 < value <= 1:
+        raise ValueError(f"dominance must be in (0, 1], got {value}")
+    return value
+
+
+def forced_instance(instance, prediction: str):
+    """`instance` with the model's own answer as its target: the answer cut or completed
+    with the gold characters to the gold length, so every reference row keeps its meaning
+    (rows past the model's answer are never read: attention is causal)."""
+    length = len(instance.target)
+    head = prediction[:length]
+    return dataclasses.replace(instance, target=head + instance.target[len(head) :])
+
+
+def displaced_answer(instance, text: str, row: int, offset: int) -> str | None:
+    """What the task's function gives for target row `row` when everything it reads is read
+    `offset` characters away: the task's oracle on the text moved by `offset` (the oracle
+    reads the positions of the `sufficient` mask, which may be more than the reference the
+    heads were ranked on, such as the carry of addition; all of them move together). None
+    when a key it needs leaves the text or the oracle cannot compute on what it sees."""
+    from attentionspan_datasets.tasks.base import get_task
+
+    visible = [text[p + offset] if 0 <= p + offset < len(text) else None for p in range(len(text))]
+    try:
+        return get_task(instance.task).oracle(visible, instance.params, row)
+    except Exception:  # a key moved off the text, a letter where a digit was
+        return None
+
+
+def classify_row(
+    shares: Mapping[int, float],
+    reference: Sequence[int],
+    shift: int,
+    written: str,
+    answer_at: Callable[[int], str | None],
+    dominance: float = DEFAULT_DOMINANCE,
+) -> tuple[str, bool]:
+    """(class, reference_first) of one wrong row.
+
+    `shares`: character position -> share of the heads' weight (task-text columns summing to
+    1); `reference`: the row's reference positions; `answer_at(offset)`: what the task gives
+    on the reference moved by `offset` (`displaced_answer`)."""
+    keys = {p + shift for p in reference}
+    on_reference = sum(shares.get(k, 0.0) for k in keys)
+    top = max(shares, key=lambda k: (shares[k], -k)) if shares else None
+    first = top in keys
+    if on_reference >= dominance:
+        return "on_reference", first
+    if top is not None and top not in keys and shares[top] >= dominance:
+        nearest = min(keys, key=lambda k: (abs(top - k), k)) if keys else top
+        offset = top - nearest
+        return ("misdirected" if answer_at(offset) == written else "elsewhere"), first
+    return "diffuse", first
+
+
+def where_errors_look(
+    scorer,
+    instances: Sequence[Any],
+    records: Sequence[Mapping[str, Any]],
+    heads: Sequence[tuple[int, int]],
+    shift: int = 0,
+    dominance: float = DEFAULT_DOMINANCE,
+    batch_size: int | None = None,
+) -> dict[str, Any]:
+    """Classify every wrong answer token of `records` (free-running records with `index`
+    and `prediction`) by where `heads` looked as the model wrote it (module docstring)."""
+    import torch
+
+    from harness.engine.capture import PATTERN_NAME, AttentionPlan
+    from harness.engine.positions import task_columns
+    from harness.engine.scoring import collate_left
+
+    dominance = check_dominance(dominance)
+    if not heads:
+        raise ValueError("where_errors_look needs at least one head")
+    by_index = {r["index"]: r for r in records}
+    wrong = []
+    for instance in instances:
+        record = by_index.get(instance.index)
+        if record is None:
+            raise ValueError(f"no record for instance index {instance.index}")
+        rows = _wrong_rows(instance.target, record["prediction"])
+        if rows:
+            wrong.append((instance, record["prediction"], rows))
+    per_instance: list[dict[str, float]] = []
+    tokens = dict.fromkeys(CLASSES, 0)
+    first_count = 0
+    layers = sorted({layer for layer, _ in heads})
+    size = batch_size or scorer.batch_size
+    pad = scorer.char_tok.pad_id
+    for start in range(0, len(wrong), size):
+        chunk = wrong[start : start + size]
+        forced = [forced_instance(x, prediction) for x, prediction, _ in chunk]
+        encodings = scorer.encode(forced)
+        batch = collate_left(encodings, pad)
+        plan = AttentionPlan(patterns=range(len(chunk)))
+        with torch.inference_mode():
+            record = scorer.forward(batch, plan)
+        maps = {layer: record.patterns[PATTERN_NAME.format(layer=layer)] for layer in layers}
+        columns = task_columns(batch)  # bool [batch, T]
+        for b, ((instance, _, rows), forced_x, enc) in enumerate(zip(chunk, forced, encodings)):
+            text = forced_x.text
+            # char position of each task-text column of this row
+            cols = columns[b].nonzero().flatten().tolist()
+            char_of = {c: _char_position(enc, c - batch.shifts[b]) for c in cols}
+            counts = dict.fromkeys(CLASSES, 0)
+            for i in rows:
+                query = batch.shifts[b] + enc.target_offset + i - 1
+                weights = torch.stack([maps[layer][b, head, query] for layer, head in heads])
+                weights = weights.mean(0)
+                total = float(weights[cols].sum()) or 1.0
+                shares = {char_of[c]: float(weights[c]) / total for c in cols if c <= query}
+                kind, first = classify_row(
+                    shares,
+                    instance.reference[i],
+                    shift,
+                    text[len(instance.prompt) + i],
+                    functools.partial(displaced_answer, instance, text, i),
+                    dominance,
+                )
+                counts[kind] += 1
+                tokens[kind] += 1
+                first_count += kind == "diffuse" and first
+            per_instance.append({k: v / len(rows) for k, v in counts.items()})
+    n = len(per_instance)
+    total_tokens = sum(tokens.values())
+    return {
+        "heads": [list(h) for h in heads],
+        "shift": shift,
+        "dominance": dominance,
+        "instances": n,
+        "tokens": total_tokens,
+        "shares": {k: (sum(p[k] for p in per_instance) / n if n else None) for k in CLASSES},
+        "token_counts": tokens,
+        "reference_first": first_count,
+    }
+
+
+def _wrong_rows(target: str, prediction: str) -> list[int]:
+    """Target rows the model wrote wrong and whose query exists in its own answer (a row
+    past the answer's end was never written: the model stopped before it)."""
+    return [i for i in range(min(len(target), len(prediction))) if prediction[i] != target[i]]
+
+
+def _char_position(encoding, token: int) -> int:
+    """The character position in `prompt + target` of a task-text token position."""
+    if encoding.prompt_offset <= token < encoding.prompt_offset + encoding.prompt_len:
+        return token - encoding.prompt_offset
+    return encoding.prompt_len + token - encoding.target_offset
