@@ -20,10 +20,17 @@ With `attention=true` the model also measures where each answer attends
 (`lm_eval_tasks.attention`): each batch of attnspan prompts is generated under the
 harness's attention capture, its answers are scored by the harness's free-running records,
 and each is returned as an `Answer`, the text carrying its measurement to `process_results`.
+
+Threads: the harness's rule (`harness.threads`): torch's default of one thread per core ran
+`attnspan_ffml_ood` at 3.7-4.7 s a request on a shared 2-core machine, against 12.7 requests
+a second at one thread. So the model picks its thread count from the cores it may use and
+the load on them, keeps an explicit OMP_NUM_THREADS, and takes `threads=N` in
+`--model_args` to choose; it logs what it chose.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
@@ -37,12 +44,42 @@ from lm_eval_tasks.attention import Answer, AttentionMeter, flag
 # as the context; ours returns the plain prompt text behind this mark, and the encoding
 # step below applies the template the way the harness does.
 CHAT_MARK = "\x00attnspan-chat\x00"
+logger = logging.getLogger(__name__)
+
+
+def use_threads(requested: Any = None) -> int:
+    """Set torch's CPU thread count by the harness's rule (`threads=N` from --model_args
+    wins, capped at the cores) and return it; logs the choice and why."""
+    import os
+
+    from harness.threads import check_threads, choose_threads
+
+    if requested is not None:
+        text = str(requested).strip()  # --model_args gives text, or an int lm-eval parsed
+        value = int(text) if text.lstrip("-").isdigit() else requested
+        try:
+            requested = check_threads(value, name="threads")
+        except ValueError as error:
+            raise ValueError(f"attnspan-hf: {error}") from None
+    threads = choose_threads(requested)
+    torch.set_num_threads(threads)
+    if requested is not None:
+        why = f"threads={requested} in --model_args"
+    elif os.environ.get("OMP_NUM_THREADS", "").strip().isdigit():
+        why = "OMP_NUM_THREADS kept"
+    else:
+        why = "chosen from the free cores (harness.threads)"
+    logger.info("attnspan-hf: %d torch thread(s), %s", threads, why)
+    return threads
 
 
 @register_model("attnspan-hf")
 class AttnspanHFLM(HFLM):
-    def __init__(self, *args: Any, attention: Any = False, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, attention: Any = False, threads: Any = None, **kwargs: Any
+    ) -> None:
         attention = flag(attention)  # before loading anything: a bad value stops at once
+        self.threads = use_threads(threads)  # before the model loads and runs
         super().__init__(*args, **kwargs)
         self.char_tok = CharTokenizer(self.tokenizer)
         self._encoded: dict[str, list[int]] = {}  # context string -> token ids

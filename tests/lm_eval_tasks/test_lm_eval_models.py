@@ -163,3 +163,31 @@ def test_runs_in_lm_eval(tiny_model_dir, task_manager_for):
         expected = custom_dataset(task.removeprefix("attnspan_"))["test"][0]["length_bins"]
         assert sorted(bins) == sorted(expected)
         assert any(not math.isnan(numbers[k]) for k in bins)
+
+
+def test_threads_follow_the_harness_rule(tiny_model_dir, monkeypatch, caplog):
+    """The thread rule of the harness commands: an explicit OMP_NUM_THREADS is kept,
+    `threads=N` wins (capped at the cores), a bad value is refused in one line naming it."""
+    import logging
+
+    import torch
+
+    from harness.threads import available_cores
+    from lm_eval_tasks.models import use_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        with caplog.at_level(logging.INFO, logger="lm_eval_tasks.models"):
+            model = AttnspanHFLM(pretrained=tiny_model_dir, device="cpu", batch_size=2)
+        assert model.threads == 1 and torch.get_num_threads() == 1
+        assert "OMP_NUM_THREADS kept" in caplog.text
+        assert use_threads("1") == 1
+        assert use_threads(10_000 // 10) == min(1000, available_cores())
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert 1 <= use_threads() <= available_cores()
+        for bad in ("two", "0", 0):
+            with pytest.raises(ValueError, match="attnspan-hf: threads"):
+                use_threads(bad)
+    finally:
+        torch.set_num_threads(before)
