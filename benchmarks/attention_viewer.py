@@ -31,17 +31,14 @@ def build(args) -> tuple[Path, dict, float]:
     from attentionspan_datasets.generation import DEFAULT_SEED
     from harness.attention.analysis import load_instances
     from harness.attention.viewer_data import build_viewer_data
-    from harness.data import PromptConfig
     from harness.models import load_model
     from harness.report.viewer import VIEWER_FILE, write_html
-    from harness.runs import read_run_file, section
+    from harness.runs import read_run_file, saved_prompt
 
     model, tokenizer = load_model(args.model)
     model.eval()
-    prompt = PromptConfig()
-    if Path(args.model).is_dir():
-        info = read_run_file(args.model)
-        prompt = (section(info, "prompt", PromptConfig, args.model) if info else None) or prompt
+    info = read_run_file(args.model) if Path(args.model).is_dir() else None
+    prompt = saved_prompt(info, args.model)
     instances = [x for c in args.configs for x in load_instances(c, args.num, DEFAULT_SEED, "test")]
     ranking = setting = None
     started = time.perf_counter()

@@ -8,6 +8,7 @@
       final/                         model + tokenizer + attentionspan_run.json
 
     info = read_run_file("runs/rev/final")      # None when the folder has no run file
+    prompt = saved_prompt(info, "runs/rev/final")   # its prompt layout (default without one)
     checkpoint = latest_checkpoint(Path("runs/rev"))
 
 Every folder is written under a temporary name and renamed, so a reader (or a resume after
@@ -28,9 +29,12 @@ import shutil
 import socket
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.atomic import atomic_path, atomic_write_text
+
+if TYPE_CHECKING:
+    from harness.data import PromptConfig
 
 RUN_CONFIG_FILE = "attentionspan_run.json"  # beside every checkpoint and final model
 TRAINING_STATE_FILE = "training_state.pt"  # optimizer and scheduler state (tensors only)
@@ -128,6 +132,15 @@ def section(info: dict[str, Any], name: str, cls, folder: str | Path):
         return cls(**info.get(name, {}))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{Path(folder) / RUN_CONFIG_FILE}: '{name}': {error}") from None
+
+
+def saved_prompt(info: dict[str, Any] | None, folder: str | Path) -> PromptConfig:
+    """The prompt layout saved with the model in `folder` (`info`: its run file, as
+    `read_run_file` gives it, or None); the default layout when there is no run file or it
+    has no prompt section. The one reader of that section."""
+    from harness.data import PromptConfig
+
+    return section(info, "prompt", PromptConfig, folder) if info else PromptConfig()
 
 
 def write_run_file(folder: Path, info: dict[str, Any]) -> None:

@@ -21,7 +21,8 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-METRICS = ("exact_match", "partial_acc")
+from attentionspan_datasets.metrics import METRICS  # the answer's scores
+
 N_RESAMPLES = 2000
 CONFIDENCE = 0.95
 # The cluster bootstrap's interval needs this many instances holding a correct token and as

@@ -17,8 +17,8 @@ Options travel in one namespaced `--metadata` key, "attnspan", because lm-eval h
 in `simple_evaluate`): top-level keys are the model's (`pretrained`, `max_length`, ...) and
 are left alone. The one model argument read is `pretrained`: a folder written by
 `attentionspan train` holds its prompt layout (`attentionspan_run.json`, section "prompt",
-read with the harness's own reader, `harness.runs.read_run_file`), and its instruction is
-used unless "attnspan" sets one.
+read with the harness's own readers, `harness.runs.read_run_file` and `saved_prompt`), and
+its instruction is used unless "attnspan" sets one.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from attentionspan_datasets.splits import FEWSHOT, iter_split
 from attentionspan_datasets.tasks import TASKS
 
 # The harness's run-folder reader (its data layer: no torch, nothing of its commands).
-from harness.runs import RUN_CONFIG_FILE, read_run_file, section
+from harness.runs import RUN_CONFIG_FILE, read_run_file, saved_prompt
 from lm_eval_tasks.attention import MODEL_ARG as ATTENTION_ARG
 from lm_eval_tasks.attention import flag
 from lm_eval_tasks.attention import metrics as attention_metrics
@@ -250,8 +250,6 @@ def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
     must be told (it does not say what it was given) is logged once."""
     if not isinstance(model, (str, Path)) or not str(model):
         return None
-    from harness.data import PromptConfig
-
     folder = Path(model).expanduser()
     path = folder / RUN_FILE
     try:
@@ -259,7 +257,7 @@ def saved_prompt_layout(model: Any) -> dict[str, Any] | None:
         info = read_run_file(folder)
         if info is None:
             return None
-        prompt = section(info, "prompt", PromptConfig, folder)
+        prompt = saved_prompt(info, folder)
         instruction = prompt.instruction or ""
         num_fewshot, chat = int(prompt.num_fewshot), bool(prompt.chat)
     except (OSError, ValueError, AttributeError, TypeError) as error:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from attentionspan_datasets.metrics import (
+    ALL_METRICS,
+    METRICS,
     bucket_metric_name,
     clean_prediction,
     exact_match,
@@ -34,6 +36,11 @@ def test_scores(prediction, target, em, partial):
     assert exact_match(prediction, target) == em
     assert partial_accuracy(prediction, target) == partial
     assert score(prediction, target) == {"exact_match": em, "partial_acc": partial}
+
+
+def test_the_one_list_of_metrics_starts_with_an_answer_s_scores():
+    assert METRICS == tuple(score("8916", "8916")) == ALL_METRICS[:2]
+    assert ALL_METRICS == ("exact_match", "partial_acc", "tf_token_acc")  # the report order
 
 
 def test_clean_prediction_keeps_inner_text():

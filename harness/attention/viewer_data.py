@@ -161,15 +161,16 @@ def _intervention(setting, ranking, batch, reference):
     return intervention_for(setting, ranking, reference, allowed)
 
 
-def _pass(model, char_tok, encodings, iv=None):
-    """One teacher-forced forward under capture: (batch, forced, record, rollout, reference,
-    rollout scores [batch, T]), as `analysis.analyse_batch` computes them."""
+def _pass(scorer, encodings, iv=None):
+    """One teacher-forced forward under capture (`Scorer.teacher_force`): (batch, forced,
+    record, rollout, reference, rollout scores [batch, T]), as `analysis.analyse_batch`
+    computes them."""
     from harness.attention import scores
-    from harness.engine.capture import AttentionPlan, capture_attention
-    from harness.engine.inference import collate_left, teacher_forced_batch
+    from harness.engine.capture import AttentionPlan
+    from harness.engine.inference import collate_left
     from harness.engine.positions import reference_mask, task_columns
 
-    batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
+    batch = collate_left(encodings, scorer.char_tok.pad_id, with_answer=True)
     reference = reference_mask(batch)
     plan = AttentionPlan(
         reference=reference,
@@ -177,8 +178,7 @@ def _pass(model, char_tok, encodings, iv=None):
         patterns=range(len(encodings)),
         intervention=iv(batch, reference) if iv else None,
     )
-    with capture_attention(model, plan) as rec:
-        forced = teacher_forced_batch(model, char_tok, encodings)
+    forced, rec = scorer.teacher_force(encodings, plan)
     rolled = scores.rollout(rec.layer_maps)
     shares = scores.rollout_scores(rolled, reference, task_columns(batch))
     return batch, forced, rec, rolled, reference, shares
@@ -237,21 +237,20 @@ def build_viewer_data(
     batch_size: int = 8,
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The viewer's data (module docstring) for `instances`, teacher-forced. `setting`: an
+    """The viewer's data (module docstring) for `instances`, teacher-forced through the
+    scoring engine (`Scorer`: texts checked first, eval mode, batches). `setting`: an
     intervention to show beside the baseline, a `harness.attention.sweep.Setting` (needs
     `ranking`) or a `capture.Intervention`; `top_k`: heads kept (default: the module's rule).
     """
     import numpy as np
 
     from harness.attention.sweep import Setting
-    from harness.data import PromptConfig
     from harness.engine.capture import Intervention, model_shape
-    from harness.tokenization import CharTokenizer
+    from harness.engine.scoring import Scorer
 
     if not instances:
         raise ValueError("instances must not be empty")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    scorer = Scorer(model, tokenizer, prompt, batch_size=batch_size)  # refuses batch_size < 1
     if setting is not None and not isinstance(setting, (Setting, Intervention)):
         raise ValueError(
             f"setting must be a sweep Setting or a capture Intervention, got {type(setting)}"
@@ -260,41 +259,34 @@ def build_viewer_data(
         setting = None
     if isinstance(setting, Setting) and ranking is None:
         raise ValueError(f"setting {setting.name} needs a head ranking")
-    char_tok = tokenizer if isinstance(tokenizer, CharTokenizer) else CharTokenizer(tokenizer)
-    prompt = prompt or PromptConfig()
-    for x in instances:
-        char_tok.check_text(x.text)
     num_layers, num_heads = model_shape(model)
     names = [BASELINE]
     if setting is not None:
         names.append(setting.name if isinstance(setting, Setting) else "intervention")
-    cases: list[dict[str, Any]] = [{} for _ in instances]
     share_sum = np.zeros((num_layers, num_heads))
     share_rows = 0
-    was_training = model.training
-    model.eval()
-    try:
-        for first in range(0, len(instances), batch_size):
-            chunk = instances[first : first + batch_size]
-            encodings = [prompt.encode(char_tok, x) for x in chunk]
-            for name in names:
-                iv = None
-                if name != BASELINE:
-                    iv = lambda batch, ref: _intervention(setting, ranking, batch, ref)  # noqa: E731
-                batch, forced, rec, rolled, reference, shares = _pass(
-                    model, char_tok, encodings, iv
+
+    def one_batch(chunk, encodings) -> list[dict[str, Any]]:
+        nonlocal share_rows
+        cases: list[dict[str, Any]] = [{} for _ in chunk]
+        for name in names:
+            iv = None
+            if name != BASELINE:
+                iv = lambda batch, ref: _intervention(setting, ranking, batch, ref)  # noqa: E731
+            batch, forced, rec, rolled, reference, shares = _pass(scorer, encodings, iv)
+            if name == BASELINE:
+                rows = rec.head_rows.reshape(-1, num_layers, num_heads)
+                rows = rows[~rows[:, 0, 0].isnan()].double().numpy()
+                share_sum[...] += rows.sum(0)
+                share_rows += len(rows)
+            for b, enc in enumerate(encodings):
+                cases[b][name] = _crop(
+                    chunk[b], enc, batch, b, forced, rec, rolled, reference, shares, scorer.char_tok
                 )
-                if name == BASELINE:
-                    rows = rec.head_rows.reshape(-1, num_layers, num_heads)
-                    rows = rows[~rows[:, 0, 0].isnan()].double().numpy()
-                    share_sum += rows.sum(0)
-                    share_rows += len(rows)
-                for b, enc in enumerate(encodings):
-                    cases[first + b][name] = _crop(
-                        chunk[b], enc, batch, b, forced, rec, rolled, reference, shares, char_tok
-                    )
-    finally:
-        model.train(was_training)
+        return cases
+
+    # Texts checked first, the model in eval mode throughout: the engine's loop.
+    cases = [case for part in scorer.run(instances, one_batch) for case in part]
     heads = choose_heads(
         num_layers, num_heads, ranking, share_sum / max(share_rows, 1), top_k=top_k
     )

@@ -185,3 +185,20 @@ def test_a_bad_train_state_is_named(tmp_path, state, message):
     with pytest.raises(ValueError) as error:
         section(read_run_file(tmp_path), "state", TrainState, tmp_path)
     assert message in str(error.value) and RUN_CONFIG_FILE in str(error.value)
+
+
+def test_the_saved_prompt_layout_is_the_run_file_s_or_the_default(tmp_path):
+    from harness.data import PromptConfig
+    from harness.runs import saved_prompt
+
+    assert saved_prompt(None, tmp_path) == PromptConfig()  # no run file
+    plain = write_run(tmp_path / "plain", {"versions": {}})
+    assert saved_prompt(read_run_file(plain), plain) == PromptConfig()  # no prompt section
+    layout = {"instruction": "Add.", "num_fewshot": 2, "chat": True}
+    run = write_run(tmp_path / "run", {"prompt": layout})
+    assert saved_prompt(read_run_file(run), run) == PromptConfig(**layout)
+    bad = write_run(tmp_path / "bad", {"prompt": {"num_fewshot": -1}})
+    with pytest.raises(ValueError) as error:
+        saved_prompt(read_run_file(bad), bad)
+    assert "num_fewshot must be >= 0" in str(error.value)
+    assert str(bad / RUN_CONFIG_FILE) in str(error.value)
