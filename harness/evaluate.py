@@ -24,6 +24,7 @@ from attentionspan_datasets.metrics import aggregate
 from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_output_dir, check_unique
 from harness.data import GeneratorSource, PromptConfig, shard_indices
 from harness.engine.scoring import Processes, Scorer, check_texts, token_accuracy
+from harness.options import cli
 from harness.runs import read_run_file
 from harness.tokenization import CharTokenizer
 
@@ -32,14 +33,35 @@ EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
 
 @dataclass
 class EvalConfig:
-    model: str = ""
-    configs: list[str] = field(default_factory=list)
-    num: int = 200  # instances per config
-    seed: int = DEFAULT_SEED
+    # `attentionspan eval`'s options are declared on these fields (the prompt options are
+    # the shared ones: harness.commands.eval).
+    model: str = field(
+        default="",
+        metadata=cli(
+            "a model folder (e.g. runs/rev/final), a fetched model name "
+            "(smollm2-135m-instruct, gemma3-270m) or a Hub name",
+            shared="model",
+            required=True,
+        ),
+    )
+    configs: list[str] = field(
+        default_factory=list,
+        metadata=cli(
+            "presets to score (default: the model's training preset and its OOD twin)",
+            shared="configs",
+        ),
+    )
+    num: int = field(default=200, metadata=cli("instances per config", shared="num"))
+    seed: int = field(default=DEFAULT_SEED, metadata=cli("seed of the test split", shared="seed"))
     split: str = EVAL_SPLIT
-    batch_size: int = 32
-    output: str | None = None
-    mixed_precision: str = "no"  # "no" or "bf16"
+    batch_size: int = field(default=32, metadata=cli("instances per batch", shared="batch_size"))
+    output: str | None = field(
+        default=None,
+        metadata=cli("folder for results.json, results.md and predictions-*.jsonl"),
+    )
+    mixed_precision: str = field(  # "no" or "bf16"
+        default="no", metadata=cli("bf16 autocast, or none", shared="mixed_precision")
+    )
     prompt: PromptConfig | None = None  # None: the one saved with the model, else plain
 
     def __post_init__(self) -> None:
@@ -118,9 +140,6 @@ def score_instances(
 
 
 # --- aggregation and reports --------------------------------------------------------------
-METRICS = ("exact_match", "partial_acc", "tf_token_acc")
-
-
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Overall, per length and per length bin means, grouped by `metrics.aggregate` (the
     one aggregate lm-eval and the `evaluate` metric report through); teacher-forced token

@@ -1,8 +1,16 @@
 """Command-line pieces shared by the harness commands (train, eval, models, ...).
 
-    from harness.options import add_prompt_arguments, run_guarded
-    add_prompt_arguments(parser)              # --instruction / --num-fewshot / --chat
+    from harness.options import add_config_arguments, add_model_arguments, cli
+    num: int = field(default=200, metadata=cli("instances per config", shared="num"))
+    add_config_arguments(parser, EvalConfig, defaults=True)   # one option per `cli` field
+    add_model_arguments(parser, "no_progress", "threads", "prompt")   # the shared ones
     sys.exit(main_for("train", add_arguments, run_command))   # python -m harness.commands.train
+
+Every model command builds its parser this one way: the `cli` fields of its config
+dataclasses (a small dataclass of the command's own for options that configure nothing
+below it, such as --output or --top), and the options the commands share
+(`add_model_arguments`: MODEL_OPTIONS and the prompt group). `config_values` reads a config
+back from the parsed options, `config_words` writes one as a command line.
 
 `run_guarded` (one copy, in the data layer: `attentionspan_datasets.guard`) is the one place
 that turns a user's mistake into one line and exit status 2 (`attentionspan COMMAND: error:
@@ -15,6 +23,7 @@ torch, and nothing of the harness: every layer may use it.
 from __future__ import annotations
 
 import argparse
+import collections.abc
 import dataclasses
 import math
 import sys
@@ -54,53 +63,14 @@ def option(name: str) -> str:
 
 
 def scalar_type(annotation):
-    """int / float / str for `int`, `float`, `str | None` annotations."""
+    """int / float / str for `int`, `float`, `str | None` annotations; the type of the
+    values of a `Literal["a", "b"]`."""
     if annotation in (int, float, str):
         return annotation
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    return args[0] if args else str
-
-
-def add_dataclass_arguments(
-    parser,
-    cls,
-    skip: tuple[str, ...] = (),
-    helps: dict[str, str] | None = None,
-    choices: dict[str, tuple[str, ...]] | None = None,
-    prefix: str = "",
-    shown: dict[str, str] | None = None,
-) -> None:
-    """One `--flag` per field of `cls` (dest `prefix + name`), typed from the annotation;
-    `shown` replaces the printed default of a field (a long string, say)."""
-    hints = typing.get_type_hints(cls)
-    helps, choices, shown = helps or {}, choices or {}, shown or {}
-    for f in dataclasses.fields(cls):
-        if f.name in skip:
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = None
-        text = f"{helps.get(f.name, '')} (default: {shown.get(f.name, repr(default))})".lstrip()
-        parser.add_argument(
-            option(prefix + f.name),
-            dest=prefix + f.name,
-            type=scalar_type(hints[f.name]),
-            default=default,
-            choices=choices.get(f.name),
-            # argparse %-formats help: a default such as string.printable holds "%".
-            help=text.replace("%", "%%"),
-        )
-
-
-def dataclass_values(args: argparse.Namespace, cls, skip: tuple[str, ...] = (), prefix: str = ""):
-    return {
-        f.name: getattr(args, prefix + f.name)
-        for f in dataclasses.fields(cls)
-        if f.name not in skip
-    }
+    if typing.get_origin(annotation) is typing.Literal:
+        return type(args[0])
+    return scalar_type(args[0]) if args else str
 
 
 def check_finite(owner: str, values: dict[str, object]) -> None:
@@ -234,31 +204,39 @@ def _shown(value) -> str | None:
     return str(value)
 
 
-def add_config_arguments(parser, cls) -> None:
-    """One option per `cli` field of the dataclass `cls` (dest: the field's name), typed from
-    its annotation: `list[int]` takes one or more ints, `bool` is a switch, a dict is a
-    repeatable KEY=VALUE. Every default is None, so that `config_values` can tell what was
-    given; the help shows the field's own default."""
+def add_config_arguments(parser, cls, *, defaults: bool = False, prefix: str = "") -> None:
+    """One option per `cli` field of the dataclass `cls` (dest: `prefix` + the field's name,
+    flag `--prefix-name` unless the field is `shared`), typed from its annotation: `list[int]`
+    (or a sequence) takes one or more ints, `bool` is a switch, a dict is a repeatable
+    KEY=VALUE. Every default is None, so that `config_values` can tell what was given, unless
+    `defaults`: then each option's default is its field's. The help shows the field's own
+    default either way. Every model command's parser is built so: its config dataclasses
+    through this, plus the shared options of `add_model_arguments`."""
     hints = typing.get_type_hints(cls)
-    defaults = field_defaults(cls)
+    values = field_defaults(cls)
     groups: dict[str, typing.Any] = {}
     for f in cli_fields(cls):
         meta = dict(f.metadata["cli"])
         shared, group, shown = meta.pop("shared"), meta.pop("group"), meta.pop("shown")
-        flags, keywords = MODEL_OPTIONS[shared] if shared else ((option(f.name),), {})
-        keywords = {**keywords, **meta, "dest": f.name, "default": None}
+        name = prefix + f.name
+        flags, keywords = MODEL_OPTIONS[shared] if shared else ((option(name),), {})
+        default = values.get(f.name) if defaults else None
         hint = hints[f.name]
         origin = typing.get_origin(hint) or hint  # `dict` as well as `dict[str, Any]`
+        keywords = {**keywords, **meta, "dest": name, "default": default}
         if hint is bool:
             keywords["action"] = "store_true"
-        elif origin is list:
+        elif origin in (list, tuple, collections.abc.Sequence):
             keywords.setdefault("nargs", "+")
             keywords.setdefault("type", typing.get_args(hint)[0])
+            if isinstance(default, tuple):  # what argparse gives: a list
+                keywords["default"] = list(default)
         elif origin is dict:
             keywords.setdefault("action", "append")
+            keywords["default"] = None  # KEY=VALUE texts: the command makes them a dict
         else:
             keywords.setdefault("type", scalar_type(hint))
-        shown = shown if shown is not None else _shown(defaults.get(f.name))
+        shown = shown if shown is not None else _shown(values.get(f.name))
         help_text = keywords["help"] + (f" (default: {shown})" if shown else "")
         keywords["help"] = help_text.replace("%", "%%")  # argparse %-formats help
         if group and group not in groups:
@@ -266,9 +244,9 @@ def add_config_arguments(parser, cls) -> None:
         (groups[group] if group else parser).add_argument(*flags, **keywords)
 
 
-def config_values(args: argparse.Namespace, cls) -> dict[str, typing.Any]:
-    """The `cli` fields of `cls` that `args` gives (those not None)."""
-    values = {f.name: getattr(args, f.name, None) for f in cli_fields(cls)}
+def config_values(args: argparse.Namespace, cls, prefix: str = "") -> dict[str, typing.Any]:
+    """The `cli` fields of `cls` that `args` gives (those not None), by field name."""
+    values = {f.name: getattr(args, prefix + f.name, None) for f in cli_fields(cls)}
     return {k: v for k, v in values.items() if v is not None}
 
 
@@ -382,7 +360,7 @@ def main_for(
     run: Callable[[argparse.Namespace], int | None],
     argv: list[str] | None = None,
 ) -> int:
-    """`python -m harness.<module>`: the options and one-line errors of `attentionspan
+    """`python -m harness.commands.<command>`: the options and one-line errors of `attentionspan
     COMMAND`, without building the whole command line."""
     parser = OneLineParser(prog=f"{PROG} {command}")
     add_arguments(parser)

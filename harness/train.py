@@ -31,6 +31,7 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.generation import DEFAULT_SEED, MAX_INDEX, SEED_RANGE, resolve_config
+from attentionspan_datasets.metrics import ALL_METRICS
 from harness.caps import (
     MAX_BATCH,
     MAX_EPOCHS,
@@ -51,10 +52,7 @@ from harness.data import (
 from harness.engine.inference import autocast
 from harness.evaluate import evaluate_model
 from harness.models import ScratchConfig
-from harness.options import (
-    check_finite,
-    option,
-)
+from harness.options import check_finite, cli, option
 from harness.runs import (
     CHECKPOINT_PREFIX,
     FINAL,
@@ -83,7 +81,7 @@ LOSS_ON = ("target", "all")
 MIXED_PRECISION = ("auto", "no", "bf16")
 TRAIN_SPLIT = "train"  # rows of attentionspan_datasets.splits; eval reads "test"
 VALIDATION_SPLIT = "validation"
-EVAL_KEYS = ("count", "exact_match", "partial_acc", "tf_token_acc")
+EVAL_KEYS = ("count", *ALL_METRICS)
 # The nested sections of TrainConfig (saved as their own sections of the run file).
 NESTED = ("prompt", "scratch")
 # Options a resume may change: they do not change the run.
@@ -96,37 +94,89 @@ AUTO_BF16_MIN_PARAMS = 20_000_000
 
 @dataclass
 class TrainConfig:
-    model: str = "scratch"
-    output: str = "runs/train"
-    config: str = "reversal_id"  # preset or task name of the training data
-    dataset: str | None = None  # instead of the generator: a `load_dataset` path or name
-    dataset_config: str | None = None
-    dataset_split: str = "train"
-    seed: int = DEFAULT_SEED  # of the data stream
-    train_size: int = 10_000  # instances in one epoch of generated data
-    epochs: int = 1
-    max_steps: int = 0  # optimizer steps; 0: as many as `epochs` take
-    batch_size: int = 4  # per process and micro-batch
-    grad_accum: int = 1
-    lr: float = 5e-6
-    beta1: float = 0.95
-    beta2: float = 0.999
-    weight_decay: float = 0.2
-    adam_eps: float = 1e-8
-    schedule: str = "linear"
-    warmup_ratio: float = 0.05
-    max_grad_norm: float = 1.0
-    loss_on: str = "target"  # or "all": every token of the text, the prompt's too
-    # "STEPS:KEY=VALUE,...;STEPS:...": the first STEPS steps on `config` with these parameters
-    # (easier instances first), then the next stage, then `config` itself
-    curriculum: str = ""
-    mixed_precision: str = "auto"
-    eval_every: int = 0  # optimizer steps between ID evaluations; 0: only at the end
-    eval_size: int = 200
-    eval_batch_size: int = 32
-    save_every: int = 0  # optimizer steps between checkpoints; 0: only the final model
-    keep_checkpoints: int = 2
-    log_every: int = 10
+    # Each option is declared here once: `attentionspan train`'s parser (`--lr`, ...; the
+    # prompt options and `--scratch-*` come from PromptConfig and ScratchConfig) reads these.
+    model: str = field(
+        default="scratch",
+        metadata=cli(
+            "'scratch', a local Hugging Face causal-LM folder, a fetched model name "
+            "(smollm2-135m-instruct) or a Hub name",
+            shared="model",
+        ),
+    )
+    output: str = field(
+        default="runs/train", metadata=cli("run folder: checkpoints, final model, log.jsonl")
+    )
+    config: str = field(
+        default="reversal_id",
+        metadata=cli("preset or task of the training data (and of the periodic ID evaluation)"),
+    )
+    dataset: str | None = field(
+        default=None,
+        metadata=cli("train on a `datasets` dataset instead (load_dataset path or name)"),
+    )
+    dataset_config: str | None = field(default=None, metadata=cli("the dataset's config name"))
+    dataset_split: str = field(default="train", metadata=cli("the dataset's split"))
+    seed: int = field(
+        default=DEFAULT_SEED, metadata=cli("seed of the generated data stream", shared="seed")
+    )
+    train_size: int = field(
+        default=10_000, metadata=cli("instances in one epoch of generated data")
+    )
+    epochs: int = field(default=1, metadata=cli("passes over the data"))
+    max_steps: int = field(default=0, metadata=cli("optimizer steps (0: as many as --epochs take)"))
+    batch_size: int = field(
+        default=4,
+        metadata=cli("instances per process and micro-batch (paper: 4)", shared="batch_size"),
+    )
+    grad_accum: int = field(default=1, metadata=cli("micro-batches per optimizer step"))
+    lr: float = field(default=5e-6, metadata=cli("peak learning rate (paper: 5e-6)"))
+    beta1: float = field(default=0.95, metadata=cli("AdamW beta1 (paper: 0.95)"))
+    beta2: float = field(default=0.999, metadata=cli("AdamW beta2 (paper: 0.999)"))
+    weight_decay: float = field(default=0.2, metadata=cli("AdamW weight decay (paper: 0.2)"))
+    adam_eps: float = field(default=1e-8, metadata=cli("AdamW epsilon"))
+    schedule: str = field(
+        default="linear", metadata=cli("learning-rate decay after warm-up", choices=SCHEDULES)
+    )
+    warmup_ratio: float = field(default=0.05, metadata=cli("share of the steps spent warming up"))
+    max_grad_norm: float = field(default=1.0, metadata=cli("gradient clipping norm (0: off)"))
+    loss_on: str = field(
+        default="target",
+        metadata=cli(
+            "tokens the loss is on: the target (and EOS), or all of the text (flip-flop: "
+            "every mid-program read is then an answer too)",
+            choices=LOSS_ON,
+        ),
+    )
+    curriculum: str = field(
+        default="",
+        metadata=cli(
+            "easier data first: STEPS:KEY=VALUE,...;STEPS:... trains the first STEPS steps on "
+            "--config with these parameters, then the next stage, then --config itself (e.g. "
+            "400:min_table_size=1,max_table_size=1 for value assignment)",
+            shown="none",
+        ),
+    )
+    mixed_precision: str = field(
+        default="auto",
+        metadata=cli(
+            "bf16 autocast; auto: bf16 for models of 20M parameters or more on hardware with "
+            "bf16 support (not AVX2-only CPUs, where it is slower)",
+            shared="mixed_precision",
+            choices=MIXED_PRECISION,
+        ),
+    )
+    eval_every: int = field(
+        default=0, metadata=cli("optimizer steps between ID evaluations (0: only at the end)")
+    )
+    eval_size: int = field(default=200, metadata=cli("validation instances per evaluation"))
+    eval_batch_size: int = field(default=32, metadata=cli("batch size of evaluation"))
+    save_every: int = field(
+        default=0,
+        metadata=cli("optimizer steps between resumable checkpoints (0: only the final model)"),
+    )
+    keep_checkpoints: int = field(default=2, metadata=cli("how many checkpoints to keep"))
+    log_every: int = field(default=10, metadata=cli("optimizer steps between log lines"))
     prompt: PromptConfig = field(default_factory=PromptConfig)
     scratch: ScratchConfig = field(default_factory=ScratchConfig)
 

@@ -42,6 +42,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.scores import Convention, check_convention
+from harness.options import cli
 
 MODES = ("teacher_forced", "generate")  # the passes (interventions have INTERVENTION_MODES)
 FIGURE_KINDS = ("correct", "wrong")  # one Figure 1 instance of each kind per config
@@ -50,15 +51,42 @@ MAX_FIGURE_COLUMNS = 120  # the Figure 1 map shows the last columns of longer te
 
 @dataclass
 class AnalysisConfig:
-    configs: list[str] = field(default_factory=list)
-    num: int = 200  # instances per config
-    seed: int = DEFAULT_SEED
-    split: str = "test"
-    batch_size: int = 16
-    modes: Sequence[str] = MODES
-    mixed_precision: str = "no"
+    # `attentionspan attention`'s options are declared on these fields (harness.commands.
+    # attention adds --model, --output, --viewer-num and the shared ones).
+    configs: list[str] = field(
+        default_factory=list,
+        metadata=cli(
+            "presets to score (default: the model's training preset and its OOD twin)",
+            shared="configs",
+        ),
+    )
+    num: int = field(default=200, metadata=cli("instances per config", shared="num"))
+    seed: int = field(default=DEFAULT_SEED, metadata=cli("seed of the data", shared="seed"))
+    split: str = field(
+        default="test",
+        metadata=cli("split the instances come from", choices=("train", "validation", "test")),
+    )
+    batch_size: int = field(default=16, metadata=cli("instances per batch", shared="batch_size"))
+    modes: Sequence[str] = field(
+        default=MODES,
+        metadata=cli(
+            "teacher_forced (as the authors) and/or generate (free-running greedy answers)",
+            choices=MODES,
+        ),
+    )
+    mixed_precision: str = field(
+        default="no", metadata=cli("bf16 autocast, or none", shared="mixed_precision")
+    )
     # "paper": the paper's text (v2 Appendix C); "authors": their released code.
-    score_convention: Convention = "paper"
+    score_convention: Convention = field(
+        default="paper",
+        metadata=cli(
+            "the attention score of Table 2: paper (the paper's text, v2 Appendix C) or "
+            "authors (as their released code computes it: three differences, "
+            "harness.attention.scores)",
+            shared="score_convention",
+        ),
+    )
 
     def __post_init__(self) -> None:
         from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_unique

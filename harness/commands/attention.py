@@ -25,10 +25,13 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import sys
+from dataclasses import dataclass, field
 
 from harness.options import (
+    add_config_arguments,
     add_model_arguments,
-    field_defaults,
+    cli,
+    config_values,
     main_for,
     parser_words,
     quiet_transformers,
@@ -36,53 +39,28 @@ from harness.options import (
 )
 
 
+@dataclass
+class AttentionOutput:
+    """The options of the command itself, beside AnalysisConfig's: what it writes."""
+
+    output: str | None = field(
+        default=None, metadata=cli("folder for attention.json, attention.md and the PNGs")
+    )
+    viewer_num: int = field(
+        default=25,
+        metadata=cli("instances per config in attention.html, the interactive viewer (0: none)"),
+    )
+
+
 def add_arguments(parser) -> None:
+    """The shared --model, AnalysisConfig's options, --output and --viewer-num, and the shared
+    prompt options, --no-progress and --threads."""
     from harness.attention.analysis import AnalysisConfig
 
-    defaults = field_defaults(AnalysisConfig)
-    add_model_arguments(
-        parser,
-        "model",
-        "configs",
-        "num",
-        model={"required": True},
-        num={"default": defaults["num"]},
-    )
-    add_model_arguments(parser, "seed", seed={"default": defaults["seed"]})
-    parser.add_argument(
-        "--split",
-        default=defaults["split"],
-        choices=("train", "validation", "test"),
-        help="split the instances come from (default: %(default)s)",
-    )
-    add_model_arguments(parser, "batch_size", batch_size={"default": defaults["batch_size"]})
-    parser.add_argument(
-        "--modes",
-        nargs="+",
-        default=list(defaults["modes"]),
-        choices=defaults["modes"],
-        help="teacher_forced (as the authors) and/or generate (free-running greedy answers)",
-    )
-    parser.add_argument(
-        "--output", default=None, help="folder for attention.json, attention.md and the PNGs"
-    )
-    parser.add_argument(
-        "--viewer-num",
-        type=int,
-        default=25,
-        help="instances per config in attention.html, the interactive viewer (0: none)",
-    )
-    add_model_arguments(
-        parser,
-        "mixed_precision",
-        "score_convention",
-        "prompt",
-        "no_progress",
-        "threads",
-        mixed_precision={"default": defaults["mixed_precision"]},
-        score_convention={"default": defaults["score_convention"]},
-        prompt={"saved_default": True},
-    )
+    add_model_arguments(parser, "model", model={"required": True})
+    add_config_arguments(parser, AnalysisConfig, defaults=True)
+    add_config_arguments(parser, AttentionOutput, defaults=True)
+    add_model_arguments(parser, "prompt", "no_progress", "threads", prompt={"saved_default": True})
 
 
 def add_parser(subparsers) -> None:
@@ -100,10 +78,9 @@ def add_parser(subparsers) -> None:
 
 def resolve_prompt(args, saved, configs):
     """The prompt saved with the model, with --instruction / --num-fewshot / --chat on top."""
-    from harness.data import PromptConfig
-    from harness.runs import section
+    from harness.runs import saved_prompt
 
-    base = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+    base = saved_prompt(saved, args.model)
     changes = {
         k: v
         for k, v in (
@@ -124,7 +101,7 @@ def describe_prompt(prompt) -> str:
 
 
 def run_command(args) -> int:
-    from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
+    from attentionspan_datasets.generation import resolve_config
     from harness.attention.analysis import AnalysisConfig
     from harness.caps import check_output_dir
     from harness.evaluate import default_configs, saved_run_config
@@ -140,16 +117,8 @@ def run_command(args) -> int:
         resolve_config(name)  # an unknown config: one line listing the known ones
     if args.viewer_num < 0:
         raise ValueError(f"--viewer-num must be >= 0, got {args.viewer_num}")
-    config = AnalysisConfig(
-        configs=configs,
-        num=args.num,
-        seed=DEFAULT_SEED if args.seed is None else args.seed,
-        split=args.split,
-        batch_size=args.batch_size,
-        modes=tuple(args.modes),
-        mixed_precision=args.mixed_precision,
-        score_convention=args.score_convention,
-    )
+    values = config_values(args, AnalysisConfig)
+    config = AnalysisConfig(**{**values, "configs": configs, "modes": tuple(values["modes"])})
     prompt = resolve_prompt(args, saved, configs)
     check_output_dir("--output", args.output)  # before the model is loaded
     run(args, config, prompt)

@@ -36,9 +36,10 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.options import UsageError, add_model_arguments, main_for
+from harness.options import UsageError, add_config_arguments, add_model_arguments, cli, main_for
 
 KINDS = ("t-pos-att", "t+pos-att", "t-pos+att", "t+pos+att", "lstm", "lstm+att")
 TASK_NAMES = {f"t{k}": f"t{k}" for k in range(1, 8)}
@@ -53,90 +54,104 @@ PAPER_RECIPE = {
 }
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--task", required=True, help="T1 ... T7 (or t1 ... t7)")
-    parser.add_argument(
-        "--length",
-        type=int,
-        default=10,
-        help="vectors per instance (default: 10; 5-30 in the paper)",
+@dataclass
+class BaselinesOptions:
+    """The options of `attentionspan baselines` (the recipe's defaults are the measured CPU
+    recipe, not RecipeConfig's, which are the paper's): task, data, recipe, files."""
+
+    task: str | None = field(default=None, metadata=cli("T1 ... T7 (or t1 ... t7)", required=True))
+    length: int = field(
+        default=10, metadata=cli("vectors per instance", shown="10; 5-30 in the paper")
     )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        default=list(KINDS),
-        choices=KINDS,
-        metavar="MODEL",
-        help=f"models to train (default: all six: {', '.join(KINDS)})",
+    models: list[str] = field(
+        default_factory=lambda: list(KINDS),
+        metadata=cli(
+            "models to train", choices=KINDS, metavar="MODEL", shown=f"all six: {', '.join(KINDS)}"
+        ),
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 per model (default: 3)")
-    parser.add_argument(
-        "--num-train", type=int, default=100_000, help="(default: 100,000, as the paper)"
+    seeds: int = field(default=3, metadata=cli("seeds 0..K-1 per model"))
+    num_train: int = field(
+        default=100_000, metadata=cli("training instances", shown="100,000, as the paper")
     )
-    parser.add_argument(
-        "--num-validation", type=int, default=10_000, help="(default: 10,000, as the paper)"
+    num_validation: int = field(
+        default=10_000,
+        metadata=cli(
+            "validation instances (the best epoch is chosen on them)",
+            shown="10,000, as the paper",
+        ),
     )
-    parser.add_argument(
-        "--num-test", type=int, default=10_000, help="(default: 10,000, as the paper)"
+    num_test: int = field(
+        default=10_000, metadata=cli("test instances", shown="10,000, as the paper")
     )
-    parser.add_argument("--epochs", type=int, default=10, help="(default: 10; the paper's: 100)")
-    parser.add_argument(
-        "--patience",
-        type=int,
+    epochs: int = field(default=10, metadata=cli("training epochs", shown="10; the paper's: 100"))
+    patience: int = field(
         default=0,
-        help="stop after this many epochs without a better validation accuracy (default: 0, off)",
+        metadata=cli(
+            "stop after this many epochs without a better validation accuracy", shown="0, off"
+        ),
     )
-    parser.add_argument("--batch-size", type=int, default=50, help="(default: 50; the paper's: 10)")
-    parser.add_argument(
-        "--lr",
-        type=float,
-        default=5e-4,
-        help="Adam learning rate (default: 5e-4; the paper's: 1e-4)",
+    batch_size: int = field(
+        default=50,
+        metadata=cli("instances per batch", shared="batch_size", shown="50; the paper's: 10"),
     )
-    parser.add_argument(
-        "--no-shuffle",
-        action="store_true",
-        help="read the training rows in their stored order every epoch, as the authors' "
-        "training loop does (default: a new order per epoch)",
+    lr: float = field(
+        default=5e-4, metadata=cli("Adam learning rate", shown="5e-4; the paper's: 1e-4")
     )
-    parser.add_argument(
-        "--paper",
-        action="store_true",
-        help="the appendix's recipe exactly (overrides the options above): 100k/10k/10k "
-        "instances, 100 epochs, batch 10, learning rate 1e-4",
+    no_shuffle: bool = field(
+        default=False,
+        metadata=cli(
+            "read the training rows in their stored order every epoch, as the authors' "
+            "training loop does (default: a new order per epoch)"
+        ),
     )
-    parser.add_argument(
-        "--data-seed", type=int, default=1234, help="seed of the generated data (default: 1234)"
+    paper: bool = field(
+        default=False,
+        metadata=cli(
+            "the appendix's recipe exactly (overrides the options above): 100k/10k/10k "
+            "instances, 100 epochs, batch 10, learning rate 1e-4"
+        ),
     )
-    add_model_arguments(parser, "threads")
-    parser.add_argument(
-        "--device", default="cpu", help="torch device to train on: cpu (default), cuda, cuda:1, ..."
+    data_seed: int = field(default=1234, metadata=cli("seed of the generated data"))
+    device: str = field(  # any torch device, so not the shared --device's three choices
+        default="cpu", metadata=cli("torch device to train on: cpu, cuda, cuda:1, ...")
     )
-    parser.add_argument("--output", required=True, help="JSON results file")
-    parser.add_argument(
-        "--authors-test",
-        metavar="PATH",
-        help="also score every trained model on the authors' released test file "
-        "(sorodoc/DiscreteSeq dataset/Task_N/<n>len/test.tsv; harness/baselines/"
-        "authors_data.py): T3-T7 are relabelled onto our query-to-feature mapping; the "
-        "accuracy goes into the JSON beside ours",
+    output: str | None = field(default=None, metadata=cli("JSON results file", required=True))
+    authors_test: str | None = field(
+        default=None,
+        metadata=cli(
+            "also score every trained model on the authors' released test file "
+            "(sorodoc/DiscreteSeq dataset/Task_N/<n>len/test.tsv; harness/baselines/"
+            "authors_data.py): T3-T7 are relabelled onto our query-to-feature mapping; the "
+            "accuracy goes into the JSON beside ours",
+            metavar="PATH",
+        ),
     )
-    parser.add_argument(
-        "--authors-vocab",
-        metavar="PATH",
-        help="the authors' q_vocab.txt for --authors-test or --authors-data on T3-T7 "
-        "(default: the one beside the test file or one folder up, their layout "
-        "Task_N/q_vocab.txt)",
+    authors_vocab: str | None = field(
+        default=None,
+        metadata=cli(
+            "the authors' q_vocab.txt for --authors-test or --authors-data on T3-T7 "
+            "(default: the one beside the test file or one folder up, their layout "
+            "Task_N/q_vocab.txt)",
+            metavar="PATH",
+        ),
     )
-    parser.add_argument(
-        "--authors-data",
-        metavar="DIR",
-        help="train, select and test on the authors' released files instead of ours: their "
-        "folder Task_N/<n>len/ with training.tsv (or training.tar.gz), valid.tsv and "
-        "test.tsv (--num-train, --num-validation, --num-test and --data-seed do not apply)",
+    authors_data: str | None = field(
+        default=None,
+        metadata=cli(
+            "train, select and test on the authors' released files instead of ours: their "
+            "folder Task_N/<n>len/ with training.tsv (or training.tar.gz), valid.tsv and "
+            "test.tsv (--num-train, --num-validation, --num-test and --data-seed do not apply)",
+            metavar="DIR",
+        ),
     )
+
+
+def add_arguments(parser) -> None:
+    """BaselinesOptions' options, and the shared --threads and --no-progress."""
+    add_config_arguments(parser, BaselinesOptions, defaults=True)
     add_model_arguments(
         parser,
+        "threads",
         "no_progress",
         no_progress={
             "help": "no progress bar: one line per epoch on stderr instead (for the log of a "

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.options import (
+    add_config_arguments,
     add_model_arguments,
-    field_defaults,
+    config_values,
     main_for,
     quiet_transformers,
     resolve_instruction,
@@ -24,33 +25,11 @@ from harness.options import (
 
 
 def add_arguments(parser) -> None:
+    """EvalConfig's options, and the shared --no-progress, --threads and prompt options."""
     from harness.evaluate import EvalConfig
 
-    defaults = field_defaults(EvalConfig)
-    add_model_arguments(
-        parser,
-        "model",
-        "configs",
-        "num",
-        model={"required": True},
-        num={"default": defaults["num"]},
-    )
-    parser.add_argument(
-        "--output", default=None, help="folder for results.json, results.md and predictions-*.jsonl"
-    )
-    add_model_arguments(
-        parser,
-        "seed",
-        "batch_size",
-        "mixed_precision",
-        "no_progress",
-        "threads",
-        "prompt",
-        seed={"default": defaults["seed"], "help": "seed of the test split"},
-        batch_size={"default": defaults["batch_size"]},
-        mixed_precision={"default": defaults["mixed_precision"]},
-        prompt={"saved_default": True},
-    )
+    add_config_arguments(parser, EvalConfig, defaults=True)
+    add_model_arguments(parser, "no_progress", "threads", "prompt", prompt={"saved_default": True})
 
 
 def add_parser(subparsers) -> None:
@@ -65,15 +44,14 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args) -> int:
-    from harness.data import PromptConfig
     from harness.evaluate import EvalConfig, default_configs, saved_run_config
-    from harness.runs import section
+    from harness.runs import saved_prompt
 
     quiet_transformers()
     prompt = None
     if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
         saved = saved_run_config(args.model)
-        base = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+        base = saved_prompt(saved, args.model)
         configs = args.configs or default_configs(saved)
         prompt = dataclasses.replace(
             base,
@@ -87,16 +65,7 @@ def run_command(args) -> int:
                 if v is not None
             },
         )
-    config = EvalConfig(
-        model=args.model,
-        configs=args.configs,
-        num=args.num,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        output=args.output,
-        mixed_precision=args.mixed_precision,
-        prompt=prompt,
-    )
+    config = EvalConfig(**config_values(args, EvalConfig), prompt=prompt)
     run(config, progress=not args.no_progress)
     return 0
 
@@ -108,20 +77,16 @@ def run(config, progress: bool = True) -> dict[str, Any]:
     import torch
     from accelerate import Accelerator
 
-    from harness.data import GeneratorSource, PromptConfig
+    from harness.data import GeneratorSource
     from harness.evaluate import default_configs, evaluate_model, saved_run_config
     from harness.models import resolve_model
     from harness.report.eval_report import markdown_table, write_reports
-    from harness.runs import load_model_checked, section
+    from harness.runs import load_model_checked, saved_prompt
 
     resolve_model(config.model)  # a missing folder is named before anything else
     run_config = saved_run_config(config.model)
     if config.prompt is None:
-        config.prompt = (
-            section(run_config, "prompt", PromptConfig, config.model)
-            if run_config
-            else PromptConfig()
-        )
+        config.prompt = saved_prompt(run_config, config.model)
     if not config.configs:
         config.configs = default_configs(run_config)
         if not config.configs:

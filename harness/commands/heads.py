@@ -11,39 +11,48 @@ and the Python API (`harness.attention.heads.HeadRanking.load`).
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
 from attentionspan_datasets.generation import DEFAULT_SEED
-from harness.options import add_model_arguments, main_for, quiet_transformers
+from harness.attention.heads import DEFAULT_NUM
+from harness.options import (
+    add_config_arguments,
+    add_model_arguments,
+    cli,
+    main_for,
+    quiet_transformers,
+)
+
+
+@dataclass
+class HeadsOptions:
+    """The options of `attentionspan heads`: what to rank on, how, and where it goes."""
+
+    model: str | None = field(
+        default=None,
+        metadata=cli("a trained model folder or a known name", shared="model", required=True),
+    )
+    config: str | None = field(
+        default=None, metadata=cli("ID preset to rank on", shown="the model's training one")
+    )
+    num: int = field(default=DEFAULT_NUM, metadata=cli("ID instances (paper: 30)", shared="num"))
+    seed: int = field(default=DEFAULT_SEED, metadata=cli("seed of the data", shared="seed"))
+    split: str = field(
+        default="validation",
+        metadata=cli("split the instances come from", choices=("train", "validation", "test")),
+    )
+    threshold: float = field(default=0.0, metadata=cli("count only weights above this (0: all)"))
+    shift: int = field(default=0, metadata=cli("rank by the weight at ref + shift"))
+    batch_size: int = field(default=16, metadata=cli("instances per batch", shared="batch_size"))
+    top: int = field(default=10, metadata=cli("heads to print"))
+    output: str | None = field(
+        default=None, metadata=cli("heads.json path", shown="MODEL/heads.json")
+    )
 
 
 def add_arguments(parser) -> None:
-    from harness.attention.heads import DEFAULT_NUM
-
-    add_model_arguments(
-        parser, "model", model={"required": True, "help": "a trained model folder or a known name"}
-    )
-    parser.add_argument(
-        "--config", default=None, help="ID preset to rank on (default: the model's training one)"
-    )
-    parser.add_argument(
-        "-n", "--num", type=int, default=DEFAULT_NUM, help="ID instances (paper: 30)"
-    )
-    add_model_arguments(parser, "seed", seed={"default": DEFAULT_SEED})
-    parser.add_argument(
-        "--split",
-        default="validation",
-        choices=("train", "validation", "test"),
-        help="(default: %(default)s)",
-    )
-    parser.add_argument(
-        "--threshold", type=float, default=0.0, help="count only weights above this (0: all)"
-    )
-    parser.add_argument("--shift", type=int, default=0, help="rank by the weight at ref + shift")
-    add_model_arguments(parser, "batch_size", batch_size={"default": 16})
-    parser.add_argument("--top", type=int, default=10, help="heads to print")
-    parser.add_argument(
-        "--output", default=None, help="heads.json path (default: MODEL/heads.json)"
-    )
+    """HeadsOptions' options, and the shared --device, --no-progress and --threads."""
+    add_config_arguments(parser, HeadsOptions, defaults=True)
     add_model_arguments(parser, "device", "no_progress", "threads", device={"default": "auto"})
 
 
@@ -66,10 +75,10 @@ def run_command(args) -> int:
     from attentionspan_datasets.splits import iter_split
     from harness.attention.heads import HEADS_FILE, rank_heads
     from harness.caps import check_shift
-    from harness.data import PromptConfig, longest_text
+    from harness.data import longest_text
     from harness.evaluate import saved_run_config
     from harness.models import resolve_model
-    from harness.runs import load_model_checked, section
+    from harness.runs import load_model_checked, saved_prompt
 
     quiet_transformers()
     check_heads_options(args)
@@ -83,7 +92,7 @@ def run_command(args) -> int:
     check_shift("--shift", args.shift, {config: longest_text(config)})  # before loading
     seed = args.seed
     instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
-    prompt = section(saved, "prompt", PromptConfig, args.model) if saved else PromptConfig()
+    prompt = saved_prompt(saved, args.model)
     model, tokenizer = load_model_checked(args.model, [config], prompt)
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     model.to("cuda" if cuda else "cpu")

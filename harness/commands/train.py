@@ -5,87 +5,51 @@
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.train --model scratch ...
 
 One flag per field of `harness.train.TrainConfig` (and of `ScratchConfig`, prefixed
-`--scratch-`), the shared prompt options, `--resume` and `--no-progress`. The loop is
+`--scratch-`), each declared with its help on the field (`harness.options.cli`), the shared
+prompt options, `--resume` and `--no-progress`. The loop is
 `harness.train` (the measurement layer, which does not run as a program).
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
 from harness.options import (
-    add_dataclass_arguments,
+    add_config_arguments,
     add_model_arguments,
-    dataclass_values,
+    cli,
+    config_values,
     explicit_options,
     main_for,
     quiet_transformers,
     resolve_instruction,
 )
 
-TRAIN_HELP = {
-    "model": "'scratch', a local Hugging Face causal-LM folder, a fetched model name "
-    "(smollm2-135m-instruct) or a Hub name",
-    "output": "run folder: checkpoints, final model, log.jsonl",
-    "config": "preset or task of the training data (and of the periodic ID evaluation)",
-    "dataset": "train on a `datasets` dataset instead (load_dataset path or name)",
-    "dataset_config": "the dataset's config name",
-    "dataset_split": "the dataset's split",
-    "seed": "seed of the generated data stream",
-    "train_size": "instances in one epoch of generated data",
-    "epochs": "passes over the data",
-    "max_steps": "optimizer steps (0: as many as --epochs take)",
-    "batch_size": "instances per process and micro-batch (paper: 4)",
-    "grad_accum": "micro-batches per optimizer step",
-    "lr": "peak learning rate (paper: 5e-6)",
-    "beta1": "AdamW beta1 (paper: 0.95)",
-    "beta2": "AdamW beta2 (paper: 0.999)",
-    "weight_decay": "AdamW weight decay (paper: 0.2)",
-    "adam_eps": "AdamW epsilon",
-    "schedule": "learning-rate decay after warm-up",
-    "warmup_ratio": "share of the steps spent warming up",
-    "max_grad_norm": "gradient clipping norm (0: off)",
-    "curriculum": "easier data first: STEPS:KEY=VALUE,...;STEPS:... trains the first STEPS "
-    "steps on --config with these parameters, then the next stage, then --config itself "
-    "(e.g. 400:min_table_size=1,max_table_size=1 for value assignment)",
-    "loss_on": "tokens the loss is on: the target (and EOS), or all of the text (flip-flop: "
-    "every mid-program read is then an answer too)",
-    "mixed_precision": "bf16 autocast; auto: bf16 for models of 20M parameters or more on "
-    "hardware with bf16 support (not AVX2-only CPUs, where it is slower)",
-    "eval_every": "optimizer steps between ID evaluations (0: only at the end)",
-    "eval_size": "validation instances per evaluation",
-    "eval_batch_size": "batch size of evaluation",
-    "save_every": "optimizer steps between resumable checkpoints (0: only the final model)",
-    "keep_checkpoints": "how many checkpoints to keep",
-    "log_every": "optimizer steps between log lines",
-}
+
+@dataclass
+class TrainCommand:
+    """The options of the command itself, beside TrainConfig's."""
+
+    resume: bool = field(
+        default=False,
+        metadata=cli(
+            "continue the run in --output from its latest checkpoint (its saved options are used)"
+        ),
+    )
 
 
 def add_arguments(parser) -> None:
+    """TrainConfig's options, the shared prompt options, ScratchConfig's (as --scratch-*),
+    --resume, and the shared --no-progress and --threads."""
     from harness.models import ScratchConfig
-    from harness.train import LOSS_ON, MIXED_PRECISION, NESTED, SCHEDULES, TrainConfig
+    from harness.train import TrainConfig
 
-    add_dataclass_arguments(
-        parser,
-        TrainConfig,
-        skip=NESTED,
-        helps=TRAIN_HELP,
-        choices={"schedule": SCHEDULES, "mixed_precision": MIXED_PRECISION, "loss_on": LOSS_ON},
-    )
+    add_config_arguments(parser, TrainConfig, defaults=True)
     add_model_arguments(parser, "prompt")
     group = parser.add_argument_group("model from scratch (--model scratch)")
-    add_dataclass_arguments(
-        group,
-        ScratchConfig,
-        helps={"charset": "characters of the vocabulary"},
-        prefix="scratch_",
-        shown={"charset": "printable ASCII"},
-    )
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the run in --output from its latest checkpoint (its saved options are used)",
-    )
+    add_config_arguments(group, ScratchConfig, defaults=True, prefix="scratch_")
+    add_config_arguments(parser, TrainCommand, defaults=True)
     add_model_arguments(parser, "no_progress", "threads")
 
 
@@ -103,15 +67,15 @@ def add_parser(subparsers) -> None:
 def config_from_args(args):
     from harness.data import PromptConfig
     from harness.models import ScratchConfig
-    from harness.train import NESTED, TrainConfig
+    from harness.train import TrainConfig
 
-    values = dataclass_values(args, TrainConfig, skip=NESTED)
+    values = config_values(args, TrainConfig)
     values["prompt"] = PromptConfig(
         instruction=resolve_instruction(args.instruction, [args.config]),
         num_fewshot=args.num_fewshot or 0,
         chat=bool(args.chat),
     )
-    values["scratch"] = ScratchConfig(**dataclass_values(args, ScratchConfig, prefix="scratch_"))
+    values["scratch"] = ScratchConfig(**config_values(args, ScratchConfig, prefix="scratch_"))
     return TrainConfig(**values)
 
 

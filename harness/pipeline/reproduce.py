@@ -96,16 +96,14 @@ class TaskRun:
     # the model and its prompt layout, loaded on first use (a fully cached run needs neither)
     def load(self):
         if self.model is None:
-            from harness.data import PromptConfig
             from harness.models import load_model
-            from harness.runs import read_run_file, section
+            from harness.runs import read_run_file, saved_prompt
 
             self.model, self.tokenizer = load_model(self.model_dir)
             self.model.to(self.procs.device)
             self.model.eval()
             info = read_run_file(self.model_dir) if Path(self.model_dir).is_dir() else None
-            prompt = section(info, "prompt", PromptConfig, self.model_dir) if info else None
-            self.prompt = prompt or PromptConfig()
+            self.prompt = saved_prompt(info, self.model_dir)
         return self.model
 
     def base_settings(self) -> dict[str, Any]:
@@ -191,14 +189,14 @@ class TaskRun:
         return f"{self.task}-sweep-{stream}-{setting.name}"
 
     def run_eval(self) -> dict[str, Any]:
+        from attentionspan_datasets.metrics import ALL_METRICS
         from harness.attention.sweep import BASELINE
         from harness.stats import summarise
 
-        metrics = ("exact_match", "partial_acc", "tf_token_acc")
         table = {}
         for stream, name in (("id", self.id_name), ("test", self.ood_name)):
             rows = self.score([BASELINE], stream)[BASELINE.name]
-            table[name] = summarise(rows, metrics)
+            table[name] = summarise(rows, ALL_METRICS)
         return table
 
     def run_attention(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.metrics import METRICS
 from harness.report.findings import task_findings
 from harness.stats import format_gain
 
@@ -64,7 +65,7 @@ def digest(out: Path) -> dict[str, Any]:
                 "chosen_name": sweep.get("chosen_name"),
                 "test": {k: _means(v) for k, v in test.items() if k in kept},
                 "test_gains": {
-                    k: {m: v[m] for m in ("exact_match", "partial_acc") if m in v}
+                    k: {m: v[m] for m in METRICS if m in v}
                     for k, v in (sweep.get("test_gains") or {}).items()
                 },
                 "id": {k: _means(v) for k, v in (sweep.get("id") or {}).items()},

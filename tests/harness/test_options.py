@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pytest
 
@@ -90,6 +93,34 @@ def test_the_command_line_round_trips():
     assert config_words(config, Toy(), always=("count",), skip=("fast",))[2:4] == ["--count", "3"]
 
 
+@dataclass
+class Passes:
+    convention: Literal["paper", "authors"] = field(
+        default="paper", metadata=cli("how", choices=("paper", "authors"))
+    )
+    modes: Sequence[str] = field(default=("a", "b"), metadata=cli("passes", choices=("a", "b")))
+    scale: float | None = field(default=None, metadata=cli("a scale", shown="none"))
+
+
+def test_with_defaults_the_namespace_holds_each_fields_default():
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser, Toy, defaults=True)
+    add_config_arguments(parser, Passes, defaults=True, prefix="p_")
+    args = parser.parse_args([])
+    # a dict stays None (its KEY=VALUE texts are the command's to read): the field's default
+    assert Toy(**config_values(args, Toy)) == Toy()
+    assert args.fast is False and args.ratios == [0.5, 1.0]
+    assert (args.p_convention, args.p_modes, args.p_scale) == ("paper", ["a", "b"], None)
+    args = parser.parse_args(["--p-convention", "authors", "--p-modes", "b", "--p-scale", "2"])
+    assert config_values(args, Passes, prefix="p_") == {
+        "convention": "authors",
+        "modes": ["b"],
+        "scale": 2.0,
+    }
+    text = " ".join(parser.format_help().split())
+    assert "passes (default: a b)" in text and "a scale (default: none)" in text
+
+
 def test_shared_options_take_a_commands_defaults():
     parser = argparse.ArgumentParser()
     add_model_arguments(
@@ -167,3 +198,39 @@ def test_the_score_convention_choices_are_the_scores_modules():
     for command in ("attention", "reproduce"):
         actions = {a.dest: a for a in subparsers()[command]._actions}
         assert actions["score_convention"].choices == CONVENTIONS
+
+
+# Where each command's options are declared: (module, dataclass, prefix of the dests).
+DECLARED = {
+    "train": [
+        ("harness.train", "TrainConfig", ""),
+        ("harness.models", "ScratchConfig", "scratch_"),
+        ("harness.commands.train", "TrainCommand", ""),
+    ],
+    "eval": [("harness.evaluate", "EvalConfig", "")],
+    "attention": [
+        ("harness.attention.analysis", "AnalysisConfig", ""),
+        ("harness.commands.attention", "AttentionOutput", ""),
+    ],
+    "heads": [("harness.commands.heads", "HeadsOptions", "")],
+    "reproduce": [("harness.pipeline.settings", "ReproduceConfig", "")],
+    "baselines": [("harness.commands.baselines", "BaselinesOptions", "")],
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_is_a_config_field_or_a_shared_one(command):
+    """One way to build a parser: the `cli` fields of the command's dataclasses, and the
+    shared model options (MODEL_OPTIONS and the prompt group), each with its help."""
+    declared = {
+        prefix + f.name
+        for module, name, prefix in DECLARED[command]
+        for f in cli_fields(getattr(importlib.import_module(module), name))
+    }
+    actions = subparsers()[command]._actions
+    dests = {action.dest for action in actions}
+    assert declared <= dests
+    shared = set(MODEL_OPTIONS) | {"instruction", "num_fewshot", "chat", "help"}
+    assert dests - declared <= shared, dests - declared - shared
+    for action in actions:
+        assert action.help, (command, action.dest)
