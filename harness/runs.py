@@ -148,15 +148,44 @@ def write_run_file(folder: Path, info: dict[str, Any]) -> None:
 
 
 def versions() -> dict[str, str]:
+    """The versions a result depends on: Python, the model stack and this package (recorded
+    in run files and reproduce digests, so a figure that moved can be traced to a package)."""
+    import platform
+
     import accelerate
+    import numpy
+    import scipy
     import torch
     import transformers
 
+    from attentionspan_datasets import __version__
+
     return {
+        "python": platform.python_version(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "accelerate": accelerate.__version__,
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "attentionspan": __version__,
     }
+
+
+def weights_sha256(folder: Path) -> str | None:
+    """SHA-256 over a model folder's weight files (`*.safetensors`, by name, in name order):
+    two folders with this digest hold the same weights. None when there are none."""
+    import hashlib
+
+    files = sorted(Path(folder).glob("*.safetensors"))
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 # --- checkpoints ------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipelin
     task_short_name,
 )
 from harness.pipeline.stages import Stages, write_json_atomic
+from harness.runs import versions, weights_sha256
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,13 @@ class TaskRun:
         self.dir = out / task_short_name(task)
         self.stages = Stages(out, log=self.log, write=procs.main)
         self.model = self.tokenizer = self.prompt = None
-        self.results: dict[str, Any] = {"task": task, "model": model_dir, "ood": self.ood}
+        self.results: dict[str, Any] = {
+            "task": task,
+            "model": model_dir,
+            # the weights the figures come from: a digest that moved can say whether they did
+            "model_sha256": weights_sha256(Path(model_dir)),
+            "ood": self.ood,
+        }
 
     def log(self, message: str) -> None:
         if self.procs.main:
@@ -406,7 +413,8 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     procs = Processes(cfg.device)
     if procs.main:
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / SETTINGS_FILE, cfg.to_dict() | {"argv": sys.argv})
+        record = {"argv": sys.argv, "versions": versions()}
+        write_json_atomic(out / SETTINGS_FILE, cfg.to_dict() | record)
 
     def log(message: str) -> None:
         if procs.main:

@@ -7,6 +7,10 @@
     # a second run in a block of its own (digest docs/quick-run-value_assignment.json)
     python -m harness.report.results_doc runs/quick-va --block value_assignment ...
 
+    # does a new run reproduce a committed digest? (exit 1 naming what moved, and the
+    # package versions and model weights that differ)
+    python -m harness.report.results_doc runs/quick --check docs/quick-run.json
+
 Reads the run's per-task `results.json` and `attention/attention.json`, keeps the numbers the
 findings rest on in a digest (`docs/quick-run.json`, committed), and rewrites the block
 between the `quick-findings` markers of docs/results.md from that digest alone. A test
@@ -57,6 +61,7 @@ def digest(out: Path) -> dict[str, Any]:
         test = sweep.get("test") or {}
         kept = set(test) & {"baseline", sweep.get("chosen_name")}
         tasks[result["task"]] = {
+            "model_sha256": result.get("model_sha256"),
             "eval": result.get("eval"),
             "ood": result.get("ood"),
             "attention": {"results": _attention(path.parent / "attention" / "attention.json")},
@@ -97,14 +102,22 @@ def _attention(path: Path) -> dict[str, Any]:
     return out
 
 
-def render(tasks: dict[str, Any], command: str, machine: str, date: str, block: str = "") -> str:
+def render(
+    tasks: dict[str, Any],
+    command: str,
+    machine: str,
+    date: str,
+    block: str = "",
+    versions: dict[str, str] | None = None,
+) -> str:
     """The block: the command, the findings, one row per task with the controls."""
     begin, end = markers(block)
     digest_name = Path(digest_path(block)).name
+    packages = ", ".join(f"{k} {v}" for k, v in (versions or {}).items())
     lines = [
         begin,
         "",
-        f"Measured {date} on {machine}:",
+        f"Measured {date} on {machine}" + (f" ({packages})" if packages else "") + ":",
         "",
         "```bash",
         command,
@@ -156,6 +169,83 @@ def render(tasks: dict[str, Any], command: str, machine: str, date: str, block: 
     return "\n".join(lines)
 
 
+def run_versions(out: Path) -> dict[str, str]:
+    """The package versions a reproduce run recorded in its settings.json ({} if none)."""
+    try:
+        return json.loads((out / "settings.json").read_text()).get("versions") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Where two digests' figures differ, as `path: expected X, got Y` lines (numbers equal
+    to 12 significant digits count as equal: JSON round trips, not a different result)."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = []
+        for key in sorted(set(expected) | set(actual), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in actual:
+                out.append(f"{where}: expected {_short(expected[key])}, missing")
+            elif key not in expected:
+                out.append(f"{where}: not expected, got {_short(actual[key])}")
+            else:
+                out += differences(expected[key], actual[key], where)
+        return out
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        return [
+            d
+            for i, (a, b) in enumerate(zip(expected, actual))
+            for d in differences(a, b, f"{path}[{i}]")
+        ]
+    if _is_number(expected) and _is_number(actual):
+        if f"{expected:.12g}" == f"{actual:.12g}":
+            return []
+    elif type(expected) is type(actual) and expected == actual:  # True is not 1 here
+        return []
+    return [f"{path}: expected {_short(expected)}, got {_short(actual)}"]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check(out: Path, digest_file: Path) -> list[str]:
+    """What a run at `out` does not reproduce of the committed digest: the figures that
+    moved, then the versions and model weights that differ (empty: it reproduces)."""
+    saved = json.loads(Path(digest_file).read_text())
+    tasks = digest(out)
+    wanted = {name: saved["tasks"][name] for name in tasks if name in saved["tasks"]}
+    if not wanted:
+        return [f"the run holds none of the digest's tasks ({', '.join(saved['tasks'])})"]
+    moved = differences(wanted, {name: tasks[name] for name in wanted})
+    if not moved:
+        return []
+    lines = [f"{len(moved)} figure(s) differ from {digest_file}:", *moved[:20]]
+    if len(moved) > 20:
+        lines.append(f"... and {len(moved) - 20} more")
+    then, now = saved.get("meta", {}).get("versions") or {}, run_versions(out)
+    changed = [
+        f"{name} {then.get(name, '?')} -> {now.get(name, '?')}"
+        for name in sorted(set(then) | set(now))
+        if then.get(name) != now.get(name)
+    ]
+    if not then:
+        lines.append("the digest records no versions (made before they were recorded)")
+    elif changed:
+        lines.append("versions that differ: " + ", ".join(changed))
+    else:
+        lines.append("the package versions are the same")
+    for name in wanted:
+        if wanted[name].get("model_sha256") != tasks[name].get("model_sha256"):
+            lines.append(f"{name}: the model's weights differ (model_sha256)")
+    return lines
+
+
 def replace_block(text: str, rendered: str, block: str = "") -> str:
     begin, end_marker = markers(block)
     start, end = text.find(begin), text.find(end_marker)
@@ -170,9 +260,15 @@ def main(argv: list[str] | None = None) -> int:
         description="Write a reproduce run's findings into docs/results.md (and its digest).",
     )
     parser.add_argument("run", help="the reproduce --output folder")
-    parser.add_argument("--command", required=True, help="the command that made the run")
-    parser.add_argument("--machine", required=True, help="where it ran, in words")
-    parser.add_argument("--date", required=True, help="when it ran (YYYY-MM-DD)")
+    parser.add_argument("--command", help="the command that made the run (required to write)")
+    parser.add_argument("--machine", help="where it ran, in words (required to write)")
+    parser.add_argument("--date", help="when it ran, YYYY-MM-DD (required to write)")
+    parser.add_argument(
+        "--check",
+        metavar="DIGEST",
+        help="write nothing: compare the run with this committed digest; exit 1 naming the "
+        "figures that differ and the versions and weights behind them",
+    )
     parser.add_argument(
         "--block",
         default="",
@@ -184,6 +280,17 @@ def main(argv: list[str] | None = None) -> int:
         "--digest", default=None, help=f"default {DIGEST}, or quick-run-NAME.json with --block"
     )
     args = parser.parse_args(argv)
+    if args.check:
+        try:
+            problems = check(Path(args.run), Path(args.check))
+        except (OSError, ValueError, KeyError) as error:
+            print(f"results_doc: {error}", file=sys.stderr)
+            return 2
+        print("\n".join(problems) or f"{args.run} reproduces {args.check}")
+        return 1 if problems else 0
+    missing = [f"--{k}" for k in ("command", "machine", "date") if not getattr(args, k)]
+    if missing:
+        parser.error(f"{', '.join(missing)} required to write the block")
     digest_file = Path(args.digest or digest_path(args.block))
     try:
         tasks = digest(Path(args.run))
@@ -191,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"results_doc: {error}", file=sys.stderr)
         return 2
     meta = {"command": args.command, "machine": args.machine, "date": args.date}
+    meta["versions"] = run_versions(Path(args.run))
     if args.block:
         meta["block"] = args.block
     doc = Path(args.doc)

@@ -202,3 +202,21 @@ def test_the_saved_prompt_layout_is_the_run_file_s_or_the_default(tmp_path):
         saved_prompt(read_run_file(bad), bad)
     assert "num_fewshot must be >= 0" in str(error.value)
     assert str(bad / RUN_CONFIG_FILE) in str(error.value)
+
+
+def test_weights_sha256_is_the_weight_files_and_versions_name_the_stack(tmp_path):
+    import hashlib
+
+    from harness.runs import versions, weights_sha256
+
+    assert weights_sha256(tmp_path) is None  # no weights: nothing to name
+    (tmp_path / "model.safetensors").write_bytes(b"abc")
+    (tmp_path / "config.json").write_text("{}")  # not a weight file: not hashed
+    expected = hashlib.sha256(b"model.safetensors\0abc").hexdigest()
+    assert weights_sha256(tmp_path) == expected
+    (tmp_path / "config.json").write_text('{"changed": 1}')
+    assert weights_sha256(tmp_path) == expected
+    (tmp_path / "model.safetensors").write_bytes(b"abd")
+    assert weights_sha256(tmp_path) != expected
+    stack = versions()
+    assert {"python", "torch", "transformers", "attentionspan"} <= set(stack)

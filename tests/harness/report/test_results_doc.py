@@ -94,3 +94,48 @@ def test_digest_reads_a_reproduce_folder(tmp_path):
     assert kept == {"rollout": {"correct": {"mean": 0.1}}}  # the per-head table is left out
     with pytest.raises(ValueError, match="no <task>/results.json"):
         results_doc.digest(tmp_path / "nothing")
+
+
+def test_differences_name_the_figures_that_moved():
+    same = {"a": {"b": [1, 0.1 + 0.2], "c": "x"}, "n": None}
+    assert results_doc.differences(same, {"a": {"b": [1, 0.3], "c": "x"}, "n": None}) == []
+    moved = results_doc.differences(
+        {"a": {"b": [1, 0.5], "c": "x"}, "gone": 1}, {"a": {"b": [1, 0.25], "c": "y"}, "new": 2}
+    )
+    assert moved == [
+        "a.b[1]: expected 0.5, got 0.25",
+        'a.c: expected "x", got "y"',
+        "gone: expected 1, missing",
+        "new: not expected, got 2",
+    ]
+    assert results_doc.differences(True, 1) == [": expected true, got 1"]
+
+
+def test_check_says_whether_a_run_reproduces_its_digest(tmp_path, capsys):
+    run = tmp_path / "run"
+    _write_run(run)
+    (run / "settings.json").write_text(json.dumps({"versions": {"torch": "2.13.0"}}))
+    doc = tmp_path / "results.md"
+    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
+    digest_file = tmp_path / "quick.json"
+    argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
+    assert results_doc.main([*argv, "--digest", str(digest_file)]) == 0
+    saved = json.loads(digest_file.read_text())
+    assert saved["meta"]["versions"] == {"torch": "2.13.0"}
+    capsys.readouterr()
+    assert results_doc.main([str(run), "--check", str(digest_file)]) == 0
+    assert "reproduces" in capsys.readouterr().out
+    # a figure moves and a package changes: both named, exit 1
+    result = json.loads((run / "reversal" / "results.json").read_text())
+    result["sweep"]["test_gains"]["top1-C1"]["partial_acc"]["gain"] = 0.2
+    result["model_sha256"] = "f" * 64
+    (run / "reversal" / "results.json").write_text(json.dumps(result))
+    (run / "settings.json").write_text(json.dumps({"versions": {"torch": "2.14.0"}}))
+    assert results_doc.main([str(run), "--check", str(digest_file)]) == 1
+    out = capsys.readouterr().out
+    assert "reversal.sweep.test_gains.top1-C1.partial_acc.gain: expected 0.1, got 0.2" in out
+    assert "versions that differ: torch 2.13.0 -> 2.14.0" in out
+    assert "reversal: the model's weights differ" in out
+    # writing needs the run's description; checking does not
+    with pytest.raises(SystemExit):
+        results_doc.main([str(run)])
