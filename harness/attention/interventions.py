@@ -29,6 +29,7 @@ from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
 from harness.engine.inference import cache_argument
+from harness.engine.modes import MODES
 
 MAX_ROWS = 256  # rows (instances x settings) of one batched generation
 
@@ -90,7 +91,9 @@ def intervention_for(setting: Setting, ranking: HeadRanking, reference, allowed_
     cells = causal_valid(shift_mask(reference, setting.shift), allowed_keys)
     if setting.positions == "random":
         cells = random_positions(cells, allowed_keys, setting.seed, avoid=reference)
-    levels = restore_levels(ranking, setting.shift) if setting.mode == "restore" else None
+    # A mode that reads levels (restore) gets each head's ID level at the setting's cells.
+    reads_levels = "levels" in MODES[setting.mode].reads
+    levels = restore_levels(ranking, setting.shift) if reads_levels else None
     return Intervention(
         heads=heads,
         strength=setting.strength,
@@ -140,6 +143,14 @@ def per_row_intervention(interventions, rows: int, reference):
     # Cells per setting ([rows, L, L]; a baseline's are never used), instance-major.
     cells = [iv.positions if iv is not None else reference for iv in interventions]
     positions = torch.stack(cells, dim=1)  # [rows, S, L, L]
+    levels = None
+    if any(iv.levels is not None for iv in real):
+        # A restore setting's levels; the rows of the other settings never read theirs.
+        zero = torch.zeros(shape)
+        per_setting = [
+            zero if iv is None or iv.levels is None else iv.levels for iv in interventions
+        ]
+        levels = torch.stack(rows_of(per_setting))
     return Intervention(
         heads=heads,
         strength=torch.tensor(rows_of([float(iv.strength) if iv else 0.0 for iv in interventions])),
@@ -152,6 +163,7 @@ def per_row_intervention(interventions, rows: int, reference):
         ),
         prefill=any(iv.prefill for iv in real),
         positions=positions.reshape(rows * count, *positions.shape[2:]),
+        levels=levels,
     )
 
 
@@ -194,10 +206,8 @@ def score_batch(
     # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
     # rows, so that a large grid does not hold one huge KV cache; unbatched, one at a time.
     per_group = max(1, MAX_ROWS // len(encodings)) if batched else 1
-    # A restore setting carries per-head levels, which a per-row batch does not: alone.
-    shared = [i for i, s in enumerate(settings) if s.mode != "restore"]
-    groups = [shared[first : first + per_group] for first in range(0, len(shared), per_group)]
-    groups += [[i] for i, s in enumerate(settings) if s.mode == "restore"]
+    every = list(range(len(settings)))
+    groups = [every[first : first + per_group] for first in range(0, len(every), per_group)]
     out: dict[str, list[dict[str, Any]]] = {}
     for chosen in groups:
         count = len(chosen)

@@ -18,95 +18,20 @@ selected on the numbers it reports.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.modes import INTERVENTION_MODES
+from attentionspan_datasets.metrics import ALL_METRICS, METRICS
+from harness.attention.controls import control_settings
+from harness.attention.setting import BASELINE, Setting
+from harness.engine.modes import MODES, SWEEP_MODES
 from harness.stats import gain_table, mean
 from harness.stats import summarise as summarise_metrics
 
-HEAD_CHOICES = ("none", "top", "random", "bottom")
-POSITION_CHOICES = ("reference", "random")
 DEFAULT_STRENGTHS = (0.3, 0.5, 1.0, 1.5, 2.0)
-SELECT_METRICS = ("partial_acc", "exact_match")
-POINTER_SHIFTS = (-3, 3)  # the pointer-shift control: the chosen push at ref-3 and ref+3
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One intervention, or none.
-
-    heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed`);
-    n, strength (C), mode, threshold (conditional), renormalise: as in
-    `harness.engine.capture.Intervention` ("restore" sets each head's weight on the cells
-    to its ID level from the ranking, `harness.attention.controls`); positions: `reference`
-    (the reference cells, moved by `shift`) or `random` (as many random non-reference keys
-    per row, drawn with `seed`: the positions control).
-    """
-
-    heads: str = "none"
-    n: int = 0
-    strength: float = 0.0
-    mode: str = "standard"
-    threshold: float = 0.0
-    positions: str = "reference"
-    shift: int = 0
-    seed: int = 0
-    renormalise: bool = False
-
-    def __post_init__(self) -> None:
-        if self.heads not in HEAD_CHOICES:
-            raise ValueError(f"heads must be one of {', '.join(HEAD_CHOICES)}, got {self.heads!r}")
-        if self.mode not in INTERVENTION_MODES:
-            modes = ", ".join(INTERVENTION_MODES)
-            raise ValueError(f"mode must be one of {modes}, got {self.mode!r}")
-        if self.positions not in POSITION_CHOICES:
-            raise ValueError(
-                f"positions must be one of {', '.join(POSITION_CHOICES)}, got {self.positions!r}"
-            )
-        if self.heads != "none" and self.n < 1:
-            raise ValueError(f"n (number of heads) must be >= 1 for heads={self.heads!r}")
-        if self.threshold < 0:
-            raise ValueError(f"threshold must be >= 0, got {self.threshold}")
-
-    @property
-    def is_baseline(self) -> bool:
-        return self.heads == "none"
-
-    @property
-    def name(self) -> str:
-        """A short, unique, file-name-safe label: `top4-C1-standard`, `random4-C1-s2`."""
-        if self.is_baseline:
-            return "baseline"
-        parts = [f"{self.heads}{self.n}"]
-        if self.mode in ("knockout", "restore"):
-            parts.append(self.mode)
-        else:
-            parts.append(f"C{self.strength:g}")
-            if self.mode == "conditional":
-                parts.append(f"thr{self.threshold:g}")
-        if self.positions == "random":
-            parts.append("randpos")
-        if self.shift:
-            parts.append(f"shift{self.shift:+d}")
-        if self.renormalise:
-            parts.append("renorm")
-        if self.heads == "random" or self.positions == "random":
-            parts.append(f"s{self.seed}")
-        return "-".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Setting:
-        return cls(**values)
-
-
-BASELINE = Setting()
+# What a sweep can choose by: an answer's scores, partial_acc (the default) first.
+SELECT_METRICS = METRICS[::-1]
 
 
 def head_counts(total_heads: int, max_share: float = 0.1, at_least: int = 4) -> list[int]:
@@ -140,9 +65,10 @@ def grid(
     for n in counts:
         if not 1 <= n <= total_heads:
             raise ValueError(f"head count must be in 1..{total_heads}, got {n}")
-    if mode in ("knockout", "restore"):
-        raise ValueError("the sweep reinforces: mode must be 'standard' or 'conditional'")
-    thresholds = list(thresholds) if mode == "conditional" else [0.0]
+    if mode not in SWEEP_MODES:
+        raise ValueError(f"the sweep reinforces: mode must be one of {', '.join(SWEEP_MODES)}")
+    # Only a mode that reads the threshold (conditional) is swept over it.
+    thresholds = list(thresholds) if "threshold" in MODES[mode].reads else [0.0]
     return [
         Setting(heads="top", n=n, strength=float(c), mode=mode, threshold=float(t), shift=shift)
         for n in counts
@@ -151,55 +77,9 @@ def grid(
     ]
 
 
-def control_settings(
-    chosen: Setting,
-    seeds: Iterable[int] = (0, 1, 2),
-    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
-    restore: bool = True,
-) -> list[Setting]:
-    """The controls of a chosen setting: the same N and C on random heads (one per seed) and
-    at random non-reference positions of the chosen heads; the bottom-N heads; the
-    knock-out of the chosen heads; and the repair-or-pointer controls
-    (`harness.attention.controls`): the chosen push at ref + k for each pointer shift, and
-    the chosen heads restored to their ID weight on the reference."""
-    if chosen.is_baseline:
-        return []
-    seeds = list(seeds)
-    controls = [dataclasses.replace(chosen, heads="random", seed=s) for s in seeds]
-    controls.append(dataclasses.replace(chosen, positions="random", seed=seeds[0] if seeds else 0))
-    controls.append(dataclasses.replace(chosen, heads="bottom"))
-    controls.append(knockout_of(chosen))
-    controls += pointer_settings(chosen, pointer_shifts) if pointer_shifts else []
-    if restore:
-        controls.append(restore_setting(chosen))
-    return controls
-
-
-def pointer_settings(chosen: Setting, shifts: Sequence[int] = POINTER_SHIFTS) -> list[Setting]:
-    """The chosen heads and C with their cells moved to `ref + k` for each k."""
-    if chosen.is_baseline:
-        return []
-    bad = [k for k in shifts if k == 0]
-    if bad:
-        raise ValueError(f"pointer shifts must be non-zero, got {list(shifts)}")
-    return [dataclasses.replace(chosen, shift=chosen.shift + int(k)) for k in shifts]
-
-
-def restore_setting(chosen: Setting) -> Setting | None:
-    """The chosen heads restored to their ID weight on the reference (mode "restore")."""
-    if chosen.is_baseline:
-        return None
-    return dataclasses.replace(chosen, mode="restore", strength=0.0, threshold=0.0)
-
-
-def knockout_of(setting: Setting) -> Setting:
-    return dataclasses.replace(setting, mode="knockout", strength=0.0, threshold=0.0)
-
-
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Means overall and per length of the metrics the records carry."""
-    every = ("exact_match", "partial_acc", "tf_token_acc")
-    metrics = [m for m in every if records and m in records[0]]
+    metrics = [m for m in ALL_METRICS if records and m in records[0]]
     return summarise_metrics(records, metrics)
 
 

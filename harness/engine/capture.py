@@ -24,18 +24,24 @@ references={})`
     threshold) whose per-row, per-head mass is recorded in the same forward (capture once,
     score many: the offsets ref-2 .. ref+2 of a head ranking); `record.mass(name)`.
 `Intervention(heads, strength=1.0, mode="standard", threshold=0.0, renormalise=False,
-prefill=False, positions=None)`
-    heads: bool [layers, heads] (query heads). mode "standard" adds `strength` to the
-    post-softmax weights at the cells of the selected heads; "conditional" adds it only where
-    the original weight exceeds `threshold`; "knockout" sets those weights to 0. No
-    renormalisation unless `renormalise=True` (then the selected heads' rows are divided by
-    their sums). `positions` (bool [batch, L, L]) replaces the reference as the cells
-    (random-position control, ref+k). `prefill=False` leaves the first forward of a cached
-    generation (past length 0 with a cache passed in) untouched, so the first generated
-    token is not reinforced and a prefill can be reused across settings; a forward without a
-    cache (teacher-forced scoring) is always intervened. One setting per row (as nnsight
+prefill=False, positions=None, levels=None)`
+    heads: bool [layers, heads] (query heads). The modes (`harness.engine.modes`, one
+    module each): "standard" adds `strength` to the post-softmax weights at the cells of the
+    selected heads; "conditional" adds it only where the original weight exceeds
+    `threshold`; "knockout" sets those weights to 0; "restore" sets each selected head's
+    mass on the cells to its `levels` entry (float [layers, heads] in [0, 1]), the rest of
+    the row scaled to keep its sum. strength must be finite and >= 0, threshold and levels
+    in [0, 1] (ValueError naming the field). No renormalisation unless `renormalise=True`
+    (then the selected heads' rows are divided by their sums). `positions` (bool [batch, L,
+    L]) replaces the reference as the cells (random-position control, ref+k).
+    `prefill=False` leaves the first forward of a cached generation (past length 0 with a
+    cache passed in) untouched, so the first generated token is not reinforced and a prefill
+    can be reused across settings; a forward without a cache (teacher-forced scoring) is
+    always intervened. One setting per row (as nnsight
     batches its invokes): heads bool [batch, layers, heads], strength and threshold [batch]
-    tensors, mode and renormalise one per row; a row whose heads are all False is untouched.
+    tensors, mode and renormalise one per row, levels [batch, layers, heads] (or [layers,
+    heads] for every row); a row whose heads are all False is untouched. One setting is run
+    as the case of one row that every row shares.
 `capture_attention(model, plan=None) -> AttentionRecord` (context manager)
     Switches the model to the "attentionspan" attention implementation (`ATTENTION_NAME`,
     registered with AttentionInterface and, for its mask, AttentionMaskInterface) and back,
@@ -74,7 +80,7 @@ from typing import Any
 import torch
 
 from harness.engine.inference import given_cache, model_shape, text_config
-from harness.engine.modes import INTERVENTION_MODES
+from harness.engine.modes import MODES, ModeArgs, check_parameter
 
 ATTENTION_NAME = "attentionspan"
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
@@ -90,7 +96,9 @@ class Intervention:
 
     One setting for the whole batch (heads [layers, heads], scalar strength, one mode), or
     one per row, as nnsight batches its invokes: heads [batch, layers, heads] and `strength`,
-    `threshold` a [batch] tensor, `mode` and `renormalise` a sequence of one per row.
+    `threshold` a [batch] tensor, `mode` and `renormalise` a sequence of one per row,
+    `levels` [batch, layers, heads] (or [layers, heads] for every row). Capture runs both
+    the same way: one setting is one row that every row of the batch shares.
     """
 
     heads: torch.Tensor
@@ -100,15 +108,13 @@ class Intervention:
     renormalise: bool | Sequence[bool] = False
     prefill: bool = False
     positions: torch.Tensor | None = None
-    levels: torch.Tensor | None = None  # mode "restore": float [layers, heads] in [0, 1]
+    levels: torch.Tensor | None = None  # read by mode "restore": in [0, 1] per head
 
     def __post_init__(self) -> None:
         modes = [self.mode] if isinstance(self.mode, str) else list(self.mode)
-        bad = [m for m in modes if m not in INTERVENTION_MODES]
+        bad = [m for m in modes if m not in MODES]
         if bad or not modes:
-            raise ValueError(
-                f"Intervention.mode must be one of {INTERVENTION_MODES}, got {self.mode!r}"
-            )
+            raise ValueError(f"Intervention.mode must be one of {tuple(MODES)}, got {self.mode!r}")
         self.heads = torch.as_tensor(self.heads)
         if self.heads.dim() not in (2, 3) or self.heads.dtype != torch.bool:
             raise ValueError(
@@ -125,21 +131,26 @@ class Intervention:
                 raise ValueError(f"Intervention.mode has {len(self.mode)} rows, heads {rows}")
         elif not isinstance(self.mode, str):
             raise ValueError("Intervention.mode is one string unless heads are given per row")
-        if "restore" in modes and (self.per_row or self.levels is None):
-            raise ValueError(
-                "Intervention.levels is required with mode 'restore' (one setting, not per row)"
-            )
-        if self.levels is not None and modes != ["restore"]:
-            raise ValueError("Intervention.levels is required with mode 'restore' and only there")
+        check_parameter("Intervention.strength", "strength", self.strength)
+        check_parameter("Intervention.threshold", "threshold", self.threshold)
         if self.levels is not None:
             self.levels = torch.as_tensor(self.levels, dtype=torch.float32)
-            if self.levels.shape != self.heads.shape:
+            shapes = {tuple(self.heads.shape), tuple(self.heads.shape[-2:])}
+            if tuple(self.levels.shape) not in shapes:
+                wanted = "[batch, layers, heads] or " if self.per_row else ""
                 raise ValueError(
-                    f"Intervention.levels must be [layers, heads] = {tuple(self.heads.shape)}, "
-                    f"got {tuple(self.levels.shape)}"
+                    f"Intervention.levels must be {wanted}[layers, heads] = "
+                    f"{tuple(self.heads.shape)}, got {tuple(self.levels.shape)}"
                 )
-            if not bool(((self.levels >= 0) & (self.levels <= 1)).all()):
-                raise ValueError("Intervention.levels must lie in [0, 1]")
+            check_parameter("Intervention.levels", "levels", self.levels)
+        used = [MODES[m] for m in dict.fromkeys(modes)]
+        for mode in used:
+            mode.validate(
+                "Intervention", strength=self.strength, threshold=self.threshold, levels=self.levels
+            )
+        readers = [m.name for m in MODES.values() if "levels" in m.reads]
+        if self.levels is not None and not any(m.name in readers for m in used):
+            raise ValueError(f"Intervention.levels is required with mode {readers} and only there")
         if self.positions is not None:
             _check_square_bool("Intervention.positions", self.positions)
 
@@ -320,6 +331,49 @@ def _above(weights: torch.Tensor, threshold: float) -> torch.Tensor:
     return weights if threshold <= 0 else weights * (weights > threshold)
 
 
+class _Rows:
+    """An Intervention on the model's device as per-row tensors, one row per setting: the
+    batch's rows, or for one setting a single row that broadcasts over the batch. Per
+    layer: each mode present with its selected heads ([rows, heads, 1, 1]), the modes'
+    arguments and the heads to renormalise."""
+
+    def __init__(self, iv: Intervention, device):
+        heads = iv.heads.to(device)
+        heads = heads if iv.per_row else heads[None]  # [rows, layers, heads]
+        rows = heads.shape[0]
+        modes = (iv.mode,) * rows if isinstance(iv.mode, str) else tuple(iv.mode)
+
+        def column(value, dtype):  # a scalar or [rows] -> [rows, 1, 1, 1]
+            return torch.as_tensor(value, dtype=dtype).to(device).reshape(-1, 1, 1, 1)
+
+        def per_layer(mask):  # [rows, layers, heads] -> per layer [rows, heads, 1, 1]
+            return mask.transpose(0, 1)[:, :, :, None, None]
+
+        self.layer_active = [bool(a) for a in heads.any(-1).any(0).tolist()]
+        levels = None
+        if iv.levels is not None:  # [layers, heads] is every row's
+            levels = iv.levels.to(device).expand(rows, *heads.shape[1:])
+        strength = column(iv.strength, torch.float32)
+        threshold = column(iv.threshold, torch.float32)
+        self.args = [
+            ModeArgs(strength, threshold, per_layer(levels)[layer] if levels is not None else None)
+            for layer in range(heads.shape[1])
+        ]
+        # The modes in registry order, each with the heads of its own rows: a mode changes
+        # the weights at its cells only, so each row gets what its setting alone gives it.
+        self.modes = []
+        for mode in MODES.values():
+            mine = torch.tensor([m == mode.name for m in modes], device=device)
+            if bool(mine.any()):
+                selected = heads & mine[:, None, None]
+                active = [bool(a) for a in selected.any(-1).any(0).tolist()]
+                self.modes.append((mode, per_layer(selected), active))
+        renormalise = torch.as_tensor(iv.renormalise, dtype=torch.bool).to(device).reshape(-1)
+        self.renormalise = None
+        if bool(renormalise.any()):
+            self.renormalise = per_layer(heads & renormalise[:, None, None])
+
+
 class _State:
     """Per-context state: the plan on the model's device, and what has been recorded."""
 
@@ -346,26 +400,8 @@ class _State:
                 )
             cells = iv.positions if iv.positions is not None else plan.reference
             self.cell_mask = cells.to(device)
-            heads = iv.heads.to(device)
-            if iv.per_row:  # [batch, layers, heads] -> per layer [batch, h, 1, 1]
-                self.layer_active = [bool(a) for a in heads.any(-1).any(0).tolist()]
-                self.head_select = heads.transpose(0, 1)[:, :, :, None, None]
-                strength = iv.strength.to(device)
-                knockout = torch.tensor([m == "knockout" for m in iv.mode], device=device)
-                # Knock-out rows add nothing; their cells are set to 0 instead.
-                scale = heads.float() * (strength * ~knockout)[:, None, None]
-                self.head_scale = scale.transpose(0, 1)[:, :, :, None, None]
-                self.row_knockout = knockout[:, None, None, None]
-                conditional = torch.tensor([m == "conditional" for m in iv.mode], device=device)
-                self.row_conditional = conditional[:, None, None, None]
-                self.row_threshold = iv.threshold.to(device)[:, None, None, None]
-                self.row_renormalise = iv.renormalise.to(device)[:, None, None, None]
-            else:
-                self.layer_active = [bool(a) for a in heads.any(1).tolist()]
-                self.head_select = heads[:, None, :, None, None]  # per layer [1, h, 1, 1]
-                self.head_scale = heads.float()[:, None, :, None, None] * float(iv.strength)
-                if iv.levels is not None:
-                    self.head_level = iv.levels.to(device)[:, None, :, None, None]
+            self.rows = _Rows(iv, device)
+            self.layer_active = self.rows.layer_active
         self.masses: dict[str | None, _Mass] = {}
         if plan.head_mass:
             self.masses[None] = _Mass(plan.reference, 0.0, num_layers, num_heads, device)
@@ -502,7 +538,7 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
         )
     iv = state.plan.intervention
     if iv is not None and state.layer_active[layer] and (iv.prefill or not state.cached or q0 > 0):
-        weights = _intervene(state, iv, layer, weights, q0, k0, mask)
+        weights = _intervene(state, layer, weights, q0, k0, mask)
     for mass in state.masses.values():
         mass.add(layer, weights, q0, k0)
     if state.plan.rollout:
@@ -527,9 +563,9 @@ def _slice(mask: torch.Tensor, q0: int, q: int, k0: int, kv: int) -> torch.Tenso
     return out
 
 
-def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mask):
-    """All selected heads of the layer at once: a 0/1 head vector times the cell mask (per
-    row when the intervention carries one setting per row)."""
+def _intervene(state: _State, layer: int, weights, q0, k0, mask):
+    """All selected heads of the layer at once, mode by mode: a head mask ([rows, h, 1, 1],
+    one row for one setting) times the cell mask."""
     batch, heads, q, kv = weights.shape
     cells = _slice(state.cell_mask, q0, q, k0, kv)
     if mask is not None:
@@ -537,41 +573,14 @@ def _intervene(state: _State, iv: Intervention, layer: int, weights, q0, k0, mas
         # padding key would otherwise make cached generation differ from a full forward.
         cells = cells & (mask[:, 0] > torch.finfo(mask.dtype).min / 2)
     cells = cells[:, None]  # [b, 1, q, kv]
-    select = state.head_select[layer]  # [1 or b, h, 1, 1] bool
-    if iv.per_row:
-        # Conditional rows count only cells above their threshold; the others every cell.
-        cells = cells & (~state.row_conditional | (weights > state.row_threshold))
-        # Adding 0 (unselected heads, knock-out rows) leaves a weight exactly as it was, so
-        # each row gets what its setting alone would give it.
-        out = weights + cells * state.head_scale[layer].to(weights.dtype)
-        out = out.masked_fill(cells & select & state.row_knockout, 0.0)
-        renormalise = select & state.row_renormalise
-        return torch.where(renormalise, out / out.sum(-1, keepdim=True), out)
-    if iv.mode == "knockout":
-        out = weights.masked_fill(cells & select, 0.0)
-    elif iv.mode == "restore":
-        out = _restore(weights, cells & select, state.head_level[layer].to(weights.dtype))
-    else:
-        if iv.mode == "conditional":
-            cells = cells & (weights > iv.threshold)
-        # Out of place; outside the cells this adds exactly 0.
-        out = weights + cells * state.head_scale[layer].to(weights.dtype)
-    if iv.renormalise:
-        out = torch.where(select, out / out.sum(-1, keepdim=True), out)
+    rows = state.rows
+    out = weights
+    for mode, selected, active in rows.modes:
+        if active[layer]:
+            out = mode.apply(out, cells & selected[layer], rows.args[layer])
+    if rows.renormalise is not None:
+        out = torch.where(rows.renormalise[layer], out / out.sum(-1, keepdim=True), out)
     return out
-
-
-def _restore(weights, cells, level):
-    """Each selected row's mass on `cells` set to `level` (its head's ID level), spread as
-    the weights already were (evenly where they were all 0), and the rest of the row scaled
-    by (1 - level) / (1 - old mass) so the row still sums to 1. A row whose every key is a
-    cell (all its mass already there) is left as it is: there is nothing to move."""
-    mass = (weights * cells).sum(-1, keepdim=True)
-    count = cells.sum(-1, keepdim=True).clamp_min(1)
-    on = torch.where(mass > 0, weights * (level / mass.clamp_min(1e-30)), level / count)
-    rest = weights * ((1 - level) / (1 - mass).clamp_min(1e-30))
-    moved = cells.any(-1, keepdim=True) & (mass < 1 - 1e-6)
-    return torch.where(moved, torch.where(cells, on, rest), weights)
 
 
 def _register() -> None:

@@ -18,6 +18,7 @@ from harness.attention.scores import check_convention
 from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
 from harness.caps import check_shift
 from harness.data import longest_text
+from harness.engine.modes import SWEEP_MODES
 from harness.options import cli
 from harness.threads import check_threads
 
@@ -30,7 +31,7 @@ QUICK_TASKS = ("reversal", "successor", "addition")
 # task joins QUICK_TASKS when it also fits --quick's ten minutes (value assignment's 9 do
 # not: `--tasks value_assignment`; flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither:
 # `--tasks t6`). docs/usage_analysis.md, "Recipes for the tasks whose reference is not the
-# answer", lists what was tried.
+# answer", says why each recipe is what it is (the runs that found them: its git history).
 QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, "log_every": 20}
 # the optimiser of the recipes that needed a low, steady learning rate (flip-flop, T6): at
 # 1e-3 and above flip-flop's short programs stayed near 0.85 (docs/usage_analysis.md)
@@ -106,7 +107,7 @@ QUICK_SIZES = {
     "counts": [1, 2, 4],
     "control_seeds": [0, 1],
     # Tiny models gain little from a second thread, and on a shared 2-core machine two
-    # threads per process ran a forward 9x slower than one (docs/usage_analysis.md).
+    # threads per process ran a forward 9x slower than one (docs/performance.md, "Threads").
     "threads": 1,
 }
 # --quick's OOD streams where the preset is long: reversal strings of 11-20 characters (the
@@ -173,7 +174,7 @@ class ReproduceConfig:
     )
     mode: str = field(  # "conditional" sweeps `thresholds` too
         default="standard",
-        metadata=cli("intervention", group="sweep", choices=("standard", "conditional")),
+        metadata=cli("intervention", group="sweep", choices=SWEEP_MODES),
     )
     thresholds: list[float] = field(
         default_factory=lambda: [0.01, 0.05, 0.1],
@@ -230,8 +231,9 @@ class ReproduceConfig:
         if self.threads:  # 0: the rule of harness.threads (the command applied it)
             check_threads(self.threads, "'threads'")
         check_reproduce_sizes(self)
-        if self.mode not in ("standard", "conditional"):
-            raise ValueError(f"'mode' must be 'standard' or 'conditional', got {self.mode!r}")
+        if self.mode not in SWEEP_MODES:
+            modes = " or ".join(repr(m) for m in SWEEP_MODES)
+            raise ValueError(f"'mode' must be {modes}, got {self.mode!r}")
         if self.metric not in SELECT_METRICS:
             raise ValueError(
                 f"'metric' must be one of {', '.join(SELECT_METRICS)}, got {self.metric!r}"
@@ -251,9 +253,11 @@ class ReproduceConfig:
             raise ValueError("'model' is required (a trained model folder), or use --quick")
         from attentionspan_datasets.generation import resolve_config
 
-        for task in self.task_list:
+        for index, task in enumerate(self.task_list):
             _, ood_name = task_presets(task)  # unknown task: one line naming the allowed ones
             try:
+                if index == 0 and self.ood:  # kept typed: settings.json, the report's command
+                    self.ood = parse_overrides(ood_name, self.ood)
                 resolve_config(ood_name, **self.ood_for(task))
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
@@ -268,11 +272,24 @@ class ReproduceConfig:
         """Overrides of the task's OOD preset: `ood`, or with `quick` and none given, the
         quick default for the task."""
         if self.ood or not self.quick:
-            return dict(self.ood)
+            return parse_overrides(task_presets(task)[1], self.ood)
         return dict(QUICK_OOD.get(task_short_name(task), {}))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def parse_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides of `preset`, the values given as text (`--ood use_flip=false`) converted by
+    the type of the task's field (`TaskConfig.parse_value`: the rule of --param and
+    --curriculum); values already typed (the Python API) are kept."""
+    from attentionspan_datasets.generation import resolve_config
+
+    config_class = type(resolve_config(preset))
+    return {
+        key: config_class.parse_value(key, value) if isinstance(value, str) else value
+        for key, value in overrides.items()
+    }
 
 
 def check_reproduce_sizes(cfg: ReproduceConfig) -> None:

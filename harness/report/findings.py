@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.attention.controls import roles_of
 from harness.stats import MIN_KIND_INSTANCES, above_zero, below_zero, format_gain, scarce_kind
 from harness.stats import format_number as _n
 
@@ -131,10 +132,11 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     stuck = test[chosen]["exact_match"] <= 0.01 and test["baseline"]["exact_match"] <= 0.01
     if stuck and above_zero(gain):
         out.append("OOD exact match stays at 0: the gain is in single characters, not answers.")
+    roles = roles_of(chosen, gains)
     randoms = [
         f"{name}: {format_gain(control[metric])}"
         for name, control in gains.items()
-        if name.startswith("random") and above_zero(control[metric])
+        if roles[name] == "random_heads" and above_zero(control[metric])
     ]
     if randoms:
         out.append(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from harness.attention.controls import legend, roles_of
 from harness.report.findings import findings_section
 from harness.stats import format_gain, mean_interval
 from harness.stats import format_number as _n
@@ -201,11 +202,7 @@ def results_section(task, folder: Path, command: str) -> list[str]:
         "than the gold one (partial accuracy ignores the extra characters, exact match does "
         f"not): {long_answers or 'none'}. Gains are in points "
         "(x100), paired per instance, with bootstrap 95% intervals (BCa, 2000 resamples). "
-        "Controls: `random*` the same N and C on random heads (one row per seed); `*randpos*` "
-        "the chosen heads at as many random non-reference keys per row; `bottom*` the "
-        "lowest-ranked heads; `*knockout` the chosen heads' reference weights set to 0; "
-        "`*shift-3`, `*shift+3` the chosen push at ref-3 / ref+3 (pointer shift); `*restore` "
-        "each chosen head's reference weight set to its ID level, the row renormalised.",
+        f"Controls: {legend()}.",
         "",
         *verdict_lines(sweep.get("verdict")),
     ]
@@ -268,7 +265,8 @@ def figure2(task, folder: Path, command: str) -> list[str]:
     sweep = task["sweep"]
     records = sweep["records"]["test"]
     chosen = sweep["chosen_name"]
-    random_names = [n for n in records if n.startswith("random")]
+    roles = roles_of(chosen, records)
+    random_names = [n for n in records if roles[n] == "random_heads"]
     shown = {"baseline": "baseline", chosen: f"best ({chosen})"}
     if random_names:
         shown[random_names[0]] = f"random heads ({random_names[0]})"
@@ -379,10 +377,11 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
         sweep = task["sweep"]
         chosen = sweep["chosen_name"]
         test, gains = sweep["test"], sweep["test_gains"]
+        roles = roles_of(chosen, gains)
         randoms = [
             format_gain(g["partial_acc"]).split(" [")[0]
             for n, g in gains.items()
-            if n.startswith("random")
+            if roles[n] == "random_heads"
         ]
         ident = sweep.get("id", {})
         lines.append(

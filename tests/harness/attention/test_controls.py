@@ -5,7 +5,8 @@ import pytest
 
 from attentionspan_datasets import generate
 from attentionspan_datasets.tasks.base import Instance
-from harness.attention import controls, sweep
+from harness.attention import controls
+from harness.attention.controls import assessment
 from harness.attention.sweep import BASELINE, Setting
 
 
@@ -19,19 +20,19 @@ def reversal(chars: str, index: int) -> Instance:
 
 def test_pointer_settings_move_the_chosen_cells():
     chosen = Setting(heads="top", n=4, strength=2.0)
-    shifted = sweep.pointer_settings(chosen)
+    shifted = controls.pointer_settings(chosen)
     assert [s.shift for s in shifted] == [-3, 3]
     assert all((s.heads, s.n, s.strength) == ("top", 4, 2.0) for s in shifted)
-    assert sweep.pointer_settings(BASELINE) == []
+    assert controls.pointer_settings(BASELINE) == []
     with pytest.raises(ValueError, match="non-zero"):
-        sweep.pointer_settings(chosen, shifts=(0,))
+        controls.pointer_settings(chosen, shifts=(0,))
 
 
 def test_restore_setting_keeps_the_heads():
-    restore = sweep.restore_setting(Setting(heads="top", n=4, strength=2.0))
+    restore = controls.restore_setting(Setting(heads="top", n=4, strength=2.0))
     assert (restore.heads, restore.n, restore.mode) == ("top", 4, "restore")
     assert restore.name == "top4-restore"
-    assert sweep.restore_setting(BASELINE) is None
+    assert controls.restore_setting(BASELINE) is None
 
 
 def test_pointed_rows_skip_rows_where_the_pointer_agrees_with_the_answer():
@@ -39,12 +40,12 @@ def test_pointed_rows_skip_rows_where_the_pointer_agrees_with_the_answer():
     # shift +1: row 0 -> key 4 ("=", after the query at key 4? the query of row 0 is key 4:
     # allowed), row 1 -> key 3 "b" (gold "c"), row 2 -> key 2 "c" (gold "b"),
     # row 3 -> key 1 "b" (gold "a")
-    assert controls._pointed_rows(x, 1) == [(0, "="), (1, "b"), (2, "c"), (3, "b")]
+    assert assessment._pointed_rows(x, 1) == [(0, "="), (1, "b"), (2, "c"), (3, "b")]
     # shift -1: row 0 -> key 2 "c" (gold "b"), row 1 -> key 1 "b" (gold "c"),
     # row 2 -> key 0 "a" (gold "b"), row 3 -> key -1: outside
-    assert controls._pointed_rows(x, -1) == [(0, "c"), (1, "b"), (2, "a")]
+    assert assessment._pointed_rows(x, -1) == [(0, "c"), (1, "b"), (2, "a")]
     y = reversal("aaaa", 1)  # every pointed-at character equals the answer: nothing to tell
-    assert controls._pointed_rows(y, -1) == []
+    assert assessment._pointed_rows(y, -1) == []
 
 
 def test_pointer_following_counts_rows_and_instances():

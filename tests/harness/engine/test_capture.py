@@ -600,3 +600,40 @@ def test_one_setting_per_row_equals_each_setting_alone(tiny_models, attn_tokeniz
         plan = AttentionPlan(reference=ref, intervention=Intervention(torch.stack([heads] * 2)))
         with capture_attention(model, plan):
             model(**batch.model_inputs())
+
+
+def test_restore_rows_in_a_per_row_batch_equal_restore_alone(tiny_models):
+    """Restore runs on the same per-row path as the other modes: in a batch whose rows
+    restore (each with its own levels), reinforce or do nothing, every row's maps and logits
+    are those of its setting alone, bit for bit."""
+    model = tiny_models["gemma3"]
+    inputs, _ = padded([12], 12)
+    ref = random_reference(inputs["attention_mask"], per_row=2)
+    heads = heads_mask((0, 1), (1, 2))
+    g = torch.Generator().manual_seed(3)
+    settings = [
+        dict(heads=heads, mode="restore", levels=torch.rand(LAYERS, HEADS, generator=g)),
+        dict(heads=heads, strength=1.5),
+        dict(heads=heads, mode="restore", levels=torch.rand(LAYERS, HEADS, generator=g)),
+        dict(heads=torch.zeros_like(heads), mode="restore", levels=torch.ones(LAYERS, HEADS)),
+    ]
+    rows = len(settings)
+    batch = {k: v.repeat(rows, 1) for k, v in inputs.items()}
+    per_row = Intervention(
+        heads=torch.stack([s["heads"] for s in settings]),
+        strength=torch.tensor([s.get("strength", 0.0) for s in settings]),
+        mode=[s.get("mode", "standard") for s in settings],
+        levels=torch.stack([s.get("levels", torch.zeros(LAYERS, HEADS)) for s in settings]),
+    )
+    plan = AttentionPlan(
+        reference=ref.repeat(rows, 1, 1), intervention=per_row, patterns=(0, 1, 2, 3)
+    )
+    with torch.no_grad(), capture_attention(model, plan) as together:
+        logits = model(**batch).logits
+    for r, setting in enumerate(settings):
+        plan = AttentionPlan(reference=ref, intervention=Intervention(**setting), patterns=(0,))
+        with torch.no_grad(), capture_attention(model, plan) as alone:
+            want = model(**inputs).logits
+        torch.testing.assert_close(logits[r], want[0], atol=0, rtol=0)
+        for name, maps in alone.patterns.items():
+            torch.testing.assert_close(together.patterns[name][r], maps[0], atol=0, rtol=0)

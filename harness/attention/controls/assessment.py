@@ -1,8 +1,6 @@
-"""Controls that tell a repaired lookup from an oracle pointer, and the verdict they give.
+"""The repair-or-pointer verdict that the controls give, and what it reads.
 
-    from harness.attention.controls import (
-        answer_at_reference, pointer_following, pointer_settings, restore_setting, verdict)
-    shifted = pointer_settings(chosen)                 # the chosen heads and C at ref-3, ref+3
+    from harness.attention.controls import answer_at_reference, pointer_following, verdict
     follow = pointer_following(instances, records["top4-C2-shift+3"], 3, records["baseline"])
     follow["excess"]                                    # writes the pointed-at character more
     verdict(chosen_gain=..., restore_gain=..., follows={3: follow}, shift_gains={3: ...},
@@ -29,7 +27,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.attention.sweep import Setting, pointer_settings, restore_setting
+from harness.attention.controls.pointer import pointer_settings
+from harness.attention.controls.restore import restore_setting
+from harness.attention.setting import Setting
 from harness.stats import above_zero
 
 # The verdict rule (docs/usage_analysis.md states it; fixed before any measurement):
@@ -37,24 +37,6 @@ POINTER_EXCESS = 0.2  # shifted pushes make the model write the pointed-at chara
 # more often than without intervention, on the same rows
 MIN_POINTER_TOKENS = 20  # rows a following rate needs before it counts
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under the chosen setting and "hold"
-
-
-def restore_levels(ranking, shift: int = 0):
-    """float [layers, heads]: each head's mean weight per target row at `ref + shift` on
-    the ranking's (ID) instances, the level "restore" gives back. From the ranking's offset
-    profile, or its own per-row scores when it was ranked at that shift."""
-    import torch
-
-    if str(shift) in ranking.offsets:
-        values = ranking.offsets[str(shift)]
-    elif int(ranking.source.get("shift", 0)) == shift:
-        values = ranking.per_row
-    else:
-        raise ValueError(
-            f"the head ranking has no ID level at ref{shift:+d} (offsets: "
-            f"{', '.join(sorted(ranking.offsets)) or 'none'}); rank with that offset"
-        )
-    return torch.tensor(values, dtype=torch.float32).clamp(0, 1)
 
 
 def _pointed_rows(instance, shift: int) -> list[tuple[int, str]]:

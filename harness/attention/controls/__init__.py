@@ -1,0 +1,134 @@
+"""The controls of a chosen setting, one module each, listed once in `CONTROLS`; and the
+repair-or-pointer verdict they give (`harness.attention.controls.assessment`).
+
+    from harness.attention.controls import control_settings, roles_of, assess
+    control_settings(chosen, seeds=(0, 1))   # the settings scored beside the chosen one
+    roles_of("top4-C2", names)["random4-C2-s0"]        # "random_heads"
+    assess(sweep, instances)["verdict"]                  # repair / pointer / inconclusive
+
+    random_heads      the same N and C on random heads (one setting per seed)
+    random_positions  the chosen heads at as many random non-reference keys per row
+    bottom_heads      the lowest-ranked heads
+    knockout          the chosen heads' reference weights set to 0
+    pointer           the chosen push at ref + k for each pointer shift
+    restore           the chosen heads' reference weight set to its ID level
+
+A control is a `Control` value (`base.py`): its role, which its settings carry
+(`Setting.role`) and reports read; how it makes its settings from the chosen one; its entry
+in the reports' legend. A new control is one module defining `CONTROL` and one line in
+`CONTROLS`. Nothing here imports torch (reports read the roles and the legend) or the
+sweep (which imports this package to score the controls of its choice).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from harness.attention.controls import (
+    bottom_heads,
+    knockout,
+    pointer,
+    random_heads,
+    random_positions,
+    restore,
+)
+from harness.attention.controls.assessment import (
+    ID_TOLERANCE,
+    MIN_POINTER_TOKENS,
+    POINTER_EXCESS,
+    answer_at_reference,
+    assess,
+    pointer_following,
+    verdict,
+)
+from harness.attention.controls.base import Control, ControlOptions
+from harness.attention.controls.knockout import knockout_of
+from harness.attention.controls.pointer import POINTER_SHIFTS, pointer_settings
+from harness.attention.controls.restore import restore_levels, restore_setting
+from harness.attention.setting import BASELINE, Setting
+
+CONTROLS: tuple[Control, ...] = (
+    random_heads.CONTROL,
+    random_positions.CONTROL,
+    bottom_heads.CONTROL,
+    knockout.CONTROL,
+    pointer.CONTROL,
+    restore.CONTROL,
+)
+
+
+def control_settings(
+    chosen: Setting,
+    seeds: Iterable[int] = (0, 1, 2),
+    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
+    restore: bool = True,
+) -> list[Setting]:
+    """The settings of every control of `chosen` (none for the baseline), in `CONTROLS`
+    order, each carrying its control's role. `restore=False` leaves the restore control out
+    (it needs ID levels in the head ranking)."""
+    if chosen.is_baseline:
+        return []
+    options = ControlOptions(
+        seeds=tuple(int(s) for s in seeds), pointer_shifts=tuple(pointer_shifts)
+    )
+    out = []
+    for control in CONTROLS:
+        if control.role == "restore" and not restore:
+            continue
+        out += [dataclasses.replace(s, role=control.role) for s in control.make(chosen, options)]
+    return out
+
+
+def roles_of(chosen_name: str, names: Iterable[str]) -> dict[str, str]:
+    """The role of each setting a sweep reported, by name: "baseline", "chosen", a
+    control's role, or "intervention" (any other setting). The controls of the chosen
+    setting are made again (`Setting.from_name`, with the seeds the names carry), so a
+    digest that kept only names (docs/quick-run*.json) reads as the full results do."""
+    names = list(names)
+    roles = {name: "intervention" for name in names}
+    parsed = {}
+    for name in names:
+        try:
+            parsed[name] = Setting.from_name(name)
+        except ValueError:
+            continue  # not a setting name of this version: no role to give it
+    chosen = parsed.get(chosen_name)
+    if chosen is not None and not chosen.is_baseline:
+        # One seed at a time: a control that draws with the first seed only (random
+        # positions) is made for every seed the names carry.
+        for seed in sorted({s.seed for s in parsed.values()}):
+            for setting in control_settings(chosen, (seed,)):
+                if setting.name in roles:
+                    roles[setting.name] = setting.role
+        roles[chosen_name] = "chosen"
+    if BASELINE.name in roles:
+        roles[BASELINE.name] = BASELINE.role
+    return roles
+
+
+def legend() -> str:
+    """What each control's rows are, for a report: one clause per control."""
+    return "; ".join(control.legend for control in CONTROLS)
+
+
+__all__ = [
+    "CONTROLS",
+    "ID_TOLERANCE",
+    "MIN_POINTER_TOKENS",
+    "POINTER_EXCESS",
+    "POINTER_SHIFTS",
+    "Control",
+    "ControlOptions",
+    "answer_at_reference",
+    "assess",
+    "control_settings",
+    "knockout_of",
+    "legend",
+    "pointer_following",
+    "pointer_settings",
+    "restore_levels",
+    "restore_setting",
+    "roles_of",
+    "verdict",
+]
