@@ -23,17 +23,13 @@ from harness.options import (
 )
 
 
-def _ood_pair(text: str) -> tuple[str, object]:
+def _ood_pair(text: str) -> tuple[str, str]:
+    """`KEY=VALUE` as (key, text): the value takes its field's type per task
+    (`ReproduceConfig.ood_for`, through the task config's own `parse_value`), not a guess."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise ValueError(f"--ood expects KEY=VALUE (e.g. max_length=20), got {text!r}")
-    try:
-        return key, int(value)
-    except ValueError:
-        try:
-            return key, float(value)
-        except ValueError:
-            return key, value
+    return key, value
 
 
 def add_arguments(parser) -> None:

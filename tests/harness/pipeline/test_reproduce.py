@@ -169,6 +169,15 @@ def test_bad_options_name_the_field():
         ReproduceConfig(model="x", config="successor", ood={"max_length": 20})
     quick = ReproduceConfig(quick=True, tasks=["reversal", "successor"])
     assert quick.ood_for("reversal") == {"max_length": 20} and quick.ood_for("successor") == {}
+    # --ood values take their field's type (bool, int, text), not a guess from the text
+    va = ReproduceConfig(
+        model="x", config="value_assignment", ood={"sorted_keys": "true", "max_length": "12"}
+    )
+    assert va.ood_for("value_assignment") == {"sorted_keys": True, "max_length": 12}
+    flips = ReproduceConfig(model="x", config="ffml", ood={"use_flip": "false"})
+    assert flips.ood_for("ffml") == {"use_flip": False}
+    with pytest.raises(ValueError, match="'sorted_keys' must be true or false"):
+        ReproduceConfig(model="x", config="value_assignment", ood={"sorted_keys": "maybe"})
     assert task_presets("reversal") == ("reversal_id", "reversal_ood")
     assert task_presets("successor_id") == ("successor_id", "successor_ood")
     for name in ("reversal", "reversal_id", "reversal_ood", "string_reversal"):
