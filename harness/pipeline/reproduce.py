@@ -307,7 +307,7 @@ class TaskRun:
         result["grid"] = {
             "counts": counts,
             "strengths": list(self.cfg.strengths),
-            "thresholds": list(self.cfg.thresholds) if self.cfg.mode == "conditional" else [],
+            "thresholds": list(self.cfg.thresholds) if _sweeps_thresholds(self.cfg.mode) else [],
             "names": [s.name for s in settings],
         }
         return result
@@ -323,10 +323,45 @@ class TaskRun:
         self.results["heads"] = ranking.to_dict()
         self.log("sweep and controls")
         self.results["sweep"] = self.run_sweep(ranking)
+        self.log("where the model looks when it errs")
+        self.results["diagnosis"] = self.run_diagnosis(ranking)
         self.log("attention.html (baseline beside the chosen setting)")
         self.results["viewer"] = self.run_viewer(ranking)
         self.results["seconds"] = round(time.perf_counter() - started, 1)
         return self.results
+
+    def run_diagnosis(self, ranking) -> dict[str, Any]:
+        """Where the ranked heads look on each wrong answer token, without intervention, on
+        the ID and the OOD test streams (`harness.attention.diagnosis`). The heads: the top N
+        of the chosen setting (the grid's smallest N when the baseline was chosen), at the
+        ranking's shift."""
+        from harness.attention.diagnosis import where_errors_look
+        from harness.attention.sweep import BASELINE
+        from harness.engine.scoring import Scorer
+
+        chosen = self.results["sweep"].get("chosen") or {}
+        counts = self.results["sweep"].get("grid", {}).get("counts") or [1]
+        n = chosen.get("n") if chosen.get("heads") == "top" and chosen.get("n") else counts[0]
+        heads = ranking.top(min(n, ranking.total))
+        settings = self.base_settings() | {
+            "n": self.cfg.num_test,
+            "heads": [list(h) for h in heads],
+            "shift": self.cfg.shift,
+        }
+
+        def compute():
+            self.load()
+            scorer = Scorer(self.model, self.tokenizer, self.prompt, self.cfg.batch_size)
+            out = {}
+            for stream, name in (("id", self.id_name), ("test", self.ood_name)):
+                records = self.score([BASELINE], stream)[BASELINE.name]
+                instances = self.instances(stream, share=False)
+                out[name] = where_errors_look(
+                    scorer, instances, records, heads, shift=self.cfg.shift
+                )
+            return out
+
+        return self.stages.run(f"{self.task}-diagnosis", settings, compute)
 
     def run_viewer(self, ranking) -> dict[str, Any]:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test
@@ -360,6 +395,13 @@ class TaskRun:
             return {"file": str(path.relative_to(self.dir.parent)), "instances": len(instances)}
 
         return self.stages.run(f"{self.task}-viewer", settings, compute)
+
+
+def _sweeps_thresholds(mode: str) -> bool:
+    """The mode reads a threshold (conditional), so the grid sweeps `thresholds`."""
+    from harness.engine.modes import MODES
+
+    return "threshold" in MODES[mode].reads
 
 
 # --- quick: train the models first ------------------------------------------------------------

@@ -366,6 +366,41 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
     return lines
 
 
+def diagnosis_section(task, command: str) -> list[str]:
+    """Where the ranked heads looked on each wrong answer token, ID and OOD, without any
+    intervention (`harness.attention.diagnosis`)."""
+    from harness.attention.diagnosis import CLASSES
+
+    found = task.get("diagnosis") or {}
+    if not found:
+        return []
+    first = next(iter(found.values()))
+    heads = ", ".join(f"L{layer}H{head}" for layer, head in first["heads"])
+    lines = [
+        f"Heads {heads} (the chosen setting's top N), at ref{first['shift']:+d}; a row is "
+        f"*on the reference* when the heads put at least {first['dominance']:g} of their "
+        "task-text weight on its reference keys, *misdirected* when one other key holds that "
+        "much and the model wrote what the task gives on the keys moved there, *elsewhere* "
+        "when such a key's result was not written, *diffuse* when nothing holds it. Shares "
+        "are means over the instances with a wrong token (each counts once).",
+        "",
+        "| config | instances with a wrong token | wrong tokens | "
+        + " | ".join(c.replace("_", " ") for c in CLASSES)
+        + " | diffuse, reference still first |",
+        "|---|---|---|" + "---|" * (len(CLASSES) + 1),
+    ]
+    for name, result in found.items():
+        shares = result["shares"]
+        cells = [_n(shares[c]) if shares[c] is not None else "-" for c in CLASSES]
+        diffuse = result["token_counts"]["diffuse"]
+        lines.append(
+            f"| {name} | {result['instances']} | {result['tokens']} | {' | '.join(cells)} | "
+            f"{result['reference_first']} of {diffuse} tokens |"
+        )
+    lines.append("")
+    return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
+
+
 def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
     """One row per task: the chosen setting against the baseline and the random-head control."""
     lines = [
@@ -428,6 +463,9 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         lines += ["### Attention on reference tokens (Table 2 analog, Figure 1)", ""]
         lines += attention_section(task, folder, command)
         lines += ["### Head ranking (Appendix G)", "", *heads_section(task, folder, command)]
+        diagnosis = diagnosis_section(task, command)
+        if diagnosis:  # runs made before the stage existed have none
+            lines += ["### Where the model looks when it errs", "", *diagnosis]
         lines += ["### Sweep on validation", "", *sweep_section(task, folder, command)]
         lines += ["### Chosen setting and controls on test", ""]
         lines += results_section(task, folder, command)

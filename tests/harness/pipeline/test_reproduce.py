@@ -46,6 +46,7 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
         "Sweep on validation",
         "controls on test",
         "Figure 2 analog",
+        "Where the model looks when it errs",
     ):
         assert heading in text
     assert "attentionspan reproduce --model" in text
@@ -63,6 +64,11 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     settings = json.loads((out / "settings.json").read_text())
     assert settings["num_test"] == 4 and settings["ood"] == {"max_length": 12}
     results = json.loads((folder / "results.json").read_text())
+    # every wrong OOD token classified once, from the baseline's own answers
+    diagnosis = results["diagnosis"]["reversal_ood"]
+    assert diagnosis["tokens"] == sum(diagnosis["token_counts"].values()) > 0
+    assert len(results["model_sha256"]) == 64  # the weights the figures come from
+    assert settings["versions"]["torch"]
     sweep = results["sweep"]
     # Chosen among the grid on validation; reported with its controls on test and ID.
     assert sweep["chosen_name"] in ("top1-C1", "top2-C1")
