@@ -112,20 +112,25 @@ class HeadRanking:
         return cls.from_dict(json.loads(path.read_text()))
 
 
+RANKED = "ranked"  # the named reference of the ranking itself when it is thresholded
+
+
 def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float):
-    """{k: [layers, heads] summed weight on `ref + k` cells} for one batch, every offset
-    (and the thresholded one at `shift`) recorded in ONE teacher-forced forward."""
+    """{k: [layers, heads] summed weight on `ref + k` cells} for one batch, and with a
+    threshold {RANKED: the same at `shift`, counting only weights above it}, every one
+    recorded in ONE teacher-forced forward. The offsets are always the plain weights: they
+    are the heads' levels (the offset profile, restore's ID level), whatever the ranking
+    counts."""
     from harness.engine.capture import AttentionPlan, Reference
 
     references = {
-        str(k): Reference(
-            causal_valid(shift_mask(reference, k), batch.attention_mask),
-            threshold if k == shift else 0.0,
-        )
+        str(k): Reference(causal_valid(shift_mask(reference, k), batch.attention_mask))
         for k in wanted
     }
+    if threshold > 0:
+        references[RANKED] = Reference(references[str(shift)].mask, threshold)
     record = scorer.forward(batch, AttentionPlan(references=references), attention_only=True)
-    return {k: record.mass(str(k)) for k in wanted}
+    return {k: record.mass(k) for k in references}
 
 
 def rank_heads(
@@ -155,7 +160,9 @@ def rank_heads(
     scorer = Scorer(model, tokenizer, prompt, batch_size)
     num_layers, num_heads = model_shape(model)
     wanted = sorted(set(offsets) | {shift})
-    sums = {k: torch.zeros(num_layers, num_heads) for k in wanted}
+    ranked = RANKED if threshold > 0 else str(shift)
+    sums = {str(k): torch.zeros(num_layers, num_heads) for k in wanted}
+    sums[ranked] = torch.zeros(num_layers, num_heads)
     rows = 0
     start = time.perf_counter()
 
@@ -170,7 +177,7 @@ def rank_heads(
     batches = math.ceil(len(instances) / batch_size)
     with tqdm(total=batches, desc="heads", disable=not progress, dynamic_ncols=True) as bar:
         scorer.run(instances, one_batch, lambda _n: bar.update(1))
-    scores = sums[shift]
+    scores = sums[ranked]
     flat = scores.flatten()
     # Stable order: ties (e.g. all zero) keep (layer, head) order.
     order = sorted(range(flat.numel()), key=lambda i: (-float(flat[i]), i))
@@ -179,7 +186,8 @@ def rank_heads(
         scores=scores.tolist(),
         per_row=per_row.tolist(),
         order=[(i // num_heads, i % num_heads) for i in order],
-        offsets={str(k): (sums[k] / max(rows, 1)).tolist() for k in offsets},
+        # the plain mean weight per row at every offset, the ranking's own shift included
+        offsets={str(k): (sums[str(k)] / max(rows, 1)).tolist() for k in wanted},
         rows=rows,
         source={
             **(source or {}),

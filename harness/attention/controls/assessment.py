@@ -137,8 +137,9 @@ def verdict(
     OOD test split (`harness.stats.paired_gain`: gain, low, high); `follows[k]`:
     `pointer_following` of the shifted setting; `id_exact`: (baseline, chosen) ID exact
     match. The rule (docs/usage_analysis.md):
-    - pointer: a shifted setting makes the model write the pointed-at character at least
-      POINTER_EXCESS more often than without intervention (on >= MIN_POINTER_TOKENS rows);
+    - pointer: the chosen setting gains (interval above 0) and a shifted setting makes the
+      model write the pointed-at character at least POINTER_EXCESS more often than without
+      intervention (on >= MIN_POINTER_TOKENS rows);
     - repair: the chosen setting gains (interval above 0), restore gains too (interval
       above 0), no shifted setting is followed, each shifted setting gains less than the
       chosen one (its interval's top under the chosen gain's bottom: the reference itself
@@ -172,7 +173,12 @@ def verdict(
                 f"at ref{k:+d} the model writes the pointed-at character {excess:+.2f} more "
                 "often than without intervention"
             )
-        return {"verdict": "pointer", "reasons": reasons, "numbers": numbers}
+        if above_zero(chosen_gain):
+            return {"verdict": "pointer", "reasons": reasons, "numbers": numbers}
+        # A pointer verdict says the gain comes from handing the answer over: with no
+        # gain there is nothing to explain.
+        reasons.append("but the chosen setting's gain is not above 0 (interval)")
+        return {"verdict": "inconclusive", "reasons": reasons, "numbers": numbers}
     if not above_zero(chosen_gain):
         reasons.append("the chosen setting's gain is not above 0 (interval)")
     if not above_zero(restore_gain):
@@ -210,10 +216,11 @@ def assess(sweep: Mapping[str, Any], instances: Sequence[Any], metric: str | Non
     follows, shift_gains = {}, {}
     for setting in pointer_settings(chosen):
         if setting.name in records:
+            # The push moved k keys past the chosen cells delivers the character at ref + k:
+            # under --shift s the heads read ref + s to get ref's character (a previous-token
+            # head carried it there), so ref + s + k carries the one at ref + k.
             k = setting.shift - chosen.shift
-            follows[k] = pointer_following(
-                instances, records[setting.name], setting.shift, baseline
-            )
+            follows[k] = pointer_following(instances, records[setting.name], k, baseline)
             shift_gains[k] = gains[setting.name][metric]
     restore = restore_setting(chosen)
     restore_gain = gains[restore.name][metric] if restore and restore.name in gains else None

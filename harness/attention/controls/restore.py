@@ -16,13 +16,15 @@ def restore_setting(chosen):
 
 def restore_levels(ranking, shift: int = 0):
     """float [layers, heads]: each head's mean weight per target row at `ref + shift` on
-    the ranking's (ID) instances, the level "restore" gives back. From the ranking's offset
-    profile, or its own per-row scores when it was ranked at that shift."""
+    the ranking's (ID) instances, the level "restore" gives back: the plain mean weight,
+    never a thresholded ranking's count of the weights above its threshold. From the
+    ranking's offset profile (plain weights at every offset), or its own per-row scores
+    when it was ranked at that shift without a threshold."""
     import torch
 
     if str(shift) in ranking.offsets:
         values = ranking.offsets[str(shift)]
-    elif int(ranking.source.get("shift", 0)) == shift:
+    elif int(ranking.source.get("shift", 0)) == shift and not ranking.source.get("threshold"):
         values = ranking.per_row
     else:
         raise ValueError(

@@ -218,3 +218,72 @@ def test_a_planted_pointer_is_detected_as_one(attn_tokenizer):
     assert follows["3"]["tokens"] >= controls.MIN_POINTER_TOKENS
     assert follows["3"]["rate"] > 0.8 and follows["-3"]["rate"] > 0.8
     assert out["verdict"] == "pointer", out
+
+
+def _sweep_of(chosen, xs, answers):
+    """A finished sweep's records: the baseline writes nothing right, each other setting
+    writes `answers[name](instance)`."""
+    from harness.stats import gain_table
+
+    records = {
+        "baseline": [
+            {"index": x.index, "prediction": "", "partial_acc": 0.0, "exact_match": 0.0} for x in xs
+        ]
+    }
+    for name, answer in answers.items():
+        rows = []
+        for x in xs:
+            prediction = answer(x)
+            right = sum(a == b for a, b in zip(prediction, x.target)) / len(x.target)
+            exact = float(prediction == x.target)
+            rows.append(
+                {
+                    "index": x.index,
+                    "prediction": prediction,
+                    "partial_acc": right,
+                    "exact_match": exact,
+                }
+            )
+        records[name] = rows
+    gains = {
+        name: gain_table(records["baseline"], rows, per_length=False)
+        for name, rows in records.items()
+        if name != "baseline"
+    }
+    return {
+        "metric": "partial_acc",
+        "chosen": chosen.to_dict(),
+        "records": {"test": records},
+        "test_gains": gains,
+        "id": {"baseline": {"exact_match": 1.0}, chosen.name: {"exact_match": 1.0}},
+    }
+
+
+def pointed(x, k):
+    """The answer of a model that writes the character at ref + k on every row."""
+    text = x.prompt + x.target
+    return "".join(
+        text[keys[0] + k] if 0 <= keys[0] + k < len(text) else "?" for keys in x.reference
+    )
+
+
+def test_under_a_shift_following_counts_the_character_the_push_delivers():
+    """--shift 1: the heads read ref+1 (a previous-token head carried ref's character there),
+    so the push moved 3 keys past the chosen cells, at ref+1+3, delivers the character at
+    ref+3. The check used to read ref+1+3 and called a pure pointer a repair."""
+    xs = [reversal("abcdefghijklmnopqrstuvwxyz"[i : i + 12], i) for i in range(4)]
+    chosen = Setting(heads="top", n=1, strength=2.0, shift=1)
+    shifted = {s.shift - chosen.shift: s for s in controls.pointer_settings(chosen)}
+    answers = {chosen.name: lambda x: x.target}
+    answers |= {shifted[k].name: (lambda x, k=k: pointed(x, k)) for k in shifted}
+    out = controls.assess(_sweep_of(chosen, xs, answers), xs)
+    follows = out["numbers"]["follows"]
+    assert follows["3"]["rate"] == 1.0 and follows["-3"]["rate"] == 1.0
+    assert out["verdict"] == "pointer"
+
+
+def test_a_followed_push_without_a_gain_is_not_a_pointer():
+    follows = {3: {"tokens": 100, "rate": 0.55, "baseline_rate": 0.02, "excess": 0.53}}
+    out = controls.verdict(NONE, GAIN, follows, {3: NONE}, (1.0, 1.0), 1.0)
+    assert out["verdict"] == "inconclusive"
+    assert "not above 0" in out["reasons"][-1]

@@ -7,6 +7,7 @@ import torch
 
 from attentionspan_datasets.splits import iter_split
 from harness.attention import heads as heads_module
+from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, rank_heads, shift_mask
 from harness.engine.inference import collate_left
 from harness.tokenization import CharTokenizer, encode_instance
@@ -72,11 +73,17 @@ def test_threshold_counts_only_weights_above_it(attn_tokenizer, instances):
     high = rank_heads(model, attn_tokenizer, instances[:2], threshold=0.9, batch_size=2)
     assert low.scores[0][1] == pytest.approx(plain.scores[0][1], rel=1e-4)
     assert high.scores == [[0.0] * 4, [0.0] * 4]
+    # The offsets stay the plain weights, the ranking's shift included: they are the level
+    # restore gives back (a thresholded count there turned a planted repair inconclusive).
+    assert high.offsets["0"] == pytest.approx(plain.offsets["0"], rel=1e-5)
+    levels = restore_levels(high, 0)
+    assert levels.tolist() == pytest.approx(plain.offsets["0"], rel=1e-5)
+    assert float(levels.sum()) > 0
 
 
 def test_order_follows_scores_and_saves(monkeypatch, tmp_path, attn_tokenizer, instances):
     known = torch.tensor([[1.0, 5.0, 0.5, 2.0], [4.0, 0.0, 3.0, 6.0]])
-    monkeypatch.setattr(heads_module, "_batch_masses", lambda *args, **kwargs: {0: known.clone()})
+    monkeypatch.setattr(heads_module, "_batch_masses", lambda *args, **kwargs: {"0": known.clone()})
     model = build_tiny("llama", attn_tokenizer)
     ranking = rank_heads(model, attn_tokenizer, instances[:2], batch_size=2, offsets=(0,))
     assert ranking.top(3) == [(1, 3), (0, 1), (1, 0)]

@@ -118,3 +118,20 @@ def test_a_new_mode_is_one_module_and_one_line(tiny_models, monkeypatch):
     expected = eager.clone()
     expected[0, 1][ref[0]] /= 2
     torch.testing.assert_close(got, expected, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("mass", [0.99, 0.999])
+def test_restore_is_exact_in_bf16(mass):
+    """Restore divides by the actual sum of the other cells, in float32: with 1 - mass in
+    bf16 a row holding 0.99 on its cells came back summing to 0.94, and one holding 0.999
+    (1.0 in bf16) was not restored at all."""
+    rest = (1 - mass) / 3
+    weights = torch.tensor([mass, rest, rest, rest]).reshape(1, 1, 1, 4).to(torch.bfloat16)
+    cells = torch.tensor([True, False, False, False]).reshape(1, 1, 1, 4)
+    levels = torch.tensor([0.5]).reshape(1, 1, 1, 1)
+    out = MODES["restore"].apply(weights, cells, args(levels=levels))
+    assert out.dtype == torch.bfloat16
+    row = out[0, 0, 0].float()
+    assert float(row[0]) == pytest.approx(0.5, abs=4e-3)  # the level, to bf16's precision
+    assert float(row.sum()) == pytest.approx(1.0, abs=8e-3)
+    assert float(row[1]) == pytest.approx(float(row[2]))  # the rest spread as it was
