@@ -16,6 +16,9 @@ copied for every setting. The settings of a batch run together, as nnsight batch
 invokes: one generation (and one teacher-forced forward) whose rows are instances x settings,
 each row under its own setting (a per-row capture `Intervention`), up to `MAX_ROWS` rows;
 `batched=False` runs one generation per setting instead, with the same records.
+`generate=False` runs the teacher-forced forward alone (teacher-forced records: the dose
+ladder, `harness.attention.dose`). The `other` heads are drawn outside the top n
+(`other_seeds` gives seeds whose head sets differ).
 """
 
 from __future__ import annotations
@@ -45,8 +48,54 @@ def select_heads(setting: Setting, ranking: HeadRanking) -> list[tuple[int, int]
     if setting.heads == "bottom":
         return ranking.bottom(setting.n)
     every = [(la, h) for la in range(ranking.num_layers) for h in range(ranking.num_heads)]
+    if setting.heads == "other":
+        chosen = set(ranking.top(setting.n))
+        others = [pair for pair in every if pair not in chosen]
+        if setting.n > len(others):
+            raise ValueError(
+                f"n must be <= {len(others)} for heads='other' (the heads outside the top "
+                f"{setting.n}), got {setting.n}"
+            )
+        return sorted(others[i] for i in _other_draw(len(others), setting.n, setting.seed))
     # A string seed is hashed the same way in every process (random's SHA-512 path).
     return sorted(random.Random(f"heads/{setting.seed}").sample(every, setting.n))
+
+
+def _other_draw(count: int, n: int, seed: int) -> list[int]:
+    """The indices (into the sorted heads outside the top n, `count` of them) of the `n`
+    heads that an `other` setting with `seed` draws: they depend on (count, n, seed) only."""
+    return sorted(random.Random(f"other/{seed}").sample(range(count), n))
+
+
+def other_seeds(total: int, n: int, draws: int, max_tries: int = 10_000) -> dict[str, Any]:
+    """Seeds of `draws` `other` settings (heads drawn outside the top n of a model with
+    `total` heads) whose head sets all differ: the first seeds 0, 1, ... that give a new
+    set. When fewer distinct sets exist (C(total - n, n) < draws, a model with few heads),
+    all of them: {"seeds", "requested", "available" (how many distinct sets exist),
+    "exhausted" (True when every distinct set is used and that is fewer than requested)}."""
+    import math
+
+    if draws < 0:
+        raise ValueError(f"draws must be >= 0, got {draws}")
+    if not 1 <= n <= total:
+        raise ValueError(f"n must be in 1..{total} (the model's heads), got {n}")
+    available = math.comb(total - n, n)  # 0 when fewer than n heads lie outside the top n
+    wanted = min(draws, available)
+    seeds: list[int] = []
+    seen: set[tuple[int, ...]] = set()
+    for seed in range(max_tries):
+        if len(seeds) == wanted:
+            break
+        drawn = tuple(_other_draw(total - n, n, seed))
+        if drawn not in seen:
+            seen.add(drawn)
+            seeds.append(seed)
+    return {
+        "seeds": seeds,
+        "requested": draws,
+        "available": available,
+        "exhausted": available < draws,
+    }
 
 
 def heads_tensor(pairs: Sequence[tuple[int, int]], num_layers: int, num_heads: int):
@@ -177,10 +226,17 @@ def score_batch(
     teacher_forced: bool = True,
     reuse_prefill: bool = True,
     batched: bool = True,
+    generate: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Records of one batch under every setting. `batched`: all settings in one generation
     (and one teacher-forced forward) whose rows are instances x settings, one setting per
-    row; else one generation per setting. The records are the same either way."""
+    row; else one generation per setting. The records are the same either way.
+
+    `generate=False`: the teacher-forced forward alone (no generation, no prefill), with
+    records {config, index, length, target_len, tf_token_acc, tf_exact (every target
+    character right; the EOS row is not a character), tf_prediction (the argmax, decoded one
+    token per target position: a list of strings, the tokenizer's text for a special
+    token)}: a dose ladder's settings cost one forward per batch."""
     from harness.engine.capture import AttentionPlan
     from harness.engine.scoring import Scorer, collate_left, max_new_tokens, token_accuracy
 
@@ -195,12 +251,16 @@ def score_batch(
     for setting in settings:
         if not setting.is_baseline and ranking is None:
             raise ValueError(f"setting {setting.name} needs a head ranking")
+    if not generate and not teacher_forced:
+        raise ValueError(
+            "generate=False scores the teacher-forced pass: teacher_forced must be True"
+        )
     interventions = [
         intervention_for(s, ranking, reference, allowed) if ranking else None for s in settings
     ]
     prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
     prefix = None
-    if reuse_prefill and prompts.prompt_width > 1:
+    if generate and reuse_prefill and prompts.prompt_width > 1:
         with _plain_capture(model):
             prefix = _prefix_cache(model, prompts)
     # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
@@ -225,6 +285,14 @@ def score_batch(
             if count > 1:
                 cache.batch_repeat_interleave(count)
             extra[cache_argument(scorer.model)] = cache
+        if not generate:
+            forced = scorer.teacher_force(rows, plan)[0]
+            for s, index in enumerate(chosen):
+                out[settings[index].name] = [
+                    _forced_record(scorer, instance, enc, forced, b * count + s)
+                    for b, (instance, enc) in enumerate(zip(chunk, encodings))
+                ]
+            continue
         gen, _ = scorer.generate(rows, plan, max_new, **extra)
         forced = scorer.teacher_force(rows, plan)[0] if teacher_forced else None
         for s, index in enumerate(chosen):
@@ -248,6 +316,22 @@ def score_batch(
     return out
 
 
+def _forced_record(scorer, instance, encoding, forced, row: int) -> dict[str, Any]:
+    """The teacher-forced record of one row (`score_batch` with generate=False)."""
+    from harness.engine.scoring import token_accuracy
+
+    correct = forced.correct[row]
+    return {
+        "config": instance.config,
+        "index": instance.index,
+        "length": scorer.length(instance),
+        "target_len": encoding.target_len,
+        "tf_token_acc": token_accuracy(correct),
+        "tf_exact": all(correct),
+        "tf_prediction": [scorer.char_tok.decode([t]) for t in forced.predicted[row]],
+    }
+
+
 def _plain_capture(model):
     """The capture attention function with nothing to record or change (the prefix cache is
     computed with the same eager arithmetic as the generations that reuse it)."""
@@ -268,10 +352,13 @@ def score_settings(
     reuse_prefill: bool = True,
     on_batch: Callable[[int], None] | None = None,
     batched: bool = True,
+    generate: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Per-instance records of every setting on `instances` (same instances, same order,
     so any two settings pair up for `harness.stats.gain_table`). `batched`: every setting
-    of a batch in one generation (rows = instances x settings), else one per setting."""
+    of a batch in one generation (rows = instances x settings), else one per setting.
+    `generate=False`: the teacher-forced forward only, with teacher-forced records
+    (`score_batch`)."""
     from harness.engine.scoring import Scorer
 
     names = [s.name for s in settings]
@@ -291,6 +378,7 @@ def score_settings(
             teacher_forced,
             reuse_prefill,
             batched,
+            generate=generate,
         )
         for name, rows in batch.items():
             out[name].extend(rows)

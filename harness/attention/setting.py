@@ -19,7 +19,10 @@ from typing import Any
 
 from harness.engine.modes import MODES, check_parameter
 
-HEAD_CHOICES = ("none", "top", "random", "bottom")
+# "other": n heads drawn with `seed` from the heads other than the top n (the dose ladder's
+# random-heads control, `harness.attention.dose`); "random" draws from every head.
+HEAD_CHOICES = ("none", "top", "random", "bottom", "other")
+DRAWN_HEADS = ("random", "other")  # kinds whose heads are drawn with `seed`
 POSITION_CHOICES = ("reference", "random")
 
 
@@ -27,7 +30,8 @@ POSITION_CHOICES = ("reference", "random")
 class Setting:
     """One intervention, or none.
 
-    heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed`);
+    heads: which heads (`top`/`bottom` of the ranking, `random` drawn with `seed` from
+    every head, `other` drawn with `seed` from the heads other than the top n);
     n, strength (C), mode, threshold (conditional), renormalise: as in
     `harness.engine.capture.Intervention` ("restore" sets each head's weight on the cells
     to its ID level from the ranking, `harness.attention.controls`); positions: `reference`
@@ -87,7 +91,7 @@ class Setting:
             parts.append(f"shift{self.shift:+d}")
         if self.renormalise:
             parts.append("renorm")
-        if self.heads == "random" or self.positions == "random":
+        if self.heads in DRAWN_HEADS or self.positions == "random":
             parts.append(f"s{self.seed}")
         return "-".join(parts)
 

@@ -7,6 +7,7 @@
     plots.score_by_position({"correct": (pos_c, c), "wrong": (pos_w, w)}, "fig/position.png")
     plots.accuracy_by_length(lengths, {"baseline": {"mean": m, "low": lo, "high": hi}}, "len.png")
     plots.sweep_heatmap(acc, n_values, c_values, "fig/sweep.png", baseline=0.21)
+    plots.dose_response(curve, "fig/dose.png", title="reversal_ood")  # harness.attention.dose
 
 Every function checks its inputs (ValueError naming the argument), writes one PNG
 atomically (a temporary file in the same folder, then a rename: a reader never sees half a
@@ -420,4 +421,118 @@ def sweep_heatmap(
     fig.colorbar(image, ax=ax, label=label, fraction=0.05, pad=0.03)
     if title:
         ax.set_title(title, fontsize=10)
+    return _save(fig, path)
+
+
+# --- the dose-response ladder ---------------------------------------------------------------
+def dose_response(
+    curve: Mapping[str, Any], path: str | os.PathLike, title: str | None = None
+) -> Path:
+    """One task's dose-response ladder (`harness.attention.dose.dose_curve`) against C on a
+    log scale. Top panel: the gain in teacher-forced token accuracy at the reference with
+    its interval band, each pointer shift's gain, and the random other-heads' mean with
+    their min-max band (0 marked); bottom panel: how often the answer follows each pointer
+    shift, and ID exact match (teacher-forced) under the same push. In a mode with a
+    threshold, one set of lines per threshold (line styles)."""
+    if not isinstance(curve, Mapping) or not curve.get("doses"):
+        raise ValueError("'curve' must be a dose curve with a non-empty 'doses' list")
+    doses = curve["doses"]
+    for entry in doses:
+        strength = entry.get("strength") if isinstance(entry, Mapping) else None
+        if not isinstance(strength, (int, float)) or not strength > 0:
+            raise ValueError(f"'curve' doses need a strength C > 0 (log scale), got {strength!r}")
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    for entry in doses:
+        groups.setdefault(entry.get("threshold"), []).append(entry)
+    shifts = [f"{int(k):+d}" for k in curve.get("pointer_shifts", [])]
+    styles = ("-", "--", ":", "-.")
+
+    def values(rows, get):
+        out = []
+        for row in rows:
+            value = get(row)
+            out.append(np.nan if value is None else float(value))
+        return np.asarray(out, dtype=float)
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 6.4), sharex=True)
+    for g, (threshold, rows) in enumerate(groups.items()):
+        rows = sorted(rows, key=lambda r: r["strength"])
+        xs = np.asarray([float(r["strength"]) for r in rows])
+        style = styles[g % len(styles)]
+        suffix = f" (thr {threshold:g})" if len(groups) > 1 and threshold is not None else ""
+        ref = values(rows, lambda r: r["reference"]["gain"])
+        top.plot(xs, ref, style, marker="o", markersize=3, color="C0", label=f"reference{suffix}")
+        top.fill_between(
+            xs,
+            values(rows, lambda r: r["reference"]["low"]),
+            values(rows, lambda r: r["reference"]["high"]),
+            color="C0",
+            alpha=0.2,
+        )
+        for i, k in enumerate(shifts):
+
+            def pointer(r, k=k):
+                return r["pointers"].get(k)
+
+            colour = f"C{2 + i}"
+            top.plot(
+                xs,
+                values(rows, lambda r, p=pointer: (p(r) or {}).get("gain", {}).get("gain")),
+                style,
+                marker="s",
+                markersize=3,
+                color=colour,
+                label=f"pointer ref{k}{suffix}",
+            )
+            bottom.plot(
+                xs,
+                values(rows, lambda r, p=pointer: (p(r) or {}).get("following", {}).get("rate")),
+                style,
+                marker="s",
+                markersize=3,
+                color=colour,
+                label=f"follows ref{k}{suffix}",
+            )
+        randoms = [r.get("random_heads") or {} for r in rows]
+        if any(x.get("count") for x in randoms):
+            count = max(int(x.get("count") or 0) for x in randoms)
+            top.plot(
+                xs,
+                values(randoms, lambda x: x.get("mean")),
+                style,
+                marker="^",
+                markersize=3,
+                color="C7",
+                label=f"random other heads ({count} draws){suffix}",
+            )
+            top.fill_between(
+                xs,
+                values(randoms, lambda x: x.get("min")),
+                values(randoms, lambda x: x.get("max")),
+                color="C7",
+                alpha=0.2,
+            )
+        if any(r.get("id") for r in rows):
+            bottom.plot(
+                xs,
+                values(rows, lambda r: (r.get("id") or {}).get("tf_exact")),
+                style,
+                marker="o",
+                markersize=3,
+                color="C1",
+                label=f"ID exact match (teacher-forced){suffix}",
+            )
+    top.axhline(0.0, color="black", linewidth=0.8)
+    top.set_ylabel("gain in token accuracy (TF)")
+    top.grid(alpha=0.3)
+    top.legend(fontsize=7)
+    bottom.set_ylim(-0.02, 1.02)
+    bottom.set_ylabel("rate")
+    bottom.set_xscale("log")
+    bottom.set_xlabel("strength C")
+    bottom.grid(alpha=0.3)
+    if bottom.get_legend_handles_labels()[0]:
+        bottom.legend(fontsize=7)
+    if title:
+        top.set_title(title, fontsize=10)
     return _save(fig, path)

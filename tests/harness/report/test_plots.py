@@ -139,3 +139,50 @@ def test_rollout_map_has_a_legend_for_its_marks(tmp_path, monkeypatch):
     labels = [t.get_text() for t in seen[0].axes[0].get_legend().get_texts()]
     assert labels == ["reference", "wrong token (gold->predicted)"]
     assert seen[1].axes[0].get_legend() is None
+
+
+def dose_curve_of(thresholds=(None,)):
+    """A dose curve as `harness.attention.dose.dose_curve` returns it, made by hand."""
+    doses = []
+    for t, threshold in enumerate(thresholds):
+        for i, c in enumerate((0.05, 0.1, 0.3, 1.0, 2.0)):
+            gain = 0.2 * i - 0.05 * t
+            doses.append(
+                {
+                    "strength": c,
+                    "threshold": threshold,
+                    "reference": {"gain": gain, "low": gain - 0.1, "high": gain + 0.1, "n": 40},
+                    "pointers": {
+                        k: {
+                            "gain": {"gain": -0.05 * i, "low": -0.1, "high": 0.0, "n": 40},
+                            "following": {"rate": min(1.0, 0.3 * i), "rows": 90, "instances": 40},
+                        }
+                        for k in ("-3", "+3")
+                    },
+                    "random_heads": {"count": 3, "mean": 0.01 * i, "min": 0.0, "max": 0.02 * i},
+                    "id": {"n": 30, "tf_exact": 1.0 - 0.1 * i, "tf_token_acc": 1.0},
+                }
+            )
+    return {"pointer_shifts": [-3, 3], "doses": doses}
+
+
+def test_dose_response_draws_gain_following_random_heads_and_id(tmp_path):
+    out = plots.dose_response(dose_curve_of(), tmp_path / "dose.png", title="reversal_ood")
+    assert_png(out, tmp_path / "dose.png")
+    # conditional: one set of lines per threshold; an ID-less curve draws too
+    curve = dose_curve_of((0.1, 0.2))
+    for dose in curve["doses"][:3]:
+        dose["id"] = None
+        dose["pointers"] = {}
+    out = plots.dose_response(curve, tmp_path / "conditional.png")
+    assert_png(out, tmp_path / "conditional.png")
+
+
+def test_dose_response_rejects_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="non-empty 'doses'"):
+        plots.dose_response({"doses": []}, tmp_path / "x.png")
+    curve = dose_curve_of()
+    curve["doses"][0]["strength"] = 0.0
+    with pytest.raises(ValueError, match="strength C > 0"):
+        plots.dose_response(curve, tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,323 @@
+"""The dose-response ladder (harness.attention.dose): its settings as declared, the curve's
+arithmetic on hand-made records, the teacher-forced-only scoring path against the generate
+path, random heads drawn outside the chosen ones, and a planted dilution's curve."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from attentionspan_datasets.tasks.base import Instance
+from harness.attention.dose import (
+    DEFAULT_DOSES,
+    POINTER_SHIFTS,
+    ROLE_DOSE,
+    ROLE_OTHER,
+    ROLE_POINTER,
+    dose_curve,
+    dose_settings,
+    run_dose_ladder,
+)
+from harness.attention.heads import HeadRanking
+from harness.attention.interventions import other_seeds, score_settings, select_heads
+from harness.attention.setting import BASELINE, Setting
+from harness.stats import paired_gain
+
+
+def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:
+    scores = [[float(layer * heads + head) for head in range(heads)] for layer in range(layers)]
+    order = sorted(
+        ((la, h) for la in range(layers) for h in range(heads)), key=lambda x: -scores[x[0]][x[1]]
+    )
+    return HeadRanking(scores=scores, per_row=scores, order=order)
+
+
+# --- settings ----------------------------------------------------------------------------
+def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
+    assert DEFAULT_DOSES == (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0) and POINTER_SHIFTS == (-3, 3)
+    settings = dose_settings(2, (0.1, 1.0), shift=1, random_seeds=(0, 3))
+    assert [s.name for s in settings] == [
+        "baseline",
+        "top2-C0.1-shift+1",
+        "top2-C0.1-shift-2",
+        "top2-C0.1-shift+4",
+        "other2-C0.1-shift+1-s0",
+        "other2-C0.1-shift+1-s3",
+        "top2-C1-shift+1",
+        "top2-C1-shift-2",
+        "top2-C1-shift+4",
+        "other2-C1-shift+1-s0",
+        "other2-C1-shift+1-s3",
+    ]
+    roles = [s.role for s in settings]
+    assert roles[:6] == ["baseline", ROLE_DOSE, ROLE_POINTER, ROLE_POINTER, ROLE_OTHER, ROLE_OTHER]
+    for s in settings:  # every name reads back (the digests keep names only)
+        assert Setting.from_name(s.name) == s
+    # Conditional: each threshold x each dose; a threshold is required.
+    conditional = dose_settings(
+        4, (0.5, 2.0), mode="conditional", thresholds=(0.1, 0.2), pointer_shifts=(3,)
+    )
+    assert [s.name for s in conditional] == [
+        "baseline",
+        "top4-C0.5-thr0.1",
+        "top4-C0.5-thr0.1-shift+3",
+        "top4-C2-thr0.1",
+        "top4-C2-thr0.1-shift+3",
+        "top4-C0.5-thr0.2",
+        "top4-C0.5-thr0.2-shift+3",
+        "top4-C2-thr0.2",
+        "top4-C2-thr0.2-shift+3",
+    ]
+    with pytest.raises(ValueError, match="needs at least one threshold"):
+        dose_settings(4, mode="conditional")
+    with pytest.raises(ValueError, match="a mode with a strength"):
+        dose_settings(4, mode="knockout")
+    with pytest.raises(ValueError, match="non-zero"):
+        dose_settings(4, pointer_shifts=(0, 3))
+    with pytest.raises(ValueError, match="strength"):
+        dose_settings(4, (float("nan"),))
+
+
+def test_other_heads_are_never_the_chosen_ones_and_draws_differ():
+    ranking = fake_ranking()
+    for n in (1, 4, 8, 12):
+        chosen = set(ranking.top(n))
+        drawn = other_seeds(ranking.total, n, 8)
+        assert drawn["requested"] == 8 and len(drawn["seeds"]) == 8 and not drawn["exhausted"]
+        sets = [
+            tuple(select_heads(Setting(heads="other", n=n, strength=1.0, seed=s), ranking))
+            for s in drawn["seeds"]
+        ]
+        assert len(set(sets)) == 8  # distinct head sets
+        for heads in sets:
+            assert len(set(heads)) == n and not chosen & set(heads)
+    # n = 16 of 32 heads: one set lies outside the top 16.
+    assert other_seeds(ranking.total, 16, 8) | {"seeds": None} == {
+        "seeds": None,
+        "requested": 8,
+        "available": 1,
+        "exhausted": True,
+    }
+    # A model with few heads: every distinct set, and the result says so.
+    small = fake_ranking(1, 4)
+    drawn = other_seeds(small.total, 1, 8)
+    assert drawn["available"] == 3 and drawn["exhausted"]
+    picks = {select_heads(Setting(heads="other", n=1, seed=s), small)[0] for s in drawn["seeds"]}
+    assert picks == {(0, 0), (0, 1), (0, 2)}  # top(1) is (0, 3)
+    assert other_seeds(small.total, 3, 4)["available"] == 0  # 1 head outside the top 3
+    with pytest.raises(ValueError, match="heads outside the top 3"):
+        select_heads(Setting(heads="other", n=3, seed=0), small)
+    # The random-heads control of before is unchanged: it draws from every head.
+    assert Setting(heads="random", n=4, strength=1.0, seed=2).name == "random4-C1-s2"
+
+
+# --- the curve's arithmetic --------------------------------------------------------------
+def instance(prompt: str, index: int) -> Instance:
+    chars = prompt.removesuffix("=")
+    length = len(chars)
+    reference = [[length - 1 - i] for i in range(length)]
+    return Instance(
+        "string_reversal", prompt, chars[::-1], reference, {"length": length}, "rev", index
+    )
+
+
+def record(x: Instance, prediction: str) -> dict:
+    right = [p == g for p, g in zip(prediction, x.target)]
+    return {
+        "config": x.config,
+        "index": x.index,
+        "length": len(x.target),
+        "target_len": len(x.target),
+        "tf_token_acc": sum(right) / len(right),
+        "tf_exact": all(right),
+        "tf_prediction": list(prediction),
+    }
+
+
+def test_the_curve_on_records_whose_answer_is_known():
+    """Three reversal instances; the displaced answer of row i at offset k is the text's
+    character at L - 1 - i + k (or none when that leaves the text)."""
+    a, b, c = instance("abcdef=", 0), instance("wxyz=", 1), instance("pq=", 2)
+    xs = [a, b, c]
+    predictions = {
+        # baseline: a's row 1 writes what ref+1 holds (f); c's row 1 is wrong (x)
+        "baseline": ["ffdcba", "zyxw", "qx"],
+        "top2-C0.1": ["fedcba", "zyxw", "qp"],
+        # every row writes the character one to the right (the displaced answer at +1)
+        "top2-C0.1-shift+1": ["=fedcb", "=zyx", "=q"],
+        # every row that has one writes the character one to the left; the last keeps gold
+        "top2-C0.1-shift-1": ["edcbaa", "yxww", "pp"],
+        "other2-C0.1-s0": ["ffdcba", "zyxw", "qx"],
+        "other2-C0.1-s5": ["fedcba", "zyxw", "qp"],
+        "top2-C1": ["fedcba", "zyxw", "qp"],
+    }
+    records = {name: [record(x, p) for x, p in zip(xs, ps)] for name, ps in predictions.items()}
+    id_x = [instance("mn=", 7), instance("uv=", 8)]
+    id_records = {
+        "baseline": [record(id_x[0], "nm"), record(id_x[1], "vu")],
+        "top2-C0.1": [record(id_x[0], "nm"), record(id_x[1], "vx")],
+    }
+    curve = dose_curve(xs, records, shift=0, id_records=id_records)
+    json.dumps(curve)  # serialisable
+    assert curve["n"] == 2 and curve["mode"] == "standard" and curve["pointer_shifts"] == [-1, 1]
+    assert curve["instances"] == 3 and curve["id_instances"] == 2
+    low, high = curve["doses"]
+    assert (low["strength"], high["strength"], low["threshold"]) == (0.1, 1.0, None)
+
+    def close(value, fraction):
+        assert value == pytest.approx(float(Fraction(fraction)), abs=1e-12)
+
+    # reference: per-instance gains 1/6, 0, 1/2 -> 2/9, the interval of paired_gain
+    ref = low["reference"]
+    close(ref["gain"], "2/9")
+    close(ref["baseline"], "7/9")  # (5/6 + 1 + 1/2) / 3
+    close(ref["treated"], 1)
+    expected = paired_gain([5 / 6, 1.0, 0.5], [1.0, 1.0, 1.0])
+    assert (ref["low"], ref["high"], ref["n"]) == (expected["low"], expected["high"], 3)
+    # +1: 6 + 4 + 2 eligible rows; the baseline follows 1 of a's 6 rows
+    plus = low["pointers"]["+1"]
+    close(plus["gain"]["gain"], "-7/9")  # token accuracy: -(5/6 + 1 + 1/2) / 3
+    follow = plus["following"]
+    assert (follow["rows"], follow["instances"]) == (12, 3)
+    close(follow["rate"], 1)
+    close(follow["baseline"], "1/18")
+    close(follow["gain"]["gain"], "17/18")
+    # -1: 5 + 3 + 1 eligible rows (the last row of each has no key to its left)
+    minus = low["pointers"]["-1"]
+    close(minus["gain"]["gain"], "-17/36")  # (1/6 - 5/6, 1/4 - 1, 1/2 - 1/2) / 3
+    follow = minus["following"]
+    assert (follow["rows"], follow["instances"]) == (9, 3)
+    assert follow["rate"] == 1.0 and follow["baseline"] == 0.0
+    assert follow["gain"] == {"gain": 1.0, "low": 1.0, "high": 1.0, "n": 3}
+    assert curve["baseline"]["following"] == pytest.approx({"-1": 0.0, "+1": 1 / 18})
+    # random other heads: one draw gains nothing, the other 2/9
+    rand = low["random_heads"]
+    assert [d["seed"] for d in rand["draws"]] == [0, 5] and rand["count"] == 2
+    close(rand["draws"][0]["gain"], 0)
+    close(rand["mean"], "1/9")
+    close(rand["min"], 0)
+    close(rand["max"], "2/9")
+    # ID at the same dose; none recorded for C = 1
+    assert low["id"]["n"] == 2 and low["id"]["tf_exact"] == 0.5
+    assert low["id"]["tf_token_acc"] == 0.75
+    assert curve["baseline"]["id"] == {"n": 2, "tf_exact": 1.0, "tf_token_acc": 1.0}
+    assert high["id"] is None and high["pointers"] == {} and high["random_heads"]["count"] == 0
+    close(high["reference"]["gain"], "2/9")
+    with pytest.raises(ValueError, match="baseline"):
+        dose_curve(xs, {k: v for k, v in records.items() if k != "baseline"})
+    with pytest.raises(ValueError, match="no top-n setting at shift 2"):
+        dose_curve(xs, records, shift=2)
+
+
+# --- the teacher-forced-only path ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny(attn_tokenizer):
+    from attentionspan_datasets.splits import iter_split
+    from harness.attention.heads import rank_heads
+    from tests.harness.attention_models import build_tiny
+
+    model = build_tiny("llama", attn_tokenizer)
+    instances = list(iter_split("reversal_ood", split="validation", stop=5, max_length=14))
+    ids = list(iter_split("reversal_id", split="validation", stop=8))
+    ranking = rank_heads(model, attn_tokenizer, ids, batch_size=8)
+    return model, instances, ranking
+
+
+def test_the_teacher_forced_path_scores_as_the_generate_path(attn_tokenizer, tiny):
+    model, instances, ranking = tiny
+    settings = [
+        BASELINE,
+        Setting(heads="top", n=2, strength=2.0),
+        Setting(heads="top", n=2, strength=0.5, shift=3),
+        Setting(heads="other", n=2, strength=5.0, seed=1),
+        Setting(heads="top", n=4, strength=1.0, mode="conditional", threshold=0.05),
+    ]
+    both = score_settings(model, attn_tokenizer, instances, settings, ranking, batch_size=3)
+    forced = score_settings(
+        model, attn_tokenizer, instances, settings, ranking, batch_size=3, generate=False
+    )
+    alone = score_settings(
+        model,
+        attn_tokenizer,
+        instances,
+        settings,
+        ranking,
+        batch_size=3,
+        generate=False,
+        batched=False,
+    )
+    assert forced == alone
+    # The pushes change the teacher-forced answers (the comparison is not vacuous).
+    assert any(forced[s.name] != forced["baseline"] for s in settings[1:])
+    assert list(forced) == [s.name for s in settings]
+    for name, rows in forced.items():
+        assert len(rows) == len(instances)
+        for x, tf, gen in zip(instances, rows, both[name]):
+            assert set(tf) == {
+                "config",
+                "index",
+                "length",
+                "target_len",
+                "tf_token_acc",
+                "tf_exact",
+                "tf_prediction",
+            }
+            for key in ("config", "index", "length", "target_len", "tf_token_acc"):
+                assert tf[key] == gen[key], (name, key)
+            assert len(tf["tf_prediction"]) == len(x.target)
+            right = [p == g for p, g in zip(tf["tf_prediction"], x.target)]
+            assert tf["tf_token_acc"] == sum(right) / len(right)
+            assert tf["tf_exact"] == all(right)
+    with pytest.raises(ValueError, match="teacher_forced must be True"):
+        score_settings(
+            model,
+            attn_tokenizer,
+            instances,
+            settings[:1],
+            ranking,
+            teacher_forced=False,
+            generate=False,
+        )
+
+
+# --- a planted dilution ----------------------------------------------------------------------
+def test_a_planted_dilution_gains_at_the_reference_from_a_small_dose():
+    """The dilution's lookup is right but weak (tests/planted.py): pushing the lookup head
+    at the reference repairs it from a small C, idle heads (the only ones outside the top 1)
+    change nothing, ID stays solved, and a small push at ref +- 3 is not followed."""
+    from harness.attention.heads import rank_heads
+    from tests.planted import build
+
+    p = build("dilution", 0)
+    ranking = rank_heads(p.model, p.tokenizer, p.id_instances, shift=0)
+    curve = run_dose_ladder(
+        p.model,
+        p.tokenizer,
+        None,
+        ranking,
+        1,
+        p.ood_instances[::4],
+        p.id_instances,
+        batch_size=64,
+        doses=(0.05, 0.3, 2.0),
+    )
+    json.dumps(curve)
+    assert curve["heads"] == [list(p.truth.lookup_heads[0])]
+    drawn = curve["random_draws"]
+    assert drawn["exhausted"] and drawn["available"] == 3 and len(drawn["seeds"]) == 3
+    assert "all of them are used" in drawn["note"]
+    assert sorted(d["heads"] for d in drawn["draws"]) == [[[0, 0]], [[0, 1]], [[0, 3]]]
+    by_c = {d["strength"]: d for d in curve["doses"]}
+    assert curve["baseline"]["tf_exact"] == 0.0
+    for c, dose in by_c.items():
+        assert dose["reference"]["low"] > 0, c  # above 0 from the smallest dose
+        assert dose["random_heads"]["count"] == 3
+        assert dose["random_heads"]["min"] == dose["random_heads"]["max"] == 0.0
+        assert dose["id"]["tf_exact"] == 1.0 and dose["id"]["tf_token_acc"] == 1.0
+    assert by_c[0.3]["reference"]["treated"] == 1.0  # every OOD row over tau
+    assert by_c[0.05]["reference"]["gain"] < by_c[0.3]["reference"]["gain"]
+    for k in ("-3", "+3"):
+        small = by_c[0.3]["pointers"][k]["following"]
+        assert small["rows"] > 0 and small["rate"] == 0.0
