@@ -11,21 +11,28 @@ own attention instead, as it wrote its answer:
 - the answer the model generated (`records[k]["prediction"]`) is teacher-forced after its
   prompt, which reproduces the generation's attention exactly (each row sees only the tokens
   before it, the model's own);
+- a wrong token is a wrong character, or the end of an answer that stops short (the model
+  wrote its end-of-sequence where a character was due);
 - for each wrong token i the chosen heads' weights on its query row (the token before it)
   are averaged over the heads and taken over the task-text columns as shares (instruction,
   chat template and BOS left out, as the rollout score does);
-- the row is classified, with R the reference keys of row i moved by the ranking's `shift`:
+- the row is classified, with R the reference keys of row i moved by the ranking's `shift`,
+  `level` the heads' own mean weight on R per row where the model works (the ID level of
+  the head ranking, `ranking.offsets`), checked in this order:
 
-  on_reference  the share on R is at least `dominance`: the heads looked at the right keys
-                and the model still wrote wrong (a failure downstream of the lookup);
-  misdirected   one key outside R holds at least `dominance`, and the model wrote what the
-                task's function gives on the keys moved there (the task's oracle on the text
-                displaced by that key's offset from the nearest reference key):
-                the lookup found the wrong key and the rest of the model computed on it;
-  elsewhere     one key outside R dominates, but the written character is not its result;
-  diffuse       no key and not R holds `dominance`: nothing stands out (a diluted lookup,
-                or none). `reference_first` counts the diffuse rows whose largest key is
-                still in R (a lookup that prefers the right key, too weakly).
+  misdirected   one key outside R holds at least `dominance` of the row (more than R), and
+                the model wrote what the task's function gives on the keys moved there
+                (the task's oracle on the text displaced by that key's offset from the
+                nearest reference key): the lookup found the wrong key and the rest of the
+                model computed on it;
+  elsewhere     such a key dominates, but the written character is not its result;
+  on_reference  the heads' weight on R is at least (1 - `tolerance`) x `level`: they looked
+                at the right keys as much as where the model works, and it still wrote
+                wrong (a failure downstream of the lookup); without a level, a share of at
+                least `dominance` on R;
+  diluted       less than that, but R still holds more than any other key: a lookup that
+                prefers the right key, too weakly (what a small push can mend);
+  diffuse       nothing stands out and R is not first: no lookup to speak of.
 
 Shares are over instances (each instance with a wrong token counts once: the mean of its
 rows' classes), with the token counts beside them. No oracle push, so this answers the
@@ -40,8 +47,11 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-CLASSES = ("on_reference", "misdirected", "elsewhere", "diffuse")
+CLASSES = ("on_reference", "diluted", "misdirected", "elsewhere", "diffuse")
 DEFAULT_DOMINANCE = 0.5  # a key (or the reference set) "stands out" with half the row or more
+# "as much as where the model works": within 5% of the ID level (the planted dilution errs
+# at 0.88 of its 0.93 ID mass, the planted downstream failure at 0.995 of 0.999)
+DEFAULT_TOLERANCE = 0.05
 
 
 def check_dominance(value: float) -> float:
@@ -82,23 +92,32 @@ def classify_row(
     written: str,
     answer_at: Callable[[int], str | None],
     dominance: float = DEFAULT_DOMINANCE,
-) -> tuple[str, bool]:
-    """(class, reference_first) of one wrong row.
+    mass: float | None = None,
+    level: float | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> str:
+    """The class of one wrong row (module docstring).
 
     `shares`: character position -> share of the heads' weight (task-text columns summing to
     1); `reference`: the row's reference positions; `answer_at(offset)`: what the task gives
-    on the reference moved by `offset` (`displaced_answer`)."""
+    on the reference moved by `offset` (`displaced_answer`); `mass`: the heads' plain weight
+    on the (shifted) reference, compared with `level`, their ID weight there."""
     keys = {p + shift for p in reference}
-    on_reference = sum(shares.get(k, 0.0) for k in keys)
-    top = max(shares, key=lambda k: (shares[k], -k)) if shares else None
-    first = top in keys
-    if on_reference >= dominance:
-        return "on_reference", first
-    if top is not None and top not in keys and shares[top] >= dominance:
+    on = sum(shares.get(k, 0.0) for k in keys)
+    others = {k: v for k, v in shares.items() if k not in keys}
+    top = max(others, key=lambda k: (others[k], -k)) if others else None
+    top_share = others[top] if top is not None else 0.0
+    if top is not None and top_share >= dominance and top_share > on:
         nearest = min(keys, key=lambda k: (abs(top - k), k)) if keys else top
-        offset = top - nearest
-        return ("misdirected" if answer_at(offset) == written else "elsewhere"), first
-    return "diffuse", first
+        return "misdirected" if answer_at(top - nearest) == written else "elsewhere"
+    if level is not None and mass is not None:
+        looked = mass >= (1 - tolerance) * level
+    else:
+        looked = on >= dominance
+    if looked:
+        return "on_reference"
+    # every reference key counts together against the largest other key
+    return "diluted" if on > top_share else "diffuse"
 
 
 def where_errors_look(
@@ -109,9 +128,13 @@ def where_errors_look(
     shift: int = 0,
     dominance: float = DEFAULT_DOMINANCE,
     batch_size: int | None = None,
+    level: float | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> dict[str, Any]:
     """Classify every wrong answer token of `records` (free-running records with `index`
-    and `prediction`) by where `heads` looked as the model wrote it (module docstring)."""
+    and `prediction`) by where `heads` looked as the model wrote it (module docstring).
+    `level`: the heads' mean weight per row on the (shifted) reference where the model
+    works (`id_level(ranking, heads, shift)`); None compares shares with `dominance`."""
     import torch
 
     from harness.engine.capture import PATTERN_NAME, AttentionPlan
@@ -119,6 +142,10 @@ def where_errors_look(
     from harness.engine.scoring import collate_left
 
     dominance = check_dominance(dominance)
+    if level is not None and not 0 <= level <= 1:
+        raise ValueError(f"level must be in [0, 1], got {level}")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
     if not heads:
         raise ValueError("where_errors_look needs at least one head")
     by_index = {r["index"]: r for r in records}
@@ -132,7 +159,6 @@ def where_errors_look(
             wrong.append((instance, record["prediction"], rows))
     per_instance: list[dict[str, float]] = []
     tokens = dict.fromkeys(CLASSES, 0)
-    first_count = 0
     layers = sorted({layer for layer, _ in heads})
     size = batch_size or scorer.batch_size
     pad = scorer.char_tok.pad_id
@@ -146,7 +172,9 @@ def where_errors_look(
             record = scorer.forward(batch, plan)
         maps = {layer: record.patterns[PATTERN_NAME.format(layer=layer)] for layer in layers}
         columns = task_columns(batch)  # bool [batch, T]
-        for b, ((instance, _, rows), forced_x, enc) in enumerate(zip(chunk, forced, encodings)):
+        for b, ((instance, prediction, rows), forced_x, enc) in enumerate(
+            zip(chunk, forced, encodings)
+        ):
             text = forced_x.text
             # char position of each task-text column of this row
             cols = columns[b].nonzero().flatten().tolist()
@@ -158,17 +186,25 @@ def where_errors_look(
                 weights = weights.mean(0)
                 total = float(weights[cols].sum()) or 1.0
                 shares = {char_of[c]: float(weights[c]) / total for c in cols if c <= query}
-                kind, first = classify_row(
+                keys = [p + shift for p in instance.reference[i]]
+                mass = sum(
+                    float(weights[batch.shifts[b] + enc.position(k)])
+                    for k in keys
+                    if 0 <= k < len(text) and batch.shifts[b] + enc.position(k) <= query
+                )
+                kind = classify_row(
                     shares,
                     instance.reference[i],
                     shift,
-                    text[len(instance.prompt) + i],
+                    _written(prediction, i),
                     functools.partial(displaced_answer, instance, text, i),
                     dominance,
+                    mass=mass,
+                    level=level,
+                    tolerance=tolerance,
                 )
                 counts[kind] += 1
                 tokens[kind] += 1
-                first_count += kind == "diffuse" and first
             per_instance.append({k: v / len(rows) for k, v in counts.items()})
     n = len(per_instance)
     total_tokens = sum(tokens.values())
@@ -176,18 +212,36 @@ def where_errors_look(
         "heads": [list(h) for h in heads],
         "shift": shift,
         "dominance": dominance,
+        "level": level,
+        "tolerance": tolerance,
         "instances": n,
         "tokens": total_tokens,
         "shares": {k: (sum(p[k] for p in per_instance) / n if n else None) for k in CLASSES},
         "token_counts": tokens,
-        "reference_first": first_count,
     }
 
 
+def id_level(ranking, heads: Sequence[tuple[int, int]], shift: int = 0) -> float | None:
+    """The heads' mean weight per row on `ref + shift` over the ranking's ID instances (its
+    offset profile): how much they look there where the model works. None when the ranking
+    has no profile at that offset."""
+    values = ranking.offsets.get(str(shift))
+    if values is None or not heads:
+        return None
+    return sum(values[layer][head] for layer, head in heads) / len(heads)
+
+
 def _wrong_rows(target: str, prediction: str) -> list[int]:
-    """Target rows the model wrote wrong and whose query exists in its own answer (a row
-    past the answer's end was never written: the model stopped before it)."""
-    return [i for i in range(min(len(target), len(prediction))) if prediction[i] != target[i]]
+    """Target rows the model wrote wrong: each wrong character, and the row where an answer
+    that stops short wrote its end instead of a character (the rows after it were never
+    written: no query of the model's own exists for them)."""
+    rows = [i for i in range(min(len(target), len(prediction))) if prediction[i] != target[i]]
+    return rows + ([len(prediction)] if len(prediction) < len(target) else [])
+
+
+def _written(prediction: str, row: int) -> str:
+    """What the model wrote at `row`: its character, or "" where it ended the answer."""
+    return prediction[row] if row < len(prediction) else ""
 
 
 def _char_position(encoding, token: int) -> int:

@@ -33,33 +33,52 @@ def never(_offset):
 
 def test_a_row_on_its_reference_is_on_reference_whatever_it_wrote():
     shares = {0: 0.1, 1: 0.1, 2: 0.8}
-    assert classify_row(shares, [2], 0, "x", never) == ("on_reference", True)
+    assert classify_row(shares, [2], 0, "x", never) == "on_reference"
     # several reference keys count together: 0.3 + 0.3 >= 0.5 though no single key does
     shares = {0: 0.3, 1: 0.3, 2: 0.2, 3: 0.2}
-    assert classify_row(shares, [0, 1], 0, "x", never) == ("on_reference", True)
+    assert classify_row(shares, [0, 1], 0, "x", never) == "on_reference"
+
+
+def test_with_a_level_on_reference_means_as_much_as_where_the_model_works():
+    shares = {0: 0.05, 1: 0.05, 2: 0.9}
+    # ID level 0.93: 0.9 is within 5% of it (0.8835 or more) ...
+    assert classify_row(shares, [2], 0, "x", never, mass=0.9, level=0.93) == "on_reference"
+    # ... 0.85 is not: the reference still leads, weaker than where the model works
+    assert classify_row(shares, [2], 0, "x", never, mass=0.85, level=0.93) == "diluted"
+    # a low level (a head that looks there rarely) is met by a low weight
+    low = {0: 0.4, 1: 0.45, 2: 0.15}
+    assert classify_row(low, [2], 0, "x", never, mass=0.15, level=0.1) == "on_reference"
+    assert classify_row(low, [2], 0, "x", never, mass=0.15, level=0.5) == "diffuse"
+    assert classify_row(low, [2], 0, "x", never, mass=0.15, level=0.5, tolerance=0.8) == (
+        "on_reference"
+    )
 
 
 def test_the_shift_moves_the_keys_that_count():
     shares = {0: 0.1, 1: 0.1, 2: 0.1, 3: 0.7}
-    assert classify_row(shares, [2], 1, "x", never)[0] == "on_reference"  # reads ref+1
+    assert classify_row(shares, [2], 1, "x", never) == "on_reference"  # reads ref+1
     # at shift 0 key 3 is a wrong key: its offset from the reference (2) is +1
     offsets = []
-    kind, first = classify_row(shares, [2], 0, "q", lambda k: offsets.append(k) or "q")
-    assert (kind, first, offsets) == ("misdirected", False, [1])
+    kind = classify_row(shares, [2], 0, "q", lambda k: offsets.append(k) or "q")
+    assert (kind, offsets) == ("misdirected", [1])
 
 
 def test_a_dominant_wrong_key_whose_result_was_not_written_is_elsewhere():
     shares = {0: 0.6, 1: 0.2, 2: 0.2}
-    assert classify_row(shares, [2], 0, "x", lambda k: "y") == ("elsewhere", False)
-    assert classify_row(shares, [2], 0, "x", lambda k: None) == ("elsewhere", False)
+    assert classify_row(shares, [2], 0, "x", lambda k: "y") == "elsewhere"
+    assert classify_row(shares, [2], 0, "x", lambda k: None) == "elsewhere"
+    # a dominant wrong key wins over a level the reference weight meets
+    assert classify_row(shares, [2], 0, "x", lambda k: "x", mass=0.2, level=0.1) == ("misdirected")
 
 
-def test_no_key_standing_out_is_diffuse_and_says_whether_the_reference_led():
+def test_no_key_standing_out_is_diluted_when_the_reference_leads_else_diffuse():
     shares = {0: 0.2, 1: 0.2, 2: 0.35, 3: 0.25}
-    assert classify_row(shares, [2], 0, "x", never) == ("diffuse", True)
-    assert classify_row(shares, [3], 0, "x", never) == ("diffuse", False)
+    assert classify_row(shares, [2], 0, "x", never) == "diluted"
+    assert classify_row(shares, [3], 0, "x", never) == "diffuse"
+    uniform = {k: 0.25 for k in range(4)}  # a tie is not leading
+    assert classify_row(uniform, [2], 0, "x", never) == "diffuse"
     # the dominance threshold decides: at 0.3 the reference's 0.35 is enough
-    assert classify_row(shares, [2], 0, "x", never, dominance=0.3)[0] == "on_reference"
+    assert classify_row(shares, [2], 0, "x", never, dominance=0.3) == "on_reference"
 
 
 def test_displaced_answer_is_the_oracle_on_the_moved_keys():
@@ -81,14 +100,22 @@ def test_forced_instance_keeps_the_gold_length():
     assert forced_instance(x, "dz").reference == x.reference
 
 
-def test_dominance_is_checked():
+def test_dominance_level_and_tolerance_are_checked(attn_tokenizer):
     with pytest.raises(ValueError, match="dominance"):
         diagnosis.check_dominance(0)
     with pytest.raises(ValueError, match="dominance"):
         diagnosis.check_dominance(1.5)
+    model = build_tiny("llama", attn_tokenizer)
+    x = next(iter_split("reversal_ood", split="validation", stop=1))
+    records = [{"index": x.index, "prediction": ""}]
+    for bad in ({"level": 1.5}, {"level": -0.1}, {"tolerance": 1.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            diagnosis.where_errors_look(
+                Scorer(model, attn_tokenizer), [x], records, [(0, 0)], **bad
+            )
 
 
-def by_hand(model, tokenizer, instance, prediction, heads, shift, dominance):
+def by_hand(model, tokenizer, instance, prediction, heads, shift, dominance, level=None):
     """The classes of one instance's wrong rows from eager output_attentions, unbatched."""
     import torch
 
@@ -100,8 +127,11 @@ def by_hand(model, tokenizer, instance, prediction, heads, shift, dominance):
         out = model(torch.tensor([enc.input_ids]), output_attentions=True)
     task_cols = [enc.position(p) for p in range(len(forced.text))]
     kinds = []
-    for i in range(min(len(instance.target), len(prediction))):
-        if prediction[i] == instance.target[i]:
+    rows = [i for i in range(min(len(instance.target), len(prediction)))]
+    rows += [len(prediction)] if len(prediction) < len(instance.target) else []
+    for i in rows:
+        written = prediction[i] if i < len(prediction) else ""  # "": the answer ended
+        if written == instance.target[i]:
             continue
         query = enc.target_offset + i - 1
         row = torch.stack([out.attentions[la][0, h, query] for la, h in heads]).mean(0)
@@ -109,21 +139,29 @@ def by_hand(model, tokenizer, instance, prediction, heads, shift, dominance):
         total = float(row[cols].sum())
         shares = {p: float(row[enc.position(p)]) / total for p in range(len(forced.text))}
         shares = {p: s for p, s in shares.items() if enc.position(p) <= query}
+        keys = [p + shift for p in instance.reference[i]]
+        mass = sum(
+            float(row[enc.position(k)])
+            for k in keys
+            if 0 <= k < len(forced.text) and enc.position(k) <= query
+        )
         kinds.append(
             classify_row(
                 shares,
                 instance.reference[i],
                 shift,
-                forced.text[len(instance.prompt) + i],
+                written,
                 lambda k, i=i: displaced_answer(instance, forced.text, i, k),
                 dominance,
-            )[0]
+                mass=mass,
+                level=level,
+            )
         )
     return kinds
 
 
-@pytest.mark.parametrize("shift", [0, 1])
-def test_where_errors_look_matches_attention_read_by_hand(attn_tokenizer, shift):
+@pytest.mark.parametrize("shift, level", [(0, None), (1, None), (0, 0.05)])
+def test_where_errors_look_matches_attention_read_by_hand(attn_tokenizer, shift, level):
     model = build_tiny("llama", attn_tokenizer)
     instances = list(iter_split("reversal_ood", split="validation", stop=6, max_length=14))
     # answers with known wrong rows: the gold answer with some characters replaced, and one
@@ -137,10 +175,10 @@ def test_where_errors_look_matches_attention_read_by_hand(attn_tokenizer, shift)
     heads = [(0, 1), (1, 2)]
     scorer = Scorer(model, attn_tokenizer, batch_size=4)
     found = diagnosis.where_errors_look(
-        scorer, instances, records, heads, shift=shift, dominance=0.2
+        scorer, instances, records, heads, shift=shift, dominance=0.2, level=level
     )
     expected = [
-        by_hand(model, attn_tokenizer, x, p, heads, shift, 0.2)
+        by_hand(model, attn_tokenizer, x, p, heads, shift, 0.2, level)
         for x, p in zip(instances, predictions)
     ]
     expected = [kinds for kinds in expected if kinds]
@@ -160,3 +198,40 @@ def test_a_record_missing_for_an_instance_is_refused(attn_tokenizer):
     x = next(iter_split("reversal_ood", split="validation", stop=1))
     with pytest.raises(ValueError, match="no record"):
         diagnosis.where_errors_look(Scorer(model, attn_tokenizer), [x], [], [(0, 0)])
+
+
+# What each planted mechanism's errors must look like (tests/planted.py builds them).
+PLANTED = {
+    "dilution": "diluted",  # the right key still leads, below its ID weight
+    "slip": "misdirected",  # one alias key holds the row, and its character is written
+    "no_lookup": "diffuse",  # uniform attention: nothing stands out
+    "downstream": "on_reference",  # the lookup is right, the readout breaks
+}
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+@pytest.mark.parametrize("mechanism", sorted(PLANTED))
+def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift):
+    """Calibration on models whose truth is known: the ranking's top head, at the ranking's
+    shift, with the level the ranking measured in distribution, classifies most wrong
+    tokens of each planted mechanism as what it was built to do."""
+    from harness.attention.heads import rank_heads
+    from harness.attention.interventions import score_settings
+    from harness.attention.sweep import BASELINE
+    from tests.planted import build
+
+    model, tokenizer, ids, ood, truth = build(mechanism, shift)
+    ranking = rank_heads(model, tokenizer, ids, shift=shift, batch_size=16)
+    heads = ranking.top(1)
+    records = score_settings(model, tokenizer, ood, [BASELINE], None, batch_size=16)
+    found = diagnosis.where_errors_look(
+        Scorer(model, tokenizer, batch_size=16),
+        ood,
+        records["baseline"],
+        heads,
+        shift=shift,
+        level=diagnosis.id_level(ranking, heads, shift),
+    )
+    shares = found["shares"]
+    assert max(shares, key=shares.get) == PLANTED[mechanism], shares
+    assert shares[PLANTED[mechanism]] >= 0.6, shares
