@@ -19,10 +19,18 @@ settings skips it; the sweep is saved per setting and stream, so it resumes mid-
    test split and on ID, paired bootstrap intervals on every gain;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 `OUT/settings.json`.
+
+With --quick each task's model is trained first into `OUT/models/<task>/` (reused, or resumed,
+only when its run file records the options this run would train it with). `--seeds K` runs
+each task K times, seed run k on a model initialised with seed k and on data seed --seed + k
+(training and every stage), in `OUT/<task>-seed<k>/` and `OUT/models/<task>-seed<k>/` (run 0
+is the run without --seeds, in the task's own folders); report.md says whether their verdicts
+agree.
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections.abc import Callable
@@ -42,6 +50,8 @@ from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipelin
     SETTINGS_FILE,
     ReproduceConfig,
     quick_recipe,
+    seed_run_name,
+    seed_run_seeds,
     task_presets,
     task_short_name,
 )
@@ -76,20 +86,32 @@ VIEWER_NUM = 25  # instances of each preset in attention.html (2.2 MB for 50 of 
 
 
 class TaskRun:
-    """The stages of one (model, task) pair; results land in `self.results`."""
+    """The stages of one (model, task) pair; results land in `self.results`.
+
+    `label`: the run's name where one task has several (--seeds: `reversal-seed1`), which
+    names its stage files (`<label>-heads`), its folder OUT/<label>/ and its results' "task";
+    default the task itself, its folder the task's short name."""
 
     def __init__(
-        self, cfg: ReproduceConfig, task: str, model_dir: str, out: Path, procs, writers: Writers
+        self,
+        cfg: ReproduceConfig,
+        task: str,
+        model_dir: str,
+        out: Path,
+        procs,
+        writers: Writers,
+        label: str | None = None,
     ):
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
         self.writers = writers
+        self.label = label or task  # every stage file's name starts with it
         self.id_name, self.ood_name = task_presets(task)
         self.ood = cfg.ood_for(task)
-        self.dir = out / task_short_name(task)
+        self.dir = out / (label or task_short_name(task))
         self.stages = Stages(out, log=self.log, write=procs.main)
         self.model = self.tokenizer = self.prompt = None
         self.results: dict[str, Any] = {
-            "task": task,
+            "task": self.label,
             "model": model_dir,
             # the weights the figures come from: a digest that moved can say whether they did
             "model_sha256": weights_sha256(Path(model_dir)),
@@ -98,7 +120,7 @@ class TaskRun:
 
     def log(self, message: str) -> None:
         if self.procs.main:
-            print(f"[reproduce {self.task}] {message}", file=sys.stderr, flush=True)
+            print(f"[reproduce {self.label}] {message}", file=sys.stderr, flush=True)
 
     # the model and its prompt layout, loaded on first use (a fully cached run needs neither)
     def load(self):
@@ -170,7 +192,7 @@ class TaskRun:
             instances = self.instances(stream)
             bar = tqdm(
                 total=len(instances),
-                desc=f"{self.task} {stream} ({len(todo)} settings)",
+                desc=f"{self.label} {stream} ({len(todo)} settings)",
                 disable=not (self.cfg.progress and self.procs.main),
                 dynamic_ncols=True,
             )
@@ -193,7 +215,7 @@ class TaskRun:
         return out
 
     def stage_name(self, stream: str, setting) -> str:
-        return f"{self.task}-sweep-{stream}-{setting.name}"
+        return f"{self.label}-sweep-{stream}-{setting.name}"
 
     def run_eval(self) -> dict[str, Any]:
         from attentionspan_datasets.metrics import ALL_METRICS
@@ -233,7 +255,7 @@ class TaskRun:
             )
             return {"results": results, "plots": plots, "score_convention": convention}
 
-        return self.stages.run(f"{self.task}-attention", settings, compute)
+        return self.stages.run(f"{self.label}-attention", settings, compute)
 
     def run_heads(self):
         from harness.attention.heads import HeadRanking, rank_heads
@@ -272,7 +294,7 @@ class TaskRun:
             )
             return ranking.to_dict()
 
-        data = self.stages.run(f"{self.task}-heads", settings, compute)
+        data = self.stages.run(f"{self.label}-heads", settings, compute)
         ranking = HeadRanking.from_dict(data)
         if self.procs.main:
             ranking.save(self.dir / "heads.json")
@@ -361,7 +383,7 @@ class TaskRun:
                 )
             return out
 
-        return self.stages.run(f"{self.task}-diagnosis", settings, compute)
+        return self.stages.run(f"{self.label}-diagnosis", settings, compute)
 
     def run_viewer(self, ranking) -> dict[str, Any]:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test
@@ -394,7 +416,7 @@ class TaskRun:
                 )
             return {"file": str(path.relative_to(self.dir.parent)), "instances": len(instances)}
 
-        return self.stages.run(f"{self.task}-viewer", settings, compute)
+        return self.stages.run(f"{self.label}-viewer", settings, compute)
 
 
 def _sweeps_thresholds(mode: str) -> bool:
@@ -405,41 +427,141 @@ def _sweeps_thresholds(mode: str) -> bool:
 
 
 # --- quick: train the models first ------------------------------------------------------------
-def quick_train_config(cfg: ReproduceConfig, task: str, folder: Path):
-    """The TrainConfig of --quick's model for `task`: the task's recipe (`quick_recipe`),
-    `cfg.train_steps` instead of its steps when given, one epoch of fresh data."""
+def quick_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 0):
+    """The TrainConfig of --quick's model for `task` (seed run `run`): the task's recipe
+    (`quick_recipe`), `cfg.train_steps` instead of its steps when given, one epoch of fresh
+    data; initialised with seed `run`, its data drawn with seed `cfg.seed` + `run`
+    (`seed_run_seeds`; run 0: init 0 and `cfg.seed`, what a run without --seeds trains)."""
     from harness.train import TrainConfig
 
     recipe = quick_recipe(task)
     steps = cfg.train_steps or recipe["max_steps"]
+    init_seed, data_seed = seed_run_seeds(cfg, run)
     return TrainConfig.from_dict(
         {
             **recipe,
             "model": "scratch",
             "output": str(folder),
             "config": task_presets(task)[0],
-            "seed": cfg.seed,
+            "seed": data_seed,
             "max_steps": steps,
             "train_size": steps * recipe["batch_size"],
             "save_every": max(steps // 4, 1),
+            "scratch": {**recipe["scratch"], "seed": init_seed},
         }
     )
 
 
-def quick_model(cfg: ReproduceConfig, task: str, out: Path, log) -> str:
-    """Train (or resume, or reuse) a tiny scratch Llama on the task's ID preset."""
+def quick_model_folder(out: Path, task: str, run: int = 0) -> Path:
+    """OUT/models/<task>/ (seed run 0), OUT/models/<task>-seed<k>/ (seed run k)."""
+    return out / "models" / seed_run_name(task, run)
+
+
+# The train options of a --quick model that reproduce's options set, by what sets them (the
+# rest come from the task's recipe: QUICK_TRAIN, QUICK_RECIPES); `train_size` and
+# `save_every` follow the steps.
+QUICK_OPTION_SOURCES = {
+    "max_steps": "steps (--train-steps)",
+    "seed": "data seed (--seed, + k in seed run k)",
+    "scratch_seed": "init seed (k in seed run k)",
+}
+FOLLOW_THE_STEPS = ("train_size", "save_every")
+
+
+def _saved_model(folder: Path) -> Path | None:
+    """The finished model in `folder` (final/), else its latest checkpoint (a run that
+    --quick resumes), else None."""
     from harness.runs import FINAL, latest_checkpoint
+
+    final = folder / FINAL
+    return final if (final / "config.json").is_file() else latest_checkpoint(folder)
+
+
+def quick_model_mismatch(cfg: ReproduceConfig, task: str, out: Path, run: int = 0) -> str | None:
+    """Why the model already in seed run `run`'s model folder (finished, or half-trained and
+    to be resumed) cannot serve this run: its run file records other train options than
+    `quick_train_config` asks now (output paths aside). One line naming each option with the
+    recorded and the asked value, and what to do; None when it matches or nothing is there."""
+    import json
+
+    from harness.runs import FINAL, RUN_CONFIG_FILE, read_run_file
+    from harness.train import TrainConfig, flat_options
+
+    folder = quick_model_folder(out, task, run)
+    saved = _saved_model(folder)
+    if saved is None:
+        return None
+    todo = f"use another --output, or delete {folder} to train it again"
+    info = read_run_file(saved)  # a broken run file: one line naming it
+    if info is None:
+        return (
+            f"model for {task}: {saved} records no train options (no {RUN_CONFIG_FILE}), so "
+            f"whether it matches this run is unknown; {todo}"
+        )
+    values = {**info.get("train", {}), "prompt": info.get("prompt", {})}
+    values["scratch"] = info.get("scratch", {})
+    try:
+        recorded = flat_options(TrainConfig.from_dict(values))
+    except (TypeError, ValueError) as error:
+        return f"model for {task}: {saved / RUN_CONFIG_FILE}: {error}; {todo}"
+    asked = flat_options(quick_train_config(cfg, task, folder, run))
+
+    def same(a, b):  # through JSON, as the run file holds them (tuples, ints and floats)
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+    differ = [k for k in asked if k != "output" and not same(asked[k], recorded.get(k))]
+    if "max_steps" in differ:
+        differ = [k for k in differ if k not in FOLLOW_THE_STEPS]
+    if not differ:
+        return None
+    what = "; ".join(
+        f"{QUICK_OPTION_SOURCES.get(name, f'recipe option {name}')}: recorded "
+        f"{recorded.get(name)!r}, asked {asked[name]!r}"
+        for name in sorted(differ, key=lambda k: k not in QUICK_OPTION_SOURCES)
+    )
+    state = "was trained" if saved.name == FINAL else "is being trained (half-finished)"
+    return f"model for {task}: {saved} {state} with other options than this run's: {what}; {todo}"
+
+
+def check_quick_models(cfg: ReproduceConfig, out: Path) -> None:
+    """ValueError (one line) when a model --quick would reuse or resume in `out` was trained
+    with other options than this run asks; a user's model is never deleted or retrained
+    silently. Nothing to check with --model."""
+    if cfg.model or not cfg.quick:
+        return
+    found = [
+        line
+        for task in cfg.task_list
+        for run in range(cfg.seeds)
+        if (line := quick_model_mismatch(cfg, task, out, run))
+    ]
+    if found:
+        more = f" (and {len(found) - 1} more model folder(s) differ)" if len(found) > 1 else ""
+        raise ValueError(found[0] + more)
+
+
+def quick_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) -> str:
+    """Train (or resume, or reuse) a tiny scratch Llama on the task's ID preset (seed run
+    `run`: `quick_train_config`). A model already there is reused only when it was trained
+    with the same options (`check_quick_models` refuses otherwise, before any work)."""
+    from harness.runs import FINAL
     from harness.train import train
 
-    folder = out / "models" / task_short_name(task)
-    final = folder / FINAL
-    if (final / "config.json").is_file():
-        log(f"model for {task}: reusing {final}")
-        return str(final)
-    config = quick_train_config(cfg, task, folder)
-    resume = latest_checkpoint(folder) is not None
-    log(f"model for {task}: training {config.max_steps} steps into {folder}")
-    return str(train(config, resume=resume, progress=cfg.progress))
+    folder = quick_model_folder(out, task, run)
+    name = task if run == 0 else f"{task} (seed run {run})"
+    mismatch = quick_model_mismatch(cfg, task, out, run)
+    if mismatch:
+        raise ValueError(mismatch)
+    saved = _saved_model(folder)
+    config = quick_train_config(cfg, task, folder, run)
+    if saved is not None and saved.name == FINAL:
+        log(f"model for {name}: reusing {saved} (trained with the same options)")
+        return str(saved)
+    if saved is not None:
+        log(f"model for {name}: resuming {saved} (trained so far with the same options)")
+    else:
+        log(f"model for {name}: training {config.max_steps} steps into {folder}")
+    return str(train(config, resume=saved is not None, progress=cfg.progress))
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -449,9 +571,10 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     other processes of an `accelerate launch`)."""
     import torch
 
+    out = Path(cfg.output)
+    check_quick_models(cfg, out)  # a reused model that differs: refused before any work
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    out = Path(cfg.output)
     procs = Processes(cfg.device)
     if procs.main:
         out.mkdir(parents=True, exist_ok=True)
@@ -465,8 +588,24 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     started = time.perf_counter()
     tasks = {}
     for task in cfg.task_list:
-        model_dir = cfg.model if cfg.model else quick_model(cfg, task, out, log)
-        tasks[task] = TaskRun(cfg, task, model_dir, out, procs, writers).run()
+        for run in range(cfg.seeds):  # --seeds: run k on init seed k, data seed `seed` + k
+            init_seed, data_seed = seed_run_seeds(cfg, run)
+            run_cfg = cfg
+            if run:  # the same options on this run's data seed (its stages, its data)
+                run_cfg = copy.copy(cfg)
+                run_cfg.seed = data_seed
+            model_dir = cfg.model if cfg.model else quick_model(cfg, task, out, log, run)
+            label = None if run == 0 else seed_run_name(task, run)
+            task_run = TaskRun(run_cfg, task, model_dir, out, procs, writers, label=label)
+            results = task_run.run()
+            if cfg.seeds > 1:
+                results["seed_run"] = {
+                    "task": task,
+                    "run": run,
+                    "init_seed": init_seed,
+                    "data_seed": data_seed,
+                }
+            tasks[task_run.label] = results
     report = out / REPORT_FILE
     if procs.main:
         writers.report(out, cfg, tasks, seconds=time.perf_counter() - started)

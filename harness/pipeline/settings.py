@@ -115,6 +115,9 @@ QUICK_SIZES = {
 QUICK_OOD = {"reversal": {"max_length": 20}}
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
+# --seeds: each seed run trains a model and runs every stage, so a few are enough to see
+# whether a verdict holds; the cap keeps a typo from queueing a day of training.
+MAX_SEED_RUNS = 20
 
 
 @dataclass
@@ -142,6 +145,15 @@ class ReproduceConfig:
         default=0, metadata=cli("--quick training steps per task", shown="each task's recipe")
     )
     seed: int = field(default=DEFAULT_SEED, metadata=cli("seed of the data", shared="seed"))
+    seeds: int = field(  # seed run k: init seed k, data seed `seed` + k (run 0: as without)
+        default=1,
+        metadata=cli(
+            f"--quick: K models per task (1 to {MAX_SEED_RUNS}), run k initialised with seed k "
+            "and trained and analysed on data seed --seed + k; report.md says whether their "
+            "verdicts agree",
+            metavar="K",
+        ),
+    )
     num_heads: int = field(  # the paper: 30
         default=30, metadata=cli("ID instances to rank", group="sizes")
     )
@@ -251,6 +263,12 @@ class ReproduceConfig:
             raise ValueError("'control_seeds' must list at least one seed")
         if not self.quick and not self.model:
             raise ValueError("'model' is required (a trained model folder), or use --quick")
+        if self.seeds > 1 and self.model:
+            raise ValueError(
+                f"'seeds' {self.seeds} trains one model per seed run and needs --quick without "
+                "--model: a given model has one init (for other data alone, run again with "
+                "another --seed)"
+            )
         from attentionspan_datasets.generation import resolve_config
 
         for index, task in enumerate(self.task_list):
@@ -310,6 +328,16 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
         check_int(f"'{name}'", getattr(cfg, name), 1, MAX_INSTANCES)
     check_int("'batch_size'", cfg.batch_size, 1, MAX_BATCH)
     check_int("'train_steps'", cfg.train_steps, 0, MAX_STEPS)  # 0: each task's recipe
+    check_int("'seeds'", cfg.seeds, 1, MAX_SEED_RUNS)
+    if cfg.seeds > 1:  # the last seed run's data seed must be one too
+        from attentionspan_datasets.generation import SEED_RANGE
+
+        last = cfg.seed + cfg.seeds - 1
+        if not SEED_RANGE[0] <= last <= SEED_RANGE[1]:
+            raise ValueError(
+                f"'seed' {cfg.seed} + 'seeds' {cfg.seeds} - 1 = {last} is outside the data "
+                f"seeds [{SEED_RANGE[0]}, {SEED_RANGE[1]}]"
+            )
     for name in ("counts", "strengths", "thresholds", "control_seeds", "tasks"):
         values = getattr(cfg, name)
         if len(values) > MAX_LIST:
@@ -347,6 +375,18 @@ def task_short_name(task: str) -> str:
     from attentionspan_datasets import presets
 
     return presets.pair(task)[0].short
+
+
+def seed_run_name(task: str, run: int) -> str:
+    """The folder of seed run `run` of `task` (OUT/<it>/ and OUT/models/<it>/): the task's
+    own folder for run 0 (what a run without --seeds writes), `<task>-seed<k>` after it."""
+    short = task_short_name(task)
+    return short if run == 0 else f"{short}-seed{run}"
+
+
+def seed_run_seeds(cfg: ReproduceConfig, run: int) -> tuple[int, int]:
+    """(init seed, data seed) of seed run `run`: k and `cfg.seed` + k."""
+    return run, cfg.seed + run
 
 
 # --- devices and processes ------------------------------------------------------------------

@@ -161,6 +161,51 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     return out
 
 
+# --- seed runs (`reproduce --quick --seeds K`) ------------------------------------------------
+def seed_groups(
+    tasks: Mapping[str, Mapping[str, Any]],
+) -> dict[str, list[tuple[str, Mapping[str, Any]]]]:
+    """task -> its seed runs [(name in `tasks`, results)] in run order, for the tasks run
+    with --seeds K > 1 (their results carry "seed_run": task, run, init_seed, data_seed)."""
+    groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for name, task in tasks.items():
+        run = task.get("seed_run")
+        if run:
+            groups.setdefault(run["task"], []).append((name, task))
+    return {
+        task: sorted(runs, key=lambda item: item[1]["seed_run"]["run"])
+        for task, runs in groups.items()
+    }
+
+
+def verdict_name(task: Mapping[str, Any]) -> str:
+    """The run's repair-or-pointer verdict, or `none` where it has none."""
+    verdict = (task.get("sweep") or {}).get("verdict") or {}
+    return verdict.get("verdict") or "none"
+
+
+def _runs_text(runs: list[int]) -> str:
+    words = [str(r) for r in runs]
+    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return f"seed run{'s' if len(words) > 1 else ''} {listed}"
+
+
+def seed_agreement(task: str, runs: list[tuple[str, Mapping[str, Any]]]) -> str:
+    """One sentence: whether the seed runs of `task` reach the same verdict, and where they
+    do not, which verdict each run reached."""
+    by_verdict: dict[str, list[int]] = {}
+    for _, results in runs:
+        by_verdict.setdefault(verdict_name(results), []).append(results["seed_run"]["run"])
+    head = (
+        f"{task} over {len(runs)} seed runs (seed run k: init seed k, data seed "
+        f"{runs[0][1]['seed_run']['data_seed']} + k)"
+    )
+    if len(by_verdict) == 1:
+        return f"{head}: the verdicts agree, all **{next(iter(by_verdict))}**."
+    parts = "; ".join(f"**{v}** in {_runs_text(r)}" for v, r in by_verdict.items())
+    return f"{head}: the verdicts differ: {parts}."
+
+
 def task_findings(name: str, task: Mapping[str, Any]) -> list[str]:
     """Every finding of one task, each prefixed with the task's name."""
     lines = accuracy_findings(task) + attention_findings(task) + intervention_findings(task)
@@ -170,8 +215,12 @@ def task_findings(name: str, task: Mapping[str, Any]) -> list[str]:
 def findings_section(tasks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """`## Findings` with one bullet per finding of every task."""
     lines = ["## Findings", ""]
+    groups = seed_groups(tasks)
+    last_runs = {runs[-1][0]: task for task, runs in groups.items()}
     for name, task in tasks.items():
         lines += [f"- {line}" for line in task_findings(name, task)]
+        if name in last_runs:  # after a task's last seed run: do its verdicts agree
+            lines.append(f"- {seed_agreement(last_runs[name], groups[last_runs[name]])}")
     lines.append("")
     lines.append(
         "Each finding is written from the numbers below by a rule (harness/report/findings.py); "

@@ -21,7 +21,7 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
-from harness.report.findings import findings_section
+from harness.report.findings import findings_section, seed_agreement, seed_groups, verdict_name
 from harness.stats import format_gain, mean_interval
 from harness.stats import format_number as _n
 
@@ -375,27 +375,50 @@ def diagnosis_section(task, command: str) -> list[str]:
     if not found:
         return []
     first = next(iter(found.values()))
+    # stage files of the diagnosis before its `diluted` class count the diffuse rows whose
+    # largest key was still on the reference
+    legacy = "reference_first" in first
     heads = ", ".join(f"L{layer}H{head}" for layer, head in first["heads"])
+    if legacy:
+        rule = (
+            f"a row is *on the reference* when the heads put at least {first['dominance']:g} "
+            "of their task-text weight on its reference keys, *misdirected* when one other key "
+            "holds that much and the model wrote what the task gives on the keys moved there, "
+            "*elsewhere* when such a key's result was not written, *diffuse* when nothing "
+            "holds it."
+        )
+    else:
+        level = first.get("level")
+        enough = (
+            f"at least {1 - first.get('tolerance', 0):g} x their ID level ({_n(level)})"
+            if level is not None
+            else f"at least {first['dominance']:g} of the row"
+        )
+        rule = (
+            f"a wrong row is *misdirected* when one key outside the reference holds at least "
+            f"{first['dominance']:g} of the heads' task-text weight and the model wrote what "
+            "the task gives on the keys moved there, *elsewhere* when such a key's result was "
+            f"not written, *on the reference* when the heads' weight there is {enough} (a "
+            "failure downstream of the lookup), *diluted* when less but the reference still "
+            "holds more than any other key, *diffuse* when nothing stands out."
+        )
     lines = [
-        f"Heads {heads} (the chosen setting's top N), at ref{first['shift']:+d}; a row is "
-        f"*on the reference* when the heads put at least {first['dominance']:g} of their "
-        "task-text weight on its reference keys, *misdirected* when one other key holds that "
-        "much and the model wrote what the task gives on the keys moved there, *elsewhere* "
-        "when such a key's result was not written, *diffuse* when nothing holds it. Shares "
+        f"Heads {heads} (the chosen setting's top N), at ref{first['shift']:+d}; {rule} Shares "
         "are means over the instances with a wrong token (each counts once).",
         "",
         "| config | instances with a wrong token | wrong tokens | "
         + " | ".join(c.replace("_", " ") for c in CLASSES)
-        + " | diffuse, reference still first |",
-        "|---|---|---|" + "---|" * (len(CLASSES) + 1),
+        + (" | diffuse, reference still first |" if legacy else " |"),
+        "|---|---|---|" + "---|" * (len(CLASSES) + legacy),
     ]
     for name, result in found.items():
         shares = result["shares"]
-        cells = [_n(shares[c]) if shares[c] is not None else "-" for c in CLASSES]
-        diffuse = result["token_counts"]["diffuse"]
+        cells = [_n(shares.get(c)) if shares.get(c) is not None else "-" for c in CLASSES]
+        if legacy:
+            diffuse = result["token_counts"]["diffuse"]
+            cells.append(f"{result.get('reference_first')} of {diffuse} tokens")
         lines.append(
-            f"| {name} | {result['instances']} | {result['tokens']} | {' | '.join(cells)} | "
-            f"{result['reference_first']} of {diffuse} tokens |"
+            f"| {name} | {result['instances']} | {result['tokens']} | {' | '.join(cells)} |"
         )
     lines.append("")
     return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
@@ -428,10 +451,79 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
+def seeds_section(tasks: dict[str, dict[str, Any]]) -> list[str]:
+    """For each task run with --seeds K > 1: one row per seed run (its seeds, Table 1's
+    exact and partial, the chosen setting, its OOD gain, the random heads' gains, ID exact
+    under it, the verdict), then whether the verdicts agree. Empty without --seeds."""
+    groups = seed_groups(tasks)
+    if not groups:
+        return []
+    lines = [
+        "## Seed runs",
+        "",
+        "Each seed run trains its own model (init seed k, data seed --seed + k) and runs every "
+        "stage on its own data seed; its section below has the details. Gains are on the "
+        "metric the sweep chose by, in points with 95% intervals.",
+        "",
+    ]
+    for task, runs in groups.items():
+        metric = (runs[0][1].get("sweep") or {}).get("metric", "partial_acc")
+        lines += [
+            f"### {task}: {len(runs)} seed runs",
+            "",
+            "| seed run | init seed | data seed | ID exact | OOD exact | OOD partial | chosen "
+            f"on validation | OOD gain {metric.replace('_', ' ')} (95% CI) | random heads: gain "
+            "| ID exact under chosen | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, results in runs:
+            run = results["seed_run"]
+            rows = list((results.get("eval") or {}).values())
+            id_row = rows[0] if rows else {}
+            ood_row = rows[1] if len(rows) > 1 else {}
+            sweep = results.get("sweep") or {}
+            chosen = sweep.get("chosen_name")
+            gains = sweep.get("test_gains") or {}
+            gain = (gains.get(chosen) or {}).get(metric)
+            roles = roles_of(chosen, gains) if chosen else {}
+            randoms = [
+                format_gain(g[metric]).split(" [")[0]
+                for n, g in gains.items()
+                if roles.get(n) == "random_heads"
+            ]
+            under = ((sweep.get("id") or {}).get(chosen) or {}).get("exact_match")
+            lines.append(
+                f"| {run['run']} (`{name}`) | {run['init_seed']} | {run['data_seed']} | "
+                f"{_n(id_row.get('exact_match'))} | {_n(ood_row.get('exact_match'))} | "
+                f"{_n(ood_row.get('partial_acc'))} | {chosen or '-'} | "
+                f"{format_gain(gain) if gain else '-'} | "
+                f"{', '.join(randoms) or '-'} | {_n(under)} | **{verdict_name(results)}** |"
+            )
+        lines += ["", seed_agreement(task, runs), ""]
+    return lines
+
+
+def task_title(name: str, task: dict[str, Any]) -> str:
+    """A task section's heading: the task, and with --seeds its seed run and seeds."""
+    run = task.get("seed_run")
+    if not run:
+        return f"## {name}"
+    return (
+        f"## {name}: seed run {run['run']} (init seed {run['init_seed']}, data seed "
+        f"{run['data_seed']})"
+    )
+
+
+def task_folder(out: Path, name: str, task: dict[str, Any]) -> Path:
+    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`harness.pipeline.settings`)."""
+    from harness.pipeline.settings import seed_run_name, task_short_name
+
+    run = task.get("seed_run")
+    return out / (seed_run_name(run["task"], run["run"]) if run else task_short_name(name))
+
+
 # --- the document ---------------------------------------------------------------------------
 def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: float) -> Path:
-    from harness.pipeline.settings import task_short_name
-
     command = command_for(cfg)
     lines = [
         "# Attend or Perish, reproduced: reference attention and reinforcement",
@@ -447,13 +539,14 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         PAPER,
         "",
         *summary_table(tasks),
+        *seeds_section(tasks),
     ]
     for task_name, task in tasks.items():
-        folder = out / task_short_name(task_name)
+        folder = task_folder(out, task_name, task)
         folder.mkdir(parents=True, exist_ok=True)
         ood = task.get("ood") or {}
         shown = ", ".join(f"{k}={v}" for k, v in ood.items())
-        lines += [f"## {task_name}", "", f"Model: `{task['model']}`."]
+        lines += [task_title(task_name, task), "", f"Model: `{task['model']}`."]
         lines += [f"OOD preset overridden: {shown}." if ood else "OOD preset as defined.", ""]
         lines += ["### ID and OOD accuracy (Table 1 analog)", "", *table1(task), ""]
         lines += _made_by(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -184,6 +187,18 @@ def test_bad_options_name_the_field():
     assert flips.ood_for("ffml") == {"use_flip": False}
     with pytest.raises(ValueError, match="'sorted_keys' must be true or false"):
         ReproduceConfig(model="x", config="value_assignment", ood={"sorted_keys": "maybe"})
+    # --seeds: 1 to 20, only where each seed run can train its own model (--quick)
+    with pytest.raises(ValueError, match="'seeds' must be >= 1, got 0"):
+        ReproduceConfig(quick=True, seeds=0)
+    with pytest.raises(ValueError, match="'seeds' must be <= 20"):
+        ReproduceConfig(quick=True, seeds=21)
+    with pytest.raises(ValueError, match="'seeds' 2 trains one model per seed run.*--quick"):
+        ReproduceConfig(model="x", seeds=2)
+    with pytest.raises(ValueError, match="'seeds' 2 .* needs --quick without --model"):
+        ReproduceConfig(model="x", quick=True, seeds=2)
+    with pytest.raises(ValueError, match="'seed' .* \\+ 'seeds' 3 - 1 = .* is outside"):
+        ReproduceConfig(quick=True, seeds=3, seed=2**64 - 2)
+    assert ReproduceConfig(quick=True, seeds=20).seeds == 20
     assert task_presets("reversal") == ("reversal_id", "reversal_ood")
     assert task_presets("successor_id") == ("successor_id", "successor_ood")
     for name in ("reversal", "reversal_id", "reversal_ood", "string_reversal"):
@@ -227,5 +242,225 @@ def test_cli_one_line_errors(capsys):
 
     assert main(["--model", "/does/not/exist"]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["--model", "/does/not/exist", "--seeds", "2"]) == 2
+    assert "'seeds' 2 trains one model per seed run" in capsys.readouterr().err
     assert main(["--quick", "--ood", "max_length"]) == 2
     assert "--ood expects KEY=VALUE" in capsys.readouterr().err
+
+
+# --- --quick's models: seed runs, and a reused model that must match its options ----------
+def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
+    from harness.pipeline.reproduce import quick_model_folder, quick_train_config
+    from harness.pipeline.settings import quick_recipe
+    from harness.train import TrainConfig
+
+    cfg = ReproduceConfig(quick=True, seeds=3, seed=5)
+    run0 = quick_train_config(cfg, "addition", tmp_path)
+    # run 0 is exactly what --quick trained before --seeds existed: init 0, data seed --seed
+    recipe = quick_recipe("addition")
+    steps = recipe["max_steps"]
+    before = {
+        **recipe,
+        "model": "scratch",
+        "output": str(tmp_path),
+        "config": "addition_id",
+        "seed": 5,
+        "max_steps": steps,
+        "train_size": steps * recipe["batch_size"],
+        "save_every": max(steps // 4, 1),
+    }
+    assert run0 == TrainConfig.from_dict(before) == quick_train_config(cfg, "addition", tmp_path, 0)
+    assert (run0.seed, run0.scratch.seed) == (5, 0)
+    run2 = quick_train_config(cfg, "addition", tmp_path, 2)
+    assert (run2.seed, run2.scratch.seed) == (7, 2)
+    assert dataclasses.replace(run2, seed=5, scratch=run0.scratch) == run0  # nothing else moves
+    assert run2.scratch.num_layers == 2  # the recipe's own scratch options kept
+    assert quick_model_folder(tmp_path, "addition") == tmp_path / "models" / "addition"
+    assert quick_model_folder(tmp_path, "addition_id", 2) == tmp_path / "models" / "addition-seed2"
+
+
+def _fake_model(folder: Path, config, run_file: bool = True) -> Path:
+    """A model folder as training leaves it (config.json and the run file of `config`),
+    without the weights the checks never read."""
+    from harness.runs import TrainState, write_run_file
+    from harness.train import run_info
+
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    if run_file:
+        write_run_file(folder, run_info(config, TrainState()))
+    return folder
+
+
+def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
+    """The issue: `--train-steps 3`, then `--train-steps 6` (or `--seed 7`, then `--seed 8`)
+    reused the first model and reported the second run's options. Now a model is reused
+    only when its run file records the options it would be trained with now; otherwise the
+    run is refused before any work, naming each option, and the model is kept."""
+    from harness.pipeline import settings
+    from harness.pipeline.reproduce import check_quick_models, quick_model, quick_train_config
+
+    out = tmp_path / "rq"
+    first = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3, seed=7)
+    folder = out / "models" / "reversal"
+    final = _fake_model(folder / "final", quick_train_config(first, "reversal", folder))
+    check_quick_models(first, out)  # the same options: reused
+    logged = []
+    assert quick_model(first, "reversal", out, logged.append) == str(final)
+    assert logged == [f"model for reversal: reusing {final} (trained with the same options)"]
+
+    second = dataclasses.replace(first, train_steps=6, seed=8)
+    with pytest.raises(ValueError) as error:
+        check_quick_models(second, out)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"model for reversal: {final} was trained")
+    assert "steps (--train-steps): recorded 3, asked 6" in message
+    assert "data seed (--seed, + k in seed run k): recorded 7, asked 8" in message
+    assert "train_size" not in message and "save_every" not in message  # follow the steps
+    assert message.endswith(f"use another --output, or delete {folder} to train it again")
+    # reproduce refuses before any work: no settings.json, nothing trained, the model kept
+    with pytest.raises(ValueError, match="recorded 3, asked 6"):
+        reproduce(second, writers=None)
+    assert not (out / "settings.json").exists() and (final / "config.json").is_file()
+    with pytest.raises(ValueError, match="recorded 7, asked 8"):
+        quick_model(dataclasses.replace(first, seed=8), "reversal", out, logged.append)
+
+    # a recipe changed since the model was trained: named as a recipe option
+    monkeypatch.setattr(settings, "QUICK_TRAIN", {**settings.QUICK_TRAIN, "lr": 1e-3})
+    with pytest.raises(ValueError, match="recipe option lr: recorded 0.002, asked 0.001"):
+        check_quick_models(first, out)
+    monkeypatch.undo()
+
+    # a half-finished run (its latest checkpoint) is resumed only with the same options
+    shutil.rmtree(final)
+    checkpoint = folder / "checkpoint-1"
+    _fake_model(checkpoint, quick_train_config(first, "reversal", folder))
+    check_quick_models(first, out)
+    with pytest.raises(ValueError, match="checkpoint-1 is being trained \\(half-finished\\)"):
+        check_quick_models(second, out)
+
+    # a finished model with no run file: what it was trained with is unknown
+    _fake_model(final, None, run_file=False)
+    with pytest.raises(ValueError, match="records no train options"):
+        check_quick_models(first, out)
+    shutil.rmtree(final)
+
+    # seed run 1's folder holding a model initialised with seed 0
+    seeds = dataclasses.replace(first, seeds=2)
+    other = out / "models" / "reversal-seed1"
+    _fake_model(other / "final", quick_train_config(seeds, "reversal", other, 0))
+    with pytest.raises(ValueError) as error:
+        check_quick_models(seeds, out)
+    assert "init seed (k in seed run k): recorded 0, asked 1" in str(error.value)
+    assert "data seed (--seed, + k in seed run k): recorded 7, asked 8" in str(error.value)
+    # several folders differ: the first in full, the others counted
+    with pytest.raises(ValueError, match="\\(and 1 more model folder\\(s\\) differ\\)$"):
+        check_quick_models(dataclasses.replace(seeds, train_steps=4), out)
+    check_quick_models(dataclasses.replace(seeds, quick=False, model="m", seeds=1), out)
+
+
+@pytest.fixture
+def tiny_training(monkeypatch):
+    """--quick's recipe shrunk to a two-layer Llama of width 32 trained 2 steps of 4
+    instances (seconds), and the list of (model folder, init seed, data seed) trained."""
+    import harness.train
+    from harness.pipeline import settings
+
+    monkeypatch.setattr(
+        settings,
+        "QUICK_TRAIN",
+        {
+            "max_steps": 2,
+            "batch_size": 4,
+            "lr": 2e-3,
+            "eval_size": 2,
+            "eval_batch_size": 2,
+            "log_every": 1,
+            "scratch": {
+                "hidden_size": 32,
+                "num_layers": 2,
+                "num_heads": 2,
+                "intermediate_size": 64,
+            },
+        },
+    )
+    trained = []
+    real = harness.train.train
+
+    def spy(config, **kwargs):
+        trained.append((Path(config.output).name, config.scratch.seed, config.seed))
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(harness.train, "train", spy)
+    return trained
+
+
+@pytest.mark.slow
+def test_quick_seed_runs_train_analyse_and_compare(tmp_path, tiny_training, capsys):
+    """--seeds 1 keeps today's layout; --seeds 2 in the same folder reuses that run as seed
+    run 0 (its model and every stage file) and adds seed run 1 on init 1 and data seed + 1,
+    in folders of its own, with the seed table and the agreement line in report.md."""
+    from harness.report.findings import seed_agreement, seed_groups
+
+    out = tmp_path / "out"
+    base = dict(TINY, quick=True, tasks=["reversal"], output=str(out), seed=7)
+    reproduce(ReproduceConfig(**base), pipeline_writers())
+    assert tiny_training == [("reversal", 0, 7)]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "models",
+        "report.md",
+        "reversal",
+        "settings.json",
+        "stages",
+    ]
+    assert [p.name for p in (out / "models").iterdir()] == ["reversal"]
+    stages = {p.name: p.read_bytes() for p in (out / "stages").iterdir()}
+    assert all(name.startswith("reversal-") and "seed" not in name for name in stages)
+    results = json.loads((out / "reversal" / "results.json").read_text())
+    assert results["task"] == "reversal" and "seed_run" not in results
+    text = (out / "report.md").read_text()
+    assert "\n## reversal\n" in text and "seed run" not in text
+
+    tiny_training.clear()
+    capsys.readouterr()
+    reproduce(ReproduceConfig(**base, seeds=2), pipeline_writers())
+    assert tiny_training == [("reversal-seed1", 1, 8)]  # seed run 0 reused, not retrained
+    err = capsys.readouterr().err
+    assert "model for reversal: reusing" in err and "(trained with the same options)" in err
+    for name, data in stages.items():  # seed run 0 is the run above: nothing recomputed
+        assert (out / "stages" / name).read_bytes() == data, name
+    added = sorted(set(p.name for p in (out / "stages").iterdir()) - set(stages))
+    assert added == sorted(name.replace("reversal-", "reversal-seed1-", 1) for name in stages)
+    for name, init, data in (("reversal", 0, 7), ("reversal-seed1", 1, 8)):
+        info = json.loads((out / "models" / name / "final" / "attentionspan_run.json").read_text())
+        assert (info["scratch"]["seed"], info["train"]["seed"]) == (init, data), name
+    folder = out / "reversal-seed1"
+    for name in ("results.json", "heads.json", "sweep.png", "attention/attention.html"):
+        assert (folder / name).is_file(), name
+    runs = {}
+    for label in ("reversal", "reversal-seed1"):
+        runs[label] = json.loads((out / label / "results.json").read_text())
+    assert runs["reversal-seed1"]["seed_run"] == {
+        "task": "reversal",
+        "run": 1,
+        "init_seed": 1,
+        "data_seed": 8,
+    }
+    assert runs["reversal"]["seed_run"]["data_seed"] == 7
+    assert runs["reversal-seed1"]["heads"]["source"]["seed"] == 8  # its stages on its data
+    assert runs["reversal-seed1"]["model"].endswith("reversal-seed1/final")
+    text = (out / "report.md").read_text()
+    assert "## Seed runs" in text and "### reversal: 2 seed runs" in text
+    assert "| 0 (`reversal`) | 0 | 7 |" in text and "| 1 (`reversal-seed1`) | 1 | 8 |" in text
+    assert "## reversal-seed1: seed run 1 (init seed 1, data seed 8)" in text
+    agreement = seed_agreement("reversal", seed_groups(runs)["reversal"])
+    verdicts = {r["sweep"]["verdict"]["verdict"] for r in runs.values()}
+    assert ("verdicts agree" in agreement) == (len(verdicts) == 1)
+    assert text.count(agreement) == 2  # the seed table's line and the findings' sentence
+
+    # another --train-steps: refused before any work, the models kept
+    settings_file = (out / "settings.json").read_text()
+    with pytest.raises(ValueError, match="steps \\(--train-steps\\): recorded 2, asked 3"):
+        reproduce(ReproduceConfig(**base, seeds=2, train_steps=3), pipeline_writers())
+    assert (out / "settings.json").read_text() == settings_file
+    assert tiny_training == [("reversal-seed1", 1, 8)]

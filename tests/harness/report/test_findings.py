@@ -129,3 +129,47 @@ def test_missing_numbers_say_nothing():
     assert findings.task_findings("x", {}) == []
     section = findings.findings_section({"reversal": task()})
     assert section[0] == "## Findings" and any(s.startswith("- reversal: ") for s in section)
+
+
+def seed_runs(*verdicts, data_seed=1234):
+    """The results of one task's seed runs (`reproduce --quick --seeds K`), one verdict each."""
+    out = {}
+    for k, verdict in enumerate(verdicts):
+        t = task()
+        t["sweep"]["verdict"]["verdict"] = verdict
+        t["seed_run"] = {"task": "reversal", "run": k, "init_seed": k, "data_seed": data_seed + k}
+        out["reversal" if k == 0 else f"reversal-seed{k}"] = t
+    return out
+
+
+def test_seed_runs_say_whether_their_verdicts_agree():
+    runs = seed_runs("pointer", "pointer", "pointer")
+    groups = findings.seed_groups(runs)
+    assert list(groups) == ["reversal"]
+    assert [name for name, _ in groups["reversal"]] == [
+        "reversal",
+        "reversal-seed1",
+        "reversal-seed2",
+    ]
+    assert findings.seed_agreement("reversal", groups["reversal"]) == (
+        "reversal over 3 seed runs (seed run k: init seed k, data seed 1234 + k): the verdicts "
+        "agree, all **pointer**."
+    )
+    runs = seed_runs("repair", "pointer", "repair")
+    sentence = findings.seed_agreement("reversal", findings.seed_groups(runs)["reversal"])
+    assert sentence.endswith(
+        "the verdicts differ: **repair** in seed runs 0 and 2; **pointer** in seed run 1."
+    )
+    # a run without a verdict counts as none, not as agreeing
+    del runs["reversal-seed2"]["sweep"]["verdict"]
+    sentence = findings.seed_agreement("reversal", findings.seed_groups(runs)["reversal"])
+    assert "**none** in seed run 2" in sentence
+    # Findings: the sentence once, after the task's last seed run; none without --seeds
+    section = findings.findings_section(runs)
+    (line,) = [s for s in section if "seed runs" in s]
+    assert (
+        section.index(line)
+        == max(i for i, s in enumerate(section) if s.startswith("- reversal-seed2: ")) + 1
+    )
+    assert findings.seed_groups({"reversal": task()}) == {}
+    assert not any("seed run" in s for s in findings.findings_section({"reversal": task()}))

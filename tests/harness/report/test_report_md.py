@@ -73,3 +73,41 @@ def test_each_stage_says_its_lengths_and_overlong_answers_are_counted():
     text = "\n".join(verdict_lines(verdict))
     assert "**Verdict: pointer**" in text and "| ref+3 | 40 | 0.600 | 0.050 | 0.550 |" in text
     assert verdict_lines(None) == []
+
+
+def test_command_round_trips_seeds():
+    config = ReproduceConfig(quick=True, output="q", tasks=["reversal"], seeds=3, **QUICK_SIZES)
+    again = parse(command_for(config))
+    assert again.seeds == 3 and "--seeds 3" in command_for(config)
+    assert "--seeds" not in command_for(ReproduceConfig(quick=True, output="q", **QUICK_SIZES))
+
+
+def test_seed_runs_get_a_table_an_agreement_line_and_their_own_folders(tmp_path):
+    from harness.report.report_md import seeds_section, task_folder, task_title
+    from tests.harness.report.test_findings import seed_runs
+
+    runs = seed_runs("repair", "pointer")
+    runs["reversal-seed1"]["sweep"]["id"]["top4-C2"]["exact_match"] = 0.5
+    text = "\n".join(seeds_section(runs))
+    assert "### reversal: 2 seed runs" in text
+    assert "| OOD gain partial acc (95% CI) |" in text
+    row0, row1 = [
+        line for line in text.splitlines() if line.startswith("| 0 (") or line.startswith("| 1 (")
+    ]
+    assert row0.startswith(
+        "| 0 (`reversal`) | 0 | 1234 | 1.000 | 0.000 | 0.210 | top4-C2 | +13.0 ["
+    )
+    assert row0.endswith("| +13.0, +1.0 | 0.000 | **repair** |")  # both random seeds' gains
+    assert row1.startswith("| 1 (`reversal-seed1`) | 1 | 1235 |")
+    assert row1.endswith("| 0.500 | **pointer** |")
+    assert "the verdicts differ: **repair** in seed run 0; **pointer** in seed run 1." in text
+    assert seeds_section({"reversal": runs["reversal"] | {"seed_run": None}}) == []
+    assert task_folder(tmp_path, "reversal-seed1", runs["reversal-seed1"]) == (
+        tmp_path / "reversal-seed1"
+    )
+    assert task_folder(tmp_path, "reversal", runs["reversal"]) == tmp_path / "reversal"
+    assert task_folder(tmp_path, "reversal_id", {}) == tmp_path / "reversal"  # without --seeds
+    assert task_title("reversal-seed1", runs["reversal-seed1"]) == (
+        "## reversal-seed1: seed run 1 (init seed 1, data seed 1235)"
+    )
+    assert task_title("reversal", {}) == "## reversal"
