@@ -51,6 +51,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from harness.stats import above_zero
+
 VERDICTS = (
     "nudge-repairable",
     "misdirected lookup",
@@ -64,10 +66,6 @@ MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an er
 POINTER_EXCESS = 0.2  # a shifted push is followed: its following gain is at least this
 MIN_POINTER_ROWS = 20  # rows a following rate needs before it says anything
 ID_TOLERANCE = 0.05  # ID exact match may fall by this much under a push
-
-
-def above_zero(gain: Mapping[str, Any] | None) -> bool:
-    return bool(gain) and _finite(gain.get("low")) and gain["low"] > 0
 
 
 def _finite(value: Any) -> bool:

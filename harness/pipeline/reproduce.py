@@ -347,28 +347,37 @@ class TaskRun:
         self.results["sweep"] = self.run_sweep(ranking)
         self.log("where the model looks when it errs")
         self.results["diagnosis"] = self.run_diagnosis(ranking)
+        self.log("dose-response ladder (validation and test) and the calibrated verdict")
+        self.results["dose"] = self.run_dose(ranking)
+        self.results["verdict"] = self.calibrated_verdict()
         self.log("attention.html (baseline beside the chosen setting)")
         self.results["viewer"] = self.run_viewer(ranking)
         self.results["seconds"] = round(time.perf_counter() - started, 1)
         return self.results
 
-    def run_diagnosis(self, ranking) -> dict[str, Any]:
-        """Where the ranked heads look on each wrong answer token, without intervention, on
-        the ID and the OOD test streams (`harness.attention.diagnosis`). The heads: the top N
-        of the chosen setting (the grid's smallest N when the baseline was chosen), at the
-        ranking's shift."""
-        from harness.attention.diagnosis import where_errors_look
-        from harness.attention.sweep import BASELINE
-        from harness.engine.scoring import Scorer
-
+    def ladder_heads(self, ranking) -> list[tuple[int, int]]:
+        """The heads the diagnosis and the dose ladder read: the top N of the setting the
+        grid chose on validation (its smallest N when it chose the baseline)."""
         chosen = self.results["sweep"].get("chosen") or {}
         counts = self.results["sweep"].get("grid", {}).get("counts") or [1]
         n = chosen.get("n") if chosen.get("heads") == "top" and chosen.get("n") else counts[0]
-        heads = ranking.top(min(n, ranking.total))
+        return ranking.top(min(n, ranking.total))
+
+    def run_diagnosis(self, ranking) -> dict[str, Any]:
+        """Where the ranked heads look on each wrong answer token, without intervention, on
+        the ID and the OOD test streams (`harness.attention.diagnosis`), at the ranking's
+        shift, against the heads' own ID level there (the ranking's offset profile)."""
+        from harness.attention.diagnosis import id_level, where_errors_look
+        from harness.attention.sweep import BASELINE
+        from harness.engine.scoring import Scorer
+
+        heads = self.ladder_heads(ranking)
+        level = id_level(ranking, heads, self.cfg.shift)
         settings = self.base_settings() | {
             "n": self.cfg.num_test,
             "heads": [list(h) for h in heads],
             "shift": self.cfg.shift,
+            "level": level,
         }
 
         def compute():
@@ -379,11 +388,62 @@ class TaskRun:
                 records = self.score([BASELINE], stream)[BASELINE.name]
                 instances = self.instances(stream, share=False)
                 out[name] = where_errors_look(
-                    scorer, instances, records, heads, shift=self.cfg.shift
+                    scorer, instances, records, heads, shift=self.cfg.shift, level=level
                 )
             return out
 
         return self.stages.run(f"{self.label}-diagnosis", settings, compute)
+
+    def run_dose(self, ranking) -> dict[str, Any]:
+        """The dose-response ladder (`harness.attention.dose`) of the same heads on the OOD
+        validation stream (where the verdict chooses its dose) and the OOD test stream
+        (where it reads the controls at that dose), each with its ID stream for ID exact
+        match; teacher-forced, every process on every instance (it is a few forwards)."""
+        from harness.attention.dose import DEFAULT_DOSES, run_dose_ladder
+
+        heads = self.ladder_heads(ranking)
+        thresholds = list(self.cfg.thresholds) if _sweeps_thresholds(self.cfg.mode) else []
+        settings = self.base_settings() | {
+            "n_validation": self.cfg.num_validation,
+            "n_test": self.cfg.num_test,
+            "heads": [list(h) for h in heads],
+            "ranking": self.results.get("heads_key"),
+            "shift": self.cfg.shift,
+            "mode": self.cfg.mode,
+            "thresholds": thresholds,
+            "doses": list(DEFAULT_DOSES),
+        }
+
+        def compute():
+            self.load()
+            out = {}
+            for stream, id_stream in (("validation", "id_validation"), ("test", "id")):
+                out[stream] = run_dose_ladder(
+                    self.model,
+                    self.tokenizer,
+                    self.prompt,
+                    ranking,
+                    len(heads),
+                    self.instances(stream, share=False),
+                    self.instances(id_stream, share=False),
+                    self.cfg.batch_size,
+                    shift=self.cfg.shift,
+                    mode=self.cfg.mode,
+                    thresholds=thresholds,
+                )
+            return out
+
+        return self.stages.run(f"{self.label}-dose", settings, compute)
+
+    def calibrated_verdict(self) -> dict[str, Any]:
+        """The verdict read from the dose curves and the OOD errors' diagnosis
+        (`harness.attention.verdict`; docs/usage_analysis.md, "The calibrated verdict")."""
+        from harness.attention.verdict import calibrated_verdict
+
+        dose = self.results["dose"]
+        return calibrated_verdict(
+            dose["validation"], dose["test"], self.results["diagnosis"][self.ood_name]
+        )
 
     def run_viewer(self, ranking) -> dict[str, Any]:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test

@@ -157,7 +157,16 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
             )
     verdict = sweep.get("verdict")
     if verdict:
-        out.append(f"Verdict: **{verdict['verdict']}**: " + "; ".join(verdict["reasons"]) + ".")
+        out.append(
+            "At the grid's chosen setting the repair-or-pointer rule says "
+            f"**{verdict['verdict']}**: " + "; ".join(verdict["reasons"]) + "."
+        )
+    calibrated = task.get("verdict")
+    if calibrated:
+        out.append(
+            f"Calibrated verdict (dose-response and where the errors look): "
+            f"**{calibrated['verdict']}**: " + "; ".join(calibrated["reasons"]) + "."
+        )
     return out
 
 
@@ -179,8 +188,9 @@ def seed_groups(
 
 
 def verdict_name(task: Mapping[str, Any]) -> str:
-    """The run's repair-or-pointer verdict, or `none` where it has none."""
-    verdict = (task.get("sweep") or {}).get("verdict") or {}
+    """The run's calibrated verdict (or, in a run made before it, the repair-or-pointer
+    verdict of the grid's chosen setting), or `none` where it has none."""
+    verdict = task.get("verdict") or (task.get("sweep") or {}).get("verdict") or {}
     return verdict.get("verdict") or "none"
 
 

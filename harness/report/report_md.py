@@ -216,8 +216,9 @@ def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
         return []
     numbers = verdict["numbers"]
     lines = [
-        f"**Verdict: {verdict['verdict']}** (the rule of docs/usage_analysis.md, "
-        f'"Repair or pointer"): ' + "; ".join(verdict["reasons"]) + ".",
+        f"**Repair or pointer at the grid's chosen setting: {verdict['verdict']}** (the rule "
+        'of docs/usage_analysis.md, "Repair or pointer"; the calibrated verdict is read from '
+        "the dose-response below): " + "; ".join(verdict["reasons"]) + ".",
         "",
         "| pointer shift | rows | writes the pointed-at character | without intervention | "
         "excess |",
@@ -424,12 +425,66 @@ def diagnosis_section(task, command: str) -> list[str]:
     return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
 
 
+def dose_section(task, folder: Path, command: str) -> list[str]:
+    """The dose-response ladder on OOD test (its plot and table) and the calibrated verdict
+    read from it and from where the errors look (`harness.attention.verdict`)."""
+    from harness.report import plots
+
+    dose = task.get("dose")
+    verdict = task.get("verdict")
+    if not dose or not verdict:
+        return []
+    test = dose["test"]
+    path = plots.dose_response(
+        test, folder / "dose-response.png", f"{task['task']}: dose-response on OOD test"
+    )
+    chosen = (verdict["numbers"].get("dose") or {}).get("C")
+    heads = ", ".join(f"L{layer}H{head}" for layer, head in test.get("heads", []))
+    shifts = [f"{k}" for k in (test.get("pointer_shifts") or [])]
+    header = " | ".join(f"push at ref{k}: gain, following" for k in shifts)
+    lines = [
+        f"The top {test['n']} heads ({heads}) pushed at each C, with the controls at the same "
+        f"dose, teacher-forced on {test['instances']} OOD test instances (gain: teacher-forced "
+        "token accuracy over the baseline, paired per instance, 95% interval; following: how "
+        "much more often the model writes what the task gives on the moved text). The dose "
+        f"is chosen on {dose['validation']['instances']} OOD validation instances.",
+        "",
+        f"![dose-response]({path.relative_to(folder.parent)})",
+        "",
+        f"| C | reference gain | {header} | random other heads: mean (max) | ID exact |",
+        "|---|---|" + "---|" * len(shifts) + "---|---|",
+    ]
+    for entry in test["doses"]:
+        mark = " (chosen)" if entry["strength"] == chosen else ""
+        cells = []
+        for k in shifts:
+            p = entry["pointers"].get(k) or {}
+            follow = (p.get("following") or {}).get("gain") or {}
+            gain = format_gain(p["gain"]) if p.get("gain") else "-"
+            cells.append(f"{gain}, {_n(follow.get('gain'))}")
+        rand = entry.get("random_heads") or {}
+        ident = (entry.get("id") or {}).get("tf_exact")
+        lines.append(
+            f"| {entry['strength']:g}{mark} | {format_gain(entry['reference'])} | "
+            f"{' | '.join(cells)} | {_n(rand.get('mean'))} ({_n(rand.get('max'))}) | "
+            f"{_n(ident)} |"
+        )
+    note = (test.get("random_draws") or {}).get("note")
+    lines += ["", *([note + ".", ""] if note else [])]
+    lines += [
+        f"**Calibrated verdict: {verdict['verdict']}** (the rule of docs/usage_analysis.md, "
+        '"The calibrated verdict"): ' + "; ".join(verdict["reasons"]) + ".",
+        "",
+    ]
+    return lines + _made_by(command, f"stage `{task['task']}-dose`")
+
+
 def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
     """One row per task: the chosen setting against the baseline and the random-head control."""
     lines = [
         "| task | chosen on validation | OOD partial: baseline -> chosen | gain (95% CI) | "
-        "random heads: gain | ID exact: baseline -> chosen |",
-        "|---|---|---|---|---|---|",
+        "random heads: gain | ID exact: baseline -> chosen | calibrated verdict |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, task in tasks.items():
         sweep = task["sweep"]
@@ -446,7 +501,8 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
             f"| {name} | {chosen} | {_n(test['baseline']['partial_acc'])} -> "
             f"{_n(test[chosen]['partial_acc'])} | {format_gain(gains[chosen]['partial_acc'])} | "
             f"{', '.join(randoms) or '-'} | {_n(ident.get('baseline', {}).get('exact_match'))} "
-            f"-> {_n(ident.get(chosen, {}).get('exact_match'))} |"
+            f"-> {_n(ident.get(chosen, {}).get('exact_match'))} | "
+            f"{(task.get('verdict') or {}).get('verdict', '-')} |"
         )
     return lines + [""]
 
@@ -562,6 +618,9 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         lines += ["### Sweep on validation", "", *sweep_section(task, folder, command)]
         lines += ["### Chosen setting and controls on test", ""]
         lines += results_section(task, folder, command)
+        dose = dose_section(task, folder, command)
+        if dose:  # runs made before the ladder existed have none
+            lines += ["### Dose-response and the calibrated verdict", "", *dose]
         lines += ["### OOD accuracy by length (Figure 2 analog)", ""]
         lines += figure2(task, folder, command)
         saved = {k: v for k, v in task.items() if k not in ("attention",)}

@@ -62,6 +62,12 @@ def digest(out: Path) -> dict[str, Any]:
         kept = set(test) & {"baseline", sweep.get("chosen_name")}
         tasks[result["task"]] = {
             "model_sha256": result.get("model_sha256"),
+            # the calibrated verdict with the numbers it read (dose, gains, error shares)
+            "verdict": result.get("verdict"),
+            "diagnosis": {
+                name: {k: v.get(k) for k in ("instances", "tokens", "shares", "level")}
+                for name, v in (result.get("diagnosis") or {}).items()
+            },
             "eval": result.get("eval"),
             "ood": result.get("ood"),
             "attention": {"results": _attention(path.parent / "attention" / "attention.json")},
@@ -129,8 +135,8 @@ def render(
     lines += [
         "",
         "| task | chosen | OOD gain | restore gain | pointer following at ref-3 / ref+3 "
-        "(without) | ID exact: baseline -> chosen | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "(without) | ID exact: baseline -> chosen | repair or pointer | calibrated verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, task in tasks.items():
         sweep = task["sweep"]
@@ -156,7 +162,7 @@ def render(
         lines.append(
             f"| {name} | {chosen} | {format_gain(sweep['test_gains'][chosen][metric])} | "
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
-            f"{verdict.get('verdict', '-')} |"
+            f"{verdict.get('verdict', '-')} | {(task.get('verdict') or {}).get('verdict', '-')} |"
         )
     lines += [
         "",

@@ -85,7 +85,24 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     assert sweep["verdict"]["verdict"] in ("repair", "pointer", "inconclusive")
     assert set(sweep["verdict"]["numbers"]["follows"]) == {"-3", "3"}
     assert text.index("## Findings") < text.index("## reversal")
-    assert "**Verdict: " in text and "reversal: The model" in text
+    assert "chosen setting: " in text and "reversal: The model" in text
+    # The dose-response ladder on validation and test, and the calibrated verdict read from
+    # it and from where the errors look, in the JSON and the report (with its plot).
+    from harness.attention.verdict import VERDICTS
+
+    assert results["verdict"]["verdict"] in VERDICTS
+    for stream in ("validation", "test"):
+        assert [d["strength"] for d in results["dose"][stream]["doses"]] == [
+            0.05,
+            0.1,
+            0.2,
+            0.3,
+            0.5,
+            1.0,
+            2.0,
+        ]
+    assert "**Calibrated verdict: " in text and (folder / "dose-response.png").is_file()
+    assert "| calibrated verdict |" in text
     assert "[attention.html](reversal/attention/attention.html)" in text
     stage_files = sorted(p.name for p in (out / "stages").iterdir())
 

@@ -67,7 +67,13 @@ def test_every_rule_fires_on_its_numbers():
     assert "Random heads also gain (random4-C2-s0: +13.0" in text and "random4-C2-s1" not in text
     assert text.count("Random heads also gain") == 1  # one finding for every seed that gains
     assert "costs the in-distribution task: ID exact 1.000 -> 0.000" in text
-    assert "Verdict: **pointer**" in text
+    assert "the repair-or-pointer rule says **pointer**" in text
+    assert "Calibrated verdict" not in text  # a run made before the ladder has none
+    calibrated = task() | {"verdict": {"verdict": "downstream", "reasons": ["errors: x"]}}
+    text = "\n".join(findings.task_findings("reversal", calibrated))
+    assert "Calibrated verdict (dose-response and where the errors look): **downstream**" in text
+    assert findings.verdict_name(calibrated) == "downstream"
+    assert findings.verdict_name(task()) == "pointer"
 
 
 def test_instance_aware_interval_decides_over_the_pooled_test():

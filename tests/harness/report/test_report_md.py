@@ -71,7 +71,7 @@ def test_each_stage_says_its_lengths_and_overlong_answers_are_counted():
         },
     }
     text = "\n".join(verdict_lines(verdict))
-    assert "**Verdict: pointer**" in text and "| ref+3 | 40 | 0.600 | 0.050 | 0.550 |" in text
+    assert "chosen setting: pointer**" in text and "| ref+3 | 40 | 0.600 | 0.050 | 0.550 |" in text
     assert verdict_lines(None) == []
 
 
