@@ -28,7 +28,7 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.metrics import METRICS
-from harness.report.findings import task_findings
+from harness.report.findings import seed_agreement, seed_groups, task_findings
 from harness.stats import format_gain
 
 BEGIN = (
@@ -62,6 +62,7 @@ def digest(out: Path) -> dict[str, Any]:
         kept = set(test) & {"baseline", sweep.get("chosen_name")}
         tasks[result["task"]] = {
             "model_sha256": result.get("model_sha256"),
+            "seed_run": result.get("seed_run"),  # --seeds: task, run, init and data seed
             # the calibrated verdict with the numbers it read (dose, gains, error shares)
             "verdict": result.get("verdict"),
             "diagnosis": {
@@ -130,8 +131,12 @@ def render(
         "```",
         "",
     ]
+    groups = seed_groups(tasks)
+    last_runs = {runs[-1][0]: task for task, runs in groups.items()}
     for name, task in tasks.items():
         lines += [f"- {line}" for line in task_findings(name, task)]
+        if name in last_runs:  # after a task's last seed run: do its verdicts agree
+            lines.append(f"- {seed_agreement(last_runs[name], groups[last_runs[name]])}")
     lines += [
         "",
         "| task | chosen | OOD gain | restore gain | pointer following at ref-3 / ref+3 "
