@@ -252,7 +252,10 @@ def check(out: Path, digest_file: Path) -> list[str]:
     else:
         lines.append("the package versions are the same")
     for name in wanted:
-        if wanted[name].get("model_sha256") != tasks[name].get("model_sha256"):
+        before, after = wanted[name].get("model_sha256"), tasks[name].get("model_sha256")
+        if before is None:
+            lines.append(f"{name}: the digest records no model hash")
+        elif before != after:
             lines.append(f"{name}: the model's weights differ (model_sha256)")
     return lines
 
