@@ -114,6 +114,8 @@ def test_differences_name_the_figures_that_moved():
 def test_check_says_whether_a_run_reproduces_its_digest(tmp_path, capsys):
     run = tmp_path / "run"
     _write_run(run)
+    result = json.loads((run / "reversal" / "results.json").read_text())
+    (run / "reversal" / "results.json").write_text(json.dumps(result | {"model_sha256": "a" * 64}))
     (run / "settings.json").write_text(json.dumps({"versions": {"torch": "2.13.0"}}))
     doc = tmp_path / "results.md"
     doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
