@@ -31,7 +31,9 @@ and calibrated on the planted models of tests/planted.py, whose mechanism is kno
    - *no lookup*: mostly diffuse (nothing stands out, the reference not first), and at the
      ladder's top dose a shifted push is followed: any push anywhere is followed.
      Otherwise *inconclusive*.
-   - no kind holds most errors: *inconclusive* (mixed).
+   - mostly elsewhere (one wrong key holds the heads, but the model does not write its
+     result: the ranked heads' lookup does not decide the answer), or no kind holds most
+     errors (mixed): *inconclusive*.
 3. With no dose that gains on validation, a diluted or diffuse failure is *no attention
    effect* (pushing the ranked heads does not help at any dose); and with no errors to look
    at out of distribution, *no failure*.
@@ -210,6 +212,14 @@ def calibrated_verdict(
         )
     if kind == "mixed":
         return out("inconclusive", [f"{where}: no kind of error holds half the instances"])
+    if kind == "elsewhere":
+        return out(
+            "inconclusive",
+            [
+                f"{where}: one wrong key holds the heads, but the model does not write what "
+                "the task gives there: these heads' lookup does not decide the answer"
+            ],
+        )
     if chosen is None:
         return out(
             "no attention effect",

@@ -56,6 +56,8 @@ def test_the_kind_of_error_decides_first():
     )
     out = calibrated_verdict(ladder, ladder, errors(misdirected=0.6, diffuse=0.4))
     assert out["verdict"] == "misdirected lookup" and "no shifted push" in out["reasons"][1]
+    other = calibrated_verdict(ladder, ladder, errors(elsewhere=0.8, diffuse=0.2))
+    assert other["verdict"] == "inconclusive" and "does not decide" in other["reasons"][0]
     mixed = calibrated_verdict(ladder, ladder, errors(diluted=0.4, diffuse=0.3, elsewhere=0.3))
     assert mixed["verdict"] == "inconclusive" and "half" in mixed["reasons"][0]
     assert calibrated_verdict(ladder, ladder, {"shares": {}, "instances": 0})["verdict"] == (
