@@ -155,6 +155,15 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
             out.append(
                 f"ID exact match holds under the chosen setting ({_n(before)} -> {_n(after)})."
             )
+    restored = [name for name in ident if name != "baseline" and roles.get(name) == "restore"]
+    for name in restored:
+        before, after = ident["baseline"]["exact_match"], ident[name]["exact_match"]
+        if after < before - ID_COST:
+            out.append(
+                f"Restore is not neutral in distribution ({name}: ID exact {_n(before)} -> "
+                f"{_n(after)}): giving each head its mean ID weight breaks rows that had "
+                "another, so its OOD result says little."
+            )
     verdict = sweep.get("verdict")
     if verdict:
         out.append(

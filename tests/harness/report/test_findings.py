@@ -179,3 +179,13 @@ def test_seed_runs_say_whether_their_verdicts_agree():
     )
     assert findings.seed_groups({"reversal": task()}) == {}
     assert not any("seed run" in s for s in findings.findings_section({"reversal": task()}))
+
+
+def test_restore_that_breaks_the_in_distribution_task_is_said_to_say_little():
+    t = task()
+    t["sweep"]["test_gains"]["top4-restore"] = {"partial_acc": GAIN_NONE}
+    t["sweep"]["id"]["top4-restore"] = {"exact_match": 0.234}
+    text = "\n".join(findings.task_findings("addition", t))
+    assert "Restore is not neutral in distribution (top4-restore: ID exact 1.000 -> 0.234)" in text
+    t["sweep"]["id"]["top4-restore"] = {"exact_match": 0.98}  # within the tolerance: silent
+    assert "Restore is not neutral" not in "\n".join(findings.task_findings("addition", t))
