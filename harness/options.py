@@ -116,9 +116,9 @@ MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
         ("--threads",),
         {
             "type": int,
-            "help": "torch CPU threads (default: chosen from the cores this process may use, "
-            "the processes on this machine and the load; an explicit OMP_NUM_THREADS is kept; "
-            "docs/performance.md)",
+            "help": "torch CPU threads (default, or 0: chosen from the cores this process may "
+            "use, the processes on this machine and the load; an explicit OMP_NUM_THREADS is "
+            "kept; docs/performance.md)",
         },
     ),
     "no_progress": (("--no-progress",), {"action": "store_true", "help": "no progress bar"}),

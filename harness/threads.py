@@ -92,6 +92,8 @@ def configure_threads(command: str, args) -> int | None:
     if command not in MODEL_COMMANDS:
         return None
     requested = getattr(args, "threads", None)
+    if requested == 0:  # `--threads 0`: the rule, as reproduce's help and settings say
+        requested = None
     threads = choose_threads(requested)
     if requested is not None and threads < requested:
         print(

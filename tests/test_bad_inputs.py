@@ -938,7 +938,7 @@ def test_a_hub_name_offline_is_refused_at_once(command, monkeypatch):
 # failure, so a check that comes after the work shows as that failure, not as status 2.
 FAST_ROWS = [
     # --- caps: huge values that hung or filled memory
-    ("train-threads-0", [*TRAIN, "--threads", "0"], ["--threads must be from 1 to 1024"]),
+    ("train-threads-negative", [*TRAIN, "--threads", "-1"], ["--threads must be from 1 to 1024"]),
     ("train-threads-huge", [*TRAIN, "--threads", HUGE], ["--threads", "1 to 1024"]),
     ("eval-threads-negative", [*EVAL, "--threads=-2"], ["--threads must be from 1 to 1024"]),
     (
@@ -1018,7 +1018,7 @@ FAST_ROWS = [
     ("reproduce-thresholds-2", [*REPRODUCE, "--thresholds", "2"], ["'thresholds' must be in"]),
     ("reproduce-shift-outside", [*REPRODUCE, "--shift", "500"], ["'shift' 500 is outside"]),
     ("reproduce-num-test-huge", [*REPRODUCE, "--num-test", HUGE], ["'num_test' must be <= 1"]),
-    ("reproduce-threads-0", [*REPRODUCE, "--threads", "0"], ["--threads must be from 1"]),
+    ("reproduce-threads-negative", [*REPRODUCE, "--threads", "-1"], ["--threads must be from 1"]),
     ("reproduce-output-a-file", [*REPRODUCE[:-1], "{a_file}"], ["'output'", "is a file"]),
     ("baselines-seeds-huge", [*BASELINES, "--seeds", HUGE], ["--seeds must be <= 100 (the cap)"]),
     ("baselines-epochs-huge", [*BASELINES, "--epochs", HUGE], ["--epochs must be <= 10,000"]),
@@ -1030,7 +1030,7 @@ FAST_ROWS = [
         ["--models lists 'lstm' twice"],
     ),
     ("baselines-output-a-folder", [*BASELINES[:-1], "{a_folder}"], ["--output", "is a folder"]),
-    ("baselines-threads-0", [*BASELINES, "--threads", "0"], ["--threads must be from 1"]),
+    ("baselines-threads-negative", [*BASELINES, "--threads", "-1"], ["--threads must be from 1"]),
 ]
 
 

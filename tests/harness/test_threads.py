@@ -77,11 +77,13 @@ def test_model_commands_set_torch_s_threads_and_data_commands_do_not(keep_thread
     assert configure_threads("train", argparse.Namespace(threads=cores + 1)) == cores
     assert f"--threads {cores + 1} is more than the {cores} core(s)" in capsys.readouterr().err
     assert set(MODEL_COMMANDS) == {"train", "eval", "attention", "heads", "reproduce", "baselines"}
+    # --threads 0 is the rule itself (reproduce's help says so), not a refusal
+    assert configure_threads("reproduce", argparse.Namespace(threads=0)) == choose_threads()
 
 
 @pytest.mark.parametrize("command", MODEL_COMMANDS)
 def test_every_model_command_has_threads_and_refuses_a_bad_one_first(command, monkeypatch):
-    """`--threads 0` is refused in one line before the command's own work starts."""
+    """`--threads -1` is refused in one line before the command's own work starts."""
     from harness import cli
 
     parser = cli.build_parser(command)
@@ -91,7 +93,7 @@ def test_every_model_command_has_threads_and_refuses_a_bad_one_first(command, mo
         if a.dest == "threads"
     )
     assert action.default is None and "docs/performance.md" in action.help
-    args = argparse.Namespace(threads=0, func=lambda args: pytest.fail("the work started"))
+    args = argparse.Namespace(threads=-1, func=lambda args: pytest.fail("the work started"))
     from harness.options import run_guarded
 
     assert run_guarded(command, args.func, args) == 2
