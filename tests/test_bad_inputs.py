@@ -450,7 +450,11 @@ CLI_ROWS = [
     ("reproduce-strengths-nan", [*REPRODUCE, "--strengths", "nan"], ["'strengths' must be fin"]),
     ("reproduce-strengths-inf", [*REPRODUCE, "--strengths", "1", "inf"], ["'strengths'", "inf"]),
     ("reproduce-strengths-negative", [*REPRODUCE, "--strengths=-1"], ["'strengths' must be >= 0"]),
-    ("reproduce-thresholds-nan", [*REPRODUCE, "--thresholds", "nan"], ["'thresholds' must be f"]),
+    (
+        "reproduce-thresholds-nan",
+        [*REPRODUCE, "--mode", "conditional", "--thresholds", "nan"],
+        ["'thresholds' must be f"],
+    ),
     ("reproduce-id-guard-nan", [*REPRODUCE, "--id-guard", "nan"], ["'id_guard' must be finite"]),
     ("reproduce-mode", [*REPRODUCE, "--mode", "knockout"], ["--mode", "'conditional'"]),
     ("reproduce-shift-not-int", [*REPRODUCE, "--shift", "x"], ["--shift", "'x'"]),
@@ -465,6 +469,25 @@ CLI_ROWS = [
         "reproduce-unknown-ood-param",
         [*REPRODUCE, "--ood", "foo=1"],
         ["'ood' overrides for reversal_ood", "'foo'"],
+    ),
+    # options that the mode would ignore, aliases of one task, bounds before any work
+    ("reproduce-model-with-tasks", [*REPRODUCE, "--tasks", "addition"], ["--tasks does nothing"]),
+    ("reproduce-model-train-steps", [*REPRODUCE, "--train-steps", "5"], ["--train-steps does"]),
+    (
+        "reproduce-thresholds-standard",
+        [*REPRODUCE, "--thresholds", "0.1"],
+        ["--thresholds does nothing with --mode standard"],
+    ),
+    ("reproduce-id-guard-above-1", [*REPRODUCE, "--id-guard", "1.5"], ["'id_guard' must be in"]),
+    (
+        "reproduce-task-alias-twice",
+        ["reproduce", "--quick", "--tasks", "reversal", "reversal_id", "--output", "{tmp}/rq"],
+        ["'tasks' lists 'reversal' twice"],
+    ),
+    (
+        "reproduce-config-with-quick",
+        ["reproduce", "--quick", "--config", "addition", "--output", "{tmp}/rq"],
+        ["--config does nothing with --quick"],
     ),
     # --- baselines
     ("baselines-unknown-task", [*BASELINES, "--task", "t9"], ["--task 't9'", "T1 ... T7"]),
@@ -1015,7 +1038,11 @@ FAST_ROWS = [
         [*REPRODUCE, "--head-threshold=-0.1"],
         ["'head_threshold' must be in [0, 1)"],
     ),
-    ("reproduce-thresholds-2", [*REPRODUCE, "--thresholds", "2"], ["'thresholds' must be in"]),
+    (
+        "reproduce-thresholds-2",
+        [*REPRODUCE, "--mode", "conditional", "--thresholds", "2"],
+        ["'thresholds' must be in"],
+    ),
     ("reproduce-shift-outside", [*REPRODUCE, "--shift", "500"], ["'shift' 500 is outside"]),
     ("reproduce-num-test-huge", [*REPRODUCE, "--num-test", HUGE], ["'num_test' must be <= 1"]),
     ("reproduce-threads-negative", [*REPRODUCE, "--threads", "-1"], ["--threads must be from 1"]),

@@ -59,10 +59,37 @@ def config_from_args(args):
     values = {"progress": not args.no_progress}
     if args.quick:
         values.update(QUICK_SIZES)  # options given explicitly win
-    values.update(config_values(args, ReproduceConfig))
+    given = config_values(args, ReproduceConfig)
+    _refuse_ignored(given)
+    values.update(given)
     if "ood" in values:
         values["ood"] = dict(_ood_pair(text) for text in values["ood"])
     return ReproduceConfig(**values)
+
+
+# Options that a mode would ignore: each is refused there, naming the option and the mode.
+QUICK_ONLY = ("tasks", "train_steps")  # which models --quick trains (--seeds: its own check)
+
+
+def _refuse_ignored(given) -> None:
+    """ValueError for an option given where it would do nothing (silently wrong results:
+    `--model DIR --tasks addition` ran reversal)."""
+    from harness.engine.modes import MODES
+
+    if given.get("model"):
+        for name in QUICK_ONLY:
+            if name in given:
+                raise ValueError(
+                    f"--{name.replace('_', '-')} does nothing with --model (it says which "
+                    "models --quick trains); give --config for the task, or drop --model"
+                )
+    if given.get("quick") and not given.get("model") and "config" in given:
+        raise ValueError("--config does nothing with --quick: name the tasks with --tasks")
+    mode = given.get("mode", "standard")
+    if "thresholds" in given and mode in MODES and "threshold" not in MODES[mode].reads:
+        raise ValueError(
+            f"--thresholds does nothing with --mode {mode}: they are read by --mode conditional"
+        )
 
 
 def run_command(args) -> int:

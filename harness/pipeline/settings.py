@@ -343,6 +343,10 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
         if len(values) > MAX_LIST:
             raise ValueError(f"'{name}' must list at most {MAX_LIST:,} values, got {len(values):,}")
         check_unique(f"'{name}'", values)
+    # an alias of a task already listed runs it twice into one folder (reversal, reversal_id)
+    check_unique("'tasks'", [task_short_name(t) for t in cfg.tasks])
+    if cfg.id_guard is not None:
+        check_fraction("'id_guard'", cfg.id_guard)  # an ID exact match drop lies in [0, 1]
     for n in cfg.counts:
         check_int("'counts'", n, 1, MAX_INSTANCES)
     check_fraction("'head_threshold'", cfg.head_threshold)
