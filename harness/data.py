@@ -69,6 +69,12 @@ class PromptConfig:
         check_int("num_fewshot", self.num_fewshot, 0, MAX_FEWSHOT)
         if self.instruction is not None and not isinstance(self.instruction, str):
             raise ValueError(f"instruction must be a string or None, got {self.instruction!r}")
+        if self.instruction and ("\n" in self.instruction or "\r" in self.instruction):
+            # lm-eval's tasks set the instruction apart from the task text by a newline: a
+            # model trained on one that holds a newline could not be scored there
+            raise ValueError(
+                f"instruction must be one line of text (no newline), got {self.instruction!r}"
+            )
         if not isinstance(self.chat, bool):
             raise ValueError(f"chat must be true or false, got {self.chat!r}")
 

@@ -355,6 +355,11 @@ CLI_ROWS = [
     # --- train: non-finite hyperparameters, short context, bad run folders
     ("train-lr-inf", [*TRAIN, "--lr", "inf"], ["'lr' must be a finite number, got inf"]),
     (
+        "train-instruction-two-lines",
+        [*TRAIN, "--instruction", "two\nlines"],
+        ["instruction must be one line of text"],
+    ),
+    (
         "train-max-grad-norm-nan",
         [*TRAIN, "--max-grad-norm", "nan"],
         ["'max_grad_norm' must be a finite number, got nan"],
