@@ -288,9 +288,10 @@ def check_context(model, char_tok: CharTokenizer, config: str, prompt: PromptCon
         return
     needed = longest_encoding(char_tok, config, prompt)
     if needed > limit:
+        name = config if isinstance(config, str) else getattr(config, "label", "") or "it"
         raise ValueError(
             f"the model's context (max_position_embeddings = {limit}; for a scratch model "
-            f"--scratch-max-positions) is shorter than the longest sequence of {config!r}: "
+            f"--scratch-max-positions) is shorter than the longest sequence of {name!r}: "
             f"{needed} tokens with this prompt layout; use a longer context or a config "
             f"with shorter instances"
         )

@@ -239,11 +239,18 @@ class TrainConfig:
         check_output_dir("'output'", self.output)
         if self.curriculum and self.dataset:
             raise ValueError("'curriculum' needs generated data (--config), not --dataset")
-        for _, overrides in parse_curriculum(self.curriculum, self.config):
+        stages = parse_curriculum(self.curriculum, self.config)
+        for _, overrides in stages:
             try:
                 resolve_config(self.config, **overrides)
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'curriculum' for {self.config}: {error}") from None
+        staged = sum(steps for steps, _ in stages)
+        if self.max_steps and staged > self.max_steps:
+            raise ValueError(
+                f"'curriculum' stages take {staged} steps, more than 'max_steps' "
+                f"{self.max_steps}: the steps past {self.max_steps} would never run"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -581,6 +588,14 @@ def set_up(
         if not config.dataset:
             try:
                 check_context(model, char_tok, config.config, config.prompt)
+                # each curriculum stage's texts too: its lengths are its own
+                for k, (_, overrides) in enumerate(parse_curriculum(config.curriculum), 1):
+                    stage = resolve_config(config.config, **overrides)
+                    try:
+                        check_context(model, char_tok, stage, config.prompt)
+                    except ValueError as error:
+                        shown = ",".join(f"{key}={value}" for key, value in overrides.items())
+                        raise ValueError(f"'curriculum' stage {k} ({shown}): {error}") from None
             except ValueError as error:
                 raise ValueError(f"model {config.model!r}: {error}") from None
         world = accelerator.num_processes

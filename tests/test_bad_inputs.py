@@ -355,6 +355,24 @@ CLI_ROWS = [
     # --- train: non-finite hyperparameters, short context, bad run folders
     ("train-lr-inf", [*TRAIN, "--lr", "inf"], ["'lr' must be a finite number, got inf"]),
     (
+        "train-curriculum-past-the-context",
+        [
+            *TRAIN,
+            "--scratch-max-positions",
+            "32",
+            "--curriculum",
+            "1:min_length=30,max_length=40",
+            "--max-steps",
+            "2",
+        ],
+        ["'curriculum' stage 1 (min_length=30,max_length=40)", "is shorter than"],
+    ),
+    (
+        "train-curriculum-past-max-steps",
+        [*TRAIN, "--curriculum", "10:min_length=3,max_length=4", "--max-steps", "5"],
+        ["'curriculum' stages take 10 steps, more than 'max_steps' 5"],
+    ),
+    (
         "train-instruction-two-lines",
         [*TRAIN, "--instruction", "two\nlines"],
         ["instruction must be one line of text"],
