@@ -472,7 +472,11 @@ CLI_ROWS = [
     ("reproduce-counts-float", [*REPRODUCE, "--counts", "1.5"], ["--counts", "'1.5'"]),
     ("reproduce-strengths-nan", [*REPRODUCE, "--strengths", "nan"], ["'strengths' must be fin"]),
     ("reproduce-strengths-inf", [*REPRODUCE, "--strengths", "1", "inf"], ["'strengths'", "inf"]),
-    ("reproduce-strengths-negative", [*REPRODUCE, "--strengths=-1"], ["'strengths' must be >= 0"]),
+    (
+        "reproduce-strengths-negative",
+        [*REPRODUCE, "--strengths=-1"],
+        ["'strengths' must be in [0, 100]"],
+    ),
     (
         "reproduce-thresholds-nan",
         [*REPRODUCE, "--mode", "conditional", "--thresholds", "nan"],
@@ -502,6 +506,12 @@ CLI_ROWS = [
         ["--thresholds does nothing with --mode standard"],
     ),
     ("reproduce-id-guard-above-1", [*REPRODUCE, "--id-guard", "1.5"], ["'id_guard' must be in"]),
+    ("reproduce-strength-huge", [*REPRODUCE, "--strengths", "1e308"], ["'strengths' must be in"]),
+    (
+        "reproduce-control-seed-huge",
+        [*REPRODUCE, "--control-seeds", "99999999999999999999"],
+        ["'control_seeds' must be in [0, 2147483647]"],
+    ),
     (
         "reproduce-task-alias-twice",
         ["reproduce", "--quick", "--tasks", "reversal", "reversal_id", "--output", "{tmp}/rq"],

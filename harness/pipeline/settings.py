@@ -22,6 +22,8 @@ from harness.engine.modes import SWEEP_MODES
 from harness.options import cli
 from harness.threads import check_threads
 
+MAX_STRENGTH = 100.0  # C, added to post-softmax weights (each at most 1)
+MAX_CONTROL_SEED = 2**31 - 1  # seeds of the random controls (torch generators take them)
 # each learns in minutes from scratch on a CPU; addition's reference is not the answer
 QUICK_TASKS = ("reversal", "successor", "addition")
 # --quick's training: the TrainConfig options of every task's tiny scratch Llama (reversal
@@ -255,12 +257,17 @@ class ReproduceConfig:
             raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if not self.strengths:
             raise ValueError("'strengths' must list at least one C")
-        if any(c < 0 for c in self.strengths):
-            raise ValueError(f"'strengths' must be >= 0, got {self.strengths}")
+        if any(not 0 <= c <= MAX_STRENGTH for c in self.strengths):
+            # a weight is at most 1: C far above it only overflows (1e308 ran every stage
+            # and failed writing the results)
+            raise ValueError(f"'strengths' must be in [0, {MAX_STRENGTH:g}], got {self.strengths}")
         if any(n < 1 for n in self.counts):
             raise ValueError(f"'counts' must be >= 1, got {self.counts}")
         if not self.control_seeds:
             raise ValueError("'control_seeds' must list at least one seed")
+        bad = [x for x in self.control_seeds if not 0 <= x <= MAX_CONTROL_SEED]
+        if bad:  # a seed past a C long failed only when the sweep drew the random heads
+            raise ValueError(f"'control_seeds' must be in [0, {MAX_CONTROL_SEED}], got {bad[0]}")
         if not self.quick and not self.model:
             raise ValueError("'model' is required (a trained model folder), or use --quick")
         if self.seeds > 1 and self.model:
