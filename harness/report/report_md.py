@@ -455,7 +455,14 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
         "|---|---|" + "---|" * len(shifts) + "---|---|",
     ]
     for entry in test["doses"]:
-        mark = " (chosen)" if entry["strength"] == chosen else ""
+        threshold = entry.get("threshold")
+        picked = verdict["numbers"].get("dose") or {}
+        mark = (
+            " (chosen)"
+            if entry["strength"] == chosen and threshold == picked.get("threshold")
+            else ""
+        )
+        rung = f"{entry['strength']:g}" + (f", thr {threshold:g}" if threshold is not None else "")
         cells = []
         for k in shifts:
             p = entry["pointers"].get(k) or {}
@@ -465,7 +472,7 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
         rand = entry.get("random_heads") or {}
         ident = (entry.get("id") or {}).get("tf_exact")
         lines.append(
-            f"| {entry['strength']:g}{mark} | {format_gain(entry['reference'])} | "
+            f"| {rung}{mark} | {format_gain(entry['reference'])} | "
             f"{' | '.join(cells)} | {_n(rand.get('mean'))} ({_n(rand.get('max'))}) | "
             f"{_n(ident)} |"
         )

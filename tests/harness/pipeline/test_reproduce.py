@@ -481,3 +481,22 @@ def test_quick_seed_runs_train_analyse_and_compare(tmp_path, tiny_training, caps
         reproduce(ReproduceConfig(**base, seeds=2, train_steps=3), pipeline_writers())
     assert (out / "settings.json").read_text() == settings_file
     assert tiny_training == [("reversal-seed1", 1, 8)]
+
+
+def test_conditional_mode_ladders_every_threshold(tmp_path, model_dir):
+    """--mode conditional: the dose ladder has a rung per threshold and C, the verdict
+    picks one of them, and the report names each rung's threshold."""
+    from harness.attention.verdict import VERDICTS
+
+    out = tmp_path / "out"
+    cfg = ReproduceConfig(
+        model=model_dir,
+        output=str(out),
+        **(TINY | {"mode": "conditional", "thresholds": [0.05, 0.2]}),
+    )
+    text = reproduce(cfg, pipeline_writers()).read_text()
+    results = json.loads((out / "reversal" / "results.json").read_text())
+    rungs = {(d["threshold"], d["strength"]) for d in results["dose"]["test"]["doses"]}
+    assert {t for t, _ in rungs} == {0.05, 0.2} and len(rungs) == 14
+    assert results["verdict"]["verdict"] in VERDICTS
+    assert "| 0.05, thr 0.2 |" in text or "| 0.05, thr 0.2 (chosen) |" in text
