@@ -350,6 +350,7 @@ class TaskRun:
         self.log("dose-response ladder (validation and test) and the calibrated verdict")
         self.results["dose"] = self.run_dose(ranking)
         self.results["verdict"] = self.calibrated_verdict()
+        self.results["at_dose"] = self.run_at_dose(ranking)
         self.log("attention.html (baseline beside the chosen setting)")
         self.results["viewer"] = self.run_viewer(ranking)
         self.results["seconds"] = round(time.perf_counter() - started, 1)
@@ -444,6 +445,37 @@ class TaskRun:
         return calibrated_verdict(
             dose["validation"], dose["test"], self.results["diagnosis"][self.ood_name]
         )
+
+    def run_at_dose(self, ranking) -> dict[str, Any] | None:
+        """The verdict's dose free-running: the ladder reads teacher-forced gains, so the
+        push at the chosen C is also scored as the model answers on its own (OOD test and
+        ID test, paired per instance over the baseline); None when no dose was chosen."""
+        from harness.attention.sweep import BASELINE, Setting
+        from harness.stats import gain_table, summarise
+
+        dose = self.results["verdict"]["numbers"].get("dose")
+        if not dose:
+            return None
+        setting = Setting(
+            heads="top",
+            n=len(self.ladder_heads(ranking)),
+            strength=dose["C"],
+            mode=self.cfg.mode,
+            threshold=dose.get("threshold") or 0.0,
+            shift=self.cfg.shift,
+        )
+        out: dict[str, Any] = {"setting": setting.name}
+        for stream in ("test", "id"):
+            records = self.score([BASELINE, setting], stream, ranking)
+            base, treated = records[BASELINE.name], records[setting.name]
+            means = {
+                name: summarise(rows) for name, rows in (("baseline", base), ("treated", treated))
+            }
+            out[stream] = {
+                **{k: {m: v for m, v in x.items() if m != "per_length"} for k, x in means.items()},
+                "gains": gain_table(base, treated, per_length=False),
+            }
+        return out
 
     def run_viewer(self, ranking) -> dict[str, Any]:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test

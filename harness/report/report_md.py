@@ -483,6 +483,18 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
         '"The calibrated verdict"): ' + "; ".join(verdict["reasons"]) + ".",
         "",
     ]
+    at = task.get("at_dose")
+    if at:
+        test, ident = at["test"], at["id"]
+        lines += [
+            f"Free-running at that dose ({at['setting']}): OOD partial accuracy "
+            f"{_n(test['baseline']['partial_acc'])} -> {_n(test['treated']['partial_acc'])} "
+            f"({format_gain(test['gains']['partial_acc'])} points), OOD exact match "
+            f"{_n(test['baseline']['exact_match'])} -> {_n(test['treated']['exact_match'])}; "
+            f"ID exact match {_n(ident['baseline']['exact_match'])} -> "
+            f"{_n(ident['treated']['exact_match'])}.",
+            "",
+        ]
     return lines + _made_by(command, f"stage `{task['task']}-dose`")
 
 

@@ -102,6 +102,14 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
             2.0,
         ]
     assert "**Calibrated verdict: " in text and (folder / "dose-response.png").is_file()
+    # the verdict's dose scored free-running too, when it chose one
+    chosen_dose = results["verdict"]["numbers"]["dose"]
+    if chosen_dose:
+        at = results["at_dose"]
+        assert at["setting"].startswith("top") and "partial_acc" in at["test"]["gains"]
+        assert "Free-running at that dose" in text
+    else:
+        assert results["at_dose"] is None
     assert "| calibrated verdict |" in text
     assert "[attention.html](reversal/attention/attention.html)" in text
     stage_files = sorted(p.name for p in (out / "stages").iterdir())
@@ -500,3 +508,23 @@ def test_conditional_mode_ladders_every_threshold(tmp_path, model_dir):
     assert {t for t, _ in rungs} == {0.05, 0.2} and len(rungs) == 14
     assert results["verdict"]["verdict"] in VERDICTS
     assert "| 0.05, thr 0.2 |" in text or "| 0.05, thr 0.2 (chosen) |" in text
+
+
+def test_the_verdicts_dose_is_scored_free_running(tmp_path, model_dir, monkeypatch):
+    """When the verdict chose a dose, the push at it is scored as the model answers on its
+    own (the ladder is teacher-forced), on OOD test and ID, and the report says so."""
+    import harness.attention.verdict as verdict_module
+
+    def chose_one(validation, test, diagnosis):
+        return {"verdict": "inconclusive", "reasons": ["x"], "numbers": {"dose": {"C": 0.5}}}
+
+    monkeypatch.setattr(verdict_module, "calibrated_verdict", chose_one)
+    out = tmp_path / "out"
+    text = reproduce(ReproduceConfig(model=model_dir, output=str(out), **TINY), pipeline_writers())
+    results = json.loads((out / "reversal" / "results.json").read_text())
+    at = results["at_dose"]
+    n = results["dose"]["test"]["n"]
+    assert at["setting"] == f"top{n}-C0.5"
+    for stream in ("test", "id"):
+        assert at[stream]["gains"]["partial_acc"]["n"] == TINY["num_test"]
+    assert f"Free-running at that dose (top{n}-C0.5)" in text.read_text()
