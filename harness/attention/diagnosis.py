@@ -127,14 +127,14 @@ def where_errors_look(
     heads: Sequence[tuple[int, int]],
     shift: int = 0,
     dominance: float = DEFAULT_DOMINANCE,
-    batch_size: int | None = None,
     level: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> dict[str, Any]:
     """Classify every wrong answer token of `records` (free-running records with `index`
-    and `prediction`) by where `heads` looked as the model wrote it (module docstring).
-    `level`: the heads' mean weight per row on the (shifted) reference where the model
-    works (`id_level(ranking, heads, shift)`); None compares shares with `dominance`."""
+    and `prediction`) by where `heads` looked as the model wrote it (module docstring),
+    one forward per batch of `scorer`'s. `level`: the heads' mean weight per row on the
+    (shifted) reference where the model works (`id_level(ranking, heads, shift)`); None
+    compares shares with `dominance`."""
     import torch
 
     from harness.engine.capture import PATTERN_NAME, AttentionPlan
@@ -149,65 +149,60 @@ def where_errors_look(
     if not heads:
         raise ValueError("where_errors_look needs at least one head")
     by_index = {r["index"]: r for r in records}
-    wrong = []
+    wrong: dict[int, tuple[Any, str, list[int]]] = {}  # index -> (instance, answer, rows)
     for instance in instances:
         record = by_index.get(instance.index)
         if record is None:
             raise ValueError(f"no record for instance index {instance.index}")
         rows = _wrong_rows(instance.target, record["prediction"])
         if rows:
-            wrong.append((instance, record["prediction"], rows))
-    per_instance: list[dict[str, float]] = []
-    tokens = dict.fromkeys(CLASSES, 0)
+            wrong[instance.index] = (instance, record["prediction"], rows)
     layers = sorted({layer for layer, _ in heads})
-    size = batch_size or scorer.batch_size
-    pad = scorer.char_tok.pad_id
-    for start in range(0, len(wrong), size):
-        chunk = wrong[start : start + size]
-        forced = [forced_instance(x, prediction) for x, prediction, _ in chunk]
-        encodings = scorer.encode(forced)
-        batch = collate_left(encodings, pad)
-        plan = AttentionPlan(patterns=range(len(chunk)))
-        with torch.inference_mode():
-            record = scorer.forward(batch, plan)
+
+    def classify_batch(chunk, encodings) -> list[dict[str, int]]:
+        """Per instance of the batch (its answer teacher-forced), the count of each class."""
+        batch = collate_left(encodings, scorer.char_tok.pad_id)
+        record = scorer.forward(batch, AttentionPlan(patterns=range(len(chunk))))
         maps = {layer: record.patterns[PATTERN_NAME.format(layer=layer)] for layer in layers}
         columns = task_columns(batch)  # bool [batch, T]
-        for b, ((instance, prediction, rows), forced_x, enc) in enumerate(
-            zip(chunk, forced, encodings)
-        ):
-            text = forced_x.text
-            # char position of each task-text column of this row
+        out = []
+        for b, (forced, enc) in enumerate(zip(chunk, encodings)):
+            instance, prediction, rows = wrong[forced.index]
+            # the task-text columns of this row and the character position of each
             cols = columns[b].nonzero().flatten().tolist()
             char_of = {c: _char_position(enc, c - batch.shifts[b]) for c in cols}
             counts = dict.fromkeys(CLASSES, 0)
             for i in rows:
                 query = batch.shifts[b] + enc.target_offset + i - 1
-                weights = torch.stack([maps[layer][b, head, query] for layer, head in heads])
-                weights = weights.mean(0)
+                weights = torch.stack([maps[la][b, h, query] for la, h in heads]).mean(0)
                 total = float(weights[cols].sum()) or 1.0
                 shares = {char_of[c]: float(weights[c]) / total for c in cols if c <= query}
                 keys = [p + shift for p in instance.reference[i]]
                 mass = sum(
                     float(weights[batch.shifts[b] + enc.position(k)])
                     for k in keys
-                    if 0 <= k < len(text) and batch.shifts[b] + enc.position(k) <= query
+                    if 0 <= k < len(forced.text) and batch.shifts[b] + enc.position(k) <= query
                 )
                 kind = classify_row(
                     shares,
                     instance.reference[i],
                     shift,
                     _written(prediction, i),
-                    functools.partial(displaced_answer, instance, text, i),
+                    functools.partial(displaced_answer, instance, forced.text, i),
                     dominance,
                     mass=mass,
                     level=level,
                     tolerance=tolerance,
                 )
                 counts[kind] += 1
-                tokens[kind] += 1
-            per_instance.append({k: v / len(rows) for k, v in counts.items()})
-    n = len(per_instance)
-    total_tokens = sum(tokens.values())
+            out.append(counts)
+        return out
+
+    forced = [forced_instance(x, prediction) for x, prediction, _ in wrong.values()]
+    per_instance = [c for counts in scorer.run(forced, classify_batch) for c in counts]
+    tokens = {k: sum(c[k] for c in per_instance) for k in CLASSES}
+    shares = [{k: v / sum(c.values()) for k, v in c.items()} for c in per_instance]
+    n = len(shares)
     return {
         "heads": [list(h) for h in heads],
         "shift": shift,
@@ -215,8 +210,8 @@ def where_errors_look(
         "level": level,
         "tolerance": tolerance,
         "instances": n,
-        "tokens": total_tokens,
-        "shares": {k: (sum(p[k] for p in per_instance) / n if n else None) for k in CLASSES},
+        "tokens": sum(tokens.values()),
+        "shares": {k: (sum(p[k] for p in shares) / n if n else None) for k in CLASSES},
         "token_counts": tokens,
     }
 
