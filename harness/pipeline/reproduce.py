@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
+from harness.models import resolve_model
 from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
     DEVICES,
     QUICK_OOD,
@@ -114,7 +115,7 @@ class TaskRun:
             "task": self.label,
             "model": model_dir,
             # the weights the figures come from: a digest that moved can say whether they did
-            "model_sha256": weights_sha256(Path(model_dir)),
+            "model_sha256": weights_sha256(Path(resolve_model(model_dir)[1])),
             "ood": self.ood,
         }
 
@@ -329,7 +330,7 @@ class TaskRun:
         result["grid"] = {
             "counts": counts,
             "strengths": list(self.cfg.strengths),
-            "thresholds": list(self.cfg.thresholds) if _sweeps_thresholds(self.cfg.mode) else [],
+            "thresholds": _swept_thresholds(self.cfg),
             "names": [s.name for s in settings],
         }
         return result
@@ -403,7 +404,7 @@ class TaskRun:
         from harness.attention.dose import DEFAULT_DOSES, run_dose_ladder
 
         heads = self.ladder_heads(ranking)
-        thresholds = list(self.cfg.thresholds) if _sweeps_thresholds(self.cfg.mode) else []
+        thresholds = _swept_thresholds(self.cfg)
         settings = self.base_settings() | {
             "n_validation": self.cfg.num_validation,
             "n_test": self.cfg.num_test,
@@ -468,11 +469,9 @@ class TaskRun:
         for stream in ("test", "id"):
             records = self.score([BASELINE, setting], stream, ranking)
             base, treated = records[BASELINE.name], records[setting.name]
-            means = {
-                name: summarise(rows) for name, rows in (("baseline", base), ("treated", treated))
-            }
             out[stream] = {
-                **{k: {m: v for m, v in x.items() if m != "per_length"} for k, x in means.items()},
+                "baseline": _overall(summarise(base)),
+                "treated": _overall(summarise(treated)),
                 "gains": gain_table(base, treated, per_length=False),
             }
         return out
@@ -511,11 +510,17 @@ class TaskRun:
         return self.stages.run(f"{self.label}-viewer", settings, compute)
 
 
-def _sweeps_thresholds(mode: str) -> bool:
-    """The mode reads a threshold (conditional), so the grid sweeps `thresholds`."""
+def _swept_thresholds(cfg: ReproduceConfig) -> list[float]:
+    """`cfg.thresholds` where the mode reads a threshold (conditional), else none: what the
+    grid and the dose ladder sweep."""
     from harness.engine.modes import MODES
 
-    return "threshold" in MODES[mode].reads
+    return list(cfg.thresholds) if "threshold" in MODES[cfg.mode].reads else []
+
+
+def _overall(summary: dict[str, Any]) -> dict[str, Any]:
+    """A `summarise` result without its per-length bins."""
+    return {k: v for k, v in summary.items() if k != "per_length"}
 
 
 # --- quick: train the models first ------------------------------------------------------------
