@@ -53,6 +53,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+# The thresholds are the repair-or-pointer rule's, one set for both verdicts.
+from harness.attention.controls.assessment import ID_TOLERANCE, POINTER_EXCESS
+from harness.attention.controls.assessment import MIN_POINTER_TOKENS as MIN_POINTER_ROWS
 from harness.stats import above_zero
 
 VERDICTS = (
@@ -65,9 +68,6 @@ VERDICTS = (
     "inconclusive",
 )
 MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an error
-POINTER_EXCESS = 0.2  # a shifted push is followed: its following gain is at least this
-MIN_POINTER_ROWS = 20  # rows a following rate needs before it says anything
-ID_TOLERANCE = 0.05  # ID exact match may fall by this much under a push
 
 
 def _finite(value: Any) -> bool:
