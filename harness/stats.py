@@ -91,7 +91,8 @@ def mean_interval(
     return paired_gain([0.0] * len(values), values, confidence, n_resamples, seed)
 
 
-def _key(record: dict[str, Any]) -> tuple:
+def record_key(record: dict[str, Any]) -> tuple:
+    """What names an instance's record: (config, index)."""
     return (record.get("config", ""), record["index"])
 
 
@@ -99,8 +100,8 @@ def pair_records(
     baseline: Sequence[dict[str, Any]], treated: Sequence[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Records of the same instance (config, index), in the baseline's order."""
-    by_key = {_key(r): r for r in treated}
-    pairs = [(r, by_key[_key(r)]) for r in baseline if _key(r) in by_key]
+    by_key = {record_key(r): r for r in treated}
+    pairs = [(r, by_key[record_key(r)]) for r in baseline if record_key(r) in by_key]
     if len(pairs) != len(baseline) or len(pairs) != len(treated):
         raise ValueError(
             f"records do not pair up: baseline {len(baseline)}, treated {len(treated)}, "
@@ -245,7 +246,7 @@ def instance_tokens(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if value is None or not math.isfinite(float(value)):
             no_reference += 1
             continue
-        cluster.append(ids.setdefault(_key(r), len(ids)))
+        cluster.append(ids.setdefault(record_key(r), len(ids)))
         share.append(float(value))
         correct.append(bool(ok))
         length.append(int(r.get("length", 0)))

@@ -37,6 +37,7 @@ from typing import Any
 
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES
+from harness.stats import record_key
 
 DEFAULT_DOSES = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
 POINTER_SHIFTS = (-3, 3)
@@ -106,10 +107,6 @@ def dose_settings(
 
 
 # --- the curve ---------------------------------------------------------------------------
-def _key(record: Mapping[str, Any]) -> tuple:
-    return (record.get("config", ""), record["index"])
-
-
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -140,7 +137,7 @@ def _displaced(instances, k: int) -> dict[tuple, dict[int, str]]:
             answer = displaced_answer(x, x.text, i, k)
             if answer is not None and answer != gold:
                 rows[i] = answer
-        out[_key({"config": x.config, "index": x.index})] = rows
+        out[record_key({"config": x.config, "index": x.index})] = rows
     return out
 
 
@@ -156,7 +153,7 @@ def _following(baseline, treated, displaced, **stats) -> dict[str, Any]:
 
     before, after, rows = [], [], 0
     for a, b in pair_records(baseline, treated):
-        wanted = displaced.get(_key(a), {})
+        wanted = displaced.get(record_key(a), {})
         if not wanted:
             continue
         before.append(_follow_share(a, wanted))
@@ -277,7 +274,11 @@ def dose_curve(
         "tf_exact": _mean([float(r["tf_exact"]) for r in base]),
         "following": {
             f"{k:+d}": _mean(
-                [_follow_share(r, displaced[k][_key(r)]) for r in base if displaced[k].get(_key(r))]
+                [
+                    _follow_share(r, displaced[k][record_key(r)])
+                    for r in base
+                    if displaced[k].get(record_key(r))
+                ]
             )
             for k in pointer_shifts
         },
