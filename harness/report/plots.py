@@ -470,29 +470,19 @@ def dose_response(
             alpha=0.2,
         )
         for i, k in enumerate(shifts):
-
-            def pointer(r, k=k):
-                return r["pointers"].get(k)
-
-            colour = f"C{2 + i}"
-            top.plot(
-                xs,
-                values(rows, lambda r, p=pointer: (p(r) or {}).get("gain", {}).get("gain")),
-                style,
-                marker="s",
-                markersize=3,
-                color=colour,
-                label=f"pointer ref{k}{suffix}",
-            )
-            bottom.plot(
-                xs,
-                values(rows, lambda r, p=pointer: (p(r) or {}).get("following", {}).get("rate")),
-                style,
-                marker="s",
-                markersize=3,
-                color=colour,
-                label=f"follows ref{k}{suffix}",
-            )
+            pointers = [r["pointers"].get(k) or {} for r in rows]
+            gain = values(pointers, lambda p: (p.get("gain") or {}).get("gain"))
+            rate = values(pointers, lambda p: (p.get("following") or {}).get("rate"))
+            for axis, ys, what in ((top, gain, "pointer"), (bottom, rate, "follows")):
+                axis.plot(
+                    xs,
+                    ys,
+                    style,
+                    marker="s",
+                    markersize=3,
+                    color=f"C{2 + i}",
+                    label=f"{what} ref{k}{suffix}",
+                )
         randoms = [r.get("random_heads") or {} for r in rows]
         if any(x.get("count") for x in randoms):
             count = max(int(x.get("count") or 0) for x in randoms)
