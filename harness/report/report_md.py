@@ -376,48 +376,33 @@ def diagnosis_section(task, command: str) -> list[str]:
     if not found:
         return []
     first = next(iter(found.values()))
-    # stage files of the diagnosis before its `diluted` class count the diffuse rows whose
-    # largest key was still on the reference
-    legacy = "reference_first" in first
     heads = ", ".join(f"L{layer}H{head}" for layer, head in first["heads"])
-    if legacy:
-        rule = (
-            f"a row is *on the reference* when the heads put at least {first['dominance']:g} "
-            "of their task-text weight on its reference keys, *misdirected* when one other key "
-            "holds that much and the model wrote what the task gives on the keys moved there, "
-            "*elsewhere* when such a key's result was not written, *diffuse* when nothing "
-            "holds it."
-        )
-    else:
-        level = first.get("level")
-        enough = (
-            f"at least {1 - first.get('tolerance', 0):g} x their ID level ({_n(level)})"
-            if level is not None
-            else f"at least {first['dominance']:g} of the row"
-        )
-        rule = (
-            f"a wrong row is *misdirected* when one key outside the reference holds at least "
-            f"{first['dominance']:g} of the heads' task-text weight and the model wrote what "
-            "the task gives on the keys moved there, *elsewhere* when such a key's result was "
-            f"not written, *on the reference* when the heads' weight there is {enough} (a "
-            "failure downstream of the lookup), *diluted* when less but the reference still "
-            "holds more than any other key, *diffuse* when nothing stands out."
-        )
+    level = first.get("level")
+    enough = (
+        f"at least {1 - first.get('tolerance', 0):g} x their ID level ({_n(level)})"
+        if level is not None
+        else f"at least {first['dominance']:g} of the row"
+    )
+    rule = (
+        f"a wrong row is *misdirected* when one key outside the reference holds at least "
+        f"{first['dominance']:g} of the heads' task-text weight and the model wrote what "
+        "the task gives on the keys moved there, *elsewhere* when such a key's result was "
+        f"not written, *on the reference* when the heads' weight there is {enough} (a "
+        "failure downstream of the lookup), *diluted* when less but the reference still "
+        "holds more than any other key, *diffuse* when nothing stands out."
+    )
     lines = [
         f"Heads {heads} (the chosen setting's top N), at ref{first['shift']:+d}; {rule} Shares "
         "are means over the instances with a wrong token (each counts once).",
         "",
         "| config | instances with a wrong token | wrong tokens | "
         + " | ".join(c.replace("_", " ") for c in CLASSES)
-        + (" | diffuse, reference still first |" if legacy else " |"),
-        "|---|---|---|" + "---|" * (len(CLASSES) + legacy),
+        + " |",
+        "|---|---|---|" + "---|" * len(CLASSES),
     ]
     for name, result in found.items():
         shares = result["shares"]
-        cells = [_n(shares.get(c)) if shares.get(c) is not None else "-" for c in CLASSES]
-        if legacy:
-            diffuse = result["token_counts"]["diffuse"]
-            cells.append(f"{result.get('reference_first')} of {diffuse} tokens")
+        cells = [_n(shares[c]) if shares[c] is not None else "-" for c in CLASSES]
         lines.append(
             f"| {name} | {result['instances']} | {result['tokens']} | {' | '.join(cells)} |"
         )
