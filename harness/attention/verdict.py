@@ -9,6 +9,9 @@ when it errs, never from one chosen C.
 The rule (docs/usage_analysis.md, "The calibrated verdict"; fixed before any measurement,
 and calibrated on the planted models of tests/planted.py, whose mechanism is known):
 
+0. How many of the ranked heads are pushed (N) is chosen on OOD validation too, from the
+   ladder of every N the grid sweeps (`choose_count`): the N whose best dose gains the most.
+   So neither N nor the dose depends on the grid's top C or on the setting it chose.
 1. The dose is chosen on the OOD *validation* curve (`harness.attention.dose`): among the
    doses whose reference gain's interval lies above 0 and under which ID exact match holds
    (falls by at most ID_TOLERANCE), the one with the largest gain, the smallest on a tie.
@@ -106,6 +109,30 @@ def choose_dose(validation: Mapping[str, Any]) -> dict[str, Any] | None:
         if best is None or key > best[0]:
             best = (key, dose)
     return best[1] if best else None
+
+
+def choose_count(curves: Mapping[int, Mapping[str, Any]]) -> tuple[int, dict[str, Any]]:
+    """Rule 0: how many of the ranked heads the ladder pushes, chosen on the OOD validation
+    curves of each count n (`{n: curve}`): the n whose chosen dose (`choose_dose`) gains the
+    most, the smaller n on a tie. When no n has a dose that qualifies, the largest n: the
+    strongest push that still does not help, and the strictest test of whether shifted
+    pushes are followed. Returns (n, {n: the chosen dose's C and gain, or None})."""
+    if not curves:
+        raise ValueError("choose_count needs at least one curve")
+    chosen = {int(n): choose_dose(curve) for n, curve in curves.items()}
+    summary = {
+        n: None
+        if dose is None
+        else {
+            "C": dose["strength"],
+            "threshold": dose.get("threshold"),
+            "gain": dose["reference"]["gain"],
+        }
+        for n, dose in sorted(chosen.items())
+    }
+    gaining = [(round(d["gain"], 12), -n) for n, d in summary.items() if d is not None]
+    n = -max(gaining)[1] if gaining else max(summary)
+    return n, summary
 
 
 def _at(curve: Mapping[str, Any], chosen: Mapping[str, Any]) -> Mapping[str, Any] | None:

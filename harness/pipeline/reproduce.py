@@ -346,10 +346,10 @@ class TaskRun:
         self.results["heads"] = ranking.to_dict()
         self.log("sweep and controls")
         self.results["sweep"] = self.run_sweep(ranking)
-        self.log("where the model looks when it errs")
-        self.results["diagnosis"] = self.run_diagnosis(ranking)
-        self.log("dose-response ladder (validation and test) and the calibrated verdict")
+        self.log("dose-response ladder (N and C chosen on validation; test)")
         self.results["dose"] = self.run_dose(ranking)
+        self.log("where the model looks when it errs, and the calibrated verdict")
+        self.results["diagnosis"] = self.run_diagnosis(ranking)
         self.results["verdict"] = self.calibrated_verdict()
         self.results["at_dose"] = self.run_at_dose(ranking)
         self.log("attention.html (baseline beside the chosen setting)")
@@ -357,13 +357,19 @@ class TaskRun:
         self.results["seconds"] = round(time.perf_counter() - started, 1)
         return self.results
 
+    def ladder_counts(self, ranking) -> list[int]:
+        """The head counts N the dose ladder chooses among: the grid's (`--counts`, or
+        `head_counts` of the model), capped at the model's heads."""
+        from harness.attention.sweep import head_counts
+
+        counts = self.cfg.counts or head_counts(ranking.total)
+        return sorted({min(int(n), ranking.total) for n in counts})
+
     def ladder_heads(self, ranking) -> list[tuple[int, int]]:
-        """The heads the diagnosis and the dose ladder read: the top N of the setting the
-        grid chose on validation (its smallest N when it chose the baseline)."""
-        chosen = self.results["sweep"].get("chosen") or {}
-        counts = self.results["sweep"].get("grid", {}).get("counts") or [1]
-        n = chosen.get("n") if chosen.get("heads") == "top" and chosen.get("n") else counts[0]
-        return ranking.top(min(n, ranking.total))
+        """The heads the diagnosis, the dose ladder and the verdict's free-running pass
+        read: the top N, N chosen on OOD validation by the ladder itself (`run_dose`,
+        `harness.attention.verdict.choose_count`), never from the grid's chosen setting."""
+        return ranking.top(self.results["dose"]["n"])
 
     def run_diagnosis(self, ranking) -> dict[str, Any]:
         """Where the ranked heads look on each wrong answer token, without intervention, on
@@ -397,18 +403,21 @@ class TaskRun:
         return self.stages.run(f"{self.label}-diagnosis", settings, compute)
 
     def run_dose(self, ranking) -> dict[str, Any]:
-        """The dose-response ladder (`harness.attention.dose`) of the same heads on the OOD
-        validation stream (where the verdict chooses its dose) and the OOD test stream
-        (where it reads the controls at that dose), each with its ID stream for ID exact
-        match; teacher-forced, every process on every instance (it is a few forwards)."""
+        """The dose-response ladder (`harness.attention.dose`). First N: the reference and ID
+        rungs of every count on the OOD validation stream (no controls: they do not choose),
+        and `choose_count` picks N. Then that N's whole ladder, controls included, on the
+        validation stream (where the verdict chooses its dose) and the test stream (where it
+        reads the controls at that dose), each with its ID stream for ID exact match;
+        teacher-forced, every process on every instance (it is a few forwards)."""
         from harness.attention.dose import DEFAULT_DOSES, run_dose_ladder
+        from harness.attention.verdict import choose_count
 
-        heads = self.ladder_heads(ranking)
+        counts = self.ladder_counts(ranking)
         thresholds = _swept_thresholds(self.cfg)
         settings = self.base_settings() | {
             "n_validation": self.cfg.num_validation,
             "n_test": self.cfg.num_test,
-            "heads": [list(h) for h in heads],
+            "counts": counts,
             "ranking": self.results.get("heads_key"),
             "shift": self.cfg.shift,
             "mode": self.cfg.mode,
@@ -416,23 +425,35 @@ class TaskRun:
             "doses": list(DEFAULT_DOSES),
         }
 
+        def ladder(n, stream, id_stream, **controls):
+            return run_dose_ladder(
+                self.model,
+                self.tokenizer,
+                self.prompt,
+                ranking,
+                n,
+                self.instances(stream, share=False),
+                self.instances(id_stream, share=False),
+                self.cfg.batch_size,
+                shift=self.cfg.shift,
+                mode=self.cfg.mode,
+                thresholds=thresholds,
+                **controls,
+            )
+
         def compute():
             self.load()
-            out = {}
+            by_count = {
+                n: ladder(n, "validation", "id_validation", pointer_shifts=(), draws=0)
+                for n in counts
+            }
+            n, summary = choose_count(by_count)
+            out: dict[str, Any] = {
+                "n": n,
+                "counts": {str(k): v for k, v in summary.items()},
+            }
             for stream, id_stream in (("validation", "id_validation"), ("test", "id")):
-                out[stream] = run_dose_ladder(
-                    self.model,
-                    self.tokenizer,
-                    self.prompt,
-                    ranking,
-                    len(heads),
-                    self.instances(stream, share=False),
-                    self.instances(id_stream, share=False),
-                    self.cfg.batch_size,
-                    shift=self.cfg.shift,
-                    mode=self.cfg.mode,
-                    thresholds=thresholds,
-                )
+                out[stream] = ladder(n, stream, id_stream)
             return out
 
         return self.stages.run(f"{self.label}-dose", settings, compute)
@@ -658,7 +679,12 @@ def quick_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) -
         log(f"model for {name}: resuming {saved} (trained so far with the same options)")
     else:
         log(f"model for {name}: training {config.max_steps} steps into {folder}")
-    return str(train(config, resume=saved is not None, progress=cfg.progress))
+    # an interruption names reproduce, not `train --resume`: the rerun resumes this model
+    again = (
+        f"the same attentionspan reproduce command (--output {out}): it resumes {folder} "
+        "and reuses every finished stage"
+    )
+    return str(train(config, resume=saved is not None, progress=cfg.progress, resume_with=again))
 
 
 # --- the run -------------------------------------------------------------------------------

@@ -410,6 +410,18 @@ def diagnosis_section(task, command: str) -> list[str]:
     return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
 
 
+def _count_choice(dose) -> str:
+    """How N was chosen: each count's best validation dose (`verdict.choose_count`)."""
+    counts = dose.get("counts")
+    if not counts:
+        return ""
+    parts = [
+        f"N = {n}: " + (f"C {d['C']:g}, {d['gain']:+.3f}" if d else "no dose gains")
+        for n, d in counts.items()
+    ]
+    return f" (the best dose of each N: {'; '.join(parts)})"
+
+
 def dose_section(task, folder: Path, command: str) -> list[str]:
     """The dose-response ladder on OOD test (its plot and table) and the calibrated verdict
     read from it and from where the errors look (`harness.attention.verdict`)."""
@@ -431,8 +443,10 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
         f"The top {test['n']} heads ({heads}) pushed at each C, with the controls at the same "
         f"dose, teacher-forced on {test['instances']} OOD test instances (gain: teacher-forced "
         "token accuracy over the baseline, paired per instance, 95% interval; following: how "
-        "much more often the model writes what the task gives on the moved text). The dose "
-        f"is chosen on {dose['validation']['instances']} OOD validation instances.",
+        "much more often the model writes what the task gives on the moved text). N and the "
+        f"dose are chosen on {dose['validation']['instances']} OOD validation instances"
+        + _count_choice(dose)
+        + ".",
         "",
         f"![dose-response]({path.relative_to(folder.parent)})",
         "",

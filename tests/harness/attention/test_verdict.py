@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.attention import verdict as rule
-from harness.attention.verdict import calibrated_verdict, choose_dose
+from harness.attention.verdict import calibrated_verdict, choose_count, choose_dose
 
 GAIN = {"gain": 0.5, "low": 0.4, "high": 0.6}
 SMALL = {"gain": 0.05, "low": -0.02, "high": 0.1}
@@ -46,6 +46,19 @@ def test_the_dose_is_the_largest_validated_gain_with_id_holding_smallest_on_a_ti
     )
     assert choose_dose(ladder)["strength"] == 0.3
     assert choose_dose(curve(dose(0.1, SMALL))) is None
+
+
+def test_n_is_the_count_whose_best_dose_gains_most_smaller_on_a_tie_largest_when_none_gains():
+    big = {"gain": 0.7, "low": 0.6, "high": 0.8}
+    n, summary = choose_count(
+        {1: curve(dose(0.5, SMALL)), 2: curve(dose(0.3, GAIN)), 4: curve(dose(0.1, big))}
+    )
+    assert n == 4
+    assert summary[1] is None and summary[2]["C"] == 0.3 and summary[4]["gain"] == 0.7
+    assert choose_count({1: curve(dose(0.3, GAIN)), 2: curve(dose(0.2, GAIN))})[0] == 1
+    assert choose_count({1: curve(dose(0.5, SMALL)), 4: curve(dose(0.5, SMALL))})[0] == 4
+    with pytest.raises(ValueError, match="at least one curve"):
+        choose_count({})
 
 
 def test_the_kind_of_error_decides_first():

@@ -102,6 +102,11 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
             2.0,
         ]
     assert "**Calibrated verdict: " in text and (folder / "dose-response.png").is_file()
+    # N is the ladder's own choice on validation among the grid's counts, not the grid's
+    dose = results["dose"]
+    assert set(dose["counts"]) == {str(n) for n in sweep["grid"]["counts"]}
+    assert dose["n"] == dose["test"]["n"] == dose["validation"]["n"]
+    assert dose["n"] in sweep["grid"]["counts"] and "the best dose of each N: N = " in text
     # the verdict's dose scored free-running too, when it chose one
     chosen_dose = results["verdict"]["numbers"]["dose"]
     if chosen_dose:
