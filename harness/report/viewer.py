@@ -16,6 +16,14 @@ over the keys as a bar strip; clicking a key shows who attends to it; clicking r
 selects rows (and "selected rows only" hides the rest); with an intervention setting the
 baseline and the chosen setting sit side by side.
 
+It opens where there is something to see, and says why (`opening`): the shortest answer
+among the OOD instances the model got wrong, with the row panels on its first wrong token
+and the key panel on that token's reference (a hover shows another row; a click keeps it).
+When the caller says how many instances attention.md scores (`meta["scored"]`, as
+`attentionspan attention` does), the page says how many of them its means cover
+(`coverage`). The row-label gutter is as wide as the instance's widest label (at most
+180 px, longer labels cut with "…"), so no label runs over the first column.
+
 Long texts: the heat map is a canvas the size of the visible window inside a scrolling area;
 only the visible rows and columns are drawn, on each scroll (no DOM node per cell), so
 2,000-token texts stay smooth. The data is the 8-bit, causal-part-only storage of
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +51,95 @@ def _script_json(data: dict[str, Any]) -> str:
     return text.replace("<", "\\u003c")
 
 
-def render_html(data: dict[str, Any], title: str = "Attention on reference tokens") -> str:
-    """The whole page as one string."""
-    return (
-        _PAGE.replace("__TITLE__", html.escape(title))
-        .replace("__STYLE__", _STYLE)
-        .replace("__SCRIPT__", _SCRIPT)
-        .replace("__DATA__", _script_json(data))
+def _role(config: str) -> str | None:
+    """A preset's role in its ID/OOD pair ("id" / "ood", as the catalogue says), else None."""
+    from attentionspan_datasets import presets
+
+    try:
+        return presets.get(config).role
+    except ValueError:  # a bare task name or a config of the caller's own
+        return None
+
+
+def opening(data: dict[str, Any]) -> dict[str, Any]:
+    """The instance the page opens on (`index` into `data["instances"]`, -1 for none) and a
+    sentence saying why. The most telling first: the shortest answer among the OOD instances
+    the model got wrong (the whole failure fits one screen); then the shortest wrong one of
+    any config; with nothing wrong, the longest OOD answer, then the longest of all (a
+    2-character ID answer shows nothing). Wrong: a baseline row whose argmax is not gold."""
+    instances = data.get("instances") or []
+    if not instances:
+        return {"index": -1, "why": ""}
+    base = (data.get("settings") or ["baseline"])[0]
+
+    def wrong(j: int) -> bool:
+        return not all(instances[j].get("settings", {}).get(base, {}).get("correct", [True]))
+
+    def size(j: int) -> int:
+        return len(instances[j].get("target", ""))
+
+    every = range(len(instances))
+    ood = [j for j in every if _role(str(instances[j].get("config"))) == "ood"]
+    bad = [j for j in every if wrong(j)]
+    ood_bad = [j for j in ood if wrong(j)]
+    nothing = "no OOD instance is wrong" if ood else "no instance here is OOD"
+    tiers = [
+        (ood_bad, False, f"of the {len(ood_bad)} OOD instances the model got wrong"),
+        (bad, False, f"of the {len(bad)} instances the model got wrong ({nothing})"),
+        (ood, True, f"of the {len(ood)} OOD instances (the model got all right)"),
+        (list(every), True, "(the model got all right; none is OOD)"),
+    ]
+    pool, longest, what = next(tier for tier in tiers if tier[0])
+    j = min(pool, key=lambda j: (-size(j) if longest else size(j), j))  # ties: the first
+    x = instances[j]
+    why = (
+        f"Opened on {x.get('config')} #{x.get('index')}: the "
+        f"{'longest' if longest else 'shortest'} answer ({size(j)} characters) {what}."
     )
+    return {"index": j, "why": why}
+
+
+def coverage(data: dict[str, Any]) -> str | None:
+    """A sentence saying how many of the instances that attention.md scores this file holds,
+    from `meta["scored"]` ({"file", "instances": per config, "option"}, given by the caller
+    that wrote that file), or None without it. The page's means are over this file's
+    instances only, so they differ from that file's when it holds fewer."""
+    scored = (data.get("meta") or {}).get("scored")
+    if not scored:
+        return None
+    held: dict[str, int] = {}
+    for x in data.get("instances") or []:
+        held[x["config"]] = held.get(x["config"], 0) + 1
+    total, where = scored["instances"], scored.get("file", "attention.md")
+    if all(n == total for n in held.values()):
+        return f"These means cover the same {total} instances per config as {where}."
+    counts = set(held.values())
+    each = ", ".join(f"{n} ({c})" for c, n in held.items())
+    kept = str(counts.pop()) if len(counts) == 1 else each
+    option = scored.get("option")
+    keeps = f" ({option} sets how many the viewer keeps)" if option else ""
+    return (
+        f"These means cover {kept} of the {total} instances per config that {where} "
+        f"scores{keeps}, so they differ from {where}'s."
+    )
+
+
+def notes(data: dict[str, Any]) -> dict[str, Any]:
+    """What the page says beside the data: where it opens and why, and its coverage."""
+    return {"opening": opening(data), "coverage": coverage(data)}
+
+
+def render_html(data: dict[str, Any], title: str = "Attention on reference tokens") -> str:
+    """The whole page as one string (one pass over the placeholders, so nothing inserted is
+    read as a placeholder again)."""
+    parts = {
+        "TITLE": html.escape(title),
+        "STYLE": _STYLE,
+        "SCRIPT": _SCRIPT,
+        "NOTES": _script_json(notes(data)),
+        "DATA": _script_json(data),
+    }
+    return re.sub(r"__(TITLE|STYLE|SCRIPT|NOTES|DATA)__", lambda m: parts[m.group(1)], _PAGE)
 
 
 def write_html(data: dict[str, Any], path, title: str = "Attention on reference tokens") -> Path:
@@ -103,6 +193,7 @@ _PAGE = """<!DOCTYPE html>
 <body>
 <h1>__TITLE__</h1>
 <p id="meta"></p>
+<p id="opening"></p>
 <div class="controls">
   <label>config <select id="f-config"></select></label>
   <label>outcome <select id="f-outcome">
@@ -126,7 +217,7 @@ _PAGE = """<!DOCTYPE html>
 <div id="panes"></div>
 <div id="row-info" class="info">Hover a row of the map to see its attention over the keys.</div>
 <div id="key-info" class="info">Click a cell to see which rows attend to its key.</div>
-<canvas id="key-bars" width="10" height="10"></canvas>
+<canvas id="key-bars" width="10" height="10" hidden></canvas>
 <details><summary>How to read this page</summary>
 <p>Rows: the answer tokens (the query that predicts target[i] is the token before it); label
 <code>i gold&rarr;predicted</code>, red when wrong (teacher-forced argmax). Columns: the task
@@ -137,7 +228,9 @@ paper's score, as in attention.json). <em>view share</em>: the same share in the
 from the 8-bit values. Click a row label to select it; click a cell to pick its key.</p>
 <p id="quantisation"></p>
 </details>
+<p id="coverage"></p>
 <table id="config-summary"></table>
+<script type="application/json" id="viewer-notes">__NOTES__</script>
 <script type="application/json" id="viewer-data">__DATA__</script>
 <script>__SCRIPT__</script>
 </body>
@@ -168,11 +261,20 @@ _SCRIPT = r"""
 "use strict";
 (function () {
 const DATA = JSON.parse(document.getElementById("viewer-data").textContent);
-const LABEL_W = 88, HEADER_H = 18, REF = [0, 176, 0];
+const NOTES = JSON.parse(document.getElementById("viewer-notes").textContent);
+// Row labels: LABEL_PAD from the left edge, LABEL_GAP clear of the first cell; the gutter
+// is as wide as the instance's widest label (state.labelW), longer labels cut with "…".
+const LABEL_MIN = 40, LABEL_MAX = 180, LABEL_PAD = 6, LABEL_GAP = 6;
+const HEADER_H = 18, REF = [0, 176, 0];
 const $ = (id) => document.getElementById(id);
+// hoverRow: the row under the mouse; focusRow: the row the panels show otherwise (the first
+// wrong answer token of the instance, or a clicked cell's row), so they are never empty.
 const state = {inst: -1, view: 0, setting: DATA.settings[DATA.settings.length - 1],
-  compare: false, hoverRow: -1, key: -1, selected: new Set(), onlySelected: false,
-  cell: 14, panes: [], order: []};
+  compare: false, hoverRow: -1, focusRow: -1, key: -1, selected: new Set(),
+  onlySelected: false, cell: 14, labelW: LABEL_MIN, panes: [], order: []};
+const BASE = DATA.settings[0];
+// "[baseline]" says something only beside an intervention.
+const tag = (s) => DATA.settings.length > 1 ? `[${s}] ` : "";
 
 function bytesOf(b64) {
   const bin = atob(b64), out = new Uint8Array(bin.length);
@@ -235,7 +337,8 @@ function fillSelect(sel, items) {
     o.value = value; o.textContent = label; sel.appendChild(o);
   }
 }
-function refreshInstances() {
+// `prefer`: the instance to show when the current one is filtered out (at start: the opening).
+function refreshInstances(prefer) {
   const config = $("f-config").value, outcome = $("f-outcome").value, sort = $("sort").value;
   let order = DATA.instances.map((_, j) => j).filter((j) => {
     const inst = DATA.instances[j], ok = instCorrect(inst, "baseline");
@@ -255,15 +358,24 @@ function refreshInstances() {
     return [j, `${inst.config} #${inst.index} · ${ok}` +
       ` · score ${fmt(instScore(inst, "baseline"), 3)} · ${inst.target.length} chars`];
   }));
-  if (order.length) { const keep = order.includes(state.inst) ? state.inst : order[0];
-    $("instance").value = keep; selectInstance(keep); }
+  if (order.length) {
+    const keep = order.includes(state.inst) ? state.inst
+      : order.includes(prefer) ? prefer : order[0];
+    $("instance").value = keep; selectInstance(keep);
+  }
   else { state.inst = -1; render(); }
 }
 function selectInstance(j) {
   j = Number(j);
-  if (j !== state.inst) { state.selected.clear(); state.key = -1; state.hoverRow = -1; }
+  if (j !== state.inst) {
+    // Show the first wrong answer token (else the first) and its first reference key.
+    const inst = DATA.instances[j], wrong = inst.settings[BASE].correct.indexOf(false);
+    state.selected.clear(); state.hoverRow = -1; state.focusRow = Math.max(wrong, 0);
+    state.key = (inst.mask[state.focusRow] || [-1])[0];
+  }
   state.inst = j; render();
 }
+function shownRow() { return state.hoverRow >= 0 ? state.hoverRow : state.focusRow; }
 
 // --- panes ---------------------------------------------------------------------------------
 function makePane(setting) {
@@ -285,6 +397,9 @@ function makePane(setting) {
     const row = hit ? hit.row : -1;
     if (row !== state.hoverRow) { state.hoverRow = row; drawAll(); showRow(); }
   });
+  pane.canvas.addEventListener("mouseleave", () => {
+    if (state.hoverRow >= 0) { state.hoverRow = -1; drawAll(); showRow(); }
+  });
   pane.canvas.addEventListener("click", (e) => {
     const hit = locate(pane, e);
     if (!hit || hit.row < 0) return;
@@ -295,7 +410,7 @@ function makePane(setting) {
         state.onlySelected = $("only-selected").checked = false;
       }
       layout(); showSummary(); showKey();
-    } else { state.key = hit.col; drawAll(); showKey(); }
+    } else { state.key = hit.col; state.focusRow = hit.row; drawAll(); showRow(); showKey(); }
   });
   return pane;
 }
@@ -308,7 +423,7 @@ function shownRows() {
 function cellRect(pane, row, col) {
   const rows = shownRows(), k = rows.indexOf(row), cw = state.cell, ch = Math.max(state.cell, 12);
   if (k < 0) return null;
-  return {x: LABEL_W + col * cw - pane.scroller.scrollLeft,
+  return {x: state.labelW + col * cw - pane.scroller.scrollLeft,
     y: HEADER_H + k * ch - pane.scroller.scrollTop, w: cw, h: ch};
 }
 function locate(pane, e) {
@@ -317,18 +432,47 @@ function locate(pane, e) {
   if (y < HEADER_H) return null;
   const k = Math.floor((y - HEADER_H + pane.scroller.scrollTop) / ch);
   if (k < 0 || k >= rows.length) return null;
-  if (x < LABEL_W) return {row: rows[k], col: -1};
-  const col = Math.floor((x - LABEL_W + pane.scroller.scrollLeft) / cw);
+  if (x < state.labelW) return {row: rows[k], col: -1};
+  const col = Math.floor((x - state.labelW + pane.scroller.scrollLeft) / cw);
   const inst = DATA.instances[state.inst];
   return {row: rows[k], col: col < inst.text.length ? col : -1};
 }
+function labelFont() {
+  return `${Math.min(Math.max(state.cell, 12) - 2, 12)}px ui-monospace, monospace`;
+}
+function labelText(inst, block, row) {
+  const ok = block.correct[row];
+  return `${row} ${esc(inst.target[row])}${ok ? "" : "\u2192" + esc(block.predicted[row])}`;
+}
+// `text`, cut with "…" to at most `room` pixels in g's font.
+function fit(g, text, room) {
+  if (g.measureText(text).width <= room) return text;
+  let n = text.length;
+  while (n > 1 && g.measureText(text.slice(0, n) + "\u2026").width > room) n--;
+  return text.slice(0, n) + "\u2026";
+}
+// The label gutter: as wide as the instance's widest label in any pane, within bounds.
+function measureLabels() {
+  const inst = DATA.instances[state.inst], g = document.createElement("canvas").getContext("2d");
+  g.font = labelFont();
+  let widest = 0;
+  for (const pane of state.panes) {
+    const block = inst.settings[pane.setting];
+    for (let row = 0; row < inst.lengths.length; row++) {
+      widest = Math.max(widest, g.measureText(labelText(inst, block, row)).width);
+    }
+  }
+  const wanted = Math.ceil(widest) + LABEL_PAD + LABEL_GAP;
+  state.labelW = Math.min(LABEL_MAX, Math.max(LABEL_MIN, wanted));
+}
 function layout() {
   const inst = DATA.instances[state.inst], ch = Math.max(state.cell, 12);
+  measureLabels();
   for (const pane of state.panes) {
     // The canvas sits at the old scroll offset: move it home first, or it keeps the old
     // scroll area alive and the offset is never clamped to the new size.
     pane.canvas.style.left = "0px"; pane.canvas.style.top = "0px";
-    pane.spacer.style.width = (LABEL_W + inst.text.length * state.cell) + "px";
+    pane.spacer.style.width = (state.labelW + inst.text.length * state.cell) + "px";
     const tall = HEADER_H + shownRows().length * ch;
     pane.spacer.style.height = tall + "px";
     // As tall as the map (plus a scrollbar), at most 60% of the window.
@@ -348,29 +492,29 @@ function draw(pane) {
   const sl = pane.scroller.scrollLeft, st = pane.scroller.scrollTop;
   c.style.left = sl + "px"; c.style.top = st + "px";
   const g = c.getContext("2d"), cw = state.cell, ch = Math.max(state.cell, 12);
-  const rows = shownRows(), n = inst.text.length, view = state.view;
+  const rows = shownRows(), n = inst.text.length, view = state.view, LW = state.labelW;
   g.fillStyle = "#fff"; g.fillRect(0, 0, W, H);
   // Only the visible window: columns c0..c1-1, rows k0..k1-1 of the shown rows.
   const c0 = Math.max(0, Math.floor(sl / cw));
-  const c1 = Math.min(n, Math.ceil((sl + W - LABEL_W) / cw) + 1);
+  const c1 = Math.min(n, Math.ceil((sl + W - LW) / cw) + 1);
   const k0 = Math.max(0, Math.floor(st / ch));
   const k1 = Math.min(rows.length, Math.ceil((st + H - HEADER_H) / ch) + 1);
   const drawn = [], frames = [];
   for (let k = k0; k < k1; k++) {
     const row = rows[k], y = HEADER_H + k * ch - st, refs = new Set(inst.mask[row]);
     for (let col = c0; col < c1; col++) {
-      const x = LABEL_W + col * cw - sl, b = cellByte(d, inst, view, row, col);
+      const x = LW + col * cw - sl, b = cellByte(d, inst, view, row, col);
       g.fillStyle = b < 0 ? "#eee" : heat(b / 255);
       g.fillRect(x, y, cw, ch);
       if (refs.has(col)) { drawn.push([row, col]); frames.push([x, y]); }
     }
-    if (row === state.hoverRow) {
+    if (row === shownRow()) {
       g.strokeStyle = "#f80"; g.lineWidth = 2;
-      g.strokeRect(LABEL_W + 1, y + 1, Math.min(W - LABEL_W, n * cw - sl) - 2, ch - 2);
+      g.strokeRect(LW + 1, y + 1, Math.min(W - LW, n * cw - sl) - 2, ch - 2);
     }
   }
   if (state.key >= 0) {
-    const x = LABEL_W + state.key * cw - sl;
+    const x = LW + state.key * cw - sl;
     g.strokeStyle = "#c0f"; g.lineWidth = 2; g.strokeRect(x + 1, HEADER_H, cw - 2, H - HEADER_H);
   }
   // The reference last, on top of the hover and key outlines: a 2-pixel green frame.
@@ -380,64 +524,73 @@ function draw(pane) {
     g.fillRect(x, y, 2, ch); g.fillRect(x + cw - 2, y, 2, ch);
   }
   // Fixed gutters: the row labels and the key characters.
-  g.fillStyle = "#fafafa"; g.fillRect(0, 0, LABEL_W, H); g.fillRect(0, 0, W, HEADER_H);
-  g.font = `${Math.min(ch - 2, 12)}px ui-monospace, monospace`; g.textBaseline = "middle";
+  g.fillStyle = "#fafafa"; g.fillRect(0, 0, LW, H); g.fillRect(0, 0, W, HEADER_H);
+  g.font = labelFont(); g.textBaseline = "middle";
+  const labels = [];
   for (let k = k0; k < k1; k++) {
     const row = rows[k], y = HEADER_H + k * ch - st;
     if (y + ch < HEADER_H) continue;
-    const gold = inst.target[row], pred = block.predicted[row], ok = block.correct[row];
     if (state.selected.has(row)) { g.fillStyle = "#fd0"; g.fillRect(0, y, 4, ch); }
-    g.fillStyle = ok ? "#222" : "#c00";
-    g.fillText(`${row} ${esc(gold)}${ok ? "" : "\u2192" + esc(pred)}`, 6, y + ch / 2);
+    const text = fit(g, labelText(inst, block, row), LW - LABEL_PAD - LABEL_GAP);
+    g.fillStyle = block.correct[row] ? "#222" : "#c00";
+    g.fillText(text, LABEL_PAD, y + ch / 2);
+    labels.push({row: row, text: text, x: LABEL_PAD, w: g.measureText(text).width, y: y, h: ch});
   }
   if (cw >= 7) {
     g.font = `${Math.min(cw, 12)}px ui-monospace, monospace`; g.textAlign = "center";
     for (let col = c0; col < c1; col++) {
-      const x = LABEL_W + col * cw - sl + cw / 2;
-      if (x < LABEL_W) continue;
+      const x = LW + col * cw - sl + cw / 2;
+      if (x - cw / 2 < LW) continue;  // a key partly under the label gutter
       g.fillStyle = col < inst.prompt.length ? "#222" : "#06c";
       g.fillText(inst.text[col] === " " ? "\u2423" : inst.text[col], x, HEADER_H / 2);
     }
     g.textAlign = "start";
   }
-  pane.drawn = drawn;
+  pane.drawn = drawn; pane.labels = labels;
 }
 function drawStrip(pane) {
   const inst = DATA.instances[state.inst], c = pane.strip;
   const W = pane.scroller.clientWidth, H = 64;
   if (c.width !== W || c.height !== H) { c.width = W; c.height = H; }
   const g = c.getContext("2d"); g.fillStyle = "#fff"; g.fillRect(0, 0, W, H);
-  if (state.hoverRow < 0) return;
-  const v = rowValues(state.inst, pane.setting, state.view, state.hoverRow);
+  const row = shownRow();
+  if (row < 0) return;
+  const v = rowValues(state.inst, pane.setting, state.view, row);
   let top = 0; for (const x of v) top = Math.max(top, x);
-  const refs = new Set(inst.mask[state.hoverRow]), cw = state.cell, sl = pane.scroller.scrollLeft;
+  const refs = new Set(inst.mask[row]), cw = state.cell, sl = pane.scroller.scrollLeft;
   for (let col = 0; col < v.length; col++) {
-    const x = LABEL_W + col * cw - sl;
-    if (x + cw < LABEL_W || x > W) continue;
+    const x = state.labelW + col * cw - sl;
+    if (x + cw < state.labelW || x > W) continue;
     const h = top > 0 ? v[col] / top * (H - 4) : 0;
     g.fillStyle = refs.has(col) ? `rgb(${REF})` : "#36c";
     g.fillRect(x, H - h, Math.max(cw - 1, 1), h);
   }
   g.fillStyle = "#222"; g.font = "11px ui-monospace, monospace";
-  g.fillText(`row ${state.hoverRow}: max ${top.toPrecision(3)}`, 4, 12);
+  g.fillText(`row ${row}: max ${top.toPrecision(3)}`, 4, 12);
 }
 function drawAll() { for (const pane of state.panes) { draw(pane); drawStrip(pane); } }
 
 // --- text panels ---------------------------------------------------------------------------
 function showRow() {
-  const box = $("row-info"), row = state.hoverRow;
+  const box = $("row-info"), row = shownRow();
   if (row < 0 || state.inst < 0) {
     box.textContent = "Hover a row of the map to see its attention over the keys.";
     return;
   }
   const inst = DATA.instances[state.inst], lines = [];
+  if (state.hoverRow < 0) {
+    const first = inst.settings[BASE].correct.indexOf(false);
+    const which = row === first ? "the first wrong answer token"
+      : first < 0 && row === 0 ? "the first answer token (none is wrong)" : "the clicked row";
+    lines.push(`Row ${row}, ${which}; hover a row to see another, click a cell to keep it.`);
+  }
   for (const pane of state.panes) {
     const block = inst.settings[pane.setting];
     const v = rowValues(state.inst, pane.setting, state.view, row);
     let total = 0; for (const x of v) total += x;
     const top = Array.from(v.keys()).sort((a, b) => v[b] - v[a]).slice(0, 5)
       .map((c) => `${esc(inst.text[c])}@${c} ${fmt(total > 0 ? v[c] / total : 0, 3)}`);
-    lines.push(`[${pane.setting}] row ${row}: gold ${h(esc(inst.target[row]))} -> predicted ` +
+    lines.push(`${tag(pane.setting)}row ${row}: gold ${h(esc(inst.target[row]))} -> predicted ` +
       `${h(esc(block.predicted[row]))} (${block.correct[row] ? "correct" : "wrong"})` +
       ` · score <span class="score" data-setting="${pane.setting}">` +
       `${fmt(block.scores[row])}</span>` +
@@ -448,9 +601,9 @@ function showRow() {
 }
 function showKey() {
   const box = $("key-info"), c = $("key-bars"), col = state.key;
-  if (col < 0 || state.inst < 0) {
+  c.hidden = col < 0 || state.inst < 0;  // no empty box before a key is chosen
+  if (c.hidden) {
     box.textContent = "Click a cell to see which rows attend to its key.";
-    c.width = 10; c.height = 10;
     return;
   }
   const inst = DATA.instances[state.inst], pane = state.panes[state.panes.length - 1];
@@ -460,7 +613,7 @@ function showKey() {
     return total > 0 ? v[col] / total : 0;
   });
   const order = rows.map((r, k) => k).sort((a, b) => shares[b] - shares[a]).slice(0, 8);
-  const where = `${pane.setting}, ${DATA.views[state.view].name}`;
+  const where = `${tag(pane.setting) && pane.setting + ", "}${DATA.views[state.view].name}`;
   box.textContent = `key ${col} ${esc(inst.text[col])} [${where}]: ` +
     `attended by ${order.map((k) => `row ${rows[k]} ${fmt(shares[k], 3)}`).join(", ")}`;
   const bw = Math.max(3, Math.min(16, Math.floor(800 / Math.max(rows.length, 1))));
@@ -484,7 +637,7 @@ function showSummary() {
     const chosen = (sel.length ? sel : inst.lengths.map((_, i) => i))
       .map((i) => block.scores[i]).filter((x) => x !== null);
     const right = block.correct.filter((c) => c).length;
-    lines.push(`[${s}] predicted ${h(esc(block.predicted.join("")))} · ${right}/` +
+    lines.push(`${tag(s)}predicted ${h(esc(block.predicted.join("")))} · ${right}/` +
       `${block.correct.length} correct · mean score ${sel.length ? "(selected rows) " : ""}` +
       `<span class="mean-score" data-setting="${s}">${fmt(mean(chosen))}</span>`);
   }
@@ -492,15 +645,20 @@ function showSummary() {
 }
 function configSummary() {
   const t = $("config-summary"), configs = [...new Set(DATA.instances.map((x) => x.config))];
-  let rows = "<tr><th>config</th><th>setting</th><th>score, correct tokens</th><th>n</th>" +
-    "<th>score, wrong tokens</th><th>n</th></tr>";
+  const many = DATA.settings.length > 1, scored = (DATA.meta || {}).scored;
+  let rows = `<tr><th>config</th><th>instances</th>${many ? "<th>setting</th>" : ""}` +
+    "<th>score, correct tokens</th><th>n</th><th>score, wrong tokens</th><th>n</th></tr>";
   for (const cfg of configs) for (const s of DATA.settings) {
     const good = [], bad = [];
+    let held = 0;
     for (const inst of DATA.instances) if (inst.config === cfg) {
       const b = inst.settings[s];
+      held++;
       b.scores.forEach((x, i) => { if (x !== null) (b.correct[i] ? good : bad).push(x); });
     }
-    rows += `<tr data-config="${cfg}" data-setting="${s}"><td>${cfg}</td><td>${s}</td>` +
+    const of = scored ? ` of ${scored.instances}` : "";
+    rows += `<tr data-config="${cfg}" data-setting="${s}"><td>${cfg}</td>` +
+      `<td class="instances">${held}${of}</td>${many ? `<td>${s}</td>` : ""}` +
       `<td class="mean-correct">${fmt(mean(good))}</td><td class="n-correct">${good.length}</td>` +
       `<td class="mean-wrong">${fmt(mean(bad))}</td><td class="n-wrong">${bad.length}</td></tr>`;
   }
@@ -513,7 +671,7 @@ function render() {
     const both = state.compare && state.setting !== "baseline";
     const names = both ? ["baseline", state.setting] : [state.setting];
     for (const s of names) { const p = makePane(s); host.appendChild(p.el); state.panes.push(p);
-      p.title.textContent = `${s} · ${DATA.views[state.view].name}`; }
+      p.title.textContent = `${tag(s) && s + " · "}${DATA.views[state.view].name}`; }
     layout();
   }
   showSummary(); showRow(); showKey();
@@ -536,8 +694,11 @@ async function start() {
     `${DATA.layers} layers x ${DATA.heads} heads`,
     `${DATA.views.length - 1 - DATA.layers} heads kept`].filter(Boolean).join(" · ");
   $("quantisation").textContent = `Storage: ${DATA.quantisation}; only each row's causal part.`;
+  $("opening").textContent = NOTES.opening.why;
+  $("coverage").textContent = NOTES.coverage || "";
+  $("coverage").hidden = !NOTES.coverage;
   for (const id of ["f-config", "f-outcome", "sort"]) {
-    $(id).addEventListener("change", refreshInstances);
+    $(id).addEventListener("change", () => refreshInstances());
   }
   $("instance").addEventListener("change", (e) => selectInstance(e.target.value));
   $("view").addEventListener("change", (e) => { state.view = Number(e.target.value); render(); });
@@ -554,9 +715,10 @@ async function start() {
   });
   window.addEventListener("resize", drawAll);
   configSummary();
-  refreshInstances();
-  window.attentionViewer = {state: state, data: DATA, cellRect: cellRect, rowValues: rowValues,
-    drawn: (k) => state.panes[k].drawn, ready: true};
+  refreshInstances(NOTES.opening.index);
+  window.attentionViewer = {state: state, data: DATA, notes: NOTES, cellRect: cellRect,
+    rowValues: rowValues, drawn: (k) => state.panes[k].drawn,
+    labels: (k) => state.panes[k].labels, ready: true};
 }
 start().catch((e) => { $("summary").textContent = `could not read the data: ${e}`; throw e; });
 })();

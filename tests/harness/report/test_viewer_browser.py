@@ -12,7 +12,14 @@ import json
 import pytest
 
 from tests.browser import browser_missing, console_errors, open_browser, open_page
-from tests.harness.report.test_viewer import long_page, tokenizer  # noqa: F401, F811 (fixtures)
+from tests.harness.report.test_viewer import (  # noqa: F401, F811 (fixtures)
+    SCORED,
+    SPECIAL,
+    SPECS,
+    long_page,
+    synthetic_data,
+    tokenizer,
+)
 
 pytestmark = pytest.mark.browser
 MISSING = browser_missing()
@@ -58,6 +65,18 @@ def page(tmp_path_factory, attn_tokenizer):
     )
     path = write_html(data, tmp_path_factory.mktemp("viewer") / "attention.html")
     return path, data, results
+
+
+@pytest.fixture(scope="module")
+def plain_page(tmp_path_factory):
+    """(path, data) of the synthetic instances of test_viewer (no model, no intervention),
+    as `attentionspan attention` writes them: 2 and 3 of 200 instances per config."""
+    if MISSING:
+        pytest.skip(MISSING)
+    from harness.report.viewer import write_html
+
+    data = synthetic_data(SPECS, meta={"scored": SCORED, "model": "tiny"})
+    return write_html(data, tmp_path_factory.mktemp("plain") / "attention.html"), data
 
 
 PIXEL_JS = """
@@ -139,6 +158,10 @@ def test_page_shows_the_data_and_the_analysis_numbers(page):
                     assert shown == "-"
                 else:
                     assert float(shown) == pytest.approx(expected["mean"], abs=6e-5)
+
+        # Beside an intervention, the summary names each setting.
+        summary = driver.find_element("id", "summary").text
+        assert "[baseline] predicted" in summary and "[intervention] predicted" in summary
 
         # Pick the OOD instance with the longest answer, then a head.
         Select(driver.find_element("id", "f-config")).select_by_value("reversal_ood")
@@ -243,8 +266,9 @@ def test_a_2000_token_page_renders_and_answers_at_its_far_end(long_page):  # noq
         cell = (row, inst["mask"][row][0])
         assert cell not in _drawn(driver, 0)  # far to the right: not drawn yet
         driver.execute_script(
-            "const s = document.querySelector('.scroller'); s.scrollLeft = arguments[0];",
-            88 + cell[1] * 14 - 200,
+            "const s = document.querySelector('.scroller'); s.scrollLeft = arguments[0] + "
+            "window.attentionViewer.state.labelW;",
+            cell[1] * 14 - 200,
         )
         WebDriverWait(driver, 5).until(lambda d: cell in _drawn(d, 0))
         pixels = driver.execute_script(
@@ -257,4 +281,127 @@ def test_a_2000_token_page_renders_and_answers_at_its_far_end(long_page):  # noq
         _hover(driver, 0, row, cell[1])
         score = driver.find_element("css selector", '.score[data-setting="baseline"]').text
         assert float(score) == pytest.approx(inst["settings"]["baseline"]["scores"][row], abs=5e-5)
+        assert console_errors(driver) == []
+
+
+def _painted(driver, selector: str) -> int:
+    """How many pixels of a canvas are not white."""
+    return driver.execute_script(
+        "const c = document.querySelector(arguments[0]), px = c.getContext('2d')"
+        ".getImageData(0, 0, c.width, c.height).data; let n = 0;"
+        "for (let i = 0; i < px.length; i += 4) if (px[i] < 250 || px[i + 2] < 250) n++;"
+        "return n;",
+        selector,
+    )
+
+
+def test_it_opens_on_a_wrong_ood_instance_with_its_panels_filled(plain_page):
+    """No intervention: the page opens where the notes say (the shortest OOD instance the
+    model got wrong) and says so; the row and key panels show its first wrong token and that
+    token's reference key before any hover; no "[baseline]" anywhere; the table says how many
+    of attention.md's instances it covers."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import Select
+
+    from harness.report.viewer import notes
+
+    path, data = plain_page
+    expected = notes(data)
+    with open_browser() as driver:
+        open_page(driver, path)
+        j = expected["opening"]["index"]
+        assert j == 4 and driver.execute_script("return window.attentionViewer.state.inst") == j
+        assert Select(driver.find_element("id", "instance")).first_selected_option.text.startswith(
+            "reversal_ood #2 · wrong"
+        )
+        assert driver.find_element("id", "opening").text == expected["opening"]["why"]
+
+        # Before any hover: row 0 (the first wrong token) in the strip and the row panel, its
+        # reference key 0 in the key panel, the key's bars drawn.
+        inst = data["instances"][j]
+        row_info = driver.find_element("id", "row-info").text
+        assert row_info.startswith("Row 0, the first wrong answer token; hover a row")
+        assert f'row 0: gold "{inst["target"][0]}" -> predicted "z" (wrong)' in row_info
+        assert _painted(driver, "canvas.strip") > 100
+        assert driver.find_element("id", "key-info").text.startswith(f"key {inst['mask'][0][0]} ")
+        assert driver.find_element("id", "key-bars").is_displayed()
+        assert _painted(driver, "#key-bars") > 100
+
+        # One setting: no "[baseline]", no setting in the pane title or the table.
+        for where in ("summary", "row-info", "key-info"):
+            assert "[baseline" not in driver.find_element("id", where).text
+        assert driver.find_element("css selector", ".pane-title").text == "rollout"
+        heads = [e.text for e in driver.find_elements("css selector", "#config-summary th")]
+        assert "setting" not in heads and "instances" in heads
+
+        # Fewer instances than attention.md: said above the table and in each row.
+        assert driver.find_element("id", "coverage").text == expected["coverage"]
+        for config, held in (("reversal_id", 2), ("reversal_ood", 3)):
+            cell = driver.find_element(
+                "css selector", f'#config-summary tr[data-config="{config}"] .instances'
+            )
+            assert cell.text == f"{held} of 200"
+
+        # Hovering shows another row; leaving the map returns to the first wrong one.
+        _hover(driver, 0, 5, 3)
+        assert driver.find_element("id", "row-info").text.startswith("row 5: gold")
+        ActionChains(driver).move_to_element(driver.find_element("id", "opening")).perform()
+        assert driver.find_element("id", "row-info").text.startswith("Row 0, the first wrong")
+        # Another instance without a wrong token: its first row, and no empty key box when
+        # that row has a reference (every synthetic row has one).
+        Select(driver.find_element("id", "instance")).select_by_value("0")
+        assert driver.find_element("id", "row-info").text.startswith(
+            "Row 0, the first answer token (none is wrong)"
+        )
+        assert driver.find_element("id", "key-bars").is_displayed()
+        assert console_errors(driver) == []
+
+
+LABEL_JS = """
+const v = window.attentionViewer, pane = v.state.panes[0], g = pane.canvas.getContext('2d');
+// The labels drawn whole inside the canvas (the last one may hang below its edge).
+return v.labels(0).filter((b) => b.y >= 0 && b.y + b.h <= pane.canvas.height).map((b) => {
+  const cell = v.cellRect(pane, b.row, 0), gap = [];
+  // The 6-pixel gap left of the first cell: the gutter's colour unless a label ran on.
+  const px = g.getImageData(cell.x - 6, b.y + 1, 6, b.h - 2).data;
+  for (let i = 0; i < px.length; i += 4) gap.push([px[i], px[i + 1], px[i + 2]]);
+  return {row: b.row, text: b.text, end: b.x + b.w, cell: cell.x, gap: gap};
+});
+"""
+
+
+@pytest.mark.parametrize("cell", [3, 8, 14, 24])
+def test_row_labels_stay_clear_of_the_first_column(plain_page, cell):
+    """The longest instance's labels (rows past 100, a wrong row whose prediction is a long
+    special token): each label ends before the first cell, at every cell size, at the top and
+    at the bottom of the map; the label too long for the gutter is cut with an ellipsis."""
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    path, data = plain_page
+    j = max(range(len(data["instances"])), key=lambda i: len(data["instances"][i]["target"]))
+    with open_browser() as driver:
+        open_page(driver, path)
+        Select(driver.find_element("id", "instance")).select_by_value(str(j))
+        _zoom(driver, cell)
+        seen = {}
+        last = len(data["instances"][j]["target"]) - 1
+        for scroll, row in (("0", 0), ("s.scrollHeight", last)):
+            driver.execute_script(
+                f"const s = document.querySelector('.scroller'); s.scrollTop = {scroll};"
+            )
+            # The scroll event redraws on the next frame.
+            WebDriverWait(driver, 5).until(
+                lambda d, row=row: row in [b["row"] for b in d.execute_script(LABEL_JS)]
+            )
+            for box in driver.execute_script(LABEL_JS):
+                assert box["end"] <= box["cell"], box
+                assert all(px == [250, 250, 250] for px in box["gap"]), box
+                seen[box["row"]] = box["text"]
+        assert {0, 105, last} <= set(seen)
+        target = data["instances"][j]["target"]
+        assert seen[3] == f'3 "{target[3]}"\u2192"q"'
+        assert seen[105].endswith("\u2026") and seen[105].startswith(
+            f'105 "{target[105]}"\u2192"<|'
+        )
+        assert SPECIAL not in seen[105]
         assert console_errors(driver) == []
