@@ -10,9 +10,12 @@
 Everything is written next to the target (`.NAME.partial-PID-XXXX`, same file system, so the
 final `os.replace` is atomic), flushed to disk with fsync, then renamed. On an exception the
 temporary is removed; after a `kill -9` it stays behind, and the next atomic write to the same
-target removes the leftovers of processes that no longer run. Created files and folders get
-the permissions the umask allows (0666 / 0777 minus umask), as `open` and `mkdir` would give
-them, not the private 0600 / 0700 of `tempfile`.
+target removes the leftovers of processes that no longer run (SIGTERM ends a process as a
+`kill -9` does unless it is handled: `harness.outputs.writing` turns it into an exception).
+An OSError that escapes names the target, not the temporary, so a full or read-only disk
+reads `[Errno 28] No space left on device: 'runs/x/config.json'`. Created files and folders
+get the permissions the umask allows (0666 / 0777 minus umask), as `open` and `mkdir` would
+give them, not the private 0600 / 0700 of `tempfile`.
 """
 
 from __future__ import annotations
@@ -111,18 +114,19 @@ def atomic_path(
     created.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_leftovers(path)
-    umask = current_umask()
-    if directory:
-        temp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), dir=path.parent))
-        os.chmod(temp, 0o777 & ~umask)
-    else:
-        fd, name = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
-        os.close(fd)
-        temp = Path(name)
-        os.chmod(temp, 0o666 & ~umask)
+    temp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(path)
+        umask = current_umask()
+        if directory:
+            temp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), dir=path.parent))
+            os.chmod(temp, 0o777 & ~umask)
+        else:
+            fd, name = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
+            temp = Path(name)
+            os.close(fd)
+            os.chmod(temp, 0o666 & ~umask)
         yield temp
         if directory:
             _replace_dir(temp, path, replace)
@@ -131,13 +135,29 @@ def atomic_path(
                 os.fsync(handle.fileno())
             os.replace(temp, path)
         _fsync_dir(path.parent)
-    except BaseException:
-        if temp.is_dir() and not temp.is_symlink():
-            shutil.rmtree(temp, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                temp.unlink()
+    except BaseException as error:
+        if temp is not None:
+            _remove(temp)
+        if isinstance(error, OSError) and error.errno is not None:  # not a message of ours
+            _name_the_target(error, path)
         raise
+
+
+def _remove(temp: Path) -> None:
+    if temp.is_dir() and not temp.is_symlink():
+        shutil.rmtree(temp, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+
+
+def _name_the_target(error: OSError, path: Path) -> None:
+    """An OSError that names no file (`write` on a full disk) or only the temporary names
+    `path`, the file the user asked for, so its one-line message says what failed."""
+    name = error.filename
+    if name is None or Path(os.fsdecode(name)).name.startswith(f".{path.name}."):
+        error.filename = str(path)
+        error.filename2 = None
 
 
 REPLACE_ATTEMPTS = 20

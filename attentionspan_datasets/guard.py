@@ -66,7 +66,7 @@ def run_guarded(
     command: str, func: Callable[[argparse.Namespace], int | None], args, prog: str = PROG
 ) -> int:
     """Run `func(args)` as `prog command`: its status, 2 for a user's mistake (one line on
-    stderr), 0 for a closed pipe, 130 for Ctrl-C."""
+    stderr), 0 for a closed pipe, 130 for Ctrl-C (143 for SIGTERM raised as an interruption)."""
     try:
         return func(args) or 0
     except USER_ERRORS as error:
@@ -80,6 +80,7 @@ def run_guarded(
         # Point stdout at devnull so the interpreter's final flush does not complain.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         print(f"{prog} {command}: interrupted", file=sys.stderr)
-        return 130
+        # 130 for Ctrl-C; an interruption that stands for SIGTERM carries its own (143)
+        return getattr(interrupt, "exit_status", 130)

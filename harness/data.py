@@ -105,40 +105,192 @@ class PromptConfig:
         )
 
 
-def instance_from_row(row: dict[str, Any]) -> Instance:
-    """A `datasets` row of the data contract (docs/tasks.md) as an Instance."""
+# The data contract's columns (docs/tasks.md): what a dataset for training must hold.
+REQUIRED_COLUMNS = ("task", "prompt", "target", "reference")
+OPTIONAL_COLUMNS = ("config", "index", "params")
+CHECKED_ROWS = 50  # rows whose characters are checked against the tokenizer before training
+
+
+def instance_from_row(row: dict[str, Any], where: str = "the row") -> Instance:
+    """A `datasets` row of the data contract (docs/tasks.md) as an Instance; ValueError
+    naming `where` and the column when a value is missing or of the wrong type."""
+    missing = [name for name in REQUIRED_COLUMNS if name not in row]
+    if missing:
+        raise ValueError(
+            f"{where} has no column(s) {', '.join(map(repr, missing))}; "
+            f"expected: {', '.join(REQUIRED_COLUMNS)}"
+        )
+    for name in ("task", "prompt", "target", "config"):
+        value = row.get(name, "")
+        if not isinstance(value, str):
+            raise ValueError(
+                f"{where}: column {name!r} must be a string, got {type(value).__name__} "
+                f"{_short(value)}"
+            )
+    reference = row["reference"]
+    if not (
+        isinstance(reference, list)
+        and all(isinstance(r, list) for r in reference)
+        and all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= 0 for r in reference for k in r
+        )
+    ):
+        raise ValueError(
+            f"{where}: column 'reference' must be a list of lists of positions (integers "
+            f">= 0), got {_short(reference)}"
+        )
     params = row.get("params", {})
+    if params is None:
+        params = {}
     if isinstance(params, str):
-        params = json.loads(params)
+        try:
+            params = json.loads(params) if params else {}
+        except ValueError:
+            raise ValueError(
+                f"{where}: column 'params' is not valid JSON: {_short(params)}"
+            ) from None
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}: column 'params' must be a JSON object, got {_short(params)}")
+    index = row.get("index", -1)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ValueError(f"{where}: column 'index' must be an integer, got {_short(index)}")
     return Instance(
         task=row["task"],
         prompt=row["prompt"],
         target=row["target"],
-        reference=[list(map(int, r)) for r in row["reference"]],
+        reference=[list(r) for r in reference],
         params=dict(params),
         config=row.get("config", ""),
-        index=int(row.get("index", -1)),
+        index=index,
     )
 
 
-class DatasetSource:
-    """Instances from a `datasets.Dataset` (map-style, so it can be indexed)."""
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
-    def __init__(self, dataset: Any):
+
+def _kind(feature: Any) -> str:
+    """A `datasets` feature in words: "string", "int64", "list of list of int32", "struct"."""
+    inner = getattr(feature, "feature", None)
+    if inner is not None:
+        return f"list of {_kind(inner)}"
+    if isinstance(feature, dict):
+        return "struct"
+    return str(getattr(feature, "dtype", type(feature).__name__))
+
+
+_INTEGERS = {f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)}
+_STRINGS = {"string", "large_string"}
+_UNTYPED = {"null", "list of null", "list of list of null"}
+# column -> (allowed kinds, in words)
+_COLUMN_KINDS = {
+    "task": (_STRINGS, "string"),
+    "prompt": (_STRINGS, "string"),
+    "target": (_STRINGS, "string"),
+    "config": (_STRINGS, "string"),
+    "index": (_INTEGERS, "integer"),
+    "reference": ({f"list of list of {i}" for i in _INTEGERS}, "list of list of integers"),
+    "params": (_STRINGS | {"struct"}, "JSON string or struct"),
+}
+
+
+def check_columns(dataset: Any, where: str = "the dataset") -> None:
+    """ValueError naming the missing columns, or a column of the wrong type, of a dataset
+    that is to be read as Instances (the data contract, docs/tasks.md)."""
+    columns = list(getattr(dataset, "column_names", None) or [])
+    missing = [name for name in REQUIRED_COLUMNS if name not in columns]
+    if missing:
+        raise ValueError(
+            f"{where} lacks the column(s) {', '.join(missing)}: a dataset to train on needs "
+            f"the data contract's columns {', '.join(REQUIRED_COLUMNS)} (optional: "
+            f"{', '.join(OPTIONAL_COLUMNS)}; docs/tasks.md), it has: "
+            f"{', '.join(columns) or 'none'}"
+        )
+    features = getattr(dataset, "features", None) or {}
+    for name, (allowed, words) in _COLUMN_KINDS.items():
+        # a column of nulls or of empty lists has no type yet: its rows are checked as read
+        if name in features and _kind(features[name]) not in allowed | _UNTYPED:
+            raise ValueError(
+                f"{where}: column {name!r} holds {_kind(features[name])} values, expected "
+                f"{words} (docs/tasks.md)"
+            )
+
+
+class DatasetSource:
+    """Instances from a `datasets.Dataset` (map-style, so it can be indexed), its columns
+    checked when it is made: the data contract's (docs/tasks.md), of the right types."""
+
+    def __init__(self, dataset: Any, where: str = "the dataset"):
+        check_columns(dataset, where)
         self.dataset = dataset
+        self.where = where
         self.size = len(dataset)
+        if not self.size:
+            raise ValueError(f"{where} has no rows")
 
     @classmethod
     def load(cls, path: str, name: str | None = None, split: str = "train", **kwargs: Any):
-        from datasets import load_dataset
+        import os
 
-        return cls(load_dataset(path, name, split=split, **kwargs))
+        from datasets import load_dataset
+        from datasets.utils import logging as datasets_logging
+
+        where = f"--dataset {path!r}" + (f" (split {split!r})" if split != "train" else "")
+        # A local folder is read into Arrow in seconds: its "Generating train split" bars
+        # would only stand between a refusal and its one line. A Hub download keeps them.
+        quiet = os.path.exists(path) and datasets_logging.is_progress_bar_enabled()
+        if quiet:
+            datasets_logging.disable_progress_bar()
+        try:
+            dataset = load_dataset(path, name, split=split, **kwargs)
+        finally:
+            if quiet:
+                datasets_logging.enable_progress_bar()
+        return cls(dataset, where)
 
     def __getitem__(self, index: int) -> Instance:
-        return instance_from_row(self.dataset[int(index)])
+        return instance_from_row(self.dataset[int(index)], f"{self.where}, row {int(index)}")
 
     def __len__(self) -> int:
         return self.size
+
+
+def source_text(source: Any, prompt: PromptConfig | None = None, rows: int = CHECKED_ROWS) -> str:
+    """The characters of the first `rows` instances of `source` (and of few-shot examples
+    under `prompt`), each once: what is checked against a tokenizer and a model's vocabulary
+    before training. Reading them checks a dataset's rows too."""
+    count = rows if source_size(source) is None else min(rows, source_size(source))
+    chars: set[str] = set()
+    drawn: set[str] = set()  # configs whose few-shot examples were read
+    for i in range(count):
+        instance = source[i]
+        chars.update(instance.text)
+        # the examples of one row per config: enough to see its characters (and a config
+        # that is none of ours), at most num_fewshot draws each
+        config = instance.config or instance.task
+        if prompt is None or not prompt.num_fewshot or config in drawn:
+            continue
+        drawn.add(config)
+        try:
+            shots = prompt.fewshot_for(instance)
+        except ValueError as error:  # a dataset row whose config is no config of ours
+            where = getattr(source, "where", "the source")
+            raise ValueError(
+                f"{where}, row {i}: its few-shot examples (num_fewshot) are drawn from its "
+                f"'config' (else 'task') column: {error}"
+            ) from None
+        for shot in shots:
+            chars.update(shot.text)
+    return "".join(sorted(chars))
+
+
+def source_size(source: Any) -> int | None:
+    """len(source), or None for an endless one."""
+    try:
+        return len(source)
+    except TypeError:
+        return None
 
 
 def shard_indices(start: int, count: int, num_processes: int, process_index: int) -> range:

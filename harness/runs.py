@@ -147,6 +147,24 @@ def write_run_file(folder: Path, info: dict[str, Any]) -> None:
     atomic_write_text(folder / RUN_CONFIG_FILE, json.dumps(info, indent=2) + "\n")
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append `line` (with its newline) to `path`; a write that fails (a full disk) cuts the
+    file back to where it was, so the log never ends in half a line."""
+    data = memoryview(line.encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
+
+
 def versions() -> dict[str, str]:
     """The versions a result depends on: Python, the model stack and this package (recorded
     in run files and reproduce digests, so a figure that moved can be traced to a package)."""
@@ -223,10 +241,13 @@ def save_folder(
     across processes); the main process writes."""
     import torch
 
+    from harness.outputs import writing
+
     accelerator.wait_for_everyone()
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
-        with atomic_path(target, directory=True) as staging:
+        # a full disk fails in safetensors or torch.save, neither an OSError: one line
+        with writing(target), atomic_path(target, directory=True) as staging:
             accelerator.unwrap_model(model).save_pretrained(
                 staging, state_dict=state_dict, safe_serialization=True
             )
@@ -415,17 +436,35 @@ class RunLock:
     the kernel drops the lock when the process dies, so a lock file left by a dead process
     (kill -9, power loss) is simply taken over, and a pid can never be mistaken for a
     reused one. A second run in the same folder is refused in one line.
+
+    The lock also remembers what the folder held when it was taken, so that `discard` can
+    remove what this run added when it ends with nothing worth keeping (refused, or stopped
+    by a full disk before its first checkpoint).
     """
+
+    # what a run writes beside its checkpoints, removed by `discard` if it made them
+    RUN_FILES = (TRAIN_CONFIG_FILE, LOG_FILE, LOCK_FILE)
 
     def __init__(self, output: str | Path):
         self.path = Path(output) / LOCK_FILE
         self._file = None
+        self._made_folders: list[Path] = []  # deepest first
+        self._made_files: list[str] = []
 
     def acquire(self) -> RunLock:
         import fcntl
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")  # noqa: SIM115 (held open while the lock lives)
+        from harness.outputs import missing_folders
+
+        output = self.path.parent
+        self._made_folders = missing_folders(output)
+        self._made_files = [n for n in self.RUN_FILES if not (output / n).exists()]
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "a+")  # noqa: SIM115 (held open while the lock lives)
+        except BaseException:
+            self._remove_made(LOCK_FILE)
+            raise
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -436,12 +475,45 @@ class RunLock:
                 f"run folder {str(self.path.parent)!r} is in use by {owner} "
                 f"(lock {self.path}); wait for that run to end or use another --output"
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
         self._file = handle
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            handle.flush()
+        except BaseException:
+            self.discard()  # a full disk: not even the lock's line fits
+            raise
         return self
+
+    def discard(self) -> bool:
+        """Release the lock; and when the run folder holds no checkpoint and no final model,
+        remove what was added since `acquire` (train_config.json, log.jsonl, the lock file,
+        the folders it created; anything else keeps its folder): a run refused, or stopped
+        before its first checkpoint, leaves no trace. True when it removed them."""
+        if self._file is None:
+            return False
+        output = self.path.parent
+        keep = bool(checkpoints(output)) or finished_run(output) is not None
+        if not keep:
+            # the lock file goes while it is still held: a process that opened it before
+            # fails its flock and is refused; one that comes after makes a new one
+            for name in self._made_files:
+                with contextlib.suppress(FileNotFoundError):
+                    (output / name).unlink()
+        self.release()
+        if not keep:
+            self._remove_made()
+        return not keep
+
+    def _remove_made(self, *files: str) -> None:
+        for name in files:
+            if name in self._made_files:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.path.parent / name).unlink()
+        for folder in self._made_folders:  # deepest first; a folder with anything stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
     def release(self) -> None:
         if self._file is None:

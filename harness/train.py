@@ -47,12 +47,14 @@ from harness.data import (
     PromptConfig,
     check_context,
     collate,
+    source_text,
     training_indices,
 )
 from harness.engine.inference import autocast
 from harness.evaluate import evaluate_model
-from harness.models import ScratchConfig
+from harness.models import ScratchConfig, check_vocabulary
 from harness.options import check_finite, cli, option
+from harness.outputs import WriteError, check_output_folder, writing
 from harness.runs import (
     CHECKPOINT_PREFIX,
     FINAL,
@@ -62,6 +64,7 @@ from harness.runs import (
     TRAINING_STATE_FILE,
     RunLock,
     TrainState,
+    append_line,
     check_checkpoint,
     check_optimizer_state,
     finished_run,
@@ -520,6 +523,7 @@ class Run:
     window: Window | None = None  # the log window; saved in checkpoints (TrainState)
     curriculum: list = field(default_factory=list)  # (last step, source) per stage
     cpu_start: float = field(default_factory=time.process_time)  # this invocation's CPU time
+    resume_with: str = ""  # the command that continues the run (train's own, or reproduce)
 
     @property
     def main(self) -> bool:
@@ -559,6 +563,8 @@ def set_up(
 
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     output = Path(config.output)
+    if accelerator.is_main_process:
+        check_output_folder("'output'", output)  # read-only, full: refused before the lock
     lock = RunLock(output).acquire() if accelerator.is_main_process else None
     try:
         state, checkpoint, training_state = TrainState(run_id=uuid.uuid4().hex), None, None
@@ -574,17 +580,25 @@ def set_up(
                 )
             config = saved
         source = make_source(config)  # a bad preset fails before the model is loaded
+        # the characters of the first rows (and of a dataset's rows, checked as they are
+        # read) and of each curriculum stage: checked against the model below
+        text = source_text(source, config.prompt) + "".join(
+            source_text(stage, config.prompt) for _, stage in curriculum_sources(config)
+        )
         model, tokenizer = load_model_checked(
             str(checkpoint) if checkpoint else config.model, scratch=config.scratch
         )
         char_tok = CharTokenizer(tokenizer)
         try:
-            for i in range(min(len(source), 50)):  # a character the tokenizer lacks: fail now
-                char_tok.check_text(source[i].text)
+            char_tok.check_text(text)  # a character the tokenizer lacks: fail now
         except ValueError as error:
             if config.model != "scratch" or checkpoint is not None:
                 raise
             raise ValueError(f"--scratch-charset: {error}") from None
+        try:  # an id past the model's embeddings: an IndexError in the first step
+            check_vocabulary(model, char_tok, text, config.prompt)
+        except ValueError as error:
+            raise ValueError(f"model {config.model!r}: {error}") from None
         if not config.dataset:
             try:
                 check_context(model, char_tok, config.config, config.prompt)
@@ -625,7 +639,7 @@ def set_up(
             trim_log(output / LOG_FILE, state.step)
     except BaseException:
         if lock is not None:
-            lock.release()
+            lock.discard()  # a refused run leaves no folder behind (nor a lock file)
         raise
     bar = tqdm(
         total=state.total_steps,
@@ -663,9 +677,18 @@ def trim_log(path: Path, step: int) -> None:
     if not path.is_file():
         return
     lines = path.read_text().splitlines(keepends=True)
-    kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
+    kept = [line for line in lines if _logged_step(line) <= step]
     if len(kept) != len(lines):
         atomic_write_text(path, "".join(kept))
+
+
+def _logged_step(line: str) -> float:
+    """The step of a log line; a line cut short (a full disk, a crash mid-write) is
+    past every step, so it is dropped."""
+    try:
+        return json.loads(line).get("step", 0)
+    except (ValueError, AttributeError):
+        return math.inf
 
 
 def training_batch(config: TrainConfig, char_tok: CharTokenizer, instances: list) -> dict:
@@ -762,8 +785,7 @@ def log_step(run: Run, window: Window) -> None:
 
 def append_log(run: Run, record: dict[str, Any]) -> None:
     if run.main:
-        with (run.output / LOG_FILE).open("a") as log:
-            log.write(json.dumps(record) + "\n")
+        append_line(run.output / LOG_FILE, json.dumps(record) + "\n")
 
 
 def evaluate_validation(run: Run) -> dict[str, Any]:
@@ -830,8 +852,7 @@ def stop_with_checkpoint(run: Run) -> None:
     if run.main:
         print(
             f"interrupted at step {run.state.step} of {run.state.total_steps}: saved "
-            f"{run.output / name}; continue with: attentionspan train --output "
-            f"{run.output} --resume",
+            f"{run.output / name}; continue with: {run.resume_with}",
             file=sys.stderr,
         )
     raise KeyboardInterrupt
@@ -844,6 +865,20 @@ def stop_on_bad_loss(run: Run, error: LossNotFinite) -> None:
         f"{error} at step {run.state.step + 1}; the run stopped without taking that step and "
         f"saved nothing new ({kept}); try a lower --lr or a --max-grad-norm"
     ) from None
+
+
+def stopped_by_write_failure(run: Run) -> str:
+    """What is left of a run a write failure stopped (a full disk): nothing, when it had no
+    checkpoint yet (`RunLock.discard` removes what it wrote), else how to continue."""
+    if run.lock is not None and run.lock.discard():
+        return f"nothing of the run was kept in {run.output} (it had no checkpoint yet)"
+    last = latest_checkpoint(run.output)
+    if last is None:
+        return "the run stopped"
+    return (
+        f"the run stopped at step {run.state.step}; its latest checkpoint is {last}: make "
+        f"room, then continue with: {run.resume_with}"
+    )
 
 
 def finish(run: Run) -> Path:
@@ -870,13 +905,16 @@ def train(
     stop_after: int | None = None,
     progress: bool = True,
     requested: dict[str, Any] | None = None,
+    resume_with: str | None = None,
 ) -> Path:
     """Run (or resume) training; returns the folder of the final model.
 
     `stop_after` ends the run after that many optimizer steps of this invocation without
     saving, as `kill -9` would (tests use it to check that resuming gives the same run).
     `requested`: the options the user gave, checked against a resumed run (default: the
-    fields of `config` that are not the defaults).
+    fields of `config` that are not the defaults). `resume_with`: the command an
+    interruption or a full disk tells the user to continue with (default: `attentionspan
+    train --output OUT --resume`; reproduce --quick's is reproduce itself).
     """
     if resume and (final := finished_run(Path(config.output))) is not None:
         # A no-op, not a refusal: `train --resume` until it succeeds is then safe to rerun,
@@ -888,8 +926,9 @@ def train(
         )
         return final
     run = set_up(config, resume, progress, requested)
+    run.resume_with = resume_with or f"attentionspan train --output {run.output} --resume"
     try:
-        with stop_on_signals() as stop:
+        with writing(run.output), stop_on_signals() as stop:
             steps_this_run = 0
             while run.state.step < run.state.total_steps:
                 try:
@@ -914,6 +953,8 @@ def train(
                     return run.output
         run.bar.close()
         return finish(run)
+    except WriteError as error:
+        raise WriteError(f"{error}; {stopped_by_write_failure(run)}") from None
     finally:
         run.bar.close()
         if run.lock is not None:

@@ -48,6 +48,7 @@ from harness.runs import RUN_CONFIG_FILE, read_run_file, saved_prompt
 from lm_eval_tasks.attention import MODEL_ARG as ATTENTION_ARG
 from lm_eval_tasks.attention import flag
 from lm_eval_tasks.attention import metrics as attention_metrics
+from lm_eval_tasks.command import under_lm_eval_command
 from lm_eval_tasks.quiet import quiet_lm_eval_warnings
 
 log = logging.getLogger(__name__)
@@ -85,15 +86,6 @@ def _log_once(message: str) -> None:
         log.warning(message)
 
 
-def under_lm_eval_command() -> bool:
-    """True in the `lm_eval` console command (or `python -m lm_eval`), not in a Python
-    session that calls lm-eval's API."""
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if spec is not None and spec.name in ("lm_eval", "lm_eval.__main__"):
-        return True
-    return bool(sys.argv) and Path(sys.argv[0]).name in ("lm_eval", "lm-eval")
-
-
 def refuse(message: str) -> NoReturn:
     """A bad option: ValueError(message) for API callers; in the `lm_eval` command one line
     on stderr and exit status 2, where lm-eval would print a 50-line traceback ending in the
@@ -115,10 +107,53 @@ def custom_dataset(preset: str, **metadata: Any):
     try:
         return _custom_dataset(preset, metadata)
     except ValueError as error:
-        message = " ".join(str(error).split("\n"))
-        if not message.startswith(f"attnspan_{preset}"):  # a task field's own check
-            message = f"attnspan_{preset}: --metadata {NAMESPACE!r}: {message}"
-        refuse(message)
+        refuse(_task_message(preset, error))
+
+
+def _task_message(preset: str, error: ValueError) -> str:
+    """A task's refusal in one line that names the task (and `--metadata 'attnspan'` when
+    the message is a task field's own check)."""
+    message = " ".join(str(error).split("\n"))
+    if not message.startswith(f"attnspan_{preset}"):
+        message = f"attnspan_{preset}: --metadata {NAMESPACE!r}: {message}"
+    return message
+
+
+def preflight_tasks(presets: list[str], metadata: dict[str, Any], num_fewshot: Any = None) -> None:
+    """What `custom_dataset` and lm-eval's few-shot sampler would refuse, checked for the
+    tasks of `presets` before anything is drawn or loaded (the `lm_eval` command's
+    TaskManager hook, registration.patch_task_manager, calls it before lm-eval loads the
+    model): our options, the task fields and their values (the config is made, no instance
+    drawn), and `--num_fewshot` against the few-shot pool (`fewshot_size`)."""
+    for preset in presets:
+        try:
+            options, overrides = split_metadata(preset, metadata)
+            generation.resolve_config(preset, **overrides)
+            check_num_fewshot(preset, num_fewshot, options["fewshot_size"])
+        except ValueError as error:
+            refuse(_task_message(preset, error))
+
+
+def check_num_fewshot(preset: str, num_fewshot: Any, fewshot_size: int) -> None:
+    """ValueError when lm-eval's sampler cannot draw `num_fewshot` examples: it takes them
+    from the task's few-shot split, `fewshot_size` rows (and would fail with "Sample larger
+    than population" after the model loaded)."""
+    if num_fewshot is None:
+        return
+    text = str(num_fewshot).strip()
+    number = int(text) if text.lstrip("-").isdigit() else None
+    if number is None or number < 0:
+        raise ValueError(
+            f"attnspan_{preset}: --num_fewshot must be an integer >= 0, got {num_fewshot!r}"
+        )
+    if number > fewshot_size:
+        widened = json.dumps({NAMESPACE: {"fewshot_size": number}})
+        raise ValueError(
+            f"attnspan_{preset}: --num_fewshot {number} is more than the {fewshot_size} "
+            f"few-shot rows the examples are drawn from (--metadata {NAMESPACE!r} "
+            f"'fewshot_size'); allowed: --num_fewshot <= {fewshot_size}, or widen the pool "
+            f"with --metadata '{widened}'"
+        )
 
 
 def _custom_dataset(preset: str, metadata: dict[str, Any]):
@@ -171,7 +206,7 @@ def split_metadata(preset: str, metadata: dict[str, Any]) -> tuple[dict, dict]:
             f"inside {NAMESPACE!r}: --metadata '{example}'"
         )
     options = check_options(metadata, f"attnspan_{preset}")
-    ours = metadata.get(NAMESPACE) or {}
+    ours = metadata.get(NAMESPACE, {})
     overrides: dict[str, Any] = {}
     unknown = []
     for key, value in ours.items():
@@ -208,9 +243,14 @@ def check_options(
     checked and with their defaults; the checks that need no preset. The task fields there
     are checked per task (`split_metadata`); `strict` refuses a key that is neither an
     option nor a field of any task."""
-    ours = metadata.get(NAMESPACE) or {}
+    # `[]`, `0` or `null` is no set of options: refused, not read as none
+    ours = metadata.get(NAMESPACE, {})
     if not isinstance(ours, dict):
-        raise ValueError(f"{label}: --metadata {NAMESPACE!r} must be a JSON object, got {ours!r}")
+        example = json.dumps({NAMESPACE: {"size": DEFAULT_SIZE}})
+        raise ValueError(
+            f"{label}: --metadata {NAMESPACE!r} must be a JSON object of options and task "
+            f"fields (e.g. --metadata '{example}'), got {json.dumps(ours, default=str)}"
+        )
     options: dict[str, Any] = {
         "seed": DEFAULT_SEED,
         "size": DEFAULT_SIZE,

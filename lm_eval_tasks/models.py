@@ -30,6 +30,7 @@ the load on them, keeps an explicit OMP_NUM_THREADS, and takes `threads=N` in
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
@@ -45,6 +46,52 @@ from lm_eval_tasks.attention import Answer, AttentionMeter, flag
 # step below applies the template the way the harness does.
 CHAT_MARK = "\x00attnspan-chat\x00"
 logger = logging.getLogger(__name__)
+OWN_ARGS = ("attention", "threads")  # --model_args of attnspan-hf itself
+# transformers' from_pretrained keywords that HFLM hands on (its **kwargs) and that load a
+# causal LM here; anything else reached the model class's __init__, a TypeError traceback.
+FROM_PRETRAINED_ARGS = (
+    "attn_implementation",
+    "device_map",
+    "low_cpu_mem_usage",
+    "load_in_8bit",
+    "load_in_4bit",
+    "bnb_4bit_compute_dtype",
+    "bnb_4bit_quant_type",
+    "bnb_4bit_use_double_quant",
+    "cache_dir",
+    "local_files_only",
+    "token",
+    "use_safetensors",
+)
+
+
+def hflm_args() -> list[str]:
+    """The named arguments of lm-eval's HFLM (read from its signature: they follow the
+    installed lm-eval)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    parameters = inspect.signature(HFLM.__init__).parameters.values()
+    return [p.name for p in parameters if p.kind in kinds and p.name != "self"]
+
+
+def check_model_args(kwargs: dict[str, Any]) -> None:
+    """Refuse (one line in the `lm_eval` command, else ValueError) a `--model_args` key that
+    attnspan-hf does not take: ours, HFLM's, and FROM_PRETRAINED_ARGS."""
+    import difflib
+
+    from lm_eval_tasks.dataset import refuse
+
+    known = hflm_args()
+    allowed = [*OWN_ARGS, *known, *FROM_PRETRAINED_ARGS]
+    unknown = [key for key in kwargs if key not in allowed]
+    if not unknown:
+        return
+    close = difflib.get_close_matches(unknown[0], allowed, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    refuse(
+        f"attnspan-hf: unknown --model_args key(s) {', '.join(map(repr, unknown))}{hint}; "
+        f"allowed: {', '.join(OWN_ARGS)} (attnspan-hf's), {', '.join(known)} (lm-eval's hf "
+        f"model's) and {', '.join(FROM_PRETRAINED_ARGS)} (passed to from_pretrained)"
+    )
 
 
 def use_threads(requested: Any = None) -> int:
@@ -78,10 +125,14 @@ class AttnspanHFLM(HFLM):
     def __init__(
         self, *args: Any, attention: Any = False, threads: Any = None, **kwargs: Any
     ) -> None:
-        attention = flag(attention)  # before loading anything: a bad value stops at once
+        check_model_args(kwargs)  # before loading anything: a bad key stops at once
+        attention = flag(attention)
         self.threads = use_threads(threads)  # before the model loads and runs
         super().__init__(*args, **kwargs)
         self.char_tok = CharTokenizer(self.tokenizer)
+        # characters and (instruction, chat) layouts already checked against the model
+        self._checked_chars: set[str] = set()
+        self._checked_layouts: set[tuple[str | None, bool]] = set()
         self._encoded: dict[str, list[int]] = {}  # context string -> token ids
         # prompt ids -> the ids generated after them (attention=true only)
         self._generated: dict[tuple[int, ...], list[int]] = {}
@@ -97,7 +148,29 @@ class AttnspanHFLM(HFLM):
     def encode_request(self, context: str, doc: dict[str, Any]) -> list[int]:
         """Token ids for an attnspan context: "[instruction\\n](shot\\n)*prompt"."""
         instruction, shots, chat = self.prompt_layout(context, doc)
+        self.check_vocabulary(doc["prompt"] + "".join(shots), instruction, chat)
         return encode_prompt(self.char_tok, doc["prompt"], instruction, shots, chat=chat)
+
+    def check_vocabulary(self, text: str, instruction: str | None, chat: bool) -> None:
+        """Every id of the request inside the model's vocabulary (`harness.models.
+        check_vocabulary`: a tokenizer larger than the model is named, not an IndexError
+        in the forward); each character and layout is checked once."""
+        from types import SimpleNamespace
+
+        from harness.models import check_vocabulary
+        from lm_eval_tasks.dataset import refuse
+
+        chars = set(text) - self._checked_chars
+        if not chars and (instruction, chat) in self._checked_layouts:
+            return
+        prompt = SimpleNamespace(instruction=instruction, chat=chat)
+        try:
+            check_vocabulary(self.model, self.char_tok, "".join(sorted(chars)), prompt)
+        except ValueError as error:
+            name = getattr(self.model, "name_or_path", "") or "the model"
+            refuse(f"attnspan-hf: model {name!r}: {error}")
+        self._checked_chars |= chars
+        self._checked_layouts.add((instruction, chat))
 
     def prompt_layout(self, context: str, doc: dict[str, Any]) -> tuple[str | None, list, bool]:
         """(instruction or None, few-shot texts, chat) of an attnspan context."""

@@ -11,25 +11,41 @@ after lm-eval imports the modules they patch:
     "lm_eval.api.registry": "lm_eval_tasks.registration:register_model_type"
 
 Both are idempotent and cheap: neither imports torch, transformers or the tasks' data code
-(a TaskManager made with `--metadata '{"attnspan": ...}'` imports `dataset` to check those
-options before lm-eval loads the model). The patched TaskManager also drops lm-eval's log
-lines about our tasks that tell a user nothing (`quiet`).
+(a TaskManager made with `--metadata '{"attnspan": ...}'`, or in an `lm_eval` command that
+names attnspan tasks, imports `dataset` to check those options before lm-eval loads the
+model). The patched TaskManager also drops lm-eval's log lines about our tasks that tell a
+user nothing (`quiet`).
+
+What can be checked before the model loads, and why only in the `lm_eval` command: lm-eval
+0.4.13's command builds its TaskManager (our hook) before `simple_evaluate` loads the model,
+and builds the tasks (calling `custom_dataset`) only after. The hook knows the metadata, and
+in the command the `--tasks` and `--num_fewshot` it was given (read from the command line as
+`--model` is, and matched with the manager's own `match_tasks` and `task_index`): so each
+named attnspan task's options and fields, and the few-shot pool, are checked then. A Python
+caller of `simple_evaluate` gets no such point: it loads the model first and makes its
+TaskManager after (unless one is passed), so there the same checks run when the tasks are
+built, after the model loaded, unless lm-eval's internals were patched further.
 Without the hook, `--include_path "$(python -c 'import lm_eval_tasks;
 print(lm_eval_tasks.TASKS_DIR)')"` finds the tasks, and `register()` does both by hand.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks import TASKS_DIR
+from lm_eval_tasks.command import under_lm_eval_command
 from lm_eval_tasks.quiet import quiet_lm_eval_warnings
 
 MODEL_NAME = "attnspan-hf"
 MODEL_TARGET = "lm_eval_tasks.models:AttnspanHFLM"
+# how our tasks' YAML names its data function (lm-eval's index leaves !function unresolved)
+CUSTOM_DATASET = "lm_eval_tasks.dataset.custom_dataset"
 
 
 def with_tasks_dir(include_path: Any) -> list:
@@ -49,6 +65,12 @@ def with_tasks_dir(include_path: Any) -> list:
 
 def patch_task_manager(module: Any = None) -> None:
     """Make every `lm_eval.tasks.TaskManager` that includes lm-eval's own tasks include ours."""
+    manager = sys.modules.get("lm_eval.tasks.manager")
+    if manager is not None and not hasattr(manager, "TaskManager"):
+        # lm_eval.tasks is still being imported (its manager imports `datasets`, whose hook
+        # arms the hooks of the modules already in sys.modules): the post-import hook runs
+        # this again once lm_eval.tasks is done.
+        return
     from lm_eval.tasks.manager import TaskManager
 
     original = TaskManager.__init__
@@ -71,20 +93,68 @@ def patch_task_manager(module: Any = None) -> None:
 
             preflight(metadata)
         original(*bound.args, **bound.kwargs)
+        if under_lm_eval_command():  # the command names its tasks: check each of ours now
+            options = command_options(sys.argv[1:])
+            presets = named_presets(self, options.tasks)
+            if presets:
+                from lm_eval_tasks.dataset import preflight_tasks
+
+                given = metadata if isinstance(metadata, dict) else {}
+                preflight_tasks(presets, given, options.num_fewshot)
 
     __init__._attnspan_patched = True
     TaskManager.__init__ = __init__
     quiet_lm_eval_warnings()
 
 
+def command_options(argv: list[str]) -> argparse.Namespace:
+    """`--model`, `--tasks` (`-t`, several words, commas) and `--num_fewshot` (`-f`) of an
+    `lm_eval` command line, as lm-eval's own parser reads them; None where not given. Every
+    other word is left alone."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--model")
+    parser.add_argument("--tasks", "-t", nargs="+")
+    parser.add_argument("--num_fewshot", "-f")
+    try:
+        options, _ = parser.parse_known_args(argv)
+    except SystemExit:  # a flag without its value: lm-eval's parser says so itself
+        return argparse.Namespace(model=None, tasks=None, num_fewshot=None)
+    if options.tasks:
+        options.tasks = [t for word in options.tasks for t in word.split(",") if t]
+    return options
+
+
 def command_model(argv: list[str]) -> str | None:
     """The `--model` of an `lm_eval` command line (`--model X` or `--model=X`), or None."""
-    for i, word in enumerate(argv):
-        if word == "--model" and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith("--model="):
-            return word.split("=", 1)[1]
-    return None
+    return command_options(argv).model
+
+
+def named_presets(manager: Any, names: list[str] | None) -> list[str]:
+    """The presets of the attnspan tasks among `names` (task names, globs, groups), found
+    with the manager's own matching and index, in order, each once."""
+    if not names:
+        return []
+    index = manager.task_index
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: Any) -> None:
+        entry = index.get(name) if isinstance(name, str) else None
+        if entry is None or name in seen:
+            return
+        seen.add(name)
+        config = getattr(entry, "cfg", None) or {}
+        if isinstance(config.get("task"), list):  # a group: its tasks
+            for member in config["task"]:
+                visit(member)
+            return
+        preset = (config.get("dataset_kwargs") or {}).get("preset")
+        if str(config.get("custom_dataset", "")).endswith(CUSTOM_DATASET) and preset:
+            found.append(preset)
+
+    for name in manager.match_tasks([n for n in names if not n.endswith(".yaml")]):
+        visit(name)
+    return list(dict.fromkeys(found))
 
 
 def check_attention_model(metadata: dict) -> None:
@@ -93,10 +163,8 @@ def check_attention_model(metadata: dict) -> None:
     the metadata its TaskManager gets, so they arrive here; the model type does not, so in
     the command it is read from the command line. (`--model hf` would otherwise hand
     `attention` to transformers' from_pretrained, a TypeError traceback.)"""
-    import sys
-
     from lm_eval_tasks.attention import MODEL_ARG, flag
-    from lm_eval_tasks.dataset import refuse, under_lm_eval_command
+    from lm_eval_tasks.dataset import refuse
 
     try:
         wanted = flag(metadata[MODEL_ARG])

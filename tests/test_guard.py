@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attentionspan_datasets.guard import OneLineParser, UsageError, run_guarded
+from harness.outputs import Terminated
 
 
 def fail_with(error):
@@ -22,6 +23,7 @@ def fail_with(error):
         (UsageError("bad"), 2, "attentionspan generate: error: bad"),
         (FileExistsError(), 2, "attentionspan generate: error: FileExistsError"),
         (KeyboardInterrupt(), 130, "attentionspan generate: interrupted"),
+        (Terminated(), 143, "attentionspan generate: interrupted"),  # SIGTERM's 128 + 15
     ],
 )
 def test_one_line_and_its_status(error, status, line, capsys):

@@ -103,9 +103,9 @@ def describe_prompt(prompt) -> str:
 def run_command(args) -> int:
     from attentionspan_datasets.generation import resolve_config
     from harness.attention.analysis import AnalysisConfig
-    from harness.caps import check_output_dir
     from harness.evaluate import default_configs, saved_run_config
     from harness.models import resolve_model
+    from harness.outputs import check_output_folder, writing
 
     quiet_transformers()
     resolve_model(args.model)  # a missing folder or an encoder is named before loading
@@ -120,8 +120,11 @@ def run_command(args) -> int:
     values = config_values(args, AnalysisConfig)
     config = AnalysisConfig(**{**values, "configs": configs, "modes": tuple(values["modes"])})
     prompt = resolve_prompt(args, saved, configs)
-    check_output_dir("--output", args.output)  # before the model is loaded
-    run(args, config, prompt)
+    check_output_folder("--output", args.output)  # a file, read-only, full: before the model
+    # a write that fails is one line, and a folder this run made goes with it (its files
+    # are written at the end)
+    with writing(args.output, discard=True):
+        run(args, config, prompt)
     return 0
 
 
@@ -193,7 +196,12 @@ def write_viewer_for(args, config, model, tokenizer, prompt, meta):
         tokenizer,
         instances,
         prompt,
-        meta={"model": meta["model_name"], "prompt": meta["prompt"]},
+        meta={
+            "model": meta["model_name"],
+            "prompt": meta["prompt"],
+            # attention.md scores config.num per config: the page says when it holds fewer.
+            "scored": {"file": "attention.md", "instances": config.num, "option": "--viewer-num"},
+        },
     )
     markdown = Path(args.output) / "attention.md"
     text = markdown.read_text(encoding="utf-8").rstrip("\n")

@@ -221,9 +221,9 @@ def check_baseline_sizes(settings: dict, args) -> None:
         MAX_SEEDS,
         MAX_TRAIN_INSTANCES,
         check_int,
-        check_output_file,
         check_unique,
     )
+    from harness.outputs import check_output_file
 
     for name in ("num_train", "num_validation", "num_test"):
         check_int(f"--{name.replace('_', '-')}", settings[name], 1, MAX_TRAIN_INSTANCES)
@@ -232,7 +232,7 @@ def check_baseline_sizes(settings: dict, args) -> None:
     check_int("--patience", settings["patience"], 0, MAX_EPOCHS)
     check_int("--seeds", args.seeds, 1, MAX_SEEDS)
     check_unique("--models", args.models)
-    check_output_file("--output", args.output)
+    check_output_file("--output", args.output)  # also: read-only, a full disk
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -300,6 +300,16 @@ def load_authors_option(settings: dict, config) -> dict | None:
 
 
 def run_command(args) -> int:
+    from harness.outputs import writing
+
+    settings = settings_of(args)  # the options and --output checked before any work
+    # the JSON is rewritten (atomically) after every run: a full disk by then is one line,
+    # and the file keeps the runs written before it
+    with writing(args.output, file=True):
+        return train_baselines(args, settings)
+
+
+def train_baselines(args, settings: dict) -> int:
     import torch
     from tqdm import tqdm
 
@@ -307,7 +317,6 @@ def run_command(args) -> int:
     from harness.baselines.data import load_split, task_config
     from harness.baselines.train import RecipeConfig, run_one
 
-    settings = settings_of(args)
     try:
         config = task_config(settings["task"], settings["length"])
     except ValueError as error:  # it names min_length: say which option set it

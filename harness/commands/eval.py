@@ -45,6 +45,7 @@ def add_parser(subparsers) -> None:
 
 def run_command(args) -> int:
     from harness.evaluate import EvalConfig, default_configs, saved_run_config
+    from harness.outputs import writing
     from harness.runs import saved_prompt
 
     quiet_transformers()
@@ -66,7 +67,10 @@ def run_command(args) -> int:
             },
         )
     config = EvalConfig(**config_values(args, EvalConfig), prompt=prompt)
-    run(config, progress=not args.no_progress)
+    # a write that fails is one line, and a folder this run made goes with it (its files
+    # are written at the end, all of them or none)
+    with writing(config.output, discard=True):
+        run(config, progress=not args.no_progress)
     return 0
 
 
@@ -80,6 +84,7 @@ def run(config, progress: bool = True) -> dict[str, Any]:
     from harness.data import GeneratorSource
     from harness.evaluate import default_configs, evaluate_model, saved_run_config
     from harness.models import resolve_model
+    from harness.outputs import check_output_folder
     from harness.report.eval_report import markdown_table, write_reports
     from harness.runs import load_model_checked, saved_prompt
 
@@ -93,6 +98,7 @@ def run(config, progress: bool = True) -> dict[str, Any]:
             raise ValueError("no --configs given and the model has no saved training config")
     for name in config.configs:
         GeneratorSource(name)  # unknown preset: one line, before loading the model
+    check_output_folder("--output", config.output)  # read-only or full: before the model
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
     model, tokenizer = load_model_checked(config.model, config.configs, config.prompt)
     model.to(accelerator.device)

@@ -9,6 +9,7 @@ The table and the download are `harness.models`'.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 
@@ -30,10 +31,32 @@ def run_command(args: argparse.Namespace) -> int:
     from harness.models import KNOWN_MODELS, describe, fetch, known_model_dir
 
     if args.models_command == "fetch":
-        print(fetch(args.name, force=args.force, log=lambda m: print(m, file=sys.stderr)))
+        folder = known_model_dir(args.name)
+        with cache_writes(folder, check=args.force or not (folder / "config.json").is_file()):
+            print(fetch(args.name, force=args.force, log=lambda m: print(m, file=sys.stderr)))
     else:
         for name, known in KNOWN_MODELS.items():
             folder = known_model_dir(name)
             state = str(folder) if (folder / "config.json").is_file() else "not fetched"
             print(f"{name}\t{describe(known)}\t{state}")
     return 0
+
+
+@contextlib.contextmanager
+def cache_writes(folder, check: bool):
+    """The model cache checked before the download (`check`: something will be written) and
+    a write that fails during it as one line naming the file, with the way to another cache;
+    SIGTERM removes the download and staging folders."""
+    from harness.outputs import WriteError, check_output_folder, writing
+
+    advice = "set ATTENTIONSPAN_CACHE to a folder you may write, on a disk with room"
+    if check:
+        try:
+            check_output_folder("the model cache", folder.parent, advice=advice)
+        except ValueError as error:  # a file where the cache's folder should be
+            raise WriteError(f"{error}, or {advice}") from None
+    try:
+        with writing(folder):
+            yield
+    except WriteError as error:
+        raise WriteError(f"{error}; {advice}") from None

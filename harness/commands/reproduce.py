@@ -99,11 +99,16 @@ def run_command(args) -> int:
     quiet_transformers()
     config = config_from_args(args)
     from harness.models import check_head_counts, resolve_model
+    from harness.outputs import check_output_folder, writing
 
     if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work
     check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch models
-    report = reproduce(config, pipeline_writers())
+    check_output_folder("--output", config.output)  # read-only, full: before any work
+    # a write that fails is one line (the finished stages stay: a rerun resumes); SIGTERM
+    # removes the temporary file of the figure or stage being written
+    with writing(config.output):
+        report = reproduce(config, pipeline_writers())
     if report is not None:  # the main process only
         print(report)
     return 0

@@ -80,6 +80,7 @@ def config_from_args(args):
 
 
 def run_command(args) -> int:
+    from harness.outputs import writing
     from harness.train import flat_options, train
 
     quiet_transformers()
@@ -88,7 +89,12 @@ def run_command(args) -> int:
     if args.resume and hasattr(args, "argv"):
         given = explicit_options(add_arguments, args.argv)
         requested = {k: v for k, v in flat_options(config).items() if k in given}
-    final = train(config, resume=args.resume, progress=not args.no_progress, requested=requested)
+    # the folder is checked before any work (harness.train.set_up); a write that fails
+    # later is one line, and a refused run leaves no folder behind
+    with writing(config.output):
+        final = train(
+            config, resume=args.resume, progress=not args.no_progress, requested=requested
+        )
     print(final)
     return 0
 

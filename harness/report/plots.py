@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ matplotlib.use("Agg")  # before pyplot: files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+
+from attentionspan_datasets.atomic import atomic_path  # noqa: E402
 
 DPI = 110
 MAX_LABELS = 80  # token labels on an axis beyond this are thinned (unreadable anyway)
@@ -74,18 +75,13 @@ def _printable(token: str) -> str:
 
 
 def _save(fig, path: str | os.PathLike) -> Path:
+    """`fig` as a PNG at `path`, through `attentionspan_datasets.atomic.atomic_path`: its
+    temporary (`.NAME.partial-PID-XXXX`) goes on any exception, and one a killed process
+    left is removed by the next write of the same figure."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(handle)
     try:
-        fig.savefig(temp, dpi=DPI, bbox_inches="tight", format="png")
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+        with atomic_path(path) as temp:
+            fig.savefig(temp, dpi=DPI, bbox_inches="tight", format="png")
     finally:
         plt.close(fig)
     return path

@@ -20,13 +20,14 @@ doc are the command's output.
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.guard import OneLineParser
 from attentionspan_datasets.metrics import METRICS
 from harness.report.findings import seed_agreement, seed_groups, task_findings
 from harness.stats import format_gain
@@ -37,6 +38,7 @@ BEGIN = (
 )
 END = "<!-- /quick-findings -->"
 DIGEST = "docs/quick-run.json"
+PROG = "python -m harness.report.results_doc"
 
 
 def markers(block: str = "") -> tuple[str, str]:
@@ -53,21 +55,33 @@ def digest_path(block: str = "") -> str:
 
 
 def digest(out: Path) -> dict[str, Any]:
-    """The numbers the findings and the table read, per task, from a reproduce folder."""
+    """The numbers the findings and the table read, per task, from a reproduce folder.
+
+    ValueError naming the file when a `results.json` is torn (not JSON), names no task, or
+    holds no finished sweep (its metric, chosen setting and that setting's test gain)."""
+    out = Path(out)
+    if not out.is_dir():
+        what = "is a file" if out.exists() else "does not exist"
+        raise ValueError(f"the run folder {str(out)!r} {what}; give a reproduce --output folder")
     tasks = {}
     for path in sorted(out.glob("*/results.json")):
-        result = json.loads(path.read_text())
-        sweep = result.get("sweep") or {}
-        test = sweep.get("test") or {}
+        result = _object(read_json(path), str(path))
+        name = result.get("task")
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                f"{path}: no 'task' (the task's name, a string): not a reproduce task result"
+            )
+        sweep = finished_sweep(result, path)
+        test = _object(sweep.get("test"), f"{path}: 'sweep.test'")
         kept = set(test) & {"baseline", sweep.get("chosen_name")}
-        tasks[result["task"]] = {
+        tasks[name] = {
             "model_sha256": result.get("model_sha256"),
             "seed_run": result.get("seed_run"),  # --seeds: task, run, init and data seed
             # the calibrated verdict with the numbers it read (dose, gains, error shares)
             "verdict": result.get("verdict"),
             "diagnosis": {
-                name: {k: v.get(k) for k in ("instances", "tokens", "shares", "level")}
-                for name, v in (result.get("diagnosis") or {}).items()
+                key: {k: _object(v, f"{path}: 'diagnosis.{key}'").get(k) for k in DIAGNOSIS}
+                for key, v in _object(result.get("diagnosis"), f"{path}: 'diagnosis'").items()
             },
             "eval": result.get("eval"),
             "ood": result.get("ood"),
@@ -75,18 +89,73 @@ def digest(out: Path) -> dict[str, Any]:
             "sweep": {
                 "metric": sweep.get("metric"),
                 "chosen_name": sweep.get("chosen_name"),
-                "test": {k: _means(v) for k, v in test.items() if k in kept},
-                "test_gains": {
-                    k: {m: v[m] for m in METRICS if m in v}
-                    for k, v in (sweep.get("test_gains") or {}).items()
+                "test": {
+                    k: _means(_object(v, f"{path}: 'sweep.test.{k}'"))
+                    for k, v in test.items()
+                    if k in kept
                 },
-                "id": {k: _means(v) for k, v in (sweep.get("id") or {}).items()},
+                "test_gains": {
+                    k: {m: v[m] for m in METRICS if m in v} for k, v in sweep["test_gains"].items()
+                },
+                "id": {
+                    k: _means(_object(v, f"{path}: 'sweep.id.{k}'"))
+                    for k, v in _object(sweep.get("id"), f"{path}: 'sweep.id'").items()
+                },
                 "verdict": sweep.get("verdict"),
             },
         }
     if not tasks:
         raise ValueError(f"{out} holds no <task>/results.json: is it a reproduce output folder?")
     return tasks
+
+
+DIAGNOSIS = ("instances", "tokens", "shares", "level")
+
+
+def read_json(path: Path, what: str = "") -> Any:
+    """The JSON of `path`; ValueError naming the file (and the option `what`) when it is
+    missing, a folder, unreadable or not JSON (a file cut short by a full disk or a kill)."""
+    label = f"{what} {str(path)!r}" if what else str(path)
+    if path.is_dir():
+        raise ValueError(f"{label} is a folder, not a JSON file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{label} does not exist") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{label} cannot be read: {error}") from None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{label}: not valid JSON (torn or cut short?): {error}") from None
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """`value` if it is a JSON object, {} if it is absent (null); else ValueError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a JSON object, got {_short(value)}")
+    return value
+
+
+def finished_sweep(result: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The result's sweep, with what the table reads: its metric, its chosen setting and
+    that setting's OOD test gain; ValueError naming the file when the sweep is missing or
+    unfinished (a run stopped before its sweep stage)."""
+    sweep = _object(result.get("sweep"), f"{path}: 'sweep'")
+    metric, chosen = sweep.get("metric"), sweep.get("chosen_name")
+    gains = _object(sweep.get("test_gains"), f"{path}: 'sweep.test_gains'")
+    chosen_gains = gains.get(chosen) if isinstance(chosen, str) else None
+    if not (isinstance(metric, str) and isinstance(chosen_gains, dict) and metric in chosen_gains):
+        raise ValueError(
+            f"{path}: no finished sweep (needs 'sweep' with 'metric', 'chosen_name' and "
+            "'test_gains' of the chosen setting): the run stopped before its sweep stage; "
+            "finish it (reproduce resumes) or leave this task out"
+        )
+    for name, value in gains.items():
+        _object(value, f"{path}: 'sweep.test_gains.{name}'")
+    return sweep
 
 
 def _means(summary: dict[str, Any]) -> dict[str, Any]:
@@ -96,11 +165,13 @@ def _means(summary: dict[str, Any]) -> dict[str, Any]:
 def _attention(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    configs = json.loads(path.read_text()).get("configs", {})
+    data = _object(read_json(path), str(path))
+    configs = _object(data.get("configs"), f"{path}: 'configs'")
     out = {}
     for name, result in configs.items():
+        result = _object(result, f"{path}: 'configs.{name}'")
         keep = {k: result[k] for k in ("rollout", "instance_aware") if k in result}
-        generate = result.get("generate") or {}
+        generate = _object(result.get("generate"), f"{path}: 'configs.{name}.generate'")
         if generate:
             keep["generate"] = {
                 k: generate[k] for k in ("rollout", "instance_aware") if k in generate
@@ -232,7 +303,7 @@ def _figures(task: dict[str, Any]) -> dict[str, Any]:
 def check(out: Path, digest_file: Path) -> list[str]:
     """What a run at `out` does not reproduce of the committed digest: the figures that
     moved, then the versions and model weights that differ (empty: it reproduces)."""
-    saved = json.loads(Path(digest_file).read_text())
+    saved = read_digest(Path(digest_file))
     tasks = digest(out)
     wanted = {name: saved["tasks"][name] for name in tasks if name in saved["tasks"]}
     if not wanted:
@@ -247,7 +318,7 @@ def check(out: Path, digest_file: Path) -> list[str]:
     lines = [f"{len(moved)} figure(s) differ from {digest_file}:", *moved[:20]]
     if len(moved) > 20:
         lines.append(f"... and {len(moved) - 20} more")
-    then, now = saved.get("meta", {}).get("versions") or {}, run_versions(out)
+    then, now = saved["meta"].get("versions") or {}, run_versions(out)
     changed = [
         f"{name} {then.get(name, '?')} -> {now.get(name, '?')}"
         for name in sorted(set(then) | set(now))
@@ -268,6 +339,35 @@ def check(out: Path, digest_file: Path) -> list[str]:
     return lines
 
 
+def read_digest(path: Path) -> dict[str, Any]:
+    """A digest this module wrote (`--check DIGEST`): {"meta": {...}, "tasks": {name: {...}}}
+    with at least one task; ValueError naming the file otherwise."""
+    data = read_json(path, "--check")
+    where = f"--check {str(path)!r}"
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict) or not data["tasks"]:
+        raise ValueError(
+            f"{where} is not a results_doc digest: it needs a 'tasks' object with at least "
+            f"one task, as {PROG} writes it (e.g. {DIGEST})"
+        )
+    for name, task in data["tasks"].items():
+        _object(task, f"{where}: task {name!r}")
+    return {"meta": _object(data.get("meta"), f"{where}: 'meta'"), "tasks": data["tasks"]}
+
+
+def check_output(path: Path, option: str) -> None:
+    """ValueError when `path` cannot be written as a file: it is a folder, or lies under a
+    file (checked before anything is written)."""
+    if path.is_dir():
+        raise ValueError(f"{option} {str(path)!r} is a folder; give the file to write")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(
+                    f"{option} {str(path)!r} lies under {str(parent)!r}, which is a file"
+                )
+            break
+
+
 def replace_block(text: str, rendered: str, block: str = "") -> str:
     begin, end_marker = markers(block)
     start, end = text.find(begin), text.find(end_marker)
@@ -277,8 +377,8 @@ def replace_block(text: str, rendered: str, block: str = "") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.report.results_doc",
+    parser = OneLineParser(
+        prog=PROG,
         description="Write a reproduce run's findings into docs/results.md (and its digest).",
     )
     parser.add_argument("run", help="the reproduce --output folder")
@@ -302,33 +402,45 @@ def main(argv: list[str] | None = None) -> int:
         "--digest", default=None, help=f"default {DIGEST}, or quick-run-NAME.json with --block"
     )
     args = parser.parse_args(argv)
-    if args.check:
-        try:
-            problems = check(Path(args.run), Path(args.check))
-        except (OSError, ValueError, KeyError) as error:
-            print(f"results_doc: {error}", file=sys.stderr)
-            return 2
-        print("\n".join(problems) or f"{args.run} reproduces {args.check}")
-        return 1 if problems else 0
-    missing = [f"--{k}" for k in ("command", "machine", "date") if not getattr(args, k)]
-    if missing:
-        parser.error(f"{', '.join(missing)} required to write the block")
-    digest_file = Path(args.digest or digest_path(args.block))
+    if not args.check:
+        missing = [f"--{k}" for k in ("command", "machine", "date") if not getattr(args, k)]
+        if missing:
+            parser.error(f"{', '.join(missing)} required to write the block")
     try:
-        tasks = digest(Path(args.run))
-    except ValueError as error:
-        print(f"results_doc: {error}", file=sys.stderr)
+        return _check(args) if args.check else _write(args)
+    except (ValueError, OSError) as error:  # a bad file or folder: one line, status 2
+        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+            raise
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
+
+
+def _check(args) -> int:
+    problems = check(Path(args.run), Path(args.check))
+    print("\n".join(problems) or f"{args.run} reproduces {args.check}")
+    return 1 if problems else 0
+
+
+def _write(args) -> int:
+    digest_file = Path(args.digest or digest_path(args.block))
+    doc = Path(args.doc)
+    # Every input and both outputs are checked before anything is written.
+    check_output(digest_file, "--digest")
+    tasks = digest(Path(args.run))
     meta = {"command": args.command, "machine": args.machine, "date": args.date}
     meta["versions"] = run_versions(Path(args.run))
     if args.block:
         meta["block"] = args.block
-    doc = Path(args.doc)
-    try:  # the markers are checked before anything is written
-        text = replace_block(doc.read_text(), render(tasks, **meta), args.block)
+    if doc.is_dir() or not doc.exists():
+        what = "is a folder" if doc.is_dir() else "does not exist"
+        raise ValueError(
+            f"--doc {str(doc)!r} {what}; give the Markdown file that holds the block's "
+            "markers (default docs/results.md)"
+        )
+    try:
+        text = replace_block(doc.read_text(encoding="utf-8"), render(tasks, **meta), args.block)
     except ValueError as error:
-        print(f"results_doc: {doc}: {error}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--doc {str(doc)!r}: {error}") from None
     digest_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(digest_file, json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n")
     atomic_write_text(doc, text)

@@ -45,7 +45,9 @@ def test_generator_source_is_the_generator():
     assert len(source) == 3
     with pytest.raises(IndexError):
         source[3]
-    with pytest.raises(ValueError, match="unknown config 'reversal_idd'; allowed: .*reversal_id"):
+    with pytest.raises(
+        ValueError, match="unknown config 'reversal_idd' .*; allowed: .*reversal_id"
+    ):
         GeneratorSource("reversal_idd")
     with pytest.raises(ValueError, match="split must be one of train, validation, test"):
         GeneratorSource("reversal_id", split="fewshot")
@@ -105,3 +107,62 @@ def test_collate_pads_and_shifts_masks(side, char_tokenizer):
         assert int(mask[b].sum()) == sum(len(r) for r in x.reference)
     with pytest.raises(ValueError, match="padding_side"):
         collate(encodings, 0, padding_side="middle")
+
+
+def test_a_dataset_without_the_contract_s_columns_is_named_with_the_expected_ones():
+    from datasets import Dataset
+
+    from harness.data import check_columns
+
+    with pytest.raises(ValueError) as caught:
+        DatasetSource(Dataset.from_list([{"question": "ab", "answer": "ba"}]), "--dataset 'q'")
+    message = str(caught.value)
+    assert message.startswith("--dataset 'q' lacks the column(s) task, prompt, target, reference")
+    assert "it has: question, answer" in message and "optional: config, index, params" in message
+    typed = Dataset.from_list([{"task": "t", "prompt": 12, "target": "x", "reference": [[0]]}])
+    with pytest.raises(ValueError, match="column 'prompt' holds int64 values, expected string"):
+        check_columns(typed)
+    flat = Dataset.from_list([{"task": "t", "prompt": "a", "target": "x", "reference": [0]}])
+    with pytest.raises(ValueError, match="'reference' holds list of int64 values, expected list"):
+        check_columns(flat)
+    empty = Dataset.from_dict({"task": [], "prompt": [], "target": [], "reference": []})
+    with pytest.raises(ValueError, match="the dataset has no rows"):
+        DatasetSource(empty)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"prompt": None}, "column 'prompt' must be a string, got NoneType None"),
+        ({"target": 5}, "column 'target' must be a string, got int 5"),
+        ({"reference": [[0, -1]]}, "column 'reference' must be a list of lists of positions"),
+        ({"reference": "0"}, "column 'reference' must be a list of lists"),
+        ({"params": "{torn"}, "column 'params' is not valid JSON"),
+        ({"params": "[1]"}, "column 'params' must be a JSON object"),
+        ({"index": "3"}, "column 'index' must be an integer, got '3'"),
+    ],
+)
+def test_a_row_of_the_wrong_types_is_named(change, message):
+    row = {**generate("reversal_id").to_dict(), **change}
+    with pytest.raises(ValueError, match=f"row 7: {message}".replace("(", r"\(")):
+        instance_from_row(row, "row 7")
+    del row["task"]
+    with pytest.raises(ValueError, match="row 7 has no column.*'task'; expected: task, prompt"):
+        instance_from_row(row, "row 7")
+
+
+def test_source_text_reads_the_rows_and_their_fewshot_examples():
+    from datasets import Dataset
+
+    from harness.data import source_text
+
+    rows = [{**x.to_dict(), "params": "{}"} for x in iter_instances("addition_id", stop=3)]
+    source = DatasetSource(Dataset.from_list(rows), "--dataset 'd'")
+    assert set(source_text(source)) == {c for x in rows for c in x["prompt"] + x["target"]}
+    generated = GeneratorSource("reversal_id", size=2)
+    assert source_text(generated) == "".join(sorted(set(generated[0].text + generated[1].text)))
+    foreign = [{**rows[0], "config": "", "task": "nope"}]
+    fewshot = PromptConfig(num_fewshot=1)
+    with pytest.raises(ValueError, match=r"--dataset 'd', row 0: its few-shot examples .*'nope'"):
+        source_text(DatasetSource(Dataset.from_list(foreign), "--dataset 'd'"), fewshot)
+    source_text(DatasetSource(Dataset.from_list(foreign), "--dataset 'd'"))  # no shots: fine

@@ -435,8 +435,37 @@ def test_a_model_that_cannot_serve_the_configs_is_refused(tmp_path, tiny_model_d
         tmp_path / "small"
     )
     small.save_pretrained(tmp_path / "small")
-    with pytest.raises(ValueError, match="is past the model's 8 embeddings"):
+    with pytest.raises(ValueError, match=r"vocabulary \(8 tokens.* allowed: ids 0 to 7"):
         load_model_checked(str(tmp_path / "small"), ["addition_id"])
+
+
+def test_an_id_past_the_model_s_vocabulary_is_named_before_a_forward():
+    """A tokenizer larger than the model's embeddings (another model's, a charset that
+    grew): each id the model would be fed is checked, the first one past them named."""
+    from transformers import AutoModelForCausalLM
+
+    from harness.data import PromptConfig
+    from harness.tokenization import make_char_tokenizer
+    from tests.tiny_models import tiny_config
+
+    tokenizer = make_char_tokenizer("0123456789+=")  # 4 specials, then + 0 1 ... 9 =
+    model = AutoModelForCausalLM.from_config(tiny_config("llama", tokenizer, vocab_size=8))
+    char_tok = CharTokenizer(tokenizer)
+    models.check_vocabulary(model, char_tok, "+012", PromptConfig(instruction="0"))
+    with pytest.raises(ValueError) as caught:
+        models.check_vocabulary(model, char_tok, "0123=", PromptConfig())
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "vocabulary (8 tokens: vocab_size in its config) is smaller than its tokenizer's" in (
+        message
+    )
+    assert "the id of the character '3' is 8, allowed: ids 0 to 7" in message
+    with pytest.raises(ValueError, match="a token of the instruction is 13"):
+        models.check_vocabulary(model, char_tok, "0", PromptConfig(instruction="8"))
+    # an output layer smaller than the embeddings: the labels it could not predict
+    model.lm_head = torch.nn.Linear(32, 6, bias=False)
+    with pytest.raises(ValueError, match=r"\(6 tokens.*the id of the character '1' is 6"):
+        models.check_vocabulary(model, char_tok, "01", None)
 
 
 def test_a_hub_name_is_refused_at_once_offline(tmp_path, monkeypatch):

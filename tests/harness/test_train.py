@@ -500,3 +500,55 @@ def test_a_checkpoint_whose_parts_disagree_is_refused_naming_the_file(
         train(TrainConfig(output=str(run)), resume=True, progress=False)
     text = str(error.value)
     assert message in text and str(named) in text and "\n" not in text, text
+
+
+def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(tmp_path):
+    """A model folder holding another (larger) tokenizer: an IndexError in the first
+    forward before; now one line naming the character and the allowed ids."""
+    import string
+
+    from transformers import AutoModelForCausalLM
+
+    from harness.tokenization import make_char_tokenizer
+    from tests.tiny_models import tiny_config as model_config
+
+    tokenizer = make_char_tokenizer(string.printable)
+    model = AutoModelForCausalLM.from_config(model_config("llama", tokenizer, vocab_size=20))
+    model.save_pretrained(tmp_path / "small")
+    tokenizer.save_pretrained(tmp_path / "small")
+    config = tiny_config(tmp_path / "run", model=str(tmp_path / "small"))
+    with pytest.raises(ValueError, match=r"vocabulary \(20 tokens.*allowed: ids 0 to 19"):
+        train(config, progress=False)
+    assert not (tmp_path / "run" / "final").exists()
+
+
+@pytest.mark.parametrize(
+    "rows,message",
+    [
+        ([{"question": "ab", "answer": "ba"}], "lacks the column(s) task, prompt, target, refer"),
+        (
+            [{"task": "reversal", "prompt": 12, "target": 21, "reference": [[0]]}],
+            "column 'prompt' holds int64 values, expected string",
+        ),
+        (
+            [{"task": "reversal", "prompt": "ab=", "target": None, "reference": [[1], [0]]}],
+            "row 0: column 'target' must be a string, got NoneType None",
+        ),
+    ],
+)
+def test_a_foreign_dataset_is_refused_before_the_model_loads(tmp_path, monkeypatch, rows, message):
+    from datasets import Dataset
+
+    import harness.train
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the dataset was checked")
+
+    monkeypatch.setattr(harness.train, "load_model_checked", never)
+    (tmp_path / "data").mkdir()
+    Dataset.from_list(rows).to_parquet(str(tmp_path / "data" / "train.parquet"))
+    config = tiny_config(tmp_path / "run", dataset=str(tmp_path / "data"))
+    with pytest.raises(ValueError) as caught:
+        train(config, progress=False)
+    assert f"--dataset '{tmp_path / 'data'}'" in str(caught.value)
+    assert message in str(caught.value)

@@ -346,3 +346,73 @@ def test_every_preset_builds(preset):
     assert row["prompt"].endswith("=") and row["target"]
     assert row["instruction"] and "\n" not in row["instruction"]
     assert row["length_bin"] in row["length_bins"]
+
+
+@pytest.mark.parametrize("value", [[], 0, None, "", False, [1]])
+def test_an_attnspan_value_that_is_no_object_is_refused(value):
+    """`--metadata '{"attnspan": []}'` (or 0, null) was read as no options at all."""
+    for check in (
+        lambda: dataset.preflight({"attnspan": value}),
+        lambda: custom_dataset("reversal_id", attnspan=value),
+    ):
+        with pytest.raises(ValueError) as error:
+            check()
+        message = str(error.value)
+        assert "--metadata 'attnspan' must be a JSON object of options and task fields" in message
+        assert f"got {json.dumps(value)}" in message and "\n" not in message
+    dataset.preflight({"attnspan": {}})  # an empty object is no options: fine
+
+
+def test_metadata_values_are_typed_as_ood_and_param_type_them():
+    """One rule turns text into a task field's value (TaskConfig.parse_value, by the
+    field's declared type): lm-eval's metadata gets what `reproduce --ood` gets."""
+    from harness.pipeline.settings import parse_overrides
+
+    given = {"use_flip": "false", "min_instructions": "3", "max_instructions": "12"}
+    _, overrides = split_metadata("ffml_id", ours(**given))
+    assert overrides == parse_overrides("ffml_id", given)
+    assert overrides["use_flip"] is False and overrides["max_instructions"] == 12
+    typed = {"use_flip": True, "max_instructions": 12}  # values JSON already typed are kept
+    assert split_metadata("ffml_id", ours(**typed))[1] == parse_overrides("ffml_id", typed)
+    for value, message in (
+        ("maybe", "field 'use_flip' must be true or false, got 'maybe'"),
+        (1.5, "field 'use_flip' must be of type bool, got float 1.5"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            custom_dataset("ffml_id", **ours(use_flip=value))
+        with pytest.raises(ValueError, match=message):
+            parse_overrides_then_resolve("ffml_id", {"use_flip": value})
+
+
+def parse_overrides_then_resolve(preset, overrides):
+    from attentionspan_datasets.generation import resolve_config
+    from harness.pipeline.settings import parse_overrides
+
+    return resolve_config(preset, **parse_overrides(preset, overrides))
+
+
+@pytest.mark.parametrize(
+    ("metadata", "num_fewshot", "message"),
+    [
+        (ours(max_length=-3), None, "attnspan_reversal_id: --metadata 'attnspan': string_rev"),
+        (ours(max_lenght=3), None, "unknown --metadata 'attnspan' key(s) 'max_lenght'"),
+        ({"instruction": "x"}, None, "--metadata key(s) 'instruction' must be inside"),
+        (ours(fewshot_size=1), 3, "--num_fewshot 3 is more than the 1 few-shot rows"),
+        ({}, "101", "--num_fewshot 101 is more than the 100 few-shot rows"),
+        ({}, -1, "--num_fewshot must be an integer >= 0, got -1"),
+        ({}, "x", "--num_fewshot must be an integer >= 0, got 'x'"),
+    ],
+)
+def test_preflight_tasks_refuses_what_the_tasks_would(metadata, num_fewshot, message):
+    """What the `lm_eval` command's TaskManager hook checks for the named tasks before the
+    model loads: the same refusals custom_dataset and lm-eval's sampler make later."""
+    with pytest.raises(ValueError) as error:
+        dataset.preflight_tasks(["reversal_id", "addition_id"], metadata, num_fewshot)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert str(error.value).startswith("attnspan_reversal_id: ")
+
+
+def test_preflight_tasks_passes_what_the_tasks_take():
+    dataset.preflight_tasks(["reversal_id", "addition_id"], ours(max_length=4), 3)
+    dataset.preflight_tasks(["reversal_id"], ours(fewshot_size=5), "5")
+    dataset.preflight_tasks(["reversal_id"], {"pretrained": "m", "max_length": 9}, None)

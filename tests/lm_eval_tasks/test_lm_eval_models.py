@@ -191,3 +191,40 @@ def test_threads_follow_the_harness_rule(tiny_model_dir, monkeypatch, caplog):
                 use_threads(bad)
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_unknown_model_arg_is_refused_before_the_model_loads(tmp_path):
+    """`--model_args ...,colour=red` reached from_pretrained, a TypeError traceback; the
+    folder here does not exist, so a refusal after loading would say that instead."""
+    missing = str(tmp_path / "nowhere")
+    with pytest.raises(ValueError) as error:
+        AttnspanHFLM(pretrained=missing, colour="red")
+    message = str(error.value)
+    assert message.startswith("attnspan-hf: unknown --model_args key(s) 'colour'; allowed: ")
+    for allowed in ("attention, threads", "pretrained", "dtype", "attn_implementation"):
+        assert allowed in message
+    assert "\n" not in message
+    with pytest.raises(ValueError, match=r"'dtyp' \(did you mean 'dtype'\?\)"):
+        AttnspanHFLM(pretrained=missing, dtyp="float32")
+
+
+def test_a_tokenizer_larger_than_the_model_is_refused_naming_the_token(save_llama, tmp_path, docs):
+    """A model folder with a tokenizer of another (larger) vocabulary: named in one line,
+    not an IndexError in the first forward."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from tests.lm_eval_tasks.conftest import make_char_tokenizer
+    from tests.tiny_models import tiny_config
+
+    tokenizer = make_char_tokenizer()
+    torch.manual_seed(0)
+    LlamaForCausalLM(tiny_config("llama", tokenizer, vocab_size=20)).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    model = AttnspanHFLM(pretrained=str(tmp_path), device="cpu", dtype="float32")
+    doc = dict(docs[0], instruction="")
+    with pytest.raises(ValueError) as error:
+        model.encode_request(doc["prompt"], doc)
+    message = str(error.value)
+    assert message.startswith(f"attnspan-hf: model '{tmp_path}': the model's vocabulary (20 ")
+    assert "allowed: ids 0 to 19" in message

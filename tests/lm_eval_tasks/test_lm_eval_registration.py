@@ -160,3 +160,79 @@ def test_lm_evals_hints_about_our_tasks_are_dropped_others_kept(caplog):
         "(exact_match,none=4, exact_match_len_51,none=1). Each metric was ...",
         "something else",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "model", "tasks", "num_fewshot"),
+    [
+        (["--model", "hf", "--tasks", "a,b", "c", "--limit", "4"], "hf", ["a", "b", "c"], None),
+        (["run", "--model=attnspan-hf", "-t", "x", "-f", "3"], "attnspan-hf", ["x"], "3"),
+        (["--model_args", "pretrained=m", "--num_fewshot=2"], None, None, "2"),
+        (["--tasks"], None, None, None),  # lm-eval's own parser refuses this one
+    ],
+)
+def test_command_options_reads_the_lm_eval_command_line(argv, model, tasks, num_fewshot):
+    options = registration.command_options(argv)
+    assert (options.model, options.tasks, options.num_fewshot) == (model, tasks, num_fewshot)
+    assert registration.command_model(argv) == model
+
+
+def test_named_presets_are_found_by_name_glob_and_group(task_manager_for):
+    manager = task_manager_for()
+    presets = registration.named_presets(manager, ["attnspan_reversal_*", "attnspan_t1_id"])
+    assert presets == ["reversal_id", "reversal_ood", "t1_id"]
+    group = registration.named_presets(manager, ["attnspan-retrieval", "attnspan_t1_id"])
+    assert group[0] == "t1_len5" and len(group) == len(set(group)) and "reversal_id" not in group
+    assert registration.named_presets(manager, ["hellaswag", "x.yaml"]) == []
+    assert registration.named_presets(manager, None) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "metadata", "message"),
+    [
+        (
+            ["--tasks", "attnspan_reversal_id", "--num_fewshot", "3"],
+            {"attnspan": {"fewshot_size": 1}},
+            "lm_eval: error: attnspan_reversal_id: --num_fewshot 3 is more than the 1 few-shot",
+        ),
+        (
+            ["-t", "attnspan-retrieval"],
+            {"attnspan": {"max_length": 0}},
+            "lm_eval: error: attnspan_t1_len5: --metadata 'attnspan': ",
+        ),
+    ],
+)
+def test_the_command_s_task_manager_checks_the_named_tasks_before_the_model(
+    task_manager_for, monkeypatch, capsys, argv, metadata, message
+):
+    """In the `lm_eval` command the TaskManager is made before the model loads: the named
+    attnspan tasks' options, fields and few-shot pool are refused then, in one line."""
+    registration.patch_task_manager()
+    monkeypatch.setattr("sys.argv", ["/venv/bin/lm_eval", "run", *argv])
+    monkeypatch.delenv("ATTENTIONSPAN_TRACEBACK", raising=False)
+    with pytest.raises(SystemExit) as done:
+        task_manager_for(metadata)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and len(err) == 1 and err[0].startswith(message), err
+    monkeypatch.setattr("sys.argv", ["python", "-c"])  # an API caller: checked per task later
+    task_manager_for(metadata)
+
+
+def test_importing_lm_eval_tasks_patches_without_a_warning():
+    """lm_eval.tasks' manager imports `datasets`, whose hook arms ours while lm_eval.tasks
+    is half imported: the patch waits for the end of that import instead of warning."""
+    script = (
+        "from lm_eval.tasks import TaskManager\n"
+        "print(getattr(TaskManager.__init__, '_attnspan_patched', False))\n"
+    )
+    env = dict(os.environ)
+    env.pop("ATTENTIONSPAN_NO_AUTOREGISTER", None)
+    result = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0 and "RuntimeWarning" not in result.stderr, result.stderr[-2000:]
+    assert result.stdout.split() == ["True"]

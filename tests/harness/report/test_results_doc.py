@@ -92,8 +92,11 @@ def test_digest_reads_a_reproduce_folder(tmp_path):
     assert sweep["test_gains"]["top1-C1"] == {"partial_acc": gain, "exact_match": gain}
     kept = tasks["reversal"]["attention"]["results"]["reversal_ood"]
     assert kept == {"rollout": {"correct": {"mean": 0.1}}}  # the per-head table is left out
-    with pytest.raises(ValueError, match="no <task>/results.json"):
+    with pytest.raises(ValueError, match="the run folder '.*nothing' does not exist"):
         results_doc.digest(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no <task>/results.json"):
+        results_doc.digest(tmp_path / "empty")
 
 
 def test_differences_name_the_figures_that_moved():
@@ -141,3 +144,90 @@ def test_check_says_whether_a_run_reproduces_its_digest(tmp_path, capsys):
     # writing needs the run's description; checking does not
     with pytest.raises(SystemExit):
         results_doc.main([str(run)])
+
+
+def _break(run: Path, how: str) -> None:
+    """Spoil the run folder written by _write_run in one way."""
+    path = run / "reversal" / "results.json"
+    result = json.loads(path.read_text())
+    if how == "no-task":
+        del result["task"]
+    elif how == "no-sweep":
+        del result["sweep"]
+    elif how == "sweep-list":
+        result["sweep"] = []
+    elif how == "unfinished-sweep":
+        result["sweep"]["test_gains"] = {}
+    if how == "torn":
+        path.write_text(json.dumps(result)[:40])
+    elif how == "torn-attention":
+        (run / "reversal" / "attention" / "attention.json").write_text('{"configs": {"rev')
+    else:
+        path.write_text(json.dumps(result))
+
+
+# (id, how the run is spoilt, the arguments after the run folder, fragments of the one line)
+BAD_ROWS = [
+    ("no-task", "no-task", [], ["reversal/results.json: no 'task'", "not a reproduce task"]),
+    ("no-sweep", "no-sweep", [], ["results.json: no finished sweep", "'metric', 'chosen_name'"]),
+    ("sweep-list", "sweep-list", [], ["results.json: 'sweep' must be a JSON object, got []"]),
+    ("unfinished-sweep", "unfinished-sweep", [], ["no finished sweep", "reproduce resumes"]),
+    ("torn", "torn", [], ["reversal/results.json: not valid JSON (torn or cut short?)"]),
+    ("torn-attention", "torn-attention", [], ["attention/attention.json: not valid JSON"]),
+    ("doc-missing", "", ["--doc", "{tmp}/nope.md"], ["--doc '{tmp}/nope.md' does not exist"]),
+    ("doc-a-folder", "", ["--doc", "{tmp}"], ["--doc '{tmp}' is a folder"]),
+    ("doc-no-markers", "", ["--doc", "{tmp}/plain.md"], ["--doc '{tmp}/plain.md': the doc has"]),
+    ("digest-a-folder", "", ["--digest", "{tmp}"], ["--digest '{tmp}' is a folder"]),
+    (
+        "digest-under-a-file",
+        "",
+        ["--digest", "{tmp}/plain.md/d.json"],
+        ["--digest '{tmp}/plain.md/d.json' lies under '{tmp}/plain.md', which is a file"],
+    ),
+    ("check-missing", "", ["--check", "{tmp}/nope.json"], ["--check '{tmp}/nope.json' does not"]),
+    ("check-a-folder", "", ["--check", "{tmp}"], ["--check '{tmp}' is a folder"]),
+    ("check-torn", "", ["--check", "{tmp}/torn.json"], ["--check '{tmp}/torn.json': not valid"]),
+    (
+        "check-a-list",
+        "",
+        ["--check", "{tmp}/list.json"],
+        ["is not a results_doc digest", "'tasks'"],
+    ),
+    ("check-no-tasks", "", ["--check", "{tmp}/empty.json"], ["is not a results_doc digest"]),
+    ("check-meta-list", "", ["--check", "{tmp}/meta.json"], ["'meta' must be a JSON object"]),
+    ("check-run-no-task", "no-task", ["--check", "{tmp}/good.json"], ["no 'task'"]),
+]
+
+
+@pytest.mark.parametrize(
+    "how,extra,fragments", [r[1:] for r in BAD_ROWS], ids=[r[0] for r in BAD_ROWS]
+)
+def test_a_bad_input_is_one_line_naming_the_file_and_nothing_is_written(
+    tmp_path, capsys, how, extra, fragments
+):
+    run = tmp_path / "run"
+    _write_run(run)
+    doc = tmp_path / "results.md"
+    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
+    (tmp_path / "plain.md").write_text("no markers\n")
+    (tmp_path / "torn.json").write_text('{"meta": {"command": "c"}, "tas')
+    (tmp_path / "list.json").write_text("[]")
+    (tmp_path / "empty.json").write_text('{"meta": {}, "tasks": {}}')
+    (tmp_path / "meta.json").write_text('{"meta": [], "tasks": {"reversal": {}}}')
+    good = tmp_path / "good.json"
+    write = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
+    assert results_doc.main([*write, "--digest", str(good)]) == 0
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    _break(run, how)
+    before.update({p: p.read_bytes() for p in run.rglob("*") if p.is_file()})
+    args = [a.format(tmp=tmp_path) for a in extra]
+    written = [*write, "--digest", str(tmp_path / "new.json")]
+    code = results_doc.main([str(run), *args] if "--check" in args else [*written, *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("python -m harness.report.results_doc: error: "), err[0]
+    for fragment in fragments:
+        assert fragment.format(tmp=tmp_path) in err[0], (fragment, err[0])
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before  # nothing written, nothing changed
