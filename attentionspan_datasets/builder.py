@@ -58,6 +58,7 @@ from attentionspan_datasets.generation import (
     SEED_RANGE,
     config_names,
     resolve_config,
+    unknown_config_message,
 )
 from attentionspan_datasets.presets import PRESETS, SHORT_NAMES
 from attentionspan_datasets.rendering import marshal_cached
@@ -382,7 +383,12 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # datasets would fail on these with a TypeError or an OSError deep inside; say what
         # is wrong with the argument instead (load_dataset passes both by keyword).
-        check_config_name(kwargs.get("config_name"))
+        name = kwargs.get("config_name")
+        check_config_name(name)
+        if name is not None and name not in self.builder_configs:
+            # datasets' own "BuilderConfig ... not found" lists the names as a Python list
+            # and suggests none: the one-line error of resolve_config instead.
+            raise ValueError(f"attentionspan: {unknown_config_message(name)}")
         if kwargs.get("cache_dir") is not None:
             kwargs["cache_dir"] = str(check_cache_dir(kwargs["cache_dir"]))
         # Built directly (not through load_dataset), the builder still keys its cache on

@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from attentionspan_datasets.presets import PRESETS, SHORT_NAMES
+from attentionspan_datasets.presets import PRESETS, SHORT_NAMES, did_you_mean
 from attentionspan_datasets.tasks import TASKS, get_task
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
 
@@ -64,6 +64,13 @@ def config_names() -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def unknown_config_message(name: str) -> str:
+    """`unknown config 'additon_ood' (did you mean 'addition_ood'?); allowed: ...`: one line,
+    the suggestion before the 100-name list."""
+    names = config_names()
+    return f"unknown config {name!r}{did_you_mean(name, names)}; allowed: {', '.join(names)}"
+
+
 def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     """A validated config for a preset (`addition_ood`) or bare task name (`long_addition`,
     or its short form `addition`), with keyword overrides applied on top. The config
@@ -87,7 +94,7 @@ def resolve_config(name: str | TaskConfig, **overrides: Any) -> TaskConfig:
     else:
         task_name = SHORT_NAMES.get(name, name)
         if task_name not in TASKS:
-            raise ValueError(f"unknown config {name!r}; allowed: {', '.join(config_names())}")
+            raise ValueError(unknown_config_message(name))
         params = {}
     return get_task(task_name).config_class.from_params({**params, **overrides}).labelled(name)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from attentionspan_datasets import __version__
 from attentionspan_datasets.atomic import atomic_path, atomic_write_text
-from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.presets import PRESETS, did_you_mean
 from attentionspan_datasets.splits import SPLIT_SHARES, SPLITS, SmallSpaceWarning
 from attentionspan_datasets.tasks import TASKS
 
@@ -372,7 +372,8 @@ def export(
     allowed = list(AttentionSpan.builder_configs)
     unknown = [config for config in configs if config not in allowed]
     if unknown:
-        raise ValueError(f"unknown config(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+        named = ", ".join(config + did_you_mean(config, allowed) for config in unknown)
+        raise ValueError(f"unknown config(s) {named}; allowed: {', '.join(allowed)}")
     if len(set(configs)) != len(configs):
         raise ValueError(f"a config is listed twice: {' '.join(configs)}")
     if num_proc is not None and (

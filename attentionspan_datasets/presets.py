@@ -16,6 +16,8 @@ preset's task, role or twin asks the catalogue. The bare task names (`addition`,
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -129,10 +131,33 @@ for _short in RETRIEVAL_TASKS:
     )
 
 
+def did_you_mean(name: Any, allowed: Iterable[str]) -> str:
+    """` (did you mean 'addition_ood'?)` for a misspelt `name`: the closest of `allowed`
+    (difflib's ratio, case ignored; ties within 0.05 of the best shown together, at most
+    three), or "" when none is close. The unknown-name errors put it before their list of
+    100 allowed names, where it is read."""
+    if not isinstance(name, str) or not name:
+        return ""
+    by_folded = {}
+    for candidate in allowed:
+        by_folded.setdefault(candidate.lower(), candidate)
+    folded = name.lower()
+    close = difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    best = difflib.SequenceMatcher(None, folded, close[0]).ratio()
+    close = [c for c in close if difflib.SequenceMatcher(None, folded, c).ratio() >= best - 0.05]
+    shown = [repr(by_folded[c]) for c in close]
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+    return f" (did you mean {listed}?)"
+
+
 def get(name: str) -> Preset:
     """The preset called `name`; ValueError listing the presets for any other name."""
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+        raise ValueError(
+            f"unknown preset {name!r}{did_you_mean(name, PRESETS)}; allowed: {', '.join(PRESETS)}"
+        )
     return PRESETS[name]
 
 
@@ -144,8 +169,11 @@ def pair(name: str) -> tuple[Preset, Preset]:
         return PAIRS[preset.short]
     short = name if name in PAIRS else _SHORT_OF_TASK.get(name)
     if short not in PAIRS:
+        # A preset without a role (`t6_len10`) is spelt right: no suggestion for it.
+        accepted = [*PAIRS, *_SHORT_OF_TASK, *(n for n, p in PRESETS.items() if p.role)]
+        hint = "" if name in PRESETS else did_you_mean(name, accepted)
         raise ValueError(
-            f"config {name!r} has no ID/OOD presets; allowed: {', '.join(sorted(PAIRS))}"
+            f"config {name!r} has no ID/OOD presets{hint}; allowed: {', '.join(sorted(PAIRS))}"
         )
     return PAIRS[short]
 

@@ -20,7 +20,9 @@ the task's numbers are the analysis's:
 
 - `ref_share`: mean rollout share on the reference over all scored answer tokens
   (`generate.rollout` of `attentionspan attention`, correct and error pooled);
-- `ref_share_correct` / `ref_share_wrong`: the same over the correct / wrong tokens;
+- `ref_share_correct` / `ref_share_wrong`: the same over the correct / wrong tokens
+  (`correct_mean` / `wrong_mean`: NaN, said once in the log, where a task's answers have
+  no token of that kind, e.g. no wrong token on an ID task the model has learnt);
 - `ref_share_best_head`: the largest per-head mean share (max of its `generate.heads`);
 - `ref_share_len_XX[_YY]`: `ref_share` of the instances in each length bin.
 Tokens whose reference is empty are left out (the analysis counts them apart).
@@ -28,6 +30,7 @@ Tokens whose reference is empty are left out (the analysis counts them apart).
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -36,6 +39,17 @@ CORRECT = "ref_share_correct"
 WRONG = "ref_share_wrong"
 BEST_HEAD = "ref_share_best_head"
 MODEL_ARG = "attention"  # --model_args ...,attention=true
+# Why a correct/wrong mean is NaN, said where lm-eval shows the number (its log, before the
+# results table): a model that gets an ID task right has no wrong token to average.
+NAN_NOTES = {
+    WRONG: f"{WRONG} is NaN where a task's answers have no wrong target token (every scored "
+    "answer token right, as on an ID task the model has learnt): nothing to average",
+    CORRECT: f"{CORRECT} is NaN where a task's answers have no correct target token (every "
+    "scored answer token wrong): nothing to average",
+}
+
+log = logging.getLogger(__name__)
+_NOTED: set[str] = set()
 
 
 class Answer(str):
@@ -125,6 +139,25 @@ def token_mean(items: list[list[float]]) -> float:
     analysis's token-level mean, not a mean of document means."""
     values = [v for item in items for v in item]
     return sum(values) / len(values) if values else math.nan
+
+
+def correct_mean(items: list[list[float]]) -> float:
+    """`token_mean` of `ref_share_correct`, saying once per run why it is NaN when it is."""
+    return _group_mean(CORRECT, items)
+
+
+def wrong_mean(items: list[list[float]]) -> float:
+    """`token_mean` of `ref_share_wrong`, saying once per run why it is NaN when it is."""
+    return _group_mean(WRONG, items)
+
+
+def _group_mean(metric: str, items: list[list[float]]) -> float:
+    value = token_mean(items)
+    # Once per run, not once per task: a group of 68 tasks would repeat it 68 times.
+    if math.isnan(value) and metric not in _NOTED:
+        _NOTED.add(metric)
+        log.warning("attnspan: %s (lm_eval_tasks/README.md)", NAN_NOTES[metric])
+    return value
 
 
 def best_head(items: list[dict[str, Any]]) -> float:

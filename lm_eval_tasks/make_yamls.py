@@ -39,6 +39,11 @@ GENERATION_MARGIN = 16
 # the metrics change, and say why in README.md's changelog.
 VERSION = "2.1"
 TOKEN_MEAN = "!function lm_eval_tasks.attention.token_mean"
+# The correct / wrong means: token_mean that says why it is NaN (no token of that kind).
+GROUP_MEANS = {
+    CORRECT: "!function lm_eval_tasks.attention.correct_mean",
+    WRONG: "!function lm_eval_tasks.attention.wrong_mean",
+}
 BEST_HEAD_MEAN = "!function lm_eval_tasks.attention.best_head"
 
 
@@ -79,7 +84,8 @@ def render_task(preset: str) -> str:
     lines += [
         "  # with --model_args attention=true only (lm_eval_tasks/attention.py); absent otherwise",
         *(
-            f"  - {{metric: {name}, aggregation: {TOKEN_MEAN}, higher_is_better: true}}"
+            f"  - {{metric: {name}, aggregation: {GROUP_MEANS.get(name, TOKEN_MEAN)}, "
+            "higher_is_better: true}"
             for name in (SHARE, CORRECT, WRONG)
         ),
         f"  - {{metric: {BEST_HEAD}, aggregation: {BEST_HEAD_MEAN}, higher_is_better: true}}",

@@ -179,6 +179,11 @@ CLI_ROWS = [
         ["a 5001-digit number", "'max_start'", "max_start <= 1000000000000000000"],
     ),
     ("generate-unknown-config", ["generate", "nope"], ["unknown config 'nope'", "reversal_id"]),
+    (
+        "generate-misspelt-config",
+        ["generate", "additon_ood"],
+        ["unknown config 'additon_ood' (did you mean 'addition_ood'?); allowed: reversal_id"],
+    ),
     ("generate-unknown-param", ["generate", "reversal", "--param", "foo=1"], ["'foo'", "charset"]),
     ("generate-param-no-value", ["generate", "reversal", "--param", "min_length"], ["KEY=VALUE"]),
     (
@@ -271,7 +276,7 @@ CLI_ROWS = [
         ["show", "reversal", "--split", "dev"],
         ["--split", "'train', 'validation', 'test'"],
     ),
-    ("show-nothing", ["show"], ["CONFIG or --all"]),
+    ("show-config-and-all", ["show", "reversal", "--all"], ["either CONFIG or --all"]),
     ("show-unknown-config", ["show", "nope"], ["unknown config 'nope'"]),
     ("show-zero-n", ["show", "reversal", "-n", "0"], ["-n/--num must be >= 1"]),
     ("show-huge-n", ["show", "reversal", "-n", HUGE], ["-n/--num", "cap of 1,000"]),
@@ -390,6 +395,11 @@ CLI_ROWS = [
         ["context (max_position_embeddings = 16"],
     ),
     ("train-unknown-config", [*TRAIN, "--config", "nope"], ["unknown config 'nope'"]),
+    (
+        "train-misspelt-config",
+        [*TRAIN, "--config", "reversl_id"],
+        ["unknown config 'reversl_id' (did you mean 'reversal_id'?); allowed:"],
+    ),
     ("train-batch-size-0", [*TRAIN, "--batch-size", "0"], ["'batch_size' must be >= 1"]),
     ("train-missing-model", [*TRAIN, "--model", "/nonexistent"], ["'/nonexistent' does not exist"]),
     (
@@ -432,6 +442,11 @@ CLI_ROWS = [
     ("eval-pickled-weights", [*EVAL, "--model", "{pickled_weights}"], ["refused to unpickle"]),
     ("eval-not-a-model", [*EVAL, "--model", "{tmp}"], ["not a Hugging Face model directory"]),
     ("eval-unknown-config", [*EVAL, "--configs", "nope"], ["unknown config 'nope'"]),
+    (
+        "eval-misspelt-config",
+        [*EVAL, "--configs", "reversal_id", "revrsal_ood"],
+        ["unknown config 'revrsal_ood' (did you mean 'reversal_ood'?); allowed:"],
+    ),
     ("eval-no-configs", ["eval", "--model", "{model}"], ["no --configs given"]),
     ("eval-zero-n", [*EVAL, "-n", "0"], ["-n/--num must be >= 1"]),
     ("eval-batch-size-0", [*EVAL, "--batch-size", "0"], ["--batch-size must be >= 1"]),
@@ -490,6 +505,11 @@ CLI_ROWS = [
         "reproduce-unknown-config",
         [*REPRODUCE, "--config", "nope"],
         ["config 'nope' has no ID/OOD presets", "reversal"],
+    ),
+    (
+        "reproduce-misspelt-tasks",
+        ["reproduce", "--quick", "--tasks", "reversal", "adition", "--output", "{tmp}/rq"],
+        ["config 'adition' has no ID/OOD presets (did you mean 'addition'?); allowed:"],
     ),
     ("reproduce-num-test-0", [*REPRODUCE, "--num-test", "0"], ["'num_test' must be >= 1"]),
     (
@@ -550,13 +570,11 @@ def test_a_bad_command_line_is_one_line_and_status_2(args, fragments, places, ca
 
 
 def test_refusals_write_nothing(places):
-    """A refused export, reproduce or baselines leaves nothing behind; a refused train at
-    most its run folder's empty lock file (kept on purpose: see harness.runs.RunLock)."""
-    for name in ("export", "reproduce", "baselines.json"):
+    """A refused export, reproduce, baselines or train leaves nothing behind: a refused
+    train removes the run folder it made, lock file included (issue 32;
+    harness.runs.RunLock.discard)."""
+    for name in ("export", "reproduce", "baselines.json", "train"):
         assert not (places["tmp"] / name).exists(), name
-    train = places["tmp"] / "train"
-    assert not train.exists() or [p.name for p in train.iterdir()] == [".lock"]
-    assert not train.exists() or (train / ".lock").read_text() == ""
 
 
 # --- the Python API and load_dataset: one ValueError line naming the argument
@@ -875,6 +893,19 @@ README_MESSAGES = [
     "(see attentionspan COMMAND --help)",
     "is the current directory or holds it",
     "became a folder that is not empty while this process was writing it (another writer?)",
+    # round 3: output folders, foreign inputs, results_doc, lm-eval
+    "cannot be written (",
+    "cannot write PATH: no space left on the device",
+    "nothing of the run was kept in OUT (it had no checkpoint yet)",
+    "set ATTENTIONSPAN_CACHE to a folder you may write",
+    "the same attentionspan reproduce command",
+    "is smaller than its tokenizer's",
+    "a dataset to train on needs the data contract's columns",
+    "holds int64 values, expected string",
+    "no finished sweep",
+    "unknown --model_args key(s)",
+    "few-shot rows",
+    "must be a JSON object of options and task fields",
 ]
 
 
@@ -1203,4 +1234,206 @@ HARNESS_API_IDS = [
 def test_a_bad_harness_config_is_one_value_error_line(row_id):
     rows = {row[0]: row[1:] for row in _harness_api_rows()}
     assert list(rows) == HARNESS_API_IDS
+    assert_one_value_error_line(*rows[row_id])
+
+
+# --- issue 32: an output that cannot be written, refused before the work
+
+# (id, arguments, fragment naming the path). Read-only and full disks are simulated by the
+# write of harness.outputs' probe failing (tests run as root, which passes every permission
+# bit); a file where a folder should be is real.
+UNWRITABLE_ROWS = [
+    ("train", [*TRAIN[:4], "{tmp}/ro/train", *TRAIN[5:]], "'output' '{tmp}/ro/train'"),
+    ("eval", [*EVAL, "--output", "{tmp}/ro/eval"], "--output '{tmp}/ro/eval'"),
+    ("attention", [*ATTENTION, "--output", "{tmp}/ro/att"], "--output '{tmp}/ro/att'"),
+    ("heads", [*HEADS, "--output", "{tmp}/ro/heads.json"], "--output '{tmp}/ro/heads.json'"),
+    ("heads-default-output", HEADS, "--output 'heads.json'"),
+    ("reproduce", [*REPRODUCE[:-1], "{tmp}/ro/repro"], "--output '{tmp}/ro/repro'"),
+    ("baselines", [*BASELINES[:-1], "{tmp}/ro/b.json"], "--output '{tmp}/ro/b.json'"),
+    ("models-fetch", ["models", "fetch", "smollm2-135m-instruct"], "the model cache"),
+]
+UNWRITABLE_REASONS = {
+    "read-only": (30, "read-only file system"),  # EROFS
+    "full": (28, "no space left on the device"),  # ENOSPC
+}
+
+
+@pytest.mark.parametrize("why", list(UNWRITABLE_REASONS))
+@pytest.mark.parametrize(
+    "args,fragment", [r[1:] for r in UNWRITABLE_ROWS], ids=[r[0] for r in UNWRITABLE_ROWS]
+)
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(
+    args, fragment, why, harness_places, no_work, monkeypatch
+):
+    import os
+
+    import harness.models
+    import harness.outputs
+
+    code, reason = UNWRITABLE_REASONS[why]
+
+    class FailingWrite:  # `os` for harness.outputs: only its probe writes
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def write(self, fd, data):
+            raise OSError(code, os.strerror(code))
+
+    def fetch(*args, **kwargs):
+        raise AssertionError("the download started before the refusal")
+
+    monkeypatch.setattr(harness.outputs, "os", FailingWrite())
+    monkeypatch.setattr(harness.models, "fetch", fetch)
+    monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(harness_places["tmp"] / "ro" / "cache"))
+    status, err, _ = run_cli([a.format(**harness_places) for a in args])
+    assert status == 2 and len(err) == 1, (status, err)
+    for text in (fragment.format(**harness_places), "cannot be written", reason):
+        assert text in err[0], (text, err[0])
+    assert not (harness_places["tmp"] / "ro").exists()
+
+
+UNDER_A_FILE_ROWS = [
+    ("train", [*TRAIN[:4], "{a_file}/run", *TRAIN[5:]]),
+    ("eval", [*EVAL, "--output", "{a_file}/eval"]),
+    ("attention", [*ATTENTION, "--output", "{a_file}/att"]),
+    ("heads", [*HEADS, "--output", "{a_file}/heads.json"]),
+    ("reproduce", [*REPRODUCE[:-1], "{a_file}/repro"]),
+    ("baselines", [*BASELINES[:-1], "{a_file}/b.json"]),
+]
+
+
+@pytest.mark.parametrize(
+    "args", [r[1] for r in UNDER_A_FILE_ROWS], ids=[r[0] for r in UNDER_A_FILE_ROWS]
+)
+def test_an_output_under_a_file_is_refused_before_the_work(args, harness_places, no_work):
+    status, err, _ = run_cli([a.format(**harness_places) for a in args])
+    assert status == 2 and len(err) == 1, (status, err)
+    assert "a_file" in err[0] and ("lies under the file" in err[0] or "is a file" in err[0])
+
+
+# --- issue 32, foreign inputs: a model whose vocabulary is smaller than its tokenizer, a
+# dataset of other columns or types, and lm-eval's options (refused before the work)
+
+
+@pytest.fixture(scope="module")
+def foreign_places(places):
+    """A model folder whose tokenizer is larger than its embeddings, and dataset folders
+    with other columns, a column of numbers, a null where text belongs."""
+    import string
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+
+    from harness.tokenization import make_char_tokenizer
+    from tests.tiny_models import tiny_config
+
+    root = places["tmp"] / "foreign"
+    tokenizer = make_char_tokenizer(string.printable)
+    model = AutoModelForCausalLM.from_config(tiny_config("llama", tokenizer, vocab_size=20))
+    model.save_pretrained(root / "small_vocab")
+    tokenizer.save_pretrained(root / "small_vocab")
+    datasets = {
+        "other_columns": [{"question": "abc=", "answer": "cba"}],
+        "number_prompts": [{"task": "reversal", "prompt": 12, "target": 21, "reference": [[0]]}],
+        "null_targets": [{"task": "reversal", "prompt": "ab=", "target": None, "reference": []}],
+    }
+    for name, rows in datasets.items():
+        (root / name).mkdir(parents=True)
+        Dataset.from_list(rows * 4).to_parquet(str(root / name / "train.parquet"))
+    return {**places, **{name: root / name for name in ("small_vocab", *datasets)}}
+
+
+VOCABULARY = "the model's vocabulary (20 tokens: vocab_size in its config) is smaller than"
+FOREIGN_ROWS = [
+    ("train-small-vocabulary", [*TRAIN, "--model", "{small_vocab}"], [VOCABULARY, "ids 0 to 19"]),
+    ("eval-small-vocabulary", [*EVAL, "--model", "{small_vocab}"], [VOCABULARY, "ids 0 to 19"]),
+    ("attention-small-vocabulary", [*ATTENTION, "--model", "{small_vocab}"], [VOCABULARY]),
+    ("heads-small-vocabulary", [*HEADS, "--model", "{small_vocab}"], [VOCABULARY]),
+]
+# refused before any model is loaded or built (the `no_work` fixture)
+FOREIGN_DATASET_ROWS = [
+    (
+        "train-dataset-other-columns",
+        [*TRAIN, "--dataset", "{other_columns}"],
+        ["--dataset '{other_columns}' lacks the column(s) task, prompt, target, reference"]
+        + ["it has: question, answer"],
+    ),
+    (
+        "train-dataset-number-prompts",
+        [*TRAIN, "--dataset", "{number_prompts}"],
+        ["--dataset '{number_prompts}': column 'prompt' holds int64 values, expected string"],
+    ),
+    (
+        "train-dataset-null-targets",
+        [*TRAIN, "--dataset", "{null_targets}"],
+        ["--dataset '{null_targets}', row 0: column 'target' must be a string, got NoneType"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args,fragments", [r[1:] for r in FOREIGN_ROWS], ids=[r[0] for r in FOREIGN_ROWS]
+)
+def test_a_model_smaller_than_its_tokenizer_is_one_line(args, fragments, foreign_places):
+    status, err, _ = run_cli([a.format(**foreign_places) for a in args])
+    assert status == 2 and len(err) == 1, (status, err)
+    assert f"model '{foreign_places['small_vocab']}'" in err[0], err[0]
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+
+
+@pytest.mark.parametrize(
+    "args,fragments",
+    [r[1:] for r in FOREIGN_DATASET_ROWS],
+    ids=[r[0] for r in FOREIGN_DATASET_ROWS],
+)
+def test_a_foreign_dataset_is_refused_before_the_model(args, fragments, foreign_places, no_work):
+    status, err, _ = run_cli([a.format(**foreign_places) for a in args])
+    assert status == 2 and len(err) == 1, (status, err)
+    for fragment in fragments:
+        assert fragment.format(**foreign_places) in err[0], (fragment, err[0])
+
+
+def _foreign_api_rows():
+    from datasets import Dataset
+
+    from harness.data import DatasetSource, instance_from_row
+    from lm_eval_tasks import dataset
+
+    other = Dataset.from_list([{"question": "a", "answer": "b"}])
+    row = {"task": "reversal", "prompt": "ab=", "target": "ba", "reference": "[[1], [0]]"}
+    return [
+        ("dataset-source-columns", lambda: DatasetSource(other), ["lacks the column(s) task"]),
+        ("instance-row-types", lambda: instance_from_row(row), ["'reference' must be a list"]),
+        (
+            "lm-eval-attnspan-a-list",
+            lambda: dataset.preflight({"attnspan": []}),
+            ["--metadata 'attnspan' must be a JSON object", "got []"],
+        ),
+        (
+            "lm-eval-attnspan-zero",
+            lambda: dataset.custom_dataset("reversal_id", attnspan=0),
+            ["attnspan_reversal_id: --metadata 'attnspan' must be a JSON object", "got 0"],
+        ),
+        (
+            "lm-eval-num-fewshot-past-the-pool",
+            lambda: dataset.preflight_tasks(["reversal_id"], {"attnspan": {"fewshot_size": 1}}, 3),
+            ["--num_fewshot 3 is more than the 1 few-shot rows", "allowed: --num_fewshot <= 1"],
+        ),
+    ]
+
+
+FOREIGN_API_IDS = [
+    "dataset-source-columns",
+    "instance-row-types",
+    "lm-eval-attnspan-a-list",
+    "lm-eval-attnspan-zero",
+    "lm-eval-num-fewshot-past-the-pool",
+]
+
+
+@pytest.mark.parametrize("row_id", FOREIGN_API_IDS)
+def test_a_foreign_input_to_the_api_is_one_value_error_line(row_id):
+    rows = {row[0]: row[1:] for row in _foreign_api_rows()}
+    assert list(rows) == FOREIGN_API_IDS
     assert_one_value_error_line(*rows[row_id])

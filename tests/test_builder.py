@@ -225,7 +225,11 @@ def test_cache_keys_on_the_generator_sources(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("config", "kwargs", "message"),
     [
-        ("reversal_idd", {}, r"BuilderConfig 'reversal_idd' not found. Available: .*reversal_id"),
+        (
+            "reversal_idd",
+            {},
+            r"unknown config 'reversal_idd' \(did you mean 'reversal_id'\?\); allowed: reversal_id",
+        ),
         ("reversal", {"max_lenght": 3}, r"allowed keys: min_length, max_length.*'max_lenght'"),
         ("reversal", {"max_length": "3"}, r"field 'max_length' must be of type int"),
         ("reversal", {"max_length": 0}, r"invalid value 0 for field 'max_length'"),

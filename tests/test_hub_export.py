@@ -260,7 +260,12 @@ def test_push_calls_push_to_hub_per_config_and_uploads_the_card(tmp_path, monkey
     ("configs", "kwargs", "message"),
     [
         ([], {}, "give at least one CONFIG"),
-        (["reversal_idd"], {}, r"unknown config\(s\) reversal_idd; allowed: reversal_id"),
+        (
+            ["reversal_idd"],
+            {},
+            r"unknown config\(s\) reversal_idd \(did you mean 'reversal_id'\?\); "
+            r"allowed: reversal_id",
+        ),
         (["reversal_id", "reversal_id"], {}, "listed twice"),
         (["reversal_id"], {"num_test": -1}, "--num-test must be a non-negative integer"),
         (["reversal_id"], {"push_to_hub": "just-a-name"}, "expects ORG/NAME"),

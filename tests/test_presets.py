@@ -77,14 +77,59 @@ def test_short_names_absorb_the_retrieval_names():
 
 
 def test_unknown_names_list_the_allowed_ones():
-    with pytest.raises(ValueError, match=r"unknown preset 'reversal_idd'; allowed: reversal_id, "):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown preset 'reversal_idd' \(did you mean 'reversal_id'\?\); allowed: "
+        r"reversal_id, ",
+    ):
         presets.get("reversal_idd")
-    for bad in ("nope", "t1_len10", "reversal_id_id", "addition_ood_ood"):
+    for bad in ("nope", "t1_len10"):
         with pytest.raises(ValueError, match=f"config '{bad}' has no ID/OOD presets; allowed: "):
+            presets.pair(bad)
+    for bad, meant in [("reversal_id_id", "'reversal_id'"), ("addition_ood_ood", "'addition_ood'")]:
+        with pytest.raises(
+            ValueError, match=f"config '{bad}' has no ID/OOD presets \\(did you mean {meant}"
+        ):
             presets.pair(bad)
     with pytest.raises(ValueError) as error:
         presets.pair("nope")
     assert str(error.value).endswith(", ".join(sorted(PAIRS)))
+
+
+# --- issue 33: a misspelt name is answered with the names it is close to -------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("additon_ood", " (did you mean 'addition_ood'?)"),
+        ("Addition_OOD", " (did you mean 'addition_ood'?)"),  # case is ignored
+        ("revesal", " (did you mean 'reversal'?)"),
+        ("t8_id", " (did you mean 't7_id', 't6_id' or 't5_id'?)"),  # ties, at most three
+        ("nope", ""),
+        ("", ""),
+    ],
+)
+def test_did_you_mean_names_the_close_names(name, hint):
+    from attentionspan_datasets.generation import config_names
+
+    assert presets.did_you_mean(name, config_names()) == hint
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda: resolve_config("additon_ood"), "unknown config 'additon_ood' (did you mean "),
+        (lambda: presets.get("additon_ood"), "unknown preset 'additon_ood' (did you mean "),
+        (lambda: presets.pair("revesal"), "config 'revesal' has no ID/OOD presets (did you mean "),
+    ],
+)
+def test_unknown_name_errors_suggest_before_the_list_on_one_line(call, expected):
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert message.startswith(expected) and "\n" not in message
+    assert message.index("did you mean") < message.index("; allowed: ")
 
 
 def test_presets_are_read_only():

@@ -15,8 +15,15 @@ def setup_commands() -> list[str]:
 
 def test_readme_opens_with_two_setup_commands():
     main_job, tests = setup_commands()
-    assert main_job.endswith("attentionspan show --all")
+    assert main_job.endswith("attentionspan show")
     assert tests.endswith("python -m pytest -q")
+
+
+def test_the_main_job_needs_no_extra():
+    """issue 33: the main job installs the lean base; the tests' packages are an extra."""
+    main_job, tests = setup_commands()
+    assert "pip install -e . &&" in main_job and "[" not in main_job
+    assert 'pip install -q -e ".[dev]"' in tests
 
 
 def test_ci_runs_the_readme_test_command():

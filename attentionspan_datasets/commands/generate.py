@@ -2,9 +2,10 @@
 
 attentionspan generate addition_ood -n 1000 --seed 0 > data.jsonl
 attentionspan generate addition -n 3 --param num_operands=3 --param max_digits=12
+attentionspan show                       # one grid per task, the legend at both ends
 attentionspan show reversal_id --index 4
 attentionspan show successor_id --split test --index 2
-attentionspan show --all
+attentionspan show --all                 # every preset (about 1,500 lines)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from attentionspan_datasets.generation import (
     iter_instances,
     resolve_config,
 )
-from attentionspan_datasets.presets import PRESETS
+from attentionspan_datasets.presets import PAIRS, PRESETS
 from attentionspan_datasets.rendering import JsonLines, legend, render_mask, render_text
 from attentionspan_datasets.tasks import TaskConfig
 
@@ -93,11 +94,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     show = subparsers.add_parser(
         "show",
-        help="draw one instance with its reference mask as a character grid",
-        description=f"Draw an instance of CONFIG with its mask. Configs: {configs}.",
+        help="draw instances with their reference masks as character grids",
+        description="Draw an instance of CONFIG with its mask; without CONFIG, the first "
+        "instance of each task's ID preset (one grid per task); with --all, of every preset. "
+        f"Configs: {configs}.",
     )
-    show.add_argument("config", metavar="CONFIG", nargs="?", help="preset or task; omit with --all")
-    show.add_argument("--all", action="store_true", help="draw the first instances of every preset")
+    show.add_argument(
+        "config",
+        metavar="CONFIG",
+        nargs="?",
+        help="preset or task (default: one grid per task, each task's ID preset)",
+    )
+    show.add_argument(
+        "--all", action="store_true", help="draw every preset, not one per task (1,500 lines)"
+    )
     show.add_argument(
         "-n",
         "--num",
@@ -213,11 +223,20 @@ def _progress(total: int, desc: str):
     )
 
 
+def summary_configs() -> list[str]:
+    """The ID preset of every task, in the catalogue's order: `show`'s default, one grid
+    per task (about 170 lines where every preset takes 1,500)."""
+    return [id_preset.name for id_preset, _ in PAIRS.values()]
+
+
 def run_show(args: argparse.Namespace) -> int:
     check_range(args, "--index", MAX_SHOW)
-    if args.all == (args.config is not None):
-        raise ValueError("give either CONFIG or --all")
-    configs = list(PRESETS) if args.all else [args.config]
+    if args.all and args.config is not None:
+        raise ValueError("give either CONFIG or --all, not both")
+    if args.config is not None:
+        configs = [args.config]
+    else:
+        configs = list(PRESETS) if args.all else summary_configs()
     # Every config's parameters are checked before anything is drawn, and the legend is
     # printed once the first grid is drawn: an error never follows a legend.
     plans = []
@@ -228,6 +247,7 @@ def run_show(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size().columns
     stop = args.index + args.num
     legend_shown = False
+    drawn = 0
     for config, params, cfg in plans:
         if args.split is None:
             instances = iter_instances(cfg, args.seed, args.index, stop)
@@ -239,8 +259,8 @@ def run_show(args: argparse.Namespace) -> int:
                 for index in range(args.index, stop)
             )
         # The report draws a few thousand instances: presets only (their sizes are known
-        # to be small), and for --all only when a split is asked for.
-        if config in PRESETS and not params and (args.split is not None or not args.all):
+        # to be small), and for several configs only when a split is asked for.
+        if config in PRESETS and not params and (args.split is not None or len(plans) == 1):
             warn_small_space(config, args.seed)
         for instance in instances:
             grid = render_mask(instance, width=width)
@@ -249,7 +269,33 @@ def run_show(args: argparse.Namespace) -> int:
                     print(legend(width), end="\n\n")
                     legend_shown = True
                 print(grid, end="\n\n")
+            drawn += 1
+    if drawn > 1:
+        # A long output scrolls its first lines away: the legend again where the reader
+        # is, after the last grid, and (several configs) how to draw the rest.
+        with stdout_errors():
+            print(legend(width))
+            if args.config is None:
+                print("\n" + _show_footer(args.all, drawn, max(width, 40)))
     return 0
+
+
+def _show_footer(every_preset: bool, drawn: int, width: int) -> str:
+    """The last lines of `show` and `show --all`: what was drawn, how to draw the rest."""
+    if every_preset:
+        lines = [
+            f"{drawn} grids, every preset.",
+            "One grid per task: attentionspan show",
+            "One config: attentionspan show CONFIG",
+        ]
+    else:
+        lines = [
+            f"{drawn} grids, one per task: the first instance of its ID preset.",
+            "Every preset: attentionspan show --all",
+            "Another instance: attentionspan show CONFIG --index N",
+            "The configs: attentionspan show --help",
+        ]
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) for line in lines)
 
 
 def warn_small_space(config: str, seed: int) -> None:

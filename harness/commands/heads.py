@@ -1,11 +1,12 @@
 """`attentionspan heads`: rank a model's attention heads by their weight on reference tokens.
 
     attentionspan heads --model runs/rev/final --config reversal_id -n 30
-    attentionspan heads --model runs/rev/final --config reversal_id --shift 1 --output heads.json
+    attentionspan heads --model runs/rev/final --config reversal_id --shift 1 --output ref1.json
 
 Prints the top heads with their offset profiles (mean weight per target row at ref-2 ..
-ref+2) and writes `heads.json` (default: beside the model) for `attentionspan reproduce`
-and the Python API (`harness.attention.heads.HeadRanking.load`).
+ref+2) and writes the ranking to --output (default: `heads.json` in the current folder;
+never into the model's folder, which may be read-only or shared by other runs) for the
+Python API (`harness.attention.heads.HeadRanking.load`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ class HeadsOptions:
     shift: int = field(default=0, metadata=cli("rank by the weight at ref + shift"))
     batch_size: int = field(default=16, metadata=cli("instances per batch", shared="batch_size"))
     top: int = field(default=10, metadata=cli("heads to print"))
-    output: str | None = field(
-        default=None, metadata=cli("heads.json path", shown="MODEL/heads.json")
+    output: str = field(
+        default="heads.json",  # harness.attention.heads.HEADS_FILE, in the current folder
+        metadata=cli(
+            "file the ranking is written to; never the model's folder unless asked (it may "
+            "be read-only or shared)",
+            shown="heads.json in the current folder",
+        ),
     )
 
 
@@ -73,11 +79,12 @@ def run_command(args) -> int:
     import torch
 
     from attentionspan_datasets.splits import iter_split
-    from harness.attention.heads import HEADS_FILE, rank_heads
+    from harness.attention.heads import rank_heads
     from harness.caps import check_shift
     from harness.data import longest_text
     from harness.evaluate import saved_run_config
     from harness.models import resolve_model
+    from harness.outputs import writing
     from harness.runs import load_model_checked, saved_prompt
 
     quiet_transformers()
@@ -113,8 +120,9 @@ def run_command(args) -> int:
         },
         progress=not args.no_progress,
     )
-    output = Path(args.output) if args.output else Path(args.model) / HEADS_FILE
-    path = ranking.save(output)
+    output = Path(args.output)
+    with writing(output, file=True):  # a full disk by now: one line naming the file
+        path = ranking.save(output)
     print("rank\tlayer\thead\tper_row\t" + "\t".join(f"ref{int(k):+d}" for k in ranking.offsets))
     for rank, (layer, head) in enumerate(ranking.top(args.top), 1):
         profile = "\t".join(f"{v:.3f}" for v in ranking.profile(layer, head).values())
@@ -125,24 +133,14 @@ def run_command(args) -> int:
 
 def check_heads_options(args) -> None:
     """Every option value that can be judged without the model, before it is loaded."""
-    from pathlib import Path
-
-    from harness.caps import (
-        MAX_BATCH,
-        MAX_INSTANCES,
-        check_fraction,
-        check_int,
-        check_output_file,
-    )
+    from harness.caps import MAX_BATCH, MAX_INSTANCES, check_fraction, check_int
+    from harness.outputs import check_output_file
 
     check_int("-n/--num", args.num, 1, MAX_INSTANCES)
     check_int("--batch-size", args.batch_size, 1, MAX_BATCH)
     check_int("--top", args.top, 1, MAX_INSTANCES)
     check_fraction("--threshold", args.threshold)
-    output = args.output
-    if output is None and Path(args.model).is_dir():
-        output = str(Path(args.model) / "heads.json")
-    check_output_file("--output", output)
+    check_output_file("--output", args.output)  # also: a read-only folder, a full disk
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ prompt and score convention (`score_convention`, "paper" when absent); it is sav
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 # The two passes in the order the tables show them, with the names people read.
@@ -40,8 +41,8 @@ def convention_line(meta: dict[str, Any]) -> str:
 
 
 def _number(value, digits: int = 4) -> str:
-    if value is None:
-        return "-"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"  # attention.json holds null where the analysis had NaN (no token)
     if isinstance(value, float) and (abs(value) < 1e-3 and value != 0):
         return f"{value:.1e}"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
@@ -75,7 +76,8 @@ def instance_columns(aware: dict[str, Any] | None) -> list[str]:
 def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
     """Markdown rows in the paper's Table 2 layout, one per (config, pass), with the
     instance-aware figures beside the paper's pooled test (it counts tokens as if they
-    were independent)."""
+    were independent); then, where a row has no correct or no wrong token, a blank line and
+    the note that says why its mean is "-" (`table2_notes`)."""
     lines = [
         "| model | config | pass | token acc | exact match | attn score (correct) | n | "
         "attn score (error) | n | Welch t | p (pooled tokens, paper's test) | Hedges g | "
@@ -97,7 +99,40 @@ def table2_rows(model_name: str, results: dict[str, Any]) -> list[str]:
                 f"{_number(r['welch_t'], 2)} | {_number(r['welch_p'], 3)} | "
                 f"{_number(r['hedges_g'], 2)} | {aware} |"
             )
-    return lines
+    notes = table2_notes(results)
+    return [*lines, "", *notes] if notes else lines
+
+
+def table2_notes(results: dict[str, Any]) -> list[str]:
+    """One line per kind of token that some (config, pass) has none of: its mean shows "-"
+    with n 0, and without a word a reader takes it for a failure. The common case: no
+    wrong token on an ID config the model has learnt."""
+    empty: dict[str, list[str]] = {"error": [], "correct": []}
+    for name, result in results.items():
+        for mode in MODE_TITLES:
+            block = result if mode == "teacher_forced" else result.get("generate")
+            if block is None or "rollout" not in block:
+                continue
+            for group, places in empty.items():
+                if not block["rollout"][group]["n"]:
+                    places.append(f"{name} {MODE_TITLES[mode]}")
+    why = {
+        "error": "no wrong target token there (every token right, as on an ID config the "
+        "model has learnt)",
+        "correct": "no correct target token there (every token wrong)",
+    }
+    return [
+        f"Attn score ({group}) is - with n 0 for {', '.join(places)}: {why[group]}, so "
+        "there is no mean and nothing to compare it with (Welch t, p and the differences "
+        "are - too)."
+        for group, places in empty.items()
+        if places
+    ]
+
+
+BY_LENGTH_NOTE = (
+    "A mean shown as - with n 0: no token of that kind (correct or wrong) at that length."
+)
 
 
 TABLE2_NOTE = (
@@ -142,14 +177,18 @@ def markdown_report(meta: dict[str, Any], results: dict[str, Any], figures: list
             "p (pooled tokens) |",
             "|---|---|---|---|---|---|---|---|",
         ]
+        empty_group = False
         for length, block in result.get("by_length", {}).items():
             r = block["rollout"]
+            empty_group |= not r["correct"]["n"] or not r["error"]["n"]
             lines.append(
                 f"| {length} | {block['tokens']} | {_number(block['token_accuracy'], 3)} | "
                 f"{_number(r['correct']['mean'])} | {r['correct']['n']} | "
                 f"{_number(r['error']['mean'])} | {r['error']['n']} | "
                 f"{_number(r['welch_p'], 3)} |"
             )
+        if empty_group:
+            lines += ["", BY_LENGTH_NOTE]
         heads = result.get("heads")
         if heads:
             flat = [

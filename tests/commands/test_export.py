@@ -31,7 +31,10 @@ def test_export_writes_a_folder_load_dataset_reads(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["reversal_idd"], "unknown config(s) reversal_idd; allowed: reversal_id"),
+        (
+            ["reversal_idd"],
+            "unknown config(s) reversal_idd (did you mean 'reversal_id'?); allowed: reversal_id",
+        ),
         (["reversal_id", "--num-train", "-5"], "--num-train must be a non-negative integer"),
         (["reversal_id", "--push-to-hub", "org/name"], "cannot push to the Hub"),
         (

@@ -91,7 +91,7 @@ def test_generate_start_offsets_the_index(capsys):
         (["generate", "nope_ood"], "unknown config 'nope_ood'"),
         (["generate", "reversal_id", "-n", "-1"], "-n/--num must be >= 0"),
         (["show", "reversal_id", "--index", "-2"], "--index must be >= 0"),
-        (["show"], "either CONFIG or --all"),
+        (["show", "reversal_id", "--all"], "either CONFIG or --all, not both"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(capsys, argv, needle):
@@ -207,6 +207,10 @@ def test_show_all_has_a_legend_and_fits_the_terminal(capsys, monkeypatch):
     code, out, _ = run_cli(capsys, "show", "--all")
     assert code == 0
     assert out.startswith("How to read a grid")
+    # issue 33: 1,500 lines scroll the legend away: it is printed again after the last grid
+    assert out.count("How to read a grid") == 2
+    assert "How to read a grid" in out.split("t7_ood #0 ")[1]
+    assert out.rstrip().endswith("One config: attentionspan show CONFIG")
     assert "'#' marks" in out and "'.' marks" in out
     assert max(len(line) for line in out.splitlines()) <= 72
     for preset in PRESETS:
@@ -375,8 +379,10 @@ def test_show_prints_its_legend_after_a_draw_never_before_an_error(capsys):
     code, out, err = run_cli(capsys, "show", "reversal", "--param", "max_length=0")
     assert code == 2 and out == "" and "'max_length'" in err
     code, out, _ = run_cli(capsys, "show", "reversal_id", "-n", "2")
+    assert code == 0 and out.startswith("How to read a grid") and out.count("How to") == 2
+    assert "reversal_id #0 " in out and "How to" in out.split("reversal_id #1 ")[1]
+    code, out, _ = run_cli(capsys, "show", "reversal_id")
     assert code == 0 and out.startswith("How to read a grid") and out.count("How to") == 1
-    assert "reversal_id #0 " in out and "reversal_id #1 " in out
 
 
 def test_show_wraps_params_never_cuts_them(capsys, monkeypatch):
@@ -476,3 +482,40 @@ def test_a_full_disk_under_stdout_is_one_line(argv):
         f"attentionspan {argv[0]}: error: cannot write to standard output: "
         "No space left on device\n"
     )
+
+
+# --- issue 33: the main job's output keeps its explanation in view -------------------------
+
+
+def test_show_without_a_config_draws_one_grid_per_task_between_two_legends(capsys, monkeypatch):
+    from attentionspan_datasets.commands.generate import summary_configs
+    from attentionspan_datasets.presets import PAIRS, SHORT_NAMES
+
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, err = run_cli(capsys, "show")
+    assert code == 0 and err == ""
+    assert summary_configs() == [f"{short}_id" for short in PAIRS]
+    assert len(summary_configs()) == len(SHORT_NAMES)  # every task, once
+    headers = [line.split()[0] for line in out.splitlines() if " #0  params=" in line]
+    assert headers == summary_configs()
+    # Short enough to read, and the legend both before the first grid and after the last:
+    # the end of an output is what stays on the screen.
+    lines = out.splitlines()
+    assert len(lines) < 250, len(lines)
+    assert out.startswith("How to read a grid")
+    tail = out.split(f"{summary_configs()[-1]} #0 ")[1]
+    assert "How to read a grid" in tail and "'#' marks" in tail
+    assert lines[-3:] == [
+        "Every preset: attentionspan show --all",
+        "Another instance: attentionspan show CONFIG --index N",
+        "The configs: attentionspan show --help",
+    ]
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_show_summary_draws_the_same_grids_as_show_config(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    _, summary, _ = run_cli(capsys, "show", "--seed", "3", "--index", "2")
+    _, alone, _ = run_cli(capsys, "show", "ffml_id", "--seed", "3", "--index", "2")
+    grid = alone.split("\n\n", 1)[1]  # the legend before it, nothing after
+    assert grid.rstrip("\n") in summary

@@ -174,6 +174,42 @@ def test_aggregations_on_known_values():
     assert math.isnan(best_head([{"sums": None, "tokens": 0}]))
 
 
+def test_a_nan_group_mean_is_explained_once(monkeypatch, caplog):
+    """issue 33: `ref_share_wrong` is NaN on an ID task the model gets right; the run says
+    why (once, in lm-eval's log before its table) and the values are token_mean's."""
+    monkeypatch.setattr(attention, "_NOTED", set())
+    items = [[0.25, 0.5], [0.75]]
+    with caplog.at_level("WARNING", logger=attention.__name__):
+        assert attention.wrong_mean(items) == token_mean(items) == pytest.approx(0.5)
+        assert attention.correct_mean(items) == pytest.approx(0.5)
+        assert not caplog.records  # a number: nothing to say
+        assert math.isnan(attention.wrong_mean([[], []]))
+        assert math.isnan(attention.wrong_mean([]))  # a second task: said once per run
+        assert math.isnan(attention.correct_mean([[]]))
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"attnspan: {attention.NAN_NOTES[attention.WRONG]} (lm_eval_tasks/README.md)",
+        f"attnspan: {attention.NAN_NOTES[attention.CORRECT]} (lm_eval_tasks/README.md)",
+    ]
+    assert "ref_share_wrong is NaN" in messages[0] and "no wrong target token" in messages[0]
+    assert all("\n" not in m for m in messages)
+
+
+def test_the_task_files_aggregate_correct_and_wrong_with_their_notes():
+    from pathlib import Path
+
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    from lm_eval_tasks import TASKS_DIR
+
+    cfg = load_yaml(Path(TASKS_DIR, f"attnspan_{PRESET}.yaml"), resolve_func=True)
+    aggregation = {
+        m["metric"]: getattr(m["aggregation"], "__name__", "") for m in cfg["metric_list"]
+    }
+    assert aggregation[attention.WRONG] == "wrong_mean"
+    assert aggregation[attention.CORRECT] == "correct_mean"
+
+
 def test_metrics_of_one_document():
     doc = {
         "target": "123",

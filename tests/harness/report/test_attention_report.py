@@ -8,6 +8,7 @@ import json
 from harness.report.attention_report import (
     _number,
     markdown_report,
+    table2_notes,
     table2_rows,
     write_outputs,
 )
@@ -96,12 +97,14 @@ def test_table2_rows():
         "difference [95% CI over instances] | paired (n) | matched p |"
     )
     assert rows[1].count("---") == rows[0].count("|") - 1
-    assert rows[2:] == [
+    assert rows[2:4] == [
         "| rev | reversal_ood | teacher-forced | 0.500 | - | 0.0455 | 10 | 0.0236 | 12 | 3.14 "
         "| 1.2e-04 | 0.50 | +0.0219 [+0.0051, +0.0388] | +0.0064 (3) | 0.041 |",
         "| rev | reversal_ood | free-running | 0.250 | 0.000 | 0.0500 | 5 | - | 0 | - | - | - "
         "| - | - (0) | - |",
     ]
+    # the free-running pass has no wrong token: a note after the table says so
+    assert rows[4:] == ["", *table2_notes(RESULTS)]
     # Results written before the instance-aware figures: dashes, not an error.
     old = {"x": {k: v for k, v in RESULTS["reversal_ood"].items() if k != "instance_aware"}}
     assert table2_rows("rev", old)[2].endswith("| 0.50 | - | - | - |")
@@ -140,3 +143,37 @@ def test_write_outputs(tmp_path):
     assert document["configs"] == RESULTS and document["settings"] == META
     assert document["figures"] == names[:-2]
     assert (tmp_path / "attention.md").read_text() == markdown_report(META, RESULTS, names[:-2])
+
+
+# --- issue 33: a mean with no token behind it is explained where it is shown ------------------
+
+
+def test_a_group_without_tokens_is_explained_under_the_table():
+    assert table2_notes(RESULTS) == [
+        "Attn score (error) is - with n 0 for reversal_ood free-running: no wrong target "
+        "token there (every token right, as on an ID config the model has learnt), so there "
+        "is no mean and nothing to compare it with (Welch t, p and the differences are - too)."
+    ]
+    every_token_wrong = {
+        "x_id": {
+            "token_accuracy": 0.0,
+            "rollout": rollout(float("nan"), 0, 0.02, 7, float("nan"), float("nan"), None),
+        }
+    }
+    rows = table2_rows("rev", every_token_wrong)
+    assert "| rev | x_id | teacher-forced | 0.000 | - | - | 0 | 0.0200 | 7 | - | - | - |" in rows[2]
+    assert rows[-1].startswith("Attn score (correct) is - with n 0 for x_id teacher-forced: ")
+    both_kinds = {"x": {**RESULTS["reversal_ood"], "generate": None}}
+    assert table2_notes(both_kinds) == [] and table2_rows("rev", both_kinds)[-1].startswith("|")
+
+
+def test_the_report_and_the_printed_table_carry_the_note(tmp_path):
+    text = markdown_report(META, RESULTS, [])
+    assert table2_notes(RESULTS)[0] in text
+    assert text.index(table2_notes(RESULTS)[0]) < text.index("Difference: mean attn score")
+    by_length = {**RESULTS["reversal_ood"]["by_length"]["12"]}
+    by_length["rollout"] = rollout(0.0455, 22, None, 0, None, None, None)
+    lonely = {"reversal_ood": {**RESULTS["reversal_ood"], "by_length": {"3": by_length}}}
+    text = markdown_report(META, lonely, [])
+    assert "| 3 | 22 | 0.500 | 0.0455 | 22 | - | 0 | - |" in text
+    assert "no token of that kind (correct or wrong) at that length" in text
