@@ -24,15 +24,17 @@ from harness.threads import check_threads
 
 MAX_STRENGTH = 100.0  # C, added to post-softmax weights (each at most 1)
 MAX_CONTROL_SEED = 2**31 - 1  # seeds of the random controls (torch generators take them)
-# each learns in minutes from scratch on a CPU; addition's reference is not the answer
-QUICK_TASKS = ("reversal", "successor", "addition")
+# each learns in about a minute from scratch on a CPU; successor's reference is not the
+# answer (the answer is the character after it). Addition's recipe takes 11 CPU-minutes of
+# training alone, past --quick's ten: `--tasks addition` (docs/usage_analysis.md, "Recipes").
+QUICK_TASKS = ("reversal", "successor")
 # --quick's training: the TrainConfig options of every task's tiny scratch Llama (reversal
 # and successor reach ID exact match 1.0 with these alone), then the task's own recipe over
 # them: task -> options, `scratch` holding ScratchConfig fields. A recipe belongs here once
 # it reaches ID exact match >= 0.9 on the test split in minutes of one CPU thread, and the
-# task joins QUICK_TASKS when it also fits --quick's ten minutes (value assignment's 9 do
-# not: `--tasks value_assignment`; flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither:
-# `--tasks t6`). docs/usage_analysis.md, "Recipes for the tasks whose reference is not the
+# task joins QUICK_TASKS when it also fits --quick's ten minutes beside them (addition's 11
+# do not: `--tasks addition`; value assignment's 9 neither: `--tasks value_assignment`;
+# flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither: `--tasks t6`). docs/usage_analysis.md, "Recipes for the tasks whose reference is not the
 # answer", says why each recipe is what it is (the runs that found them: its git history).
 QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, "log_every": 20}
 # the optimiser of the recipes that needed a low, steady learning rate (flip-flop, T6): at

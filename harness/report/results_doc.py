@@ -30,6 +30,7 @@ from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.guard import OneLineParser
 from attentionspan_datasets.metrics import METRICS
 from harness.report.findings import seed_agreement, seed_groups, task_findings
+from harness.report.results_summary import write_summary
 from harness.stats import format_gain
 
 BEGIN = (
@@ -444,7 +445,12 @@ def _write(args) -> int:
     digest_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(digest_file, json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n")
     atomic_write_text(doc, text)
-    print(f"wrote {digest_file} and the quick-findings block of {doc}")
+    # the page's opening conclusion is generated from every digest: it follows this one
+    summary = write_summary(doc, digest_file.parent)
+    print(
+        f"wrote {digest_file} and the quick-findings block of {doc}"
+        + (" (and its summary)" if summary else "")
+    )
     return 0
 
 

@@ -1,0 +1,146 @@
+"""docs/results.md's opening conclusion, generated from the committed reproduce digests
+(docs/quick-run*.json), so that it changes when they do.
+
+    from harness.report.results_summary import render_summary, write_summary
+    text = render_summary(REPO / "docs")        # the block, from every quick-run*.json
+    write_summary(REPO / "docs" / "results.md")  # replace the block between its markers
+
+It says, per task and over its seed runs, how well the models learnt in and out of
+distribution and which calibrated verdicts they got, then how many models are
+nudge-repairable (the reading the paper's causal claim needs). Digests of runs made before
+the calibrated verdict existed are named as such. `results_doc` rewrites this block each
+time it writes a digest's block; a test renders it from the committed digests and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+BEGIN = (
+    "<!-- results-summary: generated from docs/quick-run*.json by "
+    "harness/report/results_summary.py; do not edit -->"
+)
+END = "<!-- /results-summary -->"
+REPAIRABLE = "nudge-repairable"
+
+
+def read_digests(folder: Path) -> list[dict[str, Any]]:
+    """Every quick-run*.json digest in `folder`: `--quick`'s own first, then by name."""
+    paths = sorted(Path(folder).glob("quick-run*.json"), key=lambda p: (p.stem != "quick-run", p))
+    return [json.loads(p.read_text()) for p in paths]
+
+
+def _task(name: str, results: Mapping[str, Any]) -> str:
+    """A seed run's task (its results say), else the digest's name for it (the task's)."""
+    return (results.get("seed_run") or {}).get("task") or name
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.2f}" if round(low, 2) == round(high, 2) else f"{low:.2f}-{high:.2f}"
+
+
+def _exact(results: Mapping[str, Any], role: str) -> float | None:
+    """The exact match of the run's ID (`role` "id") or OOD ("ood") test stream."""
+    for config, scores in (results.get("eval") or {}).items():
+        if config.endswith(f"_{role}") and "exact_match" in scores:
+            return float(scores["exact_match"])
+    return None
+
+
+def _counts(verdicts: list[str]) -> str:
+    seen: dict[str, int] = {}
+    for v in verdicts:
+        seen[v] = seen.get(v, 0) + 1
+    return ", ".join(f"*{v}*" + (f" x{n}" if n > 1 else "") for v, n in seen.items())
+
+
+def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, list[str]]]:
+    """One bullet per task (its seed runs together) and {task: its calibrated verdicts}."""
+    runs: dict[str, list[Mapping[str, Any]]] = {}
+    for data in digests:
+        for name, results in data["tasks"].items():
+            runs.setdefault(_task(name, results), []).append(results)
+    lines, verdicts = [], {}
+    for task, results in runs.items():
+        ids = [x for x in (_exact(r, "id") for r in results) if x is not None]
+        oods = [x for x in (_exact(r, "ood") for r in results) if x is not None]
+        called = [(r.get("verdict") or {}).get("verdict") for r in results]
+        models = f"{len(results)} model{'s' if len(results) > 1 else ''}"
+        learnt = f"ID exact {_span(ids)}, OOD exact {_span(oods)}" if ids and oods else ""
+        if all(called):
+            verdicts[task] = called
+            agree = (
+                ""
+                if len(results) == 1
+                else (" (the seeds agree)" if len(set(called)) == 1 else " (the seeds differ)")
+            )
+            said = f"{_counts(called)}{agree}"
+        else:
+            said = "measured before the calibrated verdict: no calibrated verdict yet"
+        lines.append(f"- **{task}** ({models}; {learnt}): {said}.")
+    return lines, verdicts
+
+
+def render_summary(folder: Path) -> str:
+    """The block, from every digest in `folder`."""
+    digests = read_digests(folder)
+    lines, verdicts = task_lines(digests)
+    models = sum(len(v) for v in verdicts.values())
+    repairable = sorted(t for t, v in verdicts.items() if REPAIRABLE in v)
+    ids = [x for d in digests for r in d["tasks"].values() if (x := _exact(r, "id")) is not None]
+    oods = [x for d in digests for r in d["tasks"].values() if (x := _exact(r, "ood")) is not None]
+    opening = (
+        f"Every model here learns its task in distribution (test exact match {_span(ids)}) and "
+        f"fails longer inputs (out of distribution {_span(oods)}), as the paper's models do."
+    )
+    if repairable:
+        verdict = (
+            f"Of the {models} models with a calibrated verdict, the {REPAIRABLE} ones "
+            f"(the reading the paper's causal claim needs) are on {', '.join(repairable)}."
+        )
+    else:
+        verdict = (
+            f"None of the {models} models with a calibrated verdict is *{REPAIRABLE}*, the "
+            "reading the paper's causal claim needs: where a push gains, the controls at the "
+            "same dose or where the model looks when it errs say it is not a mended lookup."
+        )
+    return "\n".join(
+        [
+            BEGIN,
+            "",
+            textwrap.fill(
+                f"{opening} {verdict} Per task (tiny models trained from scratch on this CPU; "
+                "the calibrated verdict: docs/usage_analysis.md):",
+                width=92,
+            ),
+            "",
+            *lines,
+            "",
+            END,
+        ]
+    )
+
+
+def replace_summary(text: str, rendered: str) -> str:
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"the doc has no markers {BEGIN!r} .. {END!r}")
+    return text[:start] + rendered + text[end + len(END) :]
+
+
+def write_summary(doc: Path, folder: Path | None = None) -> bool:
+    """Rewrite the block of `doc` from the digests beside it (or in `folder`); False when
+    the doc has no such block (nothing written)."""
+    from attentionspan_datasets.atomic import atomic_write_text
+
+    text = Path(doc).read_text()
+    if BEGIN not in text:
+        return False
+    rendered = render_summary(folder or Path(doc).parent)
+    atomic_write_text(Path(doc), replace_summary(text, rendered))
+    return True

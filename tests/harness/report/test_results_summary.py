@@ -1,0 +1,80 @@
+"""docs/results.md opens with a conclusion generated from the committed digests: rendered
+again it must equal the page, and on digests whose verdicts are known it says them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.report import results_summary
+
+REPO = Path(__file__).resolve().parents[3]
+DOCS = REPO / "docs"
+
+
+def test_the_pages_summary_is_rendered_from_the_committed_digests():
+    text = (DOCS / "results.md").read_text()
+    start, end = text.index(results_summary.BEGIN), text.index(results_summary.END)
+    assert text[start : end + len(results_summary.END)] == results_summary.render_summary(DOCS)
+    # it comes before the notation it summarises
+    assert start < text.index("<!-- quick-findings")
+
+
+def _results(id_exact, ood_exact, verdict=None, task=None, run=0):
+    out = {
+        "eval": {
+            "x_id": {"exact_match": id_exact},
+            "x_ood": {"exact_match": ood_exact},
+        }
+    }
+    if verdict:
+        out["verdict"] = {"verdict": verdict}
+    if task:
+        out["seed_run"] = {"task": task, "run": run}
+    return out
+
+
+def _write(folder: Path, name: str, tasks: dict) -> None:
+    (folder / name).write_text(json.dumps({"meta": {}, "tasks": tasks}))
+
+
+def test_it_groups_seed_runs_and_says_whether_they_agree(tmp_path):
+    _write(
+        tmp_path,
+        "quick-run.json",
+        {
+            "reversal": _results(1.0, 0.0, "no lookup", "reversal", 0),
+            "reversal-seed1": _results(0.9, 0.0, "no lookup", "reversal", 1),
+            "successor": _results(1.0, 0.1, "downstream", "successor", 0),
+            "successor-seed1": _results(1.0, 0.2, "inconclusive", "successor", 1),
+        },
+    )
+    _write(tmp_path, "quick-run-t6.json", {"t6": _results(0.95, 0.76)})
+    text = " ".join(results_summary.render_summary(tmp_path).split())  # wrapping aside
+    assert "- **reversal** (2 models; ID exact 0.90-1.00, OOD exact 0.00): *no lookup* x2 " in text
+    assert "(the seeds agree)" in text and "(the seeds differ)" in text
+    assert "- **t6** (1 model; ID exact 0.95, OOD exact 0.76): measured before" in text
+    assert "None of the 4 models with a calibrated verdict is *nudge-repairable*" in text
+    assert text.index("**reversal**") < text.index("**t6**")  # --quick's own digest first
+
+
+def test_a_nudge_repairable_model_is_named(tmp_path):
+    _write(tmp_path, "quick-run.json", {"addition": _results(1.0, 0.0, "nudge-repairable")})
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert "the nudge-repairable ones" in text and "are on addition" in text
+
+
+def test_write_replaces_only_the_block_and_refuses_a_page_without_markers(tmp_path):
+    _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "downstream")})
+    doc = tmp_path / "results.md"
+    doc.write_text(f"# R\n\n{results_summary.BEGIN}\nold\n{results_summary.END}\n\nrest\n")
+    assert results_summary.write_summary(doc)
+    text = doc.read_text()
+    assert "old" not in text and "*downstream*" in text and text.endswith("\n\nrest\n")
+    plain = tmp_path / "plain.md"
+    plain.write_text("# no block\n")
+    assert not results_summary.write_summary(plain) and plain.read_text() == "# no block\n"
+    with pytest.raises(ValueError, match="no markers"):
+        results_summary.replace_summary("text", "block")
