@@ -34,8 +34,9 @@ QUICK_TASKS = ("reversal", "successor")
 # it reaches ID exact match >= 0.9 on the test split in minutes of one CPU thread, and the
 # task joins QUICK_TASKS when it also fits --quick's ten minutes beside them (addition's 11
 # do not: `--tasks addition`; value assignment's 9 neither: `--tasks value_assignment`;
-# flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither: `--tasks t6`). docs/usage_analysis.md, "Recipes for the tasks whose reference is not the
-# answer", says why each recipe is what it is (the runs that found them: its git history).
+# flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither: `--tasks t6`).
+# docs/usage_analysis.md, "Recipes for the tasks whose reference is not the answer", says
+# why each recipe is what it is (the runs that found them: its git history).
 QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, "log_every": 20}
 # the optimiser of the recipes that needed a low, steady learning rate (flip-flop, T6): at
 # 1e-3 and above flip-flop's short programs stayed near 0.85 (docs/usage_analysis.md)
