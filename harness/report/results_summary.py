@@ -121,9 +121,30 @@ def render_summary(folder: Path) -> str:
             "",
             *lines,
             "",
+            *glossary(),
+            "",
             END,
         ]
     )
+
+
+def glossary() -> list[str]:
+    """The notation of the blocks below, the controls' part from their own legend."""
+    from harness.attention.controls import legend
+
+    text = (
+        "Notation below: `topN-CX` pushes the N highest-ranked heads (ranked on ID by their "
+        "weight on the reference) by adding C = X to their post-softmax weight on the "
+        "reference keys (the paper's reinforcement), `topN-CX-thrT` only where that weight "
+        f"is under T (conditional mode); controls: {legend()}. *Gain*: OOD test partial "
+        "accuracy over the baseline, in points, paired per instance with a bootstrap 95% "
+        "interval. *Pointer following*: how often the model writes what the task gives on "
+        "the text moved by k when pushed at ref+k (without the push in brackets). *Repair "
+        "or pointer*: the older verdict read at the grid's chosen setting; the *calibrated "
+        "verdict* is read from the dose-response ladder (N and C chosen on validation, the "
+        "controls at the same dose) and from where the model looks when it errs."
+    )
+    return textwrap.wrap(text, width=92)
 
 
 def replace_summary(text: str, rendered: str) -> str:

@@ -69,10 +69,10 @@ def test_a_nudge_repairable_model_is_named(tmp_path):
 def test_write_replaces_only_the_block_and_refuses_a_page_without_markers(tmp_path):
     _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "downstream")})
     doc = tmp_path / "results.md"
-    doc.write_text(f"# R\n\n{results_summary.BEGIN}\nold\n{results_summary.END}\n\nrest\n")
+    doc.write_text(f"# R\n\n{results_summary.BEGIN}\nSTALE\n{results_summary.END}\n\nrest\n")
     assert results_summary.write_summary(doc)
     text = doc.read_text()
-    assert "old" not in text and "*downstream*" in text and text.endswith("\n\nrest\n")
+    assert "STALE" not in text and "*downstream*" in text and text.endswith("\n\nrest\n")
     plain = tmp_path / "plain.md"
     plain.write_text("# no block\n")
     assert not results_summary.write_summary(plain) and plain.read_text() == "# no block\n"
