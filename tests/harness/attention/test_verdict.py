@@ -145,6 +145,7 @@ def test_each_planted_mechanism_gets_the_verdict_its_construction_implies(mechan
     test = test[::2]
     ranking = rank_heads(model, tokenizer, ids, shift=shift, batch_size=16)
     records = score_settings(model, tokenizer, test, [BASELINE], None, batch_size=16)
+    verdicts, validation_curves = {}, {}
     for n in (1, 2):
         heads = ranking.top(n)
         ladder = {"doses": (0.05, 0.3, 1.0, 2.0), "draws": 3, "batch_size": 16}
@@ -160,3 +161,9 @@ def test_each_planted_mechanism_gets_the_verdict_its_construction_implies(mechan
         )
         out = calibrated_verdict(val, tst, found)
         assert out["verdict"] == PLANTED[mechanism], (n, out)
+        verdicts[n], validation_curves[n] = out["verdict"], val
+    # as reproduce does: N chosen on validation among the counts a grid sweeps; whichever
+    # counts it sweeps, the verdict read at the chosen N is the same
+    for counts in ((1,), (2,), (1, 2)):
+        n, _ = choose_count({k: validation_curves[k] for k in counts})
+        assert verdicts[n] == PLANTED[mechanism], (counts, n)
