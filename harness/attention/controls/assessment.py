@@ -123,6 +123,20 @@ def answer_at_reference(instances: Sequence[Any]) -> float | None:
     return hits / total if total else None
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_gain(name: str, gain: Any) -> None:
+    """A paired gain (`harness.stats.paired_gain`): a mapping with numbers gain, low, high."""
+    keys = ("gain", "low", "high")
+    if not isinstance(gain, Mapping) or not all(_is_number(gain.get(k)) for k in keys):
+        raise ValueError(
+            f"{name} must be a paired gain with numbers {', '.join(keys)} "
+            f"(harness.stats.paired_gain), got {gain!r}"
+        )
+
+
 def verdict(
     chosen_gain: Mapping[str, float],
     restore_gain: Mapping[str, float] | None,
@@ -145,7 +159,22 @@ def verdict(
       chosen one (its interval's top under the chosen gain's bottom: the reference itself
       matters), and ID exact match holds (falls by at most ID_TOLERANCE);
     - inconclusive otherwise; the reasons list every condition that failed.
+
+    A gain without its numbers, or an ID pair that is not two shares, is a ValueError naming
+    the argument (an empty gain would read as "no gain" and decide the verdict silently).
     """
+    _check_gain("chosen_gain", chosen_gain)
+    if restore_gain is not None:
+        _check_gain("restore_gain", restore_gain)
+    for k, gain in shift_gains.items():
+        _check_gain(f"shift_gains[{k}]", gain)
+    if id_exact is not None and (
+        len(id_exact) != 2 or not all(_is_number(x) and 0 <= x <= 1 for x in id_exact)
+    ):
+        raise ValueError(
+            f"id_exact must be (baseline, chosen) exact match, two shares in [0, 1], got "
+            f"{id_exact!r}"
+        )
     reasons: list[str] = []
     followed = {
         k: f["excess"]
