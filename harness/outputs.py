@@ -155,9 +155,14 @@ def _check_writable(name: str, path: Path, what: str, advice: str | None = None)
         where = "" if folder == path else f"{str(folder)!r}: "
         advice = advice or ADVICE.get(code)
         advice = f"; {advice}" if advice else ""
-        raise WriteError(
-            f"{name} {str(path)!r} cannot be written ({where}{reason(code)}){advice}"
-        ) from None
+        # a folder that exists and still answers "no such file" (a pseudo file system such
+        # as /proc) takes no new files: say that, not that something is missing
+        why = (
+            "files cannot be created there"
+            if code == errno.ENOENT and folder.is_dir()
+            else reason(code)
+        )
+        raise WriteError(f"{name} {str(path)!r} cannot be written ({where}{why}){advice}") from None
 
 
 def check_output_folder(

@@ -72,6 +72,8 @@ def test_a_file_where_the_folder_should_be_is_refused(tmp_path):
         (errno.ENOSPC, "no space left on the device", "free some space"),
         (errno.EDQUOT, "disk quota exceeded", "free some space"),
         (errno.EACCES, "permission denied", "a folder you may write"),
+        # an existing folder that answers "no such file" (/proc): it takes no new files
+        (errno.ENOENT, "files cannot be created there", ""),
     ],
 )
 def test_a_folder_that_cannot_be_written_is_one_line_and_leaves_nothing(
