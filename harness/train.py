@@ -603,7 +603,9 @@ def set_up(
             try:
                 check_context(model, char_tok, config.config, config.prompt)
                 # each curriculum stage's texts too: its lengths are its own
-                for k, (_, overrides) in enumerate(parse_curriculum(config.curriculum), 1):
+                for k, (_, overrides) in enumerate(
+                    parse_curriculum(config.curriculum, config.config), 1
+                ):
                     stage = resolve_config(config.config, **overrides)
                     try:
                         check_context(model, char_tok, stage, config.prompt)

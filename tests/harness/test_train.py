@@ -243,6 +243,18 @@ def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
     assert info["train"]["curriculum"] == "3:max_length=2" and info["state"]["step"] == 6
 
 
+def test_a_curriculum_with_a_typed_field_trains(tmp_path):
+    """Value assignment's recipe (`1500:sorted_keys=true`): each stage's context check must
+    read the stage's values by their field's type, as the stages themselves do (it read
+    'true' as text and refused the recipe)."""
+    config = tiny_config(
+        tmp_path / "run", config="value_assignment_id", curriculum="2:sorted_keys=true"
+    )
+    final = train(config, progress=False)
+    info = json.loads((final / "attentionspan_run.json").read_text())
+    assert info["train"]["curriculum"] == "2:sorted_keys=true" and info["state"]["step"] == 6
+
+
 def test_a_character_the_tokenizer_lacks_is_named(tmp_path):
     scratch = ScratchConfig(**{**TINY.__dict__, "charset": "0123456789="})
     with pytest.raises(ValueError, match=r"no single token for the character '[A-Za-z]'"):
