@@ -54,7 +54,7 @@ from harness.engine.inference import autocast
 from harness.evaluate import evaluate_model
 from harness.models import ScratchConfig, check_vocabulary
 from harness.options import check_finite, cli, option
-from harness.outputs import WriteError, check_output_folder, writing
+from harness.outputs import Terminated, WriteError, check_output_folder, writing
 from harness.runs import (
     CHECKPOINT_PREFIX,
     FINAL,
@@ -845,8 +845,11 @@ def stop_on_signals():
             signal.signal(s, handler)
 
 
-def stop_with_checkpoint(run: Run) -> None:
-    """Save where the run stands and end it as an interruption (exit status 130)."""
+def stop_with_checkpoint(run: Run, signum: int | None = None) -> None:
+    """Save where the run stands and end it as an interruption: exit status 130 for Ctrl-C,
+    143 when `signum` is SIGTERM (`harness.outputs.Terminated`)."""
+    import signal
+
     name = f"{CHECKPOINT_PREFIX}{run.state.step}"
     if not due(run.state.step, run.config.save_every):  # else it was saved just now
         save_checkpoint(run, name)
@@ -857,7 +860,7 @@ def stop_with_checkpoint(run: Run) -> None:
             f"{run.output / name}; continue with: {run.resume_with}",
             file=sys.stderr,
         )
-    raise KeyboardInterrupt
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def stop_on_bad_loss(run: Run, error: LossNotFinite) -> None:
@@ -950,7 +953,7 @@ def train(
                 if due(step, run.config.save_every):
                     save_checkpoint(run, f"{CHECKPOINT_PREFIX}{step}")
                 if stopping and not last:
-                    stop_with_checkpoint(run)
+                    stop_with_checkpoint(run, stop["signal"])
                 if stop_after is not None and steps_this_run >= stop_after and not last:
                     return run.output
         run.bar.close()

@@ -360,8 +360,11 @@ def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeyp
         return result
 
     monkeypatch.setattr(harness.train, "train_step", step_then_interrupt)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as interrupted:
         train(tiny_config(tmp_path / "b"), progress=False)
+    # the command's status: 130 for Ctrl-C, 143 for SIGTERM (as an unhandled SIGTERM's)
+    status = getattr(interrupted.value, "exit_status", 130)
+    assert status == {"SIGINT": 130, "SIGTERM": 143}[signal_name]
     monkeypatch.setattr(harness.train, "train_step", real_step)
     assert [p.name for p in (tmp_path / "b").glob("checkpoint-*")] == ["checkpoint-3"]
     resumed = train(TrainConfig(output=str(tmp_path / "b")), resume=True, progress=False)
