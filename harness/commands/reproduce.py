@@ -3,6 +3,7 @@ sweep and its controls for a trained model, written up as OUT/report.md.
 
     attentionspan reproduce --model runs/rev/final --config reversal --output runs/rev/repro
     attentionspan reproduce --quick --output runs/quick     # trains tiny models first (CPU)
+    attentionspan reproduce --pretrained smollm2-135m-instruct --tasks reversal --output runs/smol
     python -m harness.commands.reproduce --model runs/rev/final --config reversal --output OUT
     accelerate launch -m harness.commands.reproduce --model ... --output OUT   # sharded
 
@@ -54,12 +55,21 @@ def add_parser(subparsers) -> None:
 
 
 def config_from_args(args):
-    from harness.pipeline.settings import QUICK_SIZES, ReproduceConfig
+    from harness.pipeline.settings import (
+        PRETRAINED_SIZES,
+        QUICK_SIZES,
+        ReproduceConfig,
+        check_model_choice,
+    )
 
+    given = config_values(args, ReproduceConfig)
+    # --pretrained beside --quick or --model: one line naming both, before anything else
+    check_model_choice(given.get("model"), bool(given.get("quick")), given.get("pretrained"))
     values = {"progress": not args.no_progress}
     if args.quick:
         values.update(QUICK_SIZES)  # options given explicitly win
-    given = config_values(args, ReproduceConfig)
+    if args.pretrained:
+        values.update(PRETRAINED_SIZES)  # options given explicitly win
     _refuse_ignored(given)
     values.update(given)
     if "ood" in values:
@@ -68,7 +78,8 @@ def config_from_args(args):
 
 
 # Options that a mode would ignore: each is refused there, naming the option and the mode.
-QUICK_ONLY = ("tasks", "train_steps")  # which models --quick trains (--seeds: its own check)
+# Which models --quick or --pretrained trains (--seeds: its own check).
+QUICK_ONLY = ("tasks", "train_steps")
 
 
 def _refuse_ignored(given) -> None:
@@ -83,8 +94,9 @@ def _refuse_ignored(given) -> None:
                     f"--{name.replace('_', '-')} does nothing with --model (it says which "
                     "models --quick trains); give --config for the task, or drop --model"
                 )
-    if given.get("quick") and not given.get("model") and "config" in given:
-        raise ValueError("--config does nothing with --quick: name the tasks with --tasks")
+    for mode in ("quick", "pretrained"):
+        if given.get(mode) and not given.get("model") and "config" in given:
+            raise ValueError(f"--config does nothing with --{mode}: name the tasks with --tasks")
     mode = given.get("mode", "standard")
     if "thresholds" in given and mode in MODES and "threshold" not in MODES[mode].reads:
         raise ValueError(
@@ -103,7 +115,8 @@ def run_command(args) -> int:
 
     if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work
-    check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch models
+    if not config.pretrained:  # --pretrained: checked once its model is there (fetched)
+        check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch
     check_output_folder("--output", config.output)  # read-only, full: before any work
     # a write that fails is one line (the finished stages stay: a rerun resumes); SIGTERM
     # removes the temporary file of the figure or stage being written

