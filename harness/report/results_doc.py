@@ -301,6 +301,23 @@ def _figures(task: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in task.items() if k != "seed_run"}
 
 
+def moved_lines(moved: list[str], digest_file) -> list[str]:
+    """The head of a check's answer: how many figures moved, the first 20 of them."""
+    lines = [f"{len(moved)} figure(s) differ from {digest_file}:", *moved[:20]]
+    if len(moved) > 20:
+        lines.append(f"... and {len(moved) - 20} more")
+    return lines
+
+
+def version_changes(then: dict[str, str], now: dict[str, str]) -> list[str]:
+    """`name before -> after` for each package whose version differs between two runs."""
+    return [
+        f"{name} {then.get(name, '?')} -> {now.get(name, '?')}"
+        for name in sorted(set(then) | set(now))
+        if then.get(name) != now.get(name)
+    ]
+
+
 def check(out: Path, digest_file: Path) -> list[str]:
     """What a run at `out` does not reproduce of the committed digest: the figures that
     moved, then the versions and model weights that differ (empty: it reproduces)."""
@@ -316,15 +333,9 @@ def check(out: Path, digest_file: Path) -> list[str]:
     )
     if not moved:
         return []
-    lines = [f"{len(moved)} figure(s) differ from {digest_file}:", *moved[:20]]
-    if len(moved) > 20:
-        lines.append(f"... and {len(moved) - 20} more")
+    lines = moved_lines(moved, digest_file)
     then, now = saved["meta"].get("versions") or {}, run_versions(out)
-    changed = [
-        f"{name} {then.get(name, '?')} -> {now.get(name, '?')}"
-        for name in sorted(set(then) | set(now))
-        if then.get(name) != now.get(name)
-    ]
+    changed = version_changes(then, now)
     if not then:
         lines.append("the digest records no versions (made before they were recorded)")
     elif changed:

@@ -37,7 +37,7 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.report.attention_report import MODE_TITLES, instance_columns
-from harness.report.results_doc import differences
+from harness.report.results_doc import differences, moved_lines, version_changes
 
 REPO = Path(__file__).resolve().parents[2]
 DIGEST = "docs/scratch-reversal.json"
@@ -293,11 +293,20 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f} s"
 
 
+def _opening(
+    name: str, meta: dict[str, Any], figures: dict[str, Any], page: str, command: str
+) -> tuple[list[str], str]:
+    """A block's first lines (its begin marker, when and where it was measured, the
+    training command and the block's own) and its end marker."""
+    begin, end = markers(name)
+    lines = [begin, "", _measured(meta, figures, page), ""]
+    return lines + _bash(figures["train"]["command"], command), end
+
+
 def render_eval(meta: dict[str, Any], figures: dict[str, Any], page: str) -> str:
     """docs/results.md, "From scratch": the model, its ID and OOD scores, OOD by length."""
     train, ev = figures["train"], figures["eval"]
-    begin, end = markers("eval")
-    lines = [begin, "", _measured(meta, figures, page), "", *_bash(train["command"], ev["command"])]
+    lines, end = _opening("eval", meta, figures, page, ev["command"])
     lines += [
         "",
         _para(
@@ -354,13 +363,8 @@ def _eval_summary(results: dict[str, Any], ood: str) -> str:
 def render_attention(meta: dict[str, Any], figures: dict[str, Any], page: str) -> str:
     """docs/results.md, "Attention on reference tokens": Table 2 for the scratch model."""
     att = figures["attention"]
-    begin, end = markers("attention")
-    lines = [
-        begin,
-        "",
-        _measured(meta, figures, page),
-        "",
-        *_bash(figures["train"]["command"], att["command"]),
+    lines, end = _opening("attention", meta, figures, page, att["command"])
+    lines += [
         "",
         "| config | pass | token acc | attn (correct) | n | attn (error) | n | pooled Welch p "
         "(paper's test) | difference [95% CI over instances] | within-instance (instances) | "
@@ -421,15 +425,10 @@ def _attention_findings(configs: dict[str, Any]) -> list[str]:
 def render_heads(meta: dict[str, Any], figures: dict[str, Any], page: str) -> str:
     """docs/usage_analysis.md: the head ranking of the scratch model, with offset profiles."""
     heads = figures["heads"]
-    begin, end = markers("heads")
     top = heads["top"][:8]
     offsets = list(top[0]["offsets"]) if top else []
-    lines = [
-        begin,
-        "",
-        _measured(meta, figures, page),
-        "",
-        *_bash(figures["train"]["command"], heads["command"]),
+    lines, end = _opening("heads", meta, figures, page, heads["command"])
+    lines += [
         "",
         _para(
             f"{heads['rows']} target rows of {heads['instances']} {heads['config']} "
@@ -570,15 +569,8 @@ def check(out: Path, digest_file: Path) -> list[str]:
     moved = differences(_without_timings(then), _without_timings(now))
     if not moved:
         return []
-    lines = [f"{len(moved)} figure(s) differ from {digest_file}:", *moved[:20]]
-    if len(moved) > 20:
-        lines.append(f"... and {len(moved) - 20} more")
-    before, after = saved["meta"].get("versions") or {}, _versions(versions)
-    changed = [
-        f"{k} {before.get(k, '?')} -> {after.get(k, '?')}"
-        for k in sorted(set(before) | set(after))
-        if before.get(k) != after.get(k)
-    ]
+    lines = moved_lines(moved, digest_file)
+    changed = version_changes(saved["meta"].get("versions") or {}, _versions(versions))
     lines.append(
         "versions that differ: " + ", ".join(changed)
         if changed
