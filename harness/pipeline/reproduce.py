@@ -411,12 +411,12 @@ class TaskRun:
         return self.stages.run(f"{self.label}-diagnosis", settings, compute)
 
     def run_dose(self, ranking) -> dict[str, Any]:
-        """The dose-response ladder (`harness.attention.dose`). First N: the reference and ID
-        rungs of every count on the OOD validation stream (no controls: they do not choose),
-        and `choose_count` picks N. Then that N's whole ladder, controls included, on the
-        validation stream (where the verdict chooses its dose) and the test stream (where it
-        reads the controls at that dose), each with its ID stream for ID exact match;
-        teacher-forced, every process on every instance (it is a few forwards)."""
+        """The dose-response ladder (`harness.attention.dose`). On the OOD validation stream
+        the reference and ID rungs of every count (no controls: they do not choose), from
+        which `choose_count` picks N and the verdict its dose; then that N's whole ladder,
+        controls included, on the test stream (where the verdict reads the controls at that
+        dose), with its ID stream for ID exact match; teacher-forced, every process on every
+        instance (it is a few forwards)."""
         from harness.attention.dose import DEFAULT_DOSES, run_dose_ladder
         from harness.attention.verdict import choose_count
 
@@ -456,13 +456,14 @@ class TaskRun:
                 for n in counts
             }
             n, summary = choose_count(by_count)
-            out: dict[str, Any] = {
+            # the verdict reads validation's reference and ID rungs only (to choose the
+            # dose): the chosen N's are already scored; the controls run on test alone
+            return {
                 "n": n,
                 "counts": {str(k): v for k, v in summary.items()},
+                "validation": by_count[n],
+                "test": ladder(n, "test", "id"),
             }
-            for stream, id_stream in (("validation", "id_validation"), ("test", "id")):
-                out[stream] = ladder(n, stream, id_stream)
-            return out
 
         return self.stages.run(f"{self.label}-dose", settings, compute)
 
