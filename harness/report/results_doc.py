@@ -188,15 +188,18 @@ def render(
     date: str,
     block: str = "",
     versions: dict[str, str] | None = None,
+    model: str | None = None,
 ) -> str:
-    """The block: the command, the findings, one row per task with the controls."""
+    """The block: the command, the findings, one row per task with the controls. `model`:
+    the pretrained model a --pretrained run fine-tuned (None: tiny scratch models)."""
     begin, end = markers(block)
     digest_name = Path(digest_path(block)).name
     packages = ", ".join(f"{k} {v}" for k, v in (versions or {}).items())
+    what = f", {model} fine-tuned on each task there" if model else ""
     lines = [
         begin,
         "",
-        f"Measured {date} on {machine}" + (f" ({packages})" if packages else "") + ":",
+        f"Measured {date} on {machine}{what}" + (f" ({packages})" if packages else "") + ":",
         "",
         "```bash",
         command,
@@ -252,12 +255,18 @@ def render(
     return "\n".join(lines)
 
 
-def run_versions(out: Path) -> dict[str, str]:
-    """The package versions a reproduce run recorded in its settings.json ({} if none)."""
+def run_settings(out: Path) -> dict[str, Any]:
+    """A reproduce run's settings.json ({} if it has none or it cannot be read)."""
     try:
-        return json.loads((out / "settings.json").read_text()).get("versions") or {}
+        settings = json.loads((out / "settings.json").read_text())
     except (OSError, ValueError):
         return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def run_versions(out: Path) -> dict[str, str]:
+    """The package versions a reproduce run recorded in its settings.json ({} if none)."""
+    return run_settings(out).get("versions") or {}
 
 
 def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
@@ -441,6 +450,9 @@ def _write(args) -> int:
     tasks = digest(Path(args.run))
     meta = {"command": args.command, "machine": args.machine, "date": args.date}
     meta["versions"] = run_versions(Path(args.run))
+    pretrained = run_settings(Path(args.run)).get("pretrained")
+    if pretrained:  # a --pretrained run: its models are that model fine-tuned here
+        meta["model"] = pretrained
     if args.block:
         meta["block"] = args.block
     if doc.is_dir() or not doc.exists():

@@ -63,8 +63,10 @@ def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, l
     """One bullet per task (its seed runs together) and {task: its calibrated verdicts}."""
     runs: dict[str, list[Mapping[str, Any]]] = {}
     for data in digests:
+        model = (data.get("meta") or {}).get("model")  # a --pretrained run's model
         for name, results in data["tasks"].items():
-            runs.setdefault(_task(name, results), []).append(results)
+            task = _task(name, results) + (f", {model} fine-tuned" if model else "")
+            runs.setdefault(task, []).append(results)
     lines, verdicts = [], {}
     for task, results in runs.items():
         ids = [x for x in (_exact(r, "id") for r in results) if x is not None]
@@ -114,8 +116,9 @@ def render_summary(folder: Path) -> str:
             BEGIN,
             "",
             textwrap.fill(
-                f"{opening} {verdict} Per task (tiny models trained from scratch on this CPU; "
-                "the calibrated verdict: docs/usage_analysis.md):",
+                f"{opening} {verdict} Per task (tiny models trained from scratch on this CPU "
+                "unless a pretrained model is named; the calibrated verdict: "
+                "docs/usage_analysis.md):",
                 width=92,
             ),
             "",
