@@ -78,3 +78,18 @@ def test_write_replaces_only_the_block_and_refuses_a_page_without_markers(tmp_pa
     assert not results_summary.write_summary(plain) and plain.read_text() == "# no block\n"
     with pytest.raises(ValueError, match="no markers"):
         results_summary.replace_summary("text", "block")
+
+
+def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path):
+    _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "inconclusive")})
+    (tmp_path / "quick-run-smollm2.json").write_text(
+        json.dumps(
+            {
+                "meta": {"model": "smollm2-135m-instruct"},
+                "tasks": {"reversal": _results(0.97, 0.09, "no lookup")},
+            }
+        )
+    )
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert "- **reversal** (1 model; ID exact 1.00, OOD exact 0.00): *inconclusive*." in text
+    assert "- **reversal, smollm2-135m-instruct fine-tuned** (1 model; ID exact 0.97" in text
