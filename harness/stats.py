@@ -141,6 +141,11 @@ def summarise(
     }
 
 
+def overall(summary: dict[str, Any]) -> dict[str, Any]:
+    """A `summarise` result's overall means, without its per-length bins."""
+    return {k: v for k, v in summary.items() if k != "per_length"}
+
+
 def gain_table(
     baseline: Sequence[dict[str, Any]],
     treated: Sequence[dict[str, Any]],

@@ -482,7 +482,7 @@ class TaskRun:
         push at the chosen C is also scored as the model answers on its own (OOD test and
         ID test, paired per instance over the baseline); None when no dose was chosen."""
         from harness.attention.sweep import BASELINE, Setting
-        from harness.stats import gain_table, summarise
+        from harness.stats import gain_table, overall, summarise
 
         dose = self.results["verdict"]["numbers"].get("dose")
         if not dose:
@@ -500,8 +500,8 @@ class TaskRun:
             records = self.score([BASELINE, setting], stream, ranking)
             base, treated = records[BASELINE.name], records[setting.name]
             out[stream] = {
-                "baseline": _overall(summarise(base)),
-                "treated": _overall(summarise(treated)),
+                "baseline": overall(summarise(base)),
+                "treated": overall(summarise(treated)),
                 "gains": gain_table(base, treated, per_length=False),
             }
         return out
@@ -546,11 +546,6 @@ def _swept_thresholds(cfg: ReproduceConfig) -> list[float]:
     from harness.engine.modes import MODES
 
     return list(cfg.thresholds) if "threshold" in MODES[cfg.mode].reads else []
-
-
-def _overall(summary: dict[str, Any]) -> dict[str, Any]:
-    """A `summarise` result without its per-length bins."""
-    return {k: v for k, v in summary.items() if k != "per_length"}
 
 
 # --- the models a run trains first: --quick (from scratch), --pretrained (fine-tuned) --------
@@ -790,14 +785,6 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
         # two kept); once final/ is written nothing reads them (reuse reads final/).
         prune_checkpoints(folder, 0)
     return str(final)
-
-
-# The names from before --pretrained, when --quick alone trained models: kept for callers.
-quick_train_config = task_train_config
-quick_model_folder = task_model_folder
-quick_model_mismatch = task_model_mismatch
-check_quick_models = check_task_models
-quick_model = task_model
 
 
 # --- the run -------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from attentionspan_datasets.guard import OneLineParser
 from attentionspan_datasets.metrics import METRICS
 from harness.report.findings import seed_agreement, seed_groups, task_findings
 from harness.report.results_summary import write_summary
-from harness.stats import format_gain
+from harness.stats import format_gain, overall
 
 BEGIN = (
     "<!-- quick-findings: generated from the run below by harness/report/results_doc.py; "
@@ -91,7 +91,7 @@ def digest(out: Path) -> dict[str, Any]:
                 "metric": sweep.get("metric"),
                 "chosen_name": sweep.get("chosen_name"),
                 "test": {
-                    k: _means(_object(v, f"{path}: 'sweep.test.{k}'"))
+                    k: overall(_object(v, f"{path}: 'sweep.test.{k}'"))
                     for k, v in test.items()
                     if k in kept
                 },
@@ -99,7 +99,7 @@ def digest(out: Path) -> dict[str, Any]:
                     k: {m: v[m] for m in METRICS if m in v} for k, v in sweep["test_gains"].items()
                 },
                 "id": {
-                    k: _means(_object(v, f"{path}: 'sweep.id.{k}'"))
+                    k: overall(_object(v, f"{path}: 'sweep.id.{k}'"))
                     for k, v in _object(sweep.get("id"), f"{path}: 'sweep.id'").items()
                 },
                 "verdict": sweep.get("verdict"),
@@ -157,10 +157,6 @@ def finished_sweep(result: dict[str, Any], path: Path) -> dict[str, Any]:
     for name, value in gains.items():
         _object(value, f"{path}: 'sweep.test_gains.{name}'")
     return sweep
-
-
-def _means(summary: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in summary.items() if k != "per_length"}
 
 
 def _attention(path: Path) -> dict[str, Any]:

@@ -354,7 +354,7 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
     reuses the finished stages)."""
     import harness.train
     from harness.pipeline import settings
-    from harness.pipeline.reproduce import quick_model
+    from harness.pipeline.reproduce import task_model
     from harness.pipeline.settings import ReproduceConfig
 
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64}
@@ -371,7 +371,7 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
     out = tmp_path / "rq"
     cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        quick_model(cfg, "reversal", out, lambda message: None)
+        task_model(cfg, "reversal", out, lambda message: None)
     err = capsys.readouterr().err
     assert "continue with: the same attentionspan reproduce command" in err, err
     assert f"(--output {out})" in err and "train --resume" not in err

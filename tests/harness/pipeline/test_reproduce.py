@@ -237,14 +237,14 @@ def test_bad_options_name_the_field():
 
 def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     from harness.pipeline import settings
-    from harness.pipeline.reproduce import quick_train_config
+    from harness.pipeline.reproduce import task_train_config
     from harness.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, output=str(tmp_path))
     assert cfg.train_steps == 0  # each task's own steps
     for task in sorted({*settings.QUICK_TASKS, *settings.QUICK_RECIPES}):
         recipe = settings.quick_recipe(task)
-        config = quick_train_config(cfg, task, tmp_path / task)
+        config = task_train_config(cfg, task, tmp_path / task)
         assert isinstance(config, TrainConfig) and config.config == f"{task}_id"
         assert config.max_steps == recipe["max_steps"] and config.lr == recipe["lr"]
         assert config.train_size == recipe["max_steps"] * recipe["batch_size"]  # fresh data
@@ -252,7 +252,7 @@ def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
             assert getattr(config.scratch, name) == value, (task, name)
     # --train-steps replaces every recipe's steps
     assert (
-        quick_train_config(
+        task_train_config(
             ReproduceConfig(quick=True, train_steps=7), "reversal", tmp_path
         ).max_steps
         == 7
@@ -262,9 +262,9 @@ def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     # a recipe with a misspelt option fails by name, before any training
     monkeypatch.setitem(settings.QUICK_RECIPES, "reversal", {"learning_rate": 1e-3})
     with pytest.raises(ValueError, match="unknown training option.*learning_rate"):
-        quick_train_config(cfg, "reversal", tmp_path)
+        task_train_config(cfg, "reversal", tmp_path)
     monkeypatch.setitem(settings.QUICK_RECIPES, "reversal", {"scratch": {"num_layers": 2}})
-    assert quick_train_config(cfg, "reversal", tmp_path).scratch.num_layers == 2
+    assert task_train_config(cfg, "reversal", tmp_path).scratch.num_layers == 2
 
 
 def test_cli_one_line_errors(capsys):
@@ -280,12 +280,12 @@ def test_cli_one_line_errors(capsys):
 
 # --- --quick's models: seed runs, and a reused model that must match its options ----------
 def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
-    from harness.pipeline.reproduce import quick_model_folder, quick_train_config
+    from harness.pipeline.reproduce import task_model_folder, task_train_config
     from harness.pipeline.settings import quick_recipe
     from harness.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, seeds=3, seed=5)
-    run0 = quick_train_config(cfg, "addition", tmp_path)
+    run0 = task_train_config(cfg, "addition", tmp_path)
     # run 0 is exactly what --quick trained before --seeds existed: init 0, data seed --seed
     recipe = quick_recipe("addition")
     steps = recipe["max_steps"]
@@ -299,14 +299,14 @@ def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
         "train_size": steps * recipe["batch_size"],
         "save_every": max(steps // 4, 1),
     }
-    assert run0 == TrainConfig.from_dict(before) == quick_train_config(cfg, "addition", tmp_path, 0)
+    assert run0 == TrainConfig.from_dict(before) == task_train_config(cfg, "addition", tmp_path, 0)
     assert (run0.seed, run0.scratch.seed) == (5, 0)
-    run2 = quick_train_config(cfg, "addition", tmp_path, 2)
+    run2 = task_train_config(cfg, "addition", tmp_path, 2)
     assert (run2.seed, run2.scratch.seed) == (7, 2)
     assert dataclasses.replace(run2, seed=5, scratch=run0.scratch) == run0  # nothing else moves
     assert run2.scratch.num_layers == 2  # the recipe's own scratch options kept
-    assert quick_model_folder(tmp_path, "addition") == tmp_path / "models" / "addition"
-    assert quick_model_folder(tmp_path, "addition_id", 2) == tmp_path / "models" / "addition-seed2"
+    assert task_model_folder(tmp_path, "addition") == tmp_path / "models" / "addition"
+    assert task_model_folder(tmp_path, "addition_id", 2) == tmp_path / "models" / "addition-seed2"
 
 
 def _fake_model(folder: Path, config, run_file: bool = True) -> Path:
@@ -328,20 +328,20 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
     only when its run file records the options it would be trained with now; otherwise the
     run is refused before any work, naming each option, and the model is kept."""
     from harness.pipeline import settings
-    from harness.pipeline.reproduce import check_quick_models, quick_model, quick_train_config
+    from harness.pipeline.reproduce import check_task_models, task_model, task_train_config
 
     out = tmp_path / "rq"
     first = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3, seed=7)
     folder = out / "models" / "reversal"
-    final = _fake_model(folder / "final", quick_train_config(first, "reversal", folder))
-    check_quick_models(first, out)  # the same options: reused
+    final = _fake_model(folder / "final", task_train_config(first, "reversal", folder))
+    check_task_models(first, out)  # the same options: reused
     logged = []
-    assert quick_model(first, "reversal", out, logged.append) == str(final)
+    assert task_model(first, "reversal", out, logged.append) == str(final)
     assert logged == [f"model for reversal: reusing {final} (trained with the same options)"]
 
     second = dataclasses.replace(first, train_steps=6, seed=8)
     with pytest.raises(ValueError) as error:
-        check_quick_models(second, out)
+        check_task_models(second, out)
     message = str(error.value)
     assert "\n" not in message and message.startswith(f"model for reversal: {final} was trained")
     assert "steps (--train-steps): recorded 3, asked 6" in message
@@ -353,40 +353,40 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
         reproduce(second, writers=None)
     assert not (out / "settings.json").exists() and (final / "config.json").is_file()
     with pytest.raises(ValueError, match="recorded 7, asked 8"):
-        quick_model(dataclasses.replace(first, seed=8), "reversal", out, logged.append)
+        task_model(dataclasses.replace(first, seed=8), "reversal", out, logged.append)
 
     # a recipe changed since the model was trained: named as a recipe option
     monkeypatch.setattr(settings, "QUICK_TRAIN", {**settings.QUICK_TRAIN, "lr": 1e-3})
     with pytest.raises(ValueError, match="recipe option lr: recorded 0.002, asked 0.001"):
-        check_quick_models(first, out)
+        check_task_models(first, out)
     monkeypatch.undo()
 
     # a half-finished run (its latest checkpoint) is resumed only with the same options
     shutil.rmtree(final)
     checkpoint = folder / "checkpoint-1"
-    _fake_model(checkpoint, quick_train_config(first, "reversal", folder))
-    check_quick_models(first, out)
+    _fake_model(checkpoint, task_train_config(first, "reversal", folder))
+    check_task_models(first, out)
     with pytest.raises(ValueError, match="checkpoint-1 is being trained \\(half-finished\\)"):
-        check_quick_models(second, out)
+        check_task_models(second, out)
 
     # a finished model with no run file: what it was trained with is unknown
     _fake_model(final, None, run_file=False)
     with pytest.raises(ValueError, match="records no train options"):
-        check_quick_models(first, out)
+        check_task_models(first, out)
     shutil.rmtree(final)
 
     # seed run 1's folder holding a model initialised with seed 0
     seeds = dataclasses.replace(first, seeds=2)
     other = out / "models" / "reversal-seed1"
-    _fake_model(other / "final", quick_train_config(seeds, "reversal", other, 0))
+    _fake_model(other / "final", task_train_config(seeds, "reversal", other, 0))
     with pytest.raises(ValueError) as error:
-        check_quick_models(seeds, out)
+        check_task_models(seeds, out)
     assert "init seed (k in seed run k): recorded 0, asked 1" in str(error.value)
     assert "data seed (--seed, + k in seed run k): recorded 7, asked 8" in str(error.value)
     # several folders differ: the first in full, the others counted
     with pytest.raises(ValueError, match="\\(and 1 more model folder\\(s\\) differ\\)$"):
-        check_quick_models(dataclasses.replace(seeds, train_steps=4), out)
-    check_quick_models(dataclasses.replace(seeds, quick=False, model="m", seeds=1), out)
+        check_task_models(dataclasses.replace(seeds, train_steps=4), out)
+    check_task_models(dataclasses.replace(seeds, quick=False, model="m", seeds=1), out)
 
 
 @pytest.fixture
