@@ -445,8 +445,9 @@ def _write(args) -> int:
     check_output(digest_file, "--digest")
     tasks = digest(Path(args.run))
     meta = {"command": args.command, "machine": args.machine, "date": args.date}
-    meta["versions"] = run_versions(Path(args.run))
-    pretrained = run_settings(Path(args.run)).get("pretrained")
+    settings = run_settings(Path(args.run))
+    meta["versions"] = settings.get("versions") or {}
+    pretrained = settings.get("pretrained")
     if pretrained:  # a --pretrained run: its models are that model fine-tuned here
         meta["model"] = pretrained
     if args.block:
