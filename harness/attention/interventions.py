@@ -17,7 +17,8 @@ invokes: one generation (and one teacher-forced forward) whose rows are instance
 each row under its own setting (a per-row capture `Intervention`), up to `MAX_ROWS` rows;
 `batched=False` runs one generation per setting instead, with the same records.
 `generate=False` runs the teacher-forced forward alone (teacher-forced records: the dose
-ladder, `harness.attention.dose`). The `other` heads are drawn outside the top n
+ladder, `harness.attention.dose`), continuing the same shared prefill: each row forwards
+only its last prompt column and its answer. The `other` heads are drawn outside the top n
 (`other_seeds` gives seeds whose head sets differ).
 """
 
@@ -232,7 +233,8 @@ def score_batch(
     (and one teacher-forced forward) whose rows are instances x settings, one setting per
     row; else one generation per setting. The records are the same either way.
 
-    `generate=False`: the teacher-forced forward alone (no generation, no prefill), with
+    `generate=False`: the teacher-forced forward alone (no generation; the shared prefill
+    continued), with
     records {config, index, length, target_len, tf_token_acc, tf_exact (every target
     character right; the EOS row is not a character), tf_prediction (the argmax, decoded one
     token per target position: a list of strings, the tokenizer's text for a special
@@ -260,7 +262,9 @@ def score_batch(
     ]
     prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
     prefix = None
-    if generate and reuse_prefill and prompts.prompt_width > 1:
+    # One prefill per batch, shared by every setting: no setting changes a prompt row (the
+    # teacher-forced ladder then forwards only the answer columns of each row).
+    if reuse_prefill and prompts.prompt_width > 1:
         with _plain_capture(model):
             prefix = _prefix_cache(model, prompts)
     # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
@@ -286,7 +290,7 @@ def score_batch(
                 cache.batch_repeat_interleave(count)
             extra[cache_argument(scorer.model)] = cache
         if not generate:
-            forced = scorer.teacher_force(rows, plan)[0]
+            forced = scorer.teacher_force(rows, plan, **extra)[0]
             for s, index in enumerate(chosen):
                 out[settings[index].name] = [
                     _forced_record(scorer, instance, enc, forced, b * count + s)

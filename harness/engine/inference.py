@@ -256,19 +256,38 @@ def teacher_forced_batch(
     **forward_kwargs: Any,
 ) -> TeacherForced:
     """Whether each target character is the argmax given the true prefix, from one forward
-    over prompt + target + EOS in the shared layout. `forward_kwargs` go to the forward."""
+    over prompt + target + EOS in the shared layout. `forward_kwargs` go to the forward.
+
+    A KV cache among `forward_kwargs` (either name, `given_cache`) holding the first
+    `prompt_width - 1` columns of this layout (`harness.attention.interventions`'s prefix
+    cache, shared by the settings of one batch) is continued: the forward then reads only the
+    last prompt column and the answer, and the logits are the same."""
     import torch
 
     batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
-    with torch.inference_mode(), autocast(mixed_precision, model.device):
-        logits = model(**batch.model_inputs(model.device), **forward_kwargs).logits
     width = batch.prompt_width
+    inputs = batch.model_inputs(model.device)
+    cache = given_cache(forward_kwargs)
+    start = int(cache.get_seq_length()) if cache is not None else 0
+    if start:
+        if start != width - 1:
+            raise ValueError(
+                f"a teacher-forced prefix cache must hold the first {width - 1} columns "
+                f"(the prompt but its last), got {start}"
+            )
+        # The mask keeps every column (the cached keys' padding stays masked).
+        inputs["input_ids"] = inputs["input_ids"][:, start:]
+        inputs["position_ids"] = inputs["position_ids"][:, start:]
+    with torch.inference_mode(), autocast(mixed_precision, model.device):
+        logits = model(**inputs, **forward_kwargs).logits
     longest = max(e.target_len for e in encodings)
-    # Query q predicts the token at q + 1: target[i] sits at width + i, its query one before.
-    predicted = logits[:, width - 1 : width - 1 + longest].argmax(-1).cpu()
+    # Query q predicts the token at q + 1: target[i] sits at width + i, its query one before
+    # (logit column q - start).
+    first = width - 1 - start
+    predicted = logits[:, first : first + longest].argmax(-1).cpu()
     gold = batch.input_ids[:, width : width + longest]
     # The query after the answer's last character (column width - 1 + n) predicts its EOS.
-    last = torch.tensor([width - 1 + e.target_len for e in encodings], device=logits.device)
+    last = torch.tensor([first + e.target_len for e in encodings], device=logits.device)
     ends = logits[torch.arange(len(encodings), device=logits.device), last].argmax(-1).cpu()
     correct, chosen = [], []
     for b, enc in enumerate(encodings):

@@ -58,6 +58,23 @@ def test_shared_prefill_gives_the_same_records(attn_tokenizer, setup):
         model, attn_tokenizer, instances, settings, ranking, batch_size=3, reuse_prefill=False
     )
     assert shared == alone
+    # The teacher-forced ladder continues the same prefill: records equal a full forward's.
+    settings.append(Setting(heads="top", n=4, strength=1.0, shift=3))
+    forced = {
+        reuse: score_settings(
+            model,
+            attn_tokenizer,
+            instances,
+            settings,
+            ranking,
+            batch_size=3,
+            generate=False,
+            reuse_prefill=reuse,
+        )
+        for reuse in (True, False)
+    }
+    assert forced[True] == forced[False]
+    assert forced[True]["baseline"] != forced[True]["top4-C1-shift+3"]  # not vacuous
 
 
 def test_random_heads_differ_from_top_heads_and_follow_their_seed():

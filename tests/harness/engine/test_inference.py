@@ -94,6 +94,39 @@ def test_batched_teacher_forcing_equals_one_at_a_time(kind, models):
         torch.testing.assert_close(logits[b, cols], single, atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_teacher_forcing_continues_a_prefix_cache(kind, models):
+    """A cache of every prompt column but the last (one prefill, shared by a batch's
+    settings) continued by the answer columns: the same argmax, EOS rows and batch as one
+    forward; a cache of another length is refused."""
+    from transformers import DynamicCache
+
+    from harness.engine.inference import cache_argument
+
+    model, char_tok = models[kind]
+    encodings = encodings_for(char_tok, instruction="Reverse the string.")
+    whole = teacher_forced_batch(model, char_tok, encodings)
+    prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
+
+    def prefix(columns):
+        cache = DynamicCache(config=model.config)
+        inputs = {k: v[:, :columns] for k, v in prompts.model_inputs().items()}
+        with torch.inference_mode():
+            model(**inputs, **{cache_argument(model): cache}, use_cache=True)
+        return cache
+
+    name = cache_argument(model)
+    cached = teacher_forced_batch(
+        model, char_tok, encodings, **{name: prefix(prompts.prompt_width - 1)}
+    )
+    assert cached.predicted == whole.predicted
+    assert cached.correct == whole.correct
+    assert cached.eos_correct == whole.eos_correct
+    assert torch.equal(cached.batch.input_ids, whole.batch.input_ids)
+    with pytest.raises(ValueError, match="first .* columns"):
+        teacher_forced_batch(model, char_tok, encodings, **{name: prefix(prompts.prompt_width - 2)})
+
+
 def test_teacher_forcing_reads_the_eos_row(char_tokenizer):
     """`eos_correct[b]`: the argmax of the row after row b's answer is EOS. Logits made by
     hand: EOS wins there for row 0 only (row 1's EOS wins one row later, past its answer)."""
