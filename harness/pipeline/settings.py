@@ -101,28 +101,29 @@ QUICK_RECIPES: dict[str, dict[str, Any]] = {
     },
 }
 # --pretrained's fine-tuning: the TrainConfig options of every task (batch 4, lr 5e-5,
-# AdamW, fused where torch has it, fp32), then the task's steps. Measured on SmolLM2-135M-
-# Instruct on a 2-core CPU (one token per character, a one-line instruction, bf16 autocast,
-# 0.6-1 s a step): reversal's ID exact match reached 0.95 after 3 minutes at lr 5e-5 (the
-# paper's 5e-6 reached 0.42; 1e-4 was less steady), addition's 0.99 after 10 minutes (at
-# 1e-4). fp32: these CPUs emulate bf16 (AVX2 only), and one run measured it slower; in fp32
-# at one thread a step took about 3 s on a busy 2-core machine (2026-11-27), 10-35 s at two
-# threads there. The instruction
-# (`instruction_for`) and the chat template, where the model's tokenizer has one, are added
-# per model and task (`harness.pipeline.reproduce.pretrained_prompt`). A task without a
-# recipe trains PRETRAINED_TRAIN's steps; whether they suffice is not measured
-# (docs/usage_analysis.md, "Pretrained models").
+# AdamW, fused where torch has it, bf16 autocast), then the task's steps. Measured on
+# SmolLM2-135M-Instruct on a 2-core CPU (one token per character, a one-line instruction):
+# reversal's ID exact match reached 0.95 after 3 minutes at lr 5e-5 (the paper's 5e-6
+# reached 0.42; 1e-4 was less steady), addition's 0.99 after 10 minutes (at 1e-4). bf16:
+# these CPUs emulate it (AVX2 only), yet at one thread 20 reversal steps took 2.0 s each
+# under bf16 autocast against 3.0 s in fp32, the same loss (2026-11-27; on the tiny
+# scratch models it is slower, so --quick stays fp32). The analysis runs in fp32. The
+# instruction (`instruction_for`) and the chat template, where the model's tokenizer has
+# one, are added per model and task (`harness.pipeline.reproduce.pretrained_prompt`). A
+# task without a recipe trains PRETRAINED_TRAIN's steps; whether they suffice is not
+# measured (docs/usage_analysis.md, "Pretrained models").
 PRETRAINED_TRAIN: dict[str, Any] = {
     "max_steps": 400,
     "batch_size": 4,
     "lr": 5e-5,
-    "mixed_precision": "no",
+    "mixed_precision": "bf16",
     "eval_size": 50,
     "log_every": 20,
 }
 PRETRAINED_RECIPES: dict[str, dict[str, Any]] = {
-    "reversal": {"max_steps": 400},  # ID 0.95 after ~3 CPU-minutes (~200-300 steps)
+    "reversal": {"max_steps": 400},  # ID 0.97 after 400 steps (loss 0.02 from step 300)
     "addition": {"max_steps": 800},  # ID 0.99 after ~10 CPU-minutes (600-1,000 steps)
+    "successor": {"max_steps": 300},  # short answers (2-4 numbers of 1-2 digits)
 }
 DEVICES = ("auto", "cpu", "cuda")
 # --quick: sizes that fit the whole story (a tiny model per quick task trained from nothing,

@@ -71,7 +71,7 @@ def tiny_recipe(monkeypatch):
 
 
 def test_the_fine_tune_recipe(tmp_path, pretrained):
-    """Each task's TrainConfig: PRETRAINED_TRAIN (batch 4, lr 5e-5, fp32) with the task's
+    """Each task's TrainConfig: PRETRAINED_TRAIN (batch 4, lr 5e-5, bf16 autocast) with the task's
     steps, the pretrained model recorded by its absolute path, the task's instruction, the
     chat template where the tokenizer has one; --train-steps replaces the steps; seed run k
     changes the data seed alone (the init is the pretrained weights)."""
@@ -81,7 +81,7 @@ def test_the_fine_tune_recipe(tmp_path, pretrained):
     cfg = ReproduceConfig(pretrained=pretrained["chat"], tasks=["reversal", "addition"], seeds=3)
     rev = task_train_config(cfg, "reversal", tmp_path / "rev")
     assert rev.model == str(Path(pretrained["chat"]).resolve()) and rev.config == "reversal_id"
-    assert (rev.batch_size, rev.lr, rev.mixed_precision) == (4, 5e-5, "no")
+    assert (rev.batch_size, rev.lr, rev.mixed_precision) == (4, 5e-5, "bf16")
     assert rev.max_steps == settings.PRETRAINED_RECIPES["reversal"]["max_steps"]
     assert rev.train_size == rev.max_steps * 4 and rev.save_every == rev.max_steps // 4
     assert rev.prompt.instruction == instruction_for("string_reversal") and rev.prompt.chat
@@ -93,8 +93,9 @@ def test_the_fine_tune_recipe(tmp_path, pretrained):
     assert not task_train_config(plain, "reversal", tmp_path).prompt.chat
     assert task_train_config(plain, "reversal", tmp_path).max_steps == 7
     # a task without a recipe: PRETRAINED_TRAIN's steps
-    assert "successor" not in settings.PRETRAINED_RECIPES
-    assert task_train_config(cfg, "successor", tmp_path).max_steps == 400
+    assert "value_assignment" not in settings.PRETRAINED_RECIPES
+    assert task_train_config(cfg, "value_assignment", tmp_path).max_steps == 400
+    assert task_train_config(cfg, "successor", tmp_path).max_steps == 300
     # seed run 2: data seed + 2, nothing else (no scratch init to seed)
     run2 = task_train_config(cfg, "reversal", tmp_path / "rev", 2)
     assert run2.seed == cfg.seed + 2
