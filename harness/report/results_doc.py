@@ -29,6 +29,7 @@ from typing import Any
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.guard import OneLineParser
 from attentionspan_datasets.metrics import METRICS
+from harness.report import pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings
 from harness.report.results_summary import write_summary
 from harness.stats import format_gain, overall
@@ -458,19 +459,30 @@ def _write(args) -> int:
             f"--doc {str(doc)!r} {what}; give the Markdown file that holds the block's "
             "markers (default docs/results.md)"
         )
-    try:
-        text = replace_block(doc.read_text(encoding="utf-8"), render(tasks, **meta), args.block)
-    except ValueError as error:
-        raise ValueError(f"--doc {str(doc)!r}: {error}") from None
+    text = doc.read_text(encoding="utf-8")
+    if pretrained:
+        # every --pretrained run is a row of one table (harness.report.pretrained_table),
+        # not a block of its own: the doc needs that table's markers
+        if pretrained_table.BEGIN not in text:
+            raise ValueError(
+                f"--doc {str(doc)!r} has no markers {pretrained_table.BEGIN!r} .. "
+                f"{pretrained_table.END!r}: a --pretrained run's digest goes into that table"
+            )
+        what = "the pretrained-models table"
+    else:
+        try:
+            text = replace_block(text, render(tasks, **meta), args.block)
+        except ValueError as error:
+            raise ValueError(f"--doc {str(doc)!r}: {error}") from None
+        what = "the quick-findings block"
     digest_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(digest_file, json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n")
     atomic_write_text(doc, text)
+    if pretrained:
+        pretrained_table.write_table(doc, digest_file.parent)
     # the page's opening conclusion is generated from every digest: it follows this one
     summary = write_summary(doc, digest_file.parent)
-    print(
-        f"wrote {digest_file} and the quick-findings block of {doc}"
-        + (" (and its summary)" if summary else "")
-    )
+    print(f"wrote {digest_file} and {what} of {doc}" + (" (and its summary)" if summary else ""))
     return 0
 
 
