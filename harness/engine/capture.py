@@ -23,6 +23,9 @@ references={})`
     masks (bool [batch, L, L], or `Reference(mask, threshold)` counting only weights above the
     threshold) whose per-row, per-head mass is recorded in the same forward (capture once,
     score many: the offsets ref-2 .. ref+2 of a head ranking); `record.mass(name)`.
+    readers: callables `reader(layer, weights, q0, k0, mask)` called with each layer's
+    weights and attention mask, graph kept (training's attention supervision,
+    `harness.engine.supervision`).
 `Intervention(heads, strength=1.0, mode="standard", threshold=0.0, renormalise=False,
 prefill=False, positions=None, levels=None)`
     heads: bool [layers, heads] (query heads). The modes (`harness.engine.modes`, one
@@ -60,8 +63,14 @@ prefill=False, positions=None, levels=None)`
 
 Exactness: with nothing to change, the function computes what transformers'
 `eager_attention_forward` does (repeat_kv for GQA, the module's scaling, `softcap` when the
-model passes it, fp32 softmax, dropout only in training). Gemma2 passes its
+model passes it, fp32 softmax, dropout only in training), from what the family passes and
+the tensors' shapes alone (GPT-2's Conv1D, GPT-NeoX's fused qkv and partial rotary, Phi-3's
+and OLMo-2's norms all happen before the call). Gemma2 passes its
 `attn_logit_softcapping`; Gemma3's eager attention ignores that setting, and so does this.
+GPT-OSS passes its attention sinks (`s_aux`), joined to the softmax as its eager does.
+Arguments that would change the weights in a way not computed here (`position_bias`,
+`sinks`, `indices`, `block_indices`) are refused in one line. The families tested, and
+those refused because they bypass the interface: README, "Model families".
 Cells are changed only where the attention mask lets attention through (a reference outside
 a sliding window or on padding is left alone; recorded mass there is 0), which keeps
 KV-cached generation equal to one full forward.
@@ -194,6 +203,9 @@ class AttentionPlan:
     patterns: Sequence[int] = ()
     intervention: Intervention | None = None
     references: dict[str, torch.Tensor | Reference] = field(default_factory=dict)
+    # Callables reader(layer, weights, q0, k0, mask) given the weights the model uses and its
+    # attention mask, graph kept: training's attention supervision (engine.supervision).
+    readers: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         if self.reference is not None:
@@ -481,6 +493,12 @@ def _repeat_kv(hidden: torch.Tensor, groups: int) -> torch.Tensor:
     return hidden.reshape(b, heads * groups, s, d)
 
 
+# Arguments some families pass that change the weights in ways this function does not
+# compute (T5-style position biases, differently named sinks, sparse key selection):
+# refused rather than silently ignored.
+_UNSUPPORTED_ARGUMENTS = ("position_bias", "sinks", "indices", "block_indices")
+
+
 def attention_forward(
     module: torch.nn.Module,
     query: torch.Tensor,
@@ -490,12 +508,25 @@ def attention_forward(
     scaling: float | None = None,
     dropout: float = 0.0,
     softcap: float | None = None,
+    s_aux: torch.Tensor | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eager attention (as transformers' eager_attention_forward) plus the active plan."""
+    """Eager attention (as transformers' eager_attention_forward) plus the active plan.
+
+    Reads only what the family passes and the tensors' shapes, never the module's fields:
+    the key/value heads are repeated to the query's (GQA, GPT-BigCode's single key head),
+    no scaling means the head size's (GPT-2's eager rule), `softcap` (Gemma2) and `s_aux`
+    (GPT-OSS's attention sinks: one logit per head that joins each row's softmax and is
+    dropped after) as that family's eager function applies them."""
+    unsupported = [name for name in _UNSUPPORTED_ARGUMENTS if kwargs.get(name) is not None]
+    if unsupported:
+        raise AttentionCaptureError(
+            f"{type(module).__name__} passes {', '.join(unsupported)} to its attention "
+            "function, which capture does not compute; capture cannot serve this architecture"
+        )
     if scaling is None:
-        scaling = module.head_dim**-0.5
-    groups = getattr(module, "num_key_value_groups", 1)
+        scaling = query.shape[-1] ** -0.5
+    groups = query.shape[1] // key.shape[1]
     key_states = _repeat_kv(key, groups)
     value_states = _repeat_kv(value, groups)
     weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
@@ -503,7 +534,13 @@ def attention_forward(
         weights = torch.tanh(weights / softcap) * softcap
     if attention_mask is not None:
         weights = weights + attention_mask
+    if s_aux is not None:
+        sinks = s_aux.reshape(1, -1, 1, 1).expand(query.shape[0], -1, query.shape[-2], -1)
+        weights = torch.cat([weights, sinks.to(weights.dtype)], dim=-1)
+        weights = weights - weights.max(dim=-1, keepdim=True).values
     weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    if s_aux is not None:
+        weights = weights[..., :-1]
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
     state = _STATE.get()
     if state is not None:
@@ -513,7 +550,12 @@ def attention_forward(
 
 
 def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor | None):
-    layer = int(module.layer_idx)
+    layer = getattr(module, "layer_idx", None)
+    if layer is None:
+        raise AttentionCaptureError(
+            f"{type(module).__name__} has no layer_idx: capture cannot tell which layer called"
+        )
+    layer = int(layer)
     batch, heads, q, kv = weights.shape
     state.calls += 1
     state.forward_calls += 1
@@ -541,6 +583,8 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
         weights = _intervene(state, layer, weights, q0, k0, mask)
     for mass in state.masses.values():
         mass.add(layer, weights, q0, k0)
+    for reader in state.plan.readers:
+        reader(layer, weights, q0, k0, mask)
     if state.plan.rollout:
         state.map_chunks[layer].append((q0, k0, weights.float().mean(1)))
     if len(state.pattern_rows):
@@ -579,7 +623,11 @@ def _intervene(state: _State, layer: int, weights, q0, k0, mask):
         if active[layer]:
             out = mode.apply(out, cells & selected[layer], rows.args[layer])
     if rows.renormalise is not None:
-        out = torch.where(rows.renormalise[layer], out / out.sum(-1, keepdim=True), out)
+        # A row with no weight left (GPT-OSS: a padding query whose whole mass went to the
+        # sink) stays 0: 0 / 0 would reach the later layers through the values as NaN.
+        sums = out.sum(-1, keepdim=True)
+        sums = torch.where(sums > 0, sums, torch.ones_like(sums))
+        out = torch.where(rows.renormalise[layer], out / sums, out)
     return out
 
 

@@ -1,8 +1,10 @@
 """Tiny random models for the attention tests, built in memory (nothing is downloaded).
 
-Gemma3 gets a sliding window of 4 on its first layer (and full attention on the second), so
-that sequences of 10-20 tokens really slide; "gemma2" sets `attn_logit_softcapping` (Gemma2
-passes `softcap` to the attention function; Gemma3's eager function ignores the setting).
+CAPTURE_ARCHITECTURES: every family whose capture is tested (`tests.tiny_models.FAMILIES`).
+Gemma3 and GPT-OSS get a sliding window of 4 on their first layer (and full attention on the
+second), Mistral on both, so that sequences of 10-20 tokens really slide; "gemma2" sets
+`attn_logit_softcapping` (Gemma2 passes `softcap` to the attention function; Gemma3's eager
+function ignores the setting).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import string
 
 import pytest
 
-from tests.tiny_models import tiny_config
+from tests.tiny_models import FAMILIES, tiny_config
 
-CAPTURE_ARCHITECTURES = ("llama", "qwen2", "gemma3")
+CAPTURE_ARCHITECTURES = tuple(FAMILIES)
+# Every tiny model the tests build: each family, and Gemma3 with a softcap it must ignore.
+TINY_KINDS = (*CAPTURE_ARCHITECTURES, "gemma3-softcap")
+# The families whose tiny models slide (a window of SLIDING_WINDOW keys).
+WINDOWED = ("gemma2", "gemma3", "mistral", "gpt_oss")
 SLIDING_WINDOW = 4
 SOFTCAP = 1.0
 # Weights drawn wider than the default 0.02, so that attention is far from uniform and the
@@ -28,7 +34,7 @@ def build_tiny(kind: str, tokenizer, seed: int = 0):
 
     base = kind.removesuffix("-softcap")
     overrides = {"initializer_range": INIT_RANGE}
-    if base.startswith("gemma"):
+    if base in WINDOWED:
         overrides["sliding_window"] = SLIDING_WINDOW
     if base == "gemma3":
         overrides["layer_types"] = ["sliding_attention", "full_attention"]
@@ -73,5 +79,4 @@ def attn_tokenizer():
 
 @pytest.fixture(scope="session")
 def tiny_models(attn_tokenizer):
-    kinds = (*CAPTURE_ARCHITECTURES, "gemma2", "gemma3-softcap")
-    return {kind: build_tiny(kind, attn_tokenizer) for kind in kinds}
+    return {kind: build_tiny(kind, attn_tokenizer) for kind in TINY_KINDS}

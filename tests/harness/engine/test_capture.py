@@ -1,6 +1,8 @@
-"""Exactness of harness.engine.capture on tiny random Llama, Qwen2, Gemma3 (and Gemma2 for
-softcapping): capture changes nothing, records what eager attention computes, and cached
-generation equals one forward over the final sequence, with and without interventions."""
+"""Exactness of harness.engine.capture on a tiny random model of every family in
+CAPTURE_ARCHITECTURES (Llama ... GPT-2, GPT-NeoX; Gemma2 for softcapping, Gemma3, Mistral and
+GPT-OSS for sliding windows): capture changes nothing, records what eager attention computes,
+and cached generation equals one forward over the final sequence, with and without
+interventions."""
 
 from __future__ import annotations
 
@@ -14,7 +16,12 @@ from harness.engine.capture import (
     Intervention,
     capture_attention,
 )
-from tests.harness.attention_models import CAPTURE_ARCHITECTURES, SLIDING_WINDOW, SOFTCAP
+from tests.harness.attention_models import (
+    CAPTURE_ARCHITECTURES,
+    SLIDING_WINDOW,
+    SOFTCAP,
+    TINY_KINDS,
+)
 
 LAYERS, HEADS = 2, 4
 PATTERN = "blocks.{}.attn.hook_pattern"
@@ -57,7 +64,7 @@ def heads_mask(*cells):
     return heads
 
 
-@pytest.mark.parametrize("kind", [*CAPTURE_ARCHITECTURES, "gemma2", "gemma3-softcap"])
+@pytest.mark.parametrize("kind", TINY_KINDS)
 def test_prefill_logits_and_patterns_equal_eager(tiny_models, kind):
     model = tiny_models[kind]
     inputs, _ = padded([14, 9, 12], 14)
@@ -82,13 +89,18 @@ def test_prefill_logits_and_patterns_equal_eager(tiny_models, kind):
 
 
 def test_sliding_window_and_softcap_matter(tiny_models):
-    """The configs really exercise what they are for: Gemma3's first layer does not see
-    keys further than the window, and Gemma2's softcap changes the maps."""
+    """The configs really exercise what they are for: the first layer of Gemma3, GPT-OSS and
+    Mistral does not see keys further than the window (Mistral's second neither), and
+    Gemma2's softcap changes the maps."""
     inputs, _ = padded([14], 14)
     with torch.no_grad():
-        maps = tiny_models["gemma3"](**inputs, output_attentions=True).attentions
-        assert maps[0][0, :, 13, : 14 - SLIDING_WINDOW].abs().max() == 0
-        assert maps[1][0, :, 13, :4].min() > 0
+        for kind, full in (("gemma3", True), ("gpt_oss", True), ("mistral", False)):
+            maps = tiny_models[kind](**inputs, output_attentions=True).attentions
+            assert maps[0][0, :, 13, : 14 - SLIDING_WINDOW].abs().max() == 0, kind
+            if full:
+                assert maps[1][0, :, 13, :4].min() > 0, kind
+            else:
+                assert maps[1][0, :, 13, : 14 - SLIDING_WINDOW].abs().max() == 0, kind
         model = tiny_models["gemma2"]
         capped = model(**inputs, output_attentions=True).attentions[0]
         model.config.attn_logit_softcapping = None
@@ -138,14 +150,13 @@ INTERVENTIONS = {
 
 # Every architecture without and with an intervention, every mode on some architecture.
 GENERATION_CASES = [
-    ("llama", "none"),
-    ("llama", "standard"),
+    *((kind, setting) for kind in CAPTURE_ARCHITECTURES for setting in ("none", "standard")),
     ("llama", "renormalised"),
-    ("qwen2", "none"),
     ("qwen2", "knockout"),
-    ("gemma3", "none"),
     ("gemma3", "conditional"),
-    ("gemma3", "standard"),
+    ("gpt2", "knockout"),
+    ("gpt_neox", "conditional"),
+    ("gpt_oss", "renormalised"),
 ]
 
 
@@ -243,8 +254,9 @@ def _layer0(model, inputs, iv, ref):
     return eager, r.patterns[PATTERN.format(0)], out.logits
 
 
-def test_strength_zero_is_identity(tiny_models):
-    model = tiny_models["llama"]
+@pytest.mark.parametrize("kind", CAPTURE_ARCHITECTURES)
+def test_strength_zero_is_identity(tiny_models, kind):
+    model = tiny_models[kind]
     inputs, _ = padded([12, 8], 12)
     ref = random_reference(inputs["attention_mask"])
     with torch.no_grad():
@@ -255,22 +267,24 @@ def test_strength_zero_is_identity(tiny_models):
                 assert torch.equal(model(**inputs).logits, plain)
 
 
-def test_hand_computed_reinforced_pattern(tiny_models):
+@pytest.mark.parametrize("kind", CAPTURE_ARCHITECTURES)
+def test_hand_computed_reinforced_pattern(tiny_models, kind):
     """Head 1 of layer 0, C = 0.5 at two cells of row 5: w + C there, nothing else; with
-    renormalise the row is divided by 1 + 2C."""
-    model = tiny_models["llama"]
+    renormalise the head's rows are divided by their sums (row 5's is 1 + 2C, the others' 1;
+    in GPT-OSS each less its sink's share)."""
+    model = tiny_models[kind]
     inputs, _ = padded([8], 8)
     ref = torch.zeros(1, 8, 8, dtype=torch.bool)
-    ref[0, 5, [1, 3]] = True
+    ref[0, 5, [3, 4]] = True  # inside the sliding windows of 4
     heads = heads_mask((0, 1))
     eager, got, logits = _layer0(model, inputs, Intervention(heads, 0.5), ref)
     expected = eager.clone()
-    expected[0, 1, 5, 1] += 0.5
     expected[0, 1, 5, 3] += 0.5
+    expected[0, 1, 5, 4] += 0.5
     torch.testing.assert_close(got, expected, atol=0, rtol=0)
     assert not torch.equal(logits[0, 5], model(**inputs).logits[0, 5])
     _, got, _ = _layer0(model, inputs, Intervention(heads, 0.5, renormalise=True), ref)
-    expected[0, 1, 5] /= 2.0
+    expected[0, 1] /= expected[0, 1].sum(-1, keepdim=True)
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
 
 
@@ -363,6 +377,26 @@ def test_architecture_that_bypasses_the_interface(tiny_models, monkeypatch):
     with pytest.raises(AttentionCaptureError, match="does not dispatch through"):
         with capture_attention(model, AttentionPlan()):
             model(**inputs)
+    assert model.config._attn_implementation == "eager"
+
+
+def test_what_capture_does_not_compute_is_refused(tiny_models, monkeypatch):
+    """An argument that would change the weights in a way capture does not compute (a
+    T5-style position bias, sparse key indices) is refused in one line rather than ignored;
+    so is an attention module without `layer_idx` (capture could not tell its layer)."""
+    from harness.engine.capture import attention_forward
+
+    model = tiny_models["llama"]
+    attention = model.model.layers[0].self_attn
+    query, key = torch.zeros(1, HEADS, 3, 8), torch.zeros(1, 2, 3, 8)
+    for name in ("position_bias", "indices"):
+        with pytest.raises(AttentionCaptureError, match=f"LlamaAttention passes {name} to"):
+            attention_forward(attention, query, key, key, None, **{name: torch.zeros(1)})
+    monkeypatch.delattr(attention, "layer_idx")
+    inputs, _ = padded([5], 5)
+    with pytest.raises(AttentionCaptureError, match="LlamaAttention has no layer_idx"):
+        with capture_attention(model, AttentionPlan()):
+            model(**inputs, use_cache=False)
     assert model.config._attn_implementation == "eager"
 
 
