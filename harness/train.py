@@ -4,6 +4,7 @@
     attentionspan train --model smollm2-135m-instruct --config addition_id --lr 5e-5 \\
         --instruction "Add the two numbers." --max-steps 600 --output runs/add
     attentionspan train --output runs/rev --resume          # after an interruption
+    attentionspan train ... --attention-supervision layer:1 --supervision-weight 0.5
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.train --model scratch ...
 
 Defaults are the paper's (Appendix E): AdamW, lr 5e-6, betas (0.95, 0.999), weight decay
@@ -13,6 +14,11 @@ after them. Data come from the generator (config, seed, stream "train", index) o
 run sees exactly the data an uninterrupted one would have. Each checkpoint folder holds the
 model (safetensors), the tokenizer, the run configuration (`attentionspan_run.json`) and the
 optimizer and scheduler state; folders are written under a temporary name and renamed.
+
+`--attention-supervision HEADS` adds an auxiliary loss pulling those heads' attention toward
+the reference mask (`harness.supervision_options` for the options, `harness.engine.supervision`
+for the loss, read on the training forward itself): total = LM loss + weight x supervision
+loss; the log gets `supervision_loss` (and the weight) beside the LM `loss`.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from harness.data import (
     source_text,
     training_indices,
 )
-from harness.engine.inference import autocast
+from harness.engine.inference import autocast, model_shape
 from harness.evaluate import evaluate_model
 from harness.models import ScratchConfig, check_vocabulary
 from harness.options import check_finite, cli, option
@@ -77,6 +83,10 @@ from harness.runs import (
     section,
     versions,
 )
+from harness.supervision_options import LOSSES as SUPERVISION_LOSSES
+from harness.supervision_options import MASKS as SUPERVISION_MASKS
+from harness.supervision_options import SCHEDULES as SUPERVISION_SCHEDULES
+from harness.supervision_options import SupervisionOptions
 from harness.tokenization import IGNORE_INDEX, CharTokenizer
 
 SCHEDULES = ("linear", "cosine", "constant")
@@ -93,6 +103,9 @@ RESUME_FREE = ("output",)
 # model on an AVX512-BF16 CPU in one measurement); on an AVX2-only CPU it is emulated and several
 # times slower, and for tiny models the casts cost more than they save (docs/performance.md).
 AUTO_BF16_MIN_PARAMS = 20_000_000
+SUPERVISION = "attention supervision"  # the help's group of the --supervision-* options
+SUPERVISION_WINDOW = "supervision_window"  # its log window, kept in training_state.pt
+_SUPERVISION_DEFAULTS = SupervisionOptions()  # one place for their defaults
 
 
 @dataclass
@@ -180,6 +193,72 @@ class TrainConfig:
     )
     keep_checkpoints: int = field(default=2, metadata=cli("how many checkpoints to keep"))
     log_every: int = field(default=10, metadata=cli("optimizer steps between log lines"))
+    attention_supervision: str = field(
+        default=_SUPERVISION_DEFAULTS.attention_supervision,
+        metadata=cli(
+            "pull these heads' attention toward the reference mask with an auxiliary loss: "
+            "layer:L (every head of layer L; layer:0,2 for several), LAYER.HEAD,... (0.1,1.3) "
+            "or top:N (the first N of --supervision-ranking)",
+            group=SUPERVISION,
+            shown="off",
+            metavar="HEADS",
+        ),
+    )
+    supervision_ranking: str = field(
+        default=_SUPERVISION_DEFAULTS.supervision_ranking,
+        metadata=cli(
+            "the heads.json (or its folder) of `attentionspan heads` that top:N reads",
+            group=SUPERVISION,
+            metavar="PATH",
+        ),
+    )
+    supervision_mask: str = field(
+        default=_SUPERVISION_DEFAULTS.supervision_mask,
+        metadata=cli(
+            "the reference mask the heads are pulled to (generated data; a --dataset's rows "
+            "bring their own 'reference' column)",
+            group=SUPERVISION,
+            choices=SUPERVISION_MASKS,
+        ),
+    )
+    supervision_shift: int = field(
+        default=_SUPERVISION_DEFAULTS.supervision_shift,
+        metadata=cli(
+            "supervise key ref+K instead of ref (a shallow model's lookup may read ref+1)",
+            group=SUPERVISION,
+            metavar="K",
+        ),
+    )
+    supervision_loss: str = field(
+        default=_SUPERVISION_DEFAULTS.supervision_loss,
+        metadata=cli(
+            "ce: cross-entropy between each target row and its mask normalised over its keys; "
+            "mass: -log of the row's weight on the mask (mean over target rows and heads)",
+            group=SUPERVISION,
+            choices=SUPERVISION_LOSSES,
+        ),
+    )
+    supervision_weight: float = field(
+        default=_SUPERVISION_DEFAULTS.supervision_weight,
+        metadata=cli(
+            "total loss = LM loss + weight x supervision loss", group=SUPERVISION, metavar="W"
+        ),
+    )
+    supervision_schedule: str = field(
+        default=_SUPERVISION_DEFAULTS.supervision_schedule,
+        metadata=cli(
+            "the weight over the run: constant; linear (down to 0 at the last step); warmup "
+            "(up from 0 over --supervision-warmup of the steps, then constant)",
+            group=SUPERVISION,
+            choices=SUPERVISION_SCHEDULES,
+        ),
+    )
+    supervision_warmup: float = field(
+        default=_SUPERVISION_DEFAULTS.supervision_warmup,
+        metadata=cli(
+            "share of the steps the warmup schedule rises over", group=SUPERVISION, metavar="R"
+        ),
+    )
     prompt: PromptConfig = field(default_factory=PromptConfig)
     scratch: ScratchConfig = field(default_factory=ScratchConfig)
 
@@ -254,6 +333,17 @@ class TrainConfig:
                 f"'curriculum' stages take {staged} steps, more than 'max_steps' "
                 f"{self.max_steps}: the steps past {self.max_steps} would never run"
             )
+        supervision = SupervisionOptions.of(self)
+        if self.dataset and supervision.supervision_mask != _SUPERVISION_DEFAULTS.supervision_mask:
+            raise ValueError(
+                "'supervision_mask' picks one of the generator's masks (--config); a --dataset's "
+                "rows are supervised on their own 'reference' column: leave it at "
+                f"{_SUPERVISION_DEFAULTS.supervision_mask}"
+            )
+
+    @property
+    def supervision(self) -> SupervisionOptions:
+        return SupervisionOptions.of(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -306,7 +396,7 @@ def curriculum_sources(config: TrainConfig) -> list[tuple[int, GeneratorSource]]
     out, end = [], 0
     for steps, overrides in parse_curriculum(config.curriculum, config.config):
         end += steps
-        task = resolve_config(config.config, **overrides)
+        task = resolve_config(config.config, **overrides, **mask_override(config))
         out.append((end, GeneratorSource(task, seed=config.seed, split=TRAIN_SPLIT)))
     return out
 
@@ -323,9 +413,18 @@ def batch_instances(run: Run, indices: range) -> list:
 def make_source(config: TrainConfig):
     if config.dataset:
         return DatasetSource.load(config.dataset, config.dataset_config, config.dataset_split)
-    return GeneratorSource(
-        config.config, seed=config.seed, split=TRAIN_SPLIT, size=config.train_size
-    )
+    mask = mask_override(config)
+    task = resolve_config(config.config, **mask) if mask else config.config
+    return GeneratorSource(task, seed=config.seed, split=TRAIN_SPLIT, size=config.train_size)
+
+
+def mask_override(config: TrainConfig) -> dict[str, str]:
+    """`{"mask": ...}` of the supervised mask, for generated data under supervision: the
+    training data's references are then that mask's (a task's mask never changes its
+    prompts or targets, so the rows are those of an unsupervised run)."""
+    if not config.supervision.enabled:
+        return {}
+    return {"mask": config.supervision.supervision_mask}
 
 
 def make_optimizer(model, config: TrainConfig):
@@ -381,6 +480,53 @@ def is_out_of_memory(error: BaseException) -> bool:
     return "out of memory" in text or "can't allocate memory" in text
 
 
+def load_ranking(config: TrainConfig):
+    """The order of the head ranking `top:N` reads (best first), None for other head
+    choices; ValueError naming 'supervision_ranking' for a missing or foreign file."""
+    if not config.supervision.enabled or config.supervision.heads.kind != "top":
+        return None
+    from harness.attention.heads import HEADS_FILE, HeadRanking
+
+    path = Path(config.supervision_ranking)
+    shown = path / HEADS_FILE if path.is_dir() else path
+    if not shown.is_file():
+        raise ValueError(
+            f"'supervision_ranking' {str(shown)!r} does not exist (a heads.json from "
+            "`attentionspan heads`)"
+        )
+    try:
+        ranking = HeadRanking.load(path)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
+        raise ValueError(
+            f"'supervision_ranking' {str(shown)!r} is not a head ranking "
+            f"({type(error).__name__}: {str(error)[:100]})"
+        ) from None
+    return ranking
+
+
+def supervised_heads(config: TrainConfig, model, ranking=None):
+    """bool [layers, heads] of the heads `--attention-supervision` names on `model`, or
+    None when supervision is off; ValueError naming the option for a head the model lacks."""
+    import torch
+
+    if not config.supervision.enabled:
+        return None
+    layers, heads = model_shape(model)
+    order = None
+    if ranking is not None:
+        if (ranking.num_layers, ranking.num_heads) != (layers, heads):
+            raise ValueError(
+                f"'supervision_ranking' {config.supervision_ranking!r} ranks the heads of a "
+                f"model of [layers, heads] = [{ranking.num_layers}, {ranking.num_heads}], "
+                f"this one has [{layers}, {heads}]"
+            )
+        order = ranking.order
+    chosen = torch.zeros(layers, heads, dtype=torch.bool)
+    for layer, head in config.supervision.heads.resolve(layers, heads, order):
+        chosen[layer, head] = True
+    return chosen
+
+
 def run_info(config: TrainConfig, state: TrainState, **extra) -> dict[str, Any]:
     """What `attentionspan_run.json` holds: the options, the prompt layout, the scratch
     model, where the run stands, and the library versions."""
@@ -401,6 +547,13 @@ def save_checkpoint(run: Run, name: str, with_optimizer: bool = True, **extra) -
         if with_optimizer
         else None
     )
+    if training_state is not None and run.heads is not None:
+        # The open log window's supervision loss, as TrainState keeps its LM loss: a
+        # resumed run logs the mean the uninterrupted one does.
+        training_state[SUPERVISION_WINDOW] = {
+            "loss": run.window.supervision,
+            "steps": run.window.supervised_steps,
+        }
     run.state.elapsed_s = time.perf_counter() - run.started
     run.state.window_loss = run.window.loss
     run.state.window_steps = run.window.steps
@@ -524,6 +677,10 @@ class Run:
     curriculum: list = field(default_factory=list)  # (last step, source) per stage
     cpu_start: float = field(default_factory=time.process_time)  # this invocation's CPU time
     resume_with: str = ""  # the command that continues the run (train's own, or reproduce)
+    heads: Any = None  # bool [layers, heads] supervised (--attention-supervision), or None
+    # the last step's supervision loss (None: not supervised) and its weight, for the log
+    step_supervision: float | None = None
+    step_weight: float = 0.0
 
     @property
     def main(self) -> bool:
@@ -537,6 +694,12 @@ class Run:
     def per_step(self) -> int:
         return self.config.batch_size * self.config.grad_accum * self.world
 
+    def supervision_weight(self) -> float:
+        """The weight of the supervision loss in the next step (0 when off)."""
+        if self.heads is None:
+            return 0.0
+        return self.config.supervision.weight_at(self.state.step, self.state.total_steps)
+
 
 @dataclass
 class Window:
@@ -546,6 +709,8 @@ class Window:
     tokens: int = 0
     steps: int = 0
     start: float = field(default_factory=time.perf_counter)
+    supervision: float = 0.0  # supervision loss summed over processes and supervised steps
+    supervised_steps: int = 0
 
 
 class LossNotFinite(ValueError):
@@ -580,6 +745,7 @@ def set_up(
                 )
             config = saved
         source = make_source(config)  # a bad preset fails before the model is loaded
+        ranking = load_ranking(config)  # as a missing heads.json does
         # the characters of the first rows (and of a dataset's rows, checked as they are
         # read) and of each curriculum stage: checked against the model below
         text = source_text(source, config.prompt) + "".join(
@@ -614,6 +780,9 @@ def set_up(
                         raise ValueError(f"'curriculum' stage {k} ({shown}): {error}") from None
             except ValueError as error:
                 raise ValueError(f"model {config.model!r}: {error}") from None
+        heads = supervised_heads(config, model, ranking)
+        if heads is not None and checkpoint is not None:
+            check_supervised_heads(output / LOG_FILE, heads)
         world = accelerator.num_processes
         per_step = config.batch_size * config.grad_accum * world
         state.total_steps = config.max_steps or math.ceil(len(source) * config.epochs / per_step)
@@ -639,6 +808,10 @@ def set_up(
                 output / TRAIN_CONFIG_FILE, json.dumps(config.to_dict(), indent=2) + "\n"
             )
             trim_log(output / LOG_FILE, state.step)
+            if heads is not None and state.step == 0:
+                # the heads top:N found in its ranking, as the run's first record
+                record = {"step": 0, "supervised_heads": heads.nonzero().tolist()}
+                append_line(output / LOG_FILE, json.dumps(record) + "\n")
     except BaseException:
         if lock is not None:
             lock.discard()  # a refused run leaves no folder behind (nor a lock file)
@@ -668,9 +841,43 @@ def set_up(
         bar=bar,
         lock=lock,
         started=time.perf_counter() - state.elapsed_s,
-        window=Window(loss=state.window_loss, steps=state.window_steps),
+        window=Window(
+            loss=state.window_loss,
+            steps=state.window_steps,
+            **saved_supervision_window(training_state),
+        ),
         curriculum=curriculum_sources(config),
+        heads=heads,
     )
+
+
+def saved_supervision_window(training_state: dict[str, Any] | None) -> dict[str, Any]:
+    """The supervision part of the log window a checkpoint saved (none: a fresh window)."""
+    saved = (training_state or {}).get(SUPERVISION_WINDOW)
+    if not isinstance(saved, dict):
+        return {}
+    return {
+        "supervision": float(saved.get("loss", 0.0)),
+        "supervised_steps": int(saved.get("steps", 0)),
+    }
+
+
+def check_supervised_heads(path: Path, heads) -> None:
+    """On a resume, refuse heads other than those the log's first record names (top:N
+    reads a heads.json that may have changed since: the run would go on supervising other
+    heads than it started with)."""
+    pairs = heads.nonzero().tolist()
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:  # a line cut short: trim_log drops it
+            continue
+        if isinstance(record, dict) and record.get("supervised_heads", pairs) != pairs:
+            raise ValueError(
+                f"--resume: --attention-supervision now selects the heads {pairs}, the run "
+                f"was trained on {record['supervised_heads']} ({path}): restore the "
+                "--supervision-ranking file it read, or start a new --output"
+            )
 
 
 def trim_log(path: Path, step: int) -> None:
@@ -693,8 +900,11 @@ def _logged_step(line: str) -> float:
         return math.inf
 
 
-def training_batch(config: TrainConfig, char_tok: CharTokenizer, instances: list) -> dict:
-    """The padded batch of `instances`; with `loss_on="all"` every real token is a label.
+def training_batch(
+    config: TrainConfig, char_tok: CharTokenizer, instances: list, masks: bool = False
+) -> dict:
+    """The padded batch of `instances`; with `loss_on="all"` every real token is a label;
+    `masks`: with the reference mask ([batch, L, L], for attention supervision).
 
     Flip-flop's mid-program reads show the register's bit, so each is the task on a prefix:
     trained on the whole text the model sees several answers per program instead of one
@@ -703,6 +913,7 @@ def training_batch(config: TrainConfig, char_tok: CharTokenizer, instances: list
         [config.prompt.encode(char_tok, x) for x in instances],
         char_tok.pad_id,
         padding_side="right",
+        masks=masks,
     )
     if config.loss_on == "all":
         padding = batch["attention_mask"] == 0
@@ -717,11 +928,16 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
 
     config, accelerator, model = run.config, run.accelerator, run.model
     loss_sum = torch.zeros((), dtype=torch.float32)
+    supervision_sum = torch.zeros((), dtype=torch.float32)
     tokens = 0
+    # A step of weight 0 (a warmup's first, or --supervision-weight 0) is the plain step:
+    # the model's own attention, nothing captured, exactly the unsupervised run.
+    weight = run.supervision_weight()
+    supervised = weight > 0
     try:
         for micro in range(config.grad_accum):
             instances = batch_instances(run, next(run.micro_batches))
-            batch = training_batch(config, run.char_tok, instances)
+            batch = training_batch(config, run.char_tok, instances, masks=supervised)
             tokens += int(batch["attention_mask"].sum())
             inputs = {
                 k: batch[k].to(accelerator.device)
@@ -729,18 +945,27 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
             }
             last = micro == config.grad_accum - 1
             with contextlib.nullcontext() if last else accelerator.no_sync(model):
-                with autocast(run.precision, accelerator.device):
-                    loss = model(**inputs).loss / config.grad_accum
-                accelerator.backward(loss)
+                if supervised:
+                    loss, supervision = supervised_forward(run, inputs, batch)
+                    loss, supervision = loss / config.grad_accum, supervision / config.grad_accum
+                    accelerator.backward(loss + weight * supervision)
+                    supervision_sum += supervision.detach().float().cpu()
+                else:
+                    with autocast(run.precision, accelerator.device):
+                        loss = model(**inputs).loss / config.grad_accum
+                    accelerator.backward(loss)
             loss_sum += loss.detach().float().cpu()
         # One reduction per step carries the loss, the tokens and a stop request, so every
         # process stops (and checkpoints) at the same step.
-        totals = torch.tensor([float(loss_sum), float(tokens), float(stop_requested)])
+        values = [float(loss_sum), float(tokens), float(stop_requested), float(supervision_sum)]
+        totals = torch.tensor(values)
         if run.world > 1:
             totals = accelerator.reduce(totals.to(accelerator.device), "sum").cpu()
         step_loss = float(totals[0])
         if not math.isfinite(step_loss):
             raise LossNotFinite(f"the training loss became {step_loss}")
+        if not math.isfinite(float(totals[3])):
+            raise LossNotFinite(f"the supervision loss became {float(totals[3])}")
         if config.max_grad_norm > 0:
             norm = float(accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm))
             if not math.isfinite(norm):
@@ -759,8 +984,29 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
     run.state.step += 1
     run.state.next_index += run.per_step
     run.state.tokens += int(totals[1])
+    run.step_supervision = float(totals[3]) if supervised else None
+    run.step_weight = weight
     run.bar.update(1)
     return step_loss, int(totals[1]), bool(totals[2])
+
+
+def supervised_forward(run: Run, inputs: dict, batch: dict):
+    """(LM loss, supervision loss) of one micro-batch, from one forward: the supervised
+    heads' weights are read inside the capture attention function, their graph kept."""
+    from harness.engine.positions import causal_valid, shift_mask
+    from harness.engine.supervision import Supervision, supervise
+
+    options = run.config.supervision
+    # ref+k, only where a query may look (a key after the query, or padding, is no cell)
+    reference = causal_valid(
+        shift_mask(batch["reference_mask"], options.supervision_shift), batch["attention_mask"]
+    )
+    plan = Supervision(run.heads, reference, loss=options.supervision_loss)
+    bare = run.accelerator.unwrap_model(run.model)  # capture hooks the model inside DDP
+    with autocast(run.precision, run.accelerator.device):
+        with supervise(bare, plan) as recorder:
+            loss = run.model(**inputs).loss
+    return loss, recorder.loss().to(loss.device)
 
 
 def log_step(run: Run, window: Window) -> None:
@@ -769,11 +1015,20 @@ def log_step(run: Run, window: Window) -> None:
     mean_loss = window.loss / (window.steps * run.world)
     run.state.elapsed_s = time.perf_counter() - run.started
     run.bar.set_postfix(loss=f"{mean_loss:.4f}", tok_s=f"{tokens_per_s:.0f}")
+    supervision = {}
+    if run.heads is not None:
+        # mean over the window's supervised steps (a step of weight 0 computes none)
+        steps = window.supervised_steps
+        supervision = {
+            "supervision_loss": window.supervision / (steps * run.world) if steps else None,
+            "supervision_weight": run.step_weight,
+        }
     append_log(
         run,
         {
             "step": run.state.step,
             "loss": mean_loss,
+            **supervision,
             "lr": run.scheduler.get_last_lr()[0],
             "tokens_per_s": tokens_per_s,
             "next_index": run.state.next_index,
@@ -943,6 +1198,9 @@ def train(
                 window = run.window
                 window.loss, window.tokens = window.loss + loss, window.tokens + tokens
                 window.steps, steps_this_run = window.steps + 1, steps_this_run + 1
+                if run.step_supervision is not None:
+                    window.supervision += run.step_supervision
+                    window.supervised_steps += 1
                 step, last = run.state.step, run.state.step == run.state.total_steps
                 if due(step, run.config.log_every) or last:
                     log_step(run, window)

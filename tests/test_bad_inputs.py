@@ -413,6 +413,52 @@ CLI_ROWS = [
         ["train", "--output", "{run}", "--resume", "--lr", "5e-6"],
         ["these options differ from it", "--lr 5e-06 (saved: 0.001)"],
     ),
+    # --- train --attention-supervision: the heads, the options beside them, a resume
+    (
+        "train-supervision-bad-heads",
+        [*TRAIN, "--attention-supervision", "layer:x"],
+        ["'attention_supervision' must be layer:L", "LAYER.HEAD", "top:N", "'layer:x'"],
+    ),
+    (
+        "train-supervision-layer-out-of-range",
+        [*TRAIN, "--attention-supervision", "layer:9"],
+        ["'attention_supervision' 'layer:9': layer 9 is out of range", "4 layers (0-3)"],
+    ),
+    (
+        "train-supervision-head-out-of-range",
+        [*TRAIN, "--attention-supervision", "0.1,1.7"],
+        ["head 1.7 is out of range; the model has 4 heads per layer (0-3)"],
+    ),
+    (
+        "train-supervision-loss",
+        [*TRAIN, "--attention-supervision", "layer:0", "--supervision-loss", "kl"],
+        ["--supervision-loss", "'kl'", "'ce', 'mass'"],
+    ),
+    (
+        "train-supervision-weight-negative",
+        [*TRAIN, "--attention-supervision", "layer:0", "--supervision-weight", "-1"],
+        ["'supervision_weight' must be a number >= 0, got -1.0"],
+    ),
+    (
+        "train-supervision-option-alone",
+        [*TRAIN, "--supervision-weight", "2"],
+        ["'supervision_weight' is given without 'attention_supervision'"],
+    ),
+    (
+        "train-supervision-top-without-ranking",
+        [*TRAIN, "--attention-supervision", "top:2"],
+        ["'attention_supervision' 'top:2' needs 'supervision_ranking'"],
+    ),
+    (
+        "train-supervision-missing-ranking",
+        [*TRAIN, "--attention-supervision", "top:2", "--supervision-ranking", "{tmp}/no.json"],
+        ["'supervision_ranking'", "no.json' does not exist"],
+    ),
+    (
+        "train-resume-changed-supervision",
+        ["train", "--output", "{run}", "--resume", "--attention-supervision", "layer:0"],
+        ["these options differ from it", "--attention-supervision 'layer:0' (saved: '')"],
+    ),
     (
         "train-pickled-training-state",
         ["train", "--output", "{pickled_state}", "--resume"],

@@ -4,6 +4,7 @@ data from `datasets`, gradient accumulation, bad input, and two DDP processes.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -567,3 +568,192 @@ def test_a_foreign_dataset_is_refused_before_the_model_loads(tmp_path, monkeypat
         train(config, progress=False)
     assert f"--dataset '{tmp_path / 'data'}'" in str(caught.value)
     assert message in str(caught.value)
+
+
+# --- attention supervision (--attention-supervision; harness.engine.supervision)
+
+
+def reference_mass(model, tokenizer) -> torch.Tensor:
+    """float [layers, heads]: each head's mean weight per target row on the reference, over
+    16 validation instances (`attentionspan heads`' measure, capture's head mass)."""
+    from attentionspan_datasets.splits import split_instance
+    from harness.attention.heads import rank_heads
+
+    instances = [split_instance("reversal_id", split="validation", index=i) for i in range(16)]
+    return torch.tensor(rank_heads(model, tokenizer, instances).per_row)
+
+
+@pytest.fixture(scope="module")
+def supervision_runs(tmp_path_factory):
+    """The same 30 steps from the same weights, with layer 1 supervised and without."""
+    root = tmp_path_factory.mktemp("supervision")
+    finals = {}
+    for name, extra in (("plain", {}), ("supervised", {"attention_supervision": "layer:1"})):
+        config = tiny_config(root / name, lr=1e-2, max_steps=30, log_every=10, **extra)
+        finals[name] = train(config, progress=False)
+    return finals
+
+
+def test_supervision_moves_the_supervised_heads_mass_onto_the_mask(supervision_runs):
+    from harness.models import load_model
+
+    before = reference_mass(*load_model("scratch", scratch=TINY))  # the runs' first weights
+    gain = {
+        name: reference_mass(*load_model(str(final))) - before
+        for name, final in supervision_runs.items()
+    }
+    # layer 1's two heads: about 0.09 -> 0.19 supervised; unsupervised within 0.01 of 0.09
+    assert (gain["supervised"][1] > 0.05).all(), gain
+    assert (gain["plain"][1].abs() < 0.03).all(), gain
+    assert (gain["supervised"][1] > gain["plain"][1] + 0.05).all(), gain
+
+
+def test_the_log_records_the_supervision_loss_of_each_logged_step(supervision_runs):
+    supervised = log_lines(supervision_runs["supervised"].parent)
+    assert supervised[0] == {"step": 0, "supervised_heads": [[1, 0], [1, 1]]}
+    steps = [r for r in supervised if "loss" in r]
+    assert [r["step"] for r in steps] == [10, 20, 30]
+    assert all(r["supervision_weight"] == 1.0 for r in steps)
+    losses = [r["supervision_loss"] for r in steps]
+    assert all(isinstance(x, float) and x > 0 for x in losses) and losses[-1] < losses[0]
+    plain = [r for r in log_lines(supervision_runs["plain"].parent) if "loss" in r]
+    assert not any("supervision_loss" in r or "supervised_heads" in r for r in plain)
+    # the options travel with the model: the run file eval, attention and reproduce read
+    final = supervision_runs["supervised"]
+    run = json.loads((final / "attentionspan_run.json").read_text())
+    saved = json.loads((final.parent / "train_config.json").read_text())
+    for options in (run["train"], saved):
+        assert options["attention_supervision"] == "layer:1"
+        assert options["supervision_loss"] == "ce" and options["supervision_weight"] == 1.0
+
+
+def test_supervision_of_weight_0_is_exactly_the_unsupervised_run(tmp_path):
+    plain = train(tiny_config(tmp_path / "a", max_steps=4), progress=False)
+    zero = tiny_config(
+        tmp_path / "b",
+        max_steps=4,
+        attention_supervision="layer:1",
+        supervision_weight=0.0,
+        supervision_mask="sufficient",
+    )
+    zero = train(zero, progress=False)
+    keys = ("step", "loss", "lr", "next_index", "tokens")
+    logs = [[r for r in log_lines(d) if "loss" in r] for d in (tmp_path / "a", tmp_path / "b")]
+    assert [{k: r[k] for k in keys} for r in logs[0]] == [{k: r[k] for k in keys} for r in logs[1]]
+    assert all(r["supervision_loss"] is None and r["supervision_weight"] == 0.0 for r in logs[1])
+    a, b = weights(plain), weights(zero)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_supervised_run_resumes_to_the_same_log_and_refuses_other_supervision(tmp_path):
+    supervised = dict(attention_supervision="0.1,1.0", supervision_schedule="linear", save_every=3)
+    straight = train(tiny_config(tmp_path / "a", **supervised), progress=False)
+    train(tiny_config(tmp_path / "b", **supervised), stop_after=4, progress=False)
+    for changed, shown in (
+        (
+            {"attention_supervision": "layer:0"},
+            "--attention-supervision 'layer:0' (saved: '0.1,1.0')",
+        ),
+        (
+            {"attention_supervision": "0.1,1.0", "supervision_loss": "mass"},
+            "--supervision-loss 'mass' (saved: 'ce')",
+        ),
+    ):
+        with pytest.raises(ValueError, match="these options differ from it") as error:
+            train(TrainConfig(output=str(tmp_path / "b"), **changed), resume=True, progress=False)
+        assert shown in str(error.value)
+    resumed = train(TrainConfig(output=str(tmp_path / "b")), resume=True, progress=False)
+    keys = ("step", "loss", "lr", "tokens", "supervision_loss", "supervision_weight")
+    logs = [
+        [{k: r[k] for k in keys} for r in log_lines(d) if "loss" in r]
+        for d in (tmp_path / "a", tmp_path / "b")
+    ]
+    assert [r["step"] for r in logs[0]] == [2, 4, 6]
+    assert [r["supervision_weight"] for r in logs[0]] == [5 / 6, 3 / 6, 1 / 6]  # linear
+    assert logs[0] == logs[1]
+    a, b = weights(straight), weights(resumed)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def save_ranking(path, order, layers=2, heads=4):
+    from harness.attention.heads import HeadRanking
+
+    zeros = [[0.0] * heads for _ in range(layers)]
+    return HeadRanking(scores=zeros, per_row=zeros, order=order).save(path)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_supervises_the_top_heads_of_a_ranking_on_a_local_folder(kind, tmp_path, tiny_model_dirs):
+    """A pretrained folder takes the same path: a tiny Llama (grouped-query attention), and
+    a Gemma3 whose sliding window of 16 keys leaves the first characters out of the last
+    rows' reach (those cells are not supervised: no -log of a weight that must be 0)."""
+    order = [(1, 2), (0, 3)] + [(la, h) for la in range(2) for h in range(4)][:6]
+    ranking = save_ranking(tmp_path / "heads.json", order)
+    config = tiny_config(
+        tmp_path / "run",
+        model=str(tiny_model_dirs[kind]),
+        max_steps=2,
+        attention_supervision="top:2",
+        supervision_ranking=str(ranking),
+        supervision_loss="mass",
+        supervision_shift=1,
+    )
+    final = train(config, progress=False)
+    lines = log_lines(tmp_path / "run")
+    assert lines[0]["supervised_heads"] == [[0, 3], [1, 2]]
+    steps = [r for r in lines if "loss" in r]
+    assert steps and all(0 < r["supervision_loss"] < 10 for r in steps)  # -log(tiny) is 87
+    run = json.loads((final / "attentionspan_run.json").read_text())
+    assert run["train"]["supervision_ranking"] == str(ranking)
+
+
+@pytest.mark.parametrize(
+    "heads,ranking,match",
+    [
+        ("layer:2", None, r"'layer:2': layer 2 is out of range; the model has 2 layers \(0-1\)"),
+        ("0.2", None, r"head 0.2 is out of range; the model has 2 heads per layer \(0-1\)"),
+        ("top:2", "missing", r"'supervision_ranking' '.*heads.json' does not exist"),
+        ("top:2", (3, 3), r"of \[layers, heads\] = \[3, 3\], this one has \[2, 2\]"),
+        ("top:5", (2, 2), r"the ranking holds 4 heads \(2 layers x 2 heads\), fewer than 5"),
+    ],
+)
+def test_supervised_heads_the_model_lacks_are_refused_before_training(
+    tmp_path, heads, ranking, match
+):
+    extra = {"attention_supervision": heads}
+    if ranking is not None:
+        extra["supervision_ranking"] = str(tmp_path / "heads.json")
+    if isinstance(ranking, tuple):
+        layers, per_layer = ranking
+        order = [(la, h) for la in range(layers) for h in range(per_layer)]
+        save_ranking(tmp_path / "heads.json", order, layers, per_layer)
+    with pytest.raises(ValueError, match=match) as error:
+        train(tiny_config(tmp_path / "run", **extra), progress=False)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "values,match",
+    [
+        ({"attention_supervision": "layer:x"}, "'attention_supervision' must be layer:L"),
+        ({"supervision_weight": 2.0}, "'supervision_weight' is given without 'attention_sup"),
+        ({"supervision_loss": "kl"}, "'supervision_loss' must be one of ce, mass, got 'kl'"),
+        ({"supervision_mask": "full"}, "'supervision_mask' must be one of paper, sufficient, "),
+        ({"supervision_schedule": "cosine"}, "'supervision_schedule' must be one of constant, "),
+        ({"supervision_shift": 40}, r"'supervision_shift' must be <= 32 \(the cap\), got 40"),
+        ({"supervision_shift": -40}, "'supervision_shift' must be >= -32, got -40"),
+        ({"supervision_weight": -1.0}, "'supervision_weight' must be a number >= 0, got -1.0"),
+        ({"supervision_weight": math.inf}, "'supervision_weight' must be a finite number"),
+        ({"supervision_warmup": 0.0}, r"'supervision_warmup' must be in \(0, 1\], got 0.0"),
+        ({"attention_supervision": "top:2"}, "needs 'supervision_ranking'"),
+        ({"supervision_ranking": "h.json"}, "'supervision_ranking' is read only by .* top:N"),
+        ({"dataset": "data", "supervision_mask": "minimal"}, "a --dataset's rows are supervised"),
+    ],
+)
+def test_supervision_options_are_validated(tmp_path, values, match):
+    values = {"attention_supervision": "layer:0", **values}
+    if values.get("supervision_weight") == 2.0:
+        values["attention_supervision"] = ""
+    with pytest.raises(ValueError, match=match):
+        tiny_config(tmp_path, **values)
