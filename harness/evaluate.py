@@ -23,6 +23,7 @@ from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import aggregate
 from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_output_dir, check_unique
 from harness.data import GeneratorSource, PromptConfig, shard_indices
+from harness.dispatch import Placement, placement_field
 from harness.engine.scoring import Processes, Scorer, check_texts, token_accuracy
 from harness.options import cli
 from harness.runs import read_run_file
@@ -63,8 +64,12 @@ class EvalConfig:
         default="no", metadata=cli("bf16 autocast, or none", shared="mixed_precision")
     )
     prompt: PromptConfig | None = None  # None: the one saved with the model, else plain
+    device_map: str | None = placement_field("device_map")
+    max_memory: str | None = placement_field("max_memory")
+    offload_folder: str | None = placement_field("offload_folder")
 
     def __post_init__(self) -> None:
+        Placement.of(self)  # ValueError naming --device-map, --max-memory, --offload-folder
         check_int("-n/--num", self.num, 1, MAX_INSTANCES)
         check_int("--batch-size", self.batch_size, 1, MAX_BATCH)
         check_unique("--configs", self.configs)

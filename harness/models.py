@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.dispatch import Placement
 from harness.options import cli
 
 SCRATCH = "scratch"
@@ -290,16 +291,29 @@ def build_scratch(config: ScratchConfig) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def load_model(spec: str, scratch: ScratchConfig | None = None, dtype: str = "float32"):
+def load_model(
+    spec: str,
+    scratch: ScratchConfig | None = None,
+    dtype: str = "float32",
+    placement: Placement | None = None,
+):
     """(model, tokenizer) for any spec that `resolve_model` accepts, checked (`check_model`):
-    a folder the model cannot be read from whole is refused in one line naming it."""
+    a folder the model cannot be read from whole is refused in one line naming it.
+    `placement` (`harness.dispatch`): split across devices by accelerate as it loads (its
+    hooks then place every module: never `.to()` such a model, `harness.dispatch.place_model`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging
 
+    from harness.dispatch import check_device_map_keys
+
     kind, location = resolve_model(spec)
+    placement = placement or Placement()
     if kind == "scratch":
+        if placement.dispatched:
+            raise ValueError("--device-map needs a model folder or name, not scratch")
         return build_scratch(scratch or ScratchConfig())
+    dispatch = placement.load_kwargs()  # a GPU this machine lacks: before reading anything
     torch_dtype = getattr(torch, dtype)
     where = f"model {spec!r}" if kind == "known" else f"model folder {spec!r}"
     verbosity = logging.get_verbosity()
@@ -316,19 +330,28 @@ def load_model(spec: str, scratch: ScratchConfig | None = None, dtype: str = "fl
         ) from None
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
-            location, dtype=torch_dtype, output_loading_info=True, ignore_mismatched_sizes=True
+            location,
+            dtype=torch_dtype,
+            output_loading_info=True,
+            ignore_mismatched_sizes=True,
+            **dispatch,
         )
     except OSError as error:
         raise ValueError(f"{where} could not be loaded: {_first_line(error)}") from None
     except Exception as error:  # safetensors' own error for a truncated or empty file, ...
         if type(error).__name__ == "UnpicklingError":
             raise  # harness.runs.load_model_checked names pickled weights
+        text = str(error).lower()
+        if dispatch and ("device" in text or "offload" in text):
+            # a map that leaves a weight without a device, a device torch does not know, ...
+            raise ValueError(f"{where}: --device-map: {_first_line(error)}") from None
         raise ValueError(
             f"{where}: its weights or config cannot be read (corrupt, truncated or empty "
             f"file?): {type(error).__name__}: {_first_line(error)}"
         ) from None
     finally:
         logging.set_verbosity(verbosity)
+    check_device_map_keys(model, dispatch.get("device_map"))
     check_model(where, model, info)
     return model, tokenizer
 
@@ -359,7 +382,10 @@ def check_model(where: str, model, info: dict[str, Any] | None = None) -> None:
             f"{where}: the weights do not fit config.json ({'; '.join(problems)}); "
             "refused rather than initialised at random"
         )
-    for name, tensor in model.named_parameters():
+    from harness.dispatch import named_weights
+
+    # A dispatched model's offloaded weights are read one at a time from where they sit.
+    for name, tensor in named_weights(model):
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise ValueError(f"{where}: the weight {name} holds NaN or infinite values")
     check_causal(where, model)
@@ -376,7 +402,9 @@ def check_causal(where: str, model) -> None:
     ids = torch.arange(length).remainder(vocab).unsqueeze(0)
     changed = ids.clone()
     changed[0, -1] = (ids[0, -1] + 1) % vocab
-    device = next(model.parameters()).device
+    from harness.dispatch import input_device
+
+    device = input_device(model)  # a dispatched model's first weight may be on `meta`
     was_training = model.training
     model.eval()
     try:

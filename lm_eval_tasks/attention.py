@@ -262,9 +262,10 @@ def check_capture(model, char_tok) -> None:
     dispatches through the capture function."""
     import torch
 
+    from harness.dispatch import input_device
     from harness.engine.capture import AttentionCaptureError, capture_attention
 
-    ids = torch.tensor([[char_tok.eos_id]], device=model.device)
+    ids = torch.tensor([[char_tok.eos_id]], device=input_device(model))
     try:
         with torch.inference_mode(), capture_attention(model):
             model(input_ids=ids)

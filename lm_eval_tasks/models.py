@@ -21,6 +21,14 @@ With `attention=true` the model also measures where each answer attends
 harness's attention capture, its answers are scored by the harness's free-running records,
 and each is returned as an `Answer`, the text carrying its measurement to `process_results`.
 
+    lm_eval --model attnspan-hf --model_args pretrained=DIR,parallelize=True,max_cpu_memory=60GiB
+
+`parallelize=True` splits the model across devices as lm-eval's HFLM does (`device_map`:
+a strategy or a .json file, `max_memory_per_gpu`, `max_cpu_memory`, `offload_folder`;
+`device_map_option`, older lm-eval's name, is read as `device_map`): inputs then go where
+the input embeddings run (`harness.dispatch`), and keys HFLM would ignore without it are
+refused (`placement_args`).
+
 Threads: the harness's rule (`harness.threads`): torch's default of one thread per core ran
 `attnspan_ffml_ood` at 3.7-4.7 s a request on a shared 2-core machine, against 12.7 requests
 a second at one thread. So the model picks its thread count from the cores it may use and
@@ -39,7 +47,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
 from harness.tokenization import SHOT_SEPARATOR, CharTokenizer, encode_instance, encode_prompt
-from lm_eval_tasks.attention import Answer, AttentionMeter, flag
+from lm_eval_tasks.attention import MODEL_ARG, Answer, AttentionMeter, flag
 
 # lm-eval renders a chat prompt by calling `apply_chat_template` and passes the string back
 # as the context; ours returns the plain prompt text behind this mark, and the encoding
@@ -47,6 +55,10 @@ from lm_eval_tasks.attention import Answer, AttentionMeter, flag
 CHAT_MARK = "\x00attnspan-chat\x00"
 logger = logging.getLogger(__name__)
 OWN_ARGS = ("attention", "threads")  # --model_args of attnspan-hf itself
+# Older lm-eval's name for device_map (0.4.0-0.4.2's HFLM): taken, and passed as device_map.
+LEGACY_ARGS = {"device_map_option": "device_map"}
+# What places the model across devices; HFLM reads them only with parallelize=True.
+PARALLEL_ARGS = ("device_map", "max_memory_per_gpu", "max_cpu_memory")
 # transformers' from_pretrained keywords that HFLM hands on (its **kwargs) and that load a
 # causal LM here; anything else reached the model class's __init__, a TypeError traceback.
 FROM_PRETRAINED_ARGS = (
@@ -81,7 +93,7 @@ def check_model_args(kwargs: dict[str, Any]) -> None:
     from lm_eval_tasks.dataset import refuse
 
     known = hflm_args()
-    allowed = [*OWN_ARGS, *known, *FROM_PRETRAINED_ARGS]
+    allowed = [*OWN_ARGS, *known, *FROM_PRETRAINED_ARGS, *LEGACY_ARGS]
     unknown = [key for key in kwargs if key not in allowed]
     if not unknown:
         return
@@ -92,6 +104,48 @@ def check_model_args(kwargs: dict[str, Any]) -> None:
         f"allowed: {', '.join(OWN_ARGS)} (attnspan-hf's), {', '.join(known)} (lm-eval's hf "
         f"model's) and {', '.join(FROM_PRETRAINED_ARGS)} (passed to from_pretrained)"
     )
+
+
+def placement_args(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`--model_args` with the model's placement checked (one line naming the key) and made
+    what lm-eval's HFLM hands to from_pretrained: `parallelize=True` splits the model with
+    accelerate (`device_map`, default auto: a strategy or a .json file of module -> device;
+    `max_memory_per_gpu`, `max_cpu_memory`: sizes such as 20GiB; `offload_folder`), as
+    HFLM does; without it those keys would be ignored, so they are refused."""
+    from harness.dispatch import check_devices_exist, parse_device_map, parse_size
+    from lm_eval_tasks.dataset import refuse
+
+    kwargs = dict(kwargs)
+    for old, new in LEGACY_ARGS.items():
+        if old in kwargs:
+            if new in kwargs:
+                refuse(f"attnspan-hf: give {new} or {old} (its older name), not both")
+            kwargs[new] = kwargs.pop(old)
+    value = kwargs.get("parallelize", False)
+    text = str(value).strip().lower()
+    if text not in ("true", "false", "1", "0", "none", ""):
+        refuse(f"attnspan-hf: parallelize must be true or false, got {value!r}")
+    parallel = text in ("true", "1")
+    if "parallelize" in kwargs:
+        kwargs["parallelize"] = parallel
+    given = [key for key in PARALLEL_ARGS if kwargs.get(key) is not None]
+    if given and not parallel:
+        refuse(
+            f"attnspan-hf: {given[0]} takes effect only with parallelize=True (lm-eval's hf "
+            "model ignores it otherwise); add parallelize=True to --model_args"
+        )
+    try:
+        if kwargs.get("device_map") is not None:
+            # --model_args splits at commas: a map is a strategy or a .json file's path.
+            kwargs["device_map"] = parse_device_map(kwargs["device_map"])
+            if isinstance(kwargs["device_map"], dict):
+                check_devices_exist(kwargs["device_map"].values())
+        for key in ("max_memory_per_gpu", "max_cpu_memory"):
+            if kwargs.get(key) is not None:
+                kwargs[key] = parse_size(kwargs[key], key)
+    except ValueError as error:
+        refuse(f"attnspan-hf: {str(error).replace('--device-map', 'device_map')}")
+    return kwargs
 
 
 def use_threads(requested: Any = None) -> int:
@@ -126,9 +180,11 @@ class AttnspanHFLM(HFLM):
         self, *args: Any, attention: Any = False, threads: Any = None, **kwargs: Any
     ) -> None:
         check_model_args(kwargs)  # before loading anything: a bad key stops at once
+        kwargs = placement_args(kwargs)
         attention = flag(attention)
         self.threads = use_threads(threads)  # before the model loads and runs
         super().__init__(*args, **kwargs)
+        self._follow_dispatch()
         self.char_tok = CharTokenizer(self.tokenizer)
         # characters and (instruction, chat) layouts already checked against the model
         self._checked_chars: set[str] = set()
@@ -141,8 +197,34 @@ class AttnspanHFLM(HFLM):
         self._measured: dict[tuple[int, ...], dict] = {}
         self.meter = None
         if attention:
+            from harness.dispatch import check_capture_placement
+            from lm_eval_tasks.dataset import refuse
+
+            try:  # a split the capture cannot serve yet: one line, before any request
+                check_capture_placement(self.model, f"attnspan-hf: --model_args {MODEL_ARG}=true")
+            except ValueError as error:
+                refuse(str(error))
             size = self.batch_size if isinstance(self.batch_size, int) else 16
             self.meter = AttentionMeter(self.model, self.char_tok, size)
+
+    # --- parallelize=True ----------------------------------------------------------------
+    def _follow_dispatch(self) -> None:
+        """With the model split by accelerate, HFLM's device is its `device` argument
+        ("cuda" unless given) and inputs go there; they must go where the input embeddings
+        run (on a CPU-only machine: the CPU)."""
+        from harness.dispatch import input_device, is_dispatched
+
+        if isinstance(self.model, torch.nn.Module) and is_dispatched(self.model):
+            self._device = input_device(self.model)
+
+    def _get_accelerate_args(self, *args: Any, **kwargs: Any) -> dict:
+        """HFLM's, except that parallelize=True on a machine without GPUs (and no
+        max_cpu_memory) gives no max_memory rather than an empty one: accelerate reads {}
+        as "no device holds anything" and offloads the whole model to disk."""
+        out = super()._get_accelerate_args(*args, **kwargs)
+        if out.get("max_memory") == {}:
+            out["max_memory"] = None
+        return out
 
     # --- building the ids of one request ---------------------------------------------
     def encode_request(self, context: str, doc: dict[str, Any]) -> list[int]:

@@ -163,8 +163,10 @@ def _prefix_cache(model, prompts):
     import torch
     from transformers import DynamicCache
 
+    from harness.dispatch import input_device
+
     cache = DynamicCache(config=model.config)
-    inputs = prompts.model_inputs(model.device)
+    inputs = prompts.model_inputs(input_device(model))
     inputs = {k: v[:, :-1] for k, v in inputs.items()}
     with torch.inference_mode():
         model(**inputs, **{cache_argument(model): cache}, use_cache=True)

@@ -3,6 +3,7 @@
     attentionspan attention --model runs/rev/final --configs reversal_id reversal_ood \\
         -n 200 --output runs/rev/attention
     attentionspan attention --model runs/rev/final --score-convention authors ...
+    attentionspan attention --model BIG --device-map auto --max-memory 0=20GiB,cpu=60GiB ...
     accelerate launch --num_processes 2 -m harness.commands.attention --model ... --output ...
 
 Writes, in --output: `attention.json` (per config: `rollout.correct.mean`, `.n`,
@@ -27,6 +28,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
+from harness.dispatch import placement_field
 from harness.options import (
     add_config_arguments,
     add_model_arguments,
@@ -41,7 +43,8 @@ from harness.options import (
 
 @dataclass
 class AttentionOutput:
-    """The options of the command itself, beside AnalysisConfig's: what it writes."""
+    """The options of the command itself, beside AnalysisConfig's: what it writes, and where
+    the model's weights go (`harness.dispatch`)."""
 
     output: str | None = field(
         default=None, metadata=cli("folder for attention.json, attention.md and the PNGs")
@@ -50,6 +53,9 @@ class AttentionOutput:
         default=25,
         metadata=cli("instances per config in attention.html, the interactive viewer (0: none)"),
     )
+    device_map: str | None = placement_field("device_map")
+    max_memory: str | None = placement_field("max_memory")
+    offload_folder: str | None = placement_field("offload_folder")
 
 
 def add_arguments(parser) -> None:
@@ -103,6 +109,7 @@ def describe_prompt(prompt) -> str:
 def run_command(args) -> int:
     from attentionspan_datasets.generation import resolve_config
     from harness.attention.analysis import AnalysisConfig
+    from harness.dispatch import Placement
     from harness.evaluate import default_configs, saved_run_config
     from harness.models import resolve_model
     from harness.outputs import check_output_folder, writing
@@ -117,6 +124,7 @@ def run_command(args) -> int:
         resolve_config(name)  # an unknown config: one line listing the known ones
     if args.viewer_num < 0:
         raise ValueError(f"--viewer-num must be >= 0, got {args.viewer_num}")
+    Placement.of(args)  # a malformed --device-map or --max-memory: before the model
     values = config_values(args, AnalysisConfig)
     config = AnalysisConfig(**{**values, "configs": configs, "modes": tuple(values["modes"])})
     prompt = resolve_prompt(args, saved, configs)
@@ -135,12 +143,16 @@ def run(args, config, prompt) -> dict:
     from accelerate import Accelerator
 
     from harness.attention.analysis import analyse_model
+    from harness.dispatch import Placement, check_capture_placement, place_model
     from harness.report.attention_report import table2_rows, write_outputs
     from harness.runs import load_model_checked
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
-    model, tokenizer = load_model_checked(args.model, config.configs, prompt)
-    model.to(accelerator.device)
+    placement = Placement.of(args)
+    placement.check_processes(accelerator.num_processes)
+    model, tokenizer = load_model_checked(args.model, config.configs, prompt, placement=placement)
+    place_model(model, accelerator.device)  # a dispatched model stays where its map put it
+    check_capture_placement(model, f"model {args.model!r}")
     start = time.perf_counter()
     results, plots_data = analyse_model(
         model, tokenizer, config, prompt, accelerator, progress=not args.no_progress

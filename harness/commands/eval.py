@@ -1,6 +1,7 @@
 """`attentionspan eval`: exact match, partial and teacher-forced accuracy on ID/OOD presets.
 
     attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
+    attentionspan eval --model BIG --device-map map.json --offload-folder /scratch/offload ...
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.eval --model ...
 
 The measurement is `harness.evaluate` (`evaluate_model`); the files (`results.json`,
@@ -82,6 +83,7 @@ def run(config, progress: bool = True) -> dict[str, Any]:
     from accelerate import Accelerator
 
     from harness.data import GeneratorSource
+    from harness.dispatch import Placement, place_model
     from harness.evaluate import default_configs, evaluate_model, saved_run_config
     from harness.models import resolve_model
     from harness.outputs import check_output_folder
@@ -100,8 +102,12 @@ def run(config, progress: bool = True) -> dict[str, Any]:
         GeneratorSource(name)  # unknown preset: one line, before loading the model
     check_output_folder("--output", config.output)  # read-only or full: before the model
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
-    model, tokenizer = load_model_checked(config.model, config.configs, config.prompt)
-    model.to(accelerator.device)
+    placement = Placement.of(config)
+    placement.check_processes(accelerator.num_processes)
+    model, tokenizer = load_model_checked(
+        config.model, config.configs, config.prompt, placement=placement
+    )
+    place_model(model, accelerator.device)  # a dispatched model stays where its map put it
     start = time.perf_counter()
     results, records = evaluate_model(
         model,

@@ -2,6 +2,7 @@
 
     attentionspan heads --model runs/rev/final --config reversal_id -n 30
     attentionspan heads --model runs/rev/final --config reversal_id --shift 1 --output ref1.json
+    attentionspan heads --model BIG --config reversal_id --device-map auto --max-memory 0=20GiB
 
 Prints the top heads with their offset profiles (mean weight per target row at ref-2 ..
 ref+2) and writes the ranking to --output (default: `heads.json` in the current folder;
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.heads import DEFAULT_NUM
+from harness.dispatch import placement_field
 from harness.options import (
     add_config_arguments,
     add_model_arguments,
@@ -54,10 +56,14 @@ class HeadsOptions:
             shown="heads.json in the current folder",
         ),
     )
+    device_map: str | None = placement_field("device_map")
+    max_memory: str | None = placement_field("max_memory")
+    offload_folder: str | None = placement_field("offload_folder")
 
 
 def add_arguments(parser) -> None:
-    """HeadsOptions' options, and the shared --device, --no-progress and --threads."""
+    """HeadsOptions' options (with --device-map, --max-memory, --offload-folder), and the
+    shared --device, --no-progress and --threads."""
     add_config_arguments(parser, HeadsOptions, defaults=True)
     add_model_arguments(parser, "device", "no_progress", "threads", device={"default": "auto"})
 
@@ -82,6 +88,7 @@ def run_command(args) -> int:
     from harness.attention.heads import rank_heads
     from harness.caps import check_shift
     from harness.data import longest_text
+    from harness.dispatch import Placement, check_capture_placement, place_model
     from harness.evaluate import saved_run_config
     from harness.models import resolve_model
     from harness.outputs import writing
@@ -89,6 +96,9 @@ def run_command(args) -> int:
 
     quiet_transformers()
     check_heads_options(args)
+    placement = Placement.of(args)
+    if placement.dispatched and args.device != "auto":
+        raise ValueError(f"give --device {args.device} or --device-map, not both")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but no CUDA device is available")
     resolve_model(args.model)  # a missing folder is named before its missing saved config
@@ -100,9 +110,10 @@ def run_command(args) -> int:
     seed = args.seed
     instances = list(iter_split(config, seed=seed, split=args.split, stop=args.num))
     prompt = saved_prompt(saved, args.model)
-    model, tokenizer = load_model_checked(args.model, [config], prompt)
+    model, tokenizer = load_model_checked(args.model, [config], prompt, placement=placement)
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
-    model.to("cuda" if cuda else "cpu")
+    place_model(model, "cuda" if cuda else "cpu")  # a dispatched model stays where it is
+    check_capture_placement(model, f"model {args.model!r}")
     ranking = rank_heads(
         model,
         tokenizer,

@@ -88,6 +88,7 @@ from typing import Any
 
 import torch
 
+from harness.dispatch import input_device
 from harness.engine.inference import given_cache, model_shape, text_config
 from harness.engine.modes import MODES, ModeArgs, check_parameter
 
@@ -666,7 +667,9 @@ def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[Atte
     plan = plan or AttentionPlan()
     _register()
     layers, heads = model_shape(model)
-    device = next(model.parameters()).device
+    # where the input embeddings run: a dispatched model's first weight may be offloaded
+    # (on `meta` between forwards), and its masks must not land there
+    device = input_device(model)
     state = _State(plan, layers, heads, device)
     record = AttentionRecord(layers, heads)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.data import reference_mask
+from harness.dispatch import input_device
 from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding
 
 
@@ -215,9 +216,10 @@ def generate_batch(
     )
     options.update(generate_kwargs)
     # generate() derives its own positions from the mask (as position_ids_for does).
-    inputs = prompts.model_inputs(model.device)
+    device = input_device(model)  # a dispatched model's `model.device` may be `meta`
+    inputs = prompts.model_inputs(device)
     inputs.pop("position_ids")
-    with torch.inference_mode(), autocast(mixed_precision, model.device):
+    with torch.inference_mode(), autocast(mixed_precision, device):
         out = model.generate(**inputs, **options)
     if not torch.is_tensor(out):  # return_dict_in_generate=True
         out = out.sequences
@@ -266,7 +268,8 @@ def teacher_forced_batch(
 
     batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
     width = batch.prompt_width
-    inputs = batch.model_inputs(model.device)
+    device = input_device(model)
+    inputs = batch.model_inputs(device)
     cache = given_cache(forward_kwargs)
     start = int(cache.get_seq_length()) if cache is not None else 0
     if start:
@@ -278,7 +281,7 @@ def teacher_forced_batch(
         # The mask keeps every column (the cached keys' padding stays masked).
         inputs["input_ids"] = inputs["input_ids"][:, start:]
         inputs["position_ids"] = inputs["position_ids"][:, start:]
-    with torch.inference_mode(), autocast(mixed_precision, model.device):
+    with torch.inference_mode(), autocast(mixed_precision, device):
         logits = model(**inputs, **forward_kwargs).logits
     longest = max(e.target_len for e in encodings)
     # Query q predicts the token at q + 1: target[i] sits at width + i, its query one before

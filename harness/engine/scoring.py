@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from harness.data import PromptConfig, shard_indices
+from harness.dispatch import input_device
 from harness.engine.inference import collate_left, generate_batch, model_shape, teacher_forced_batch
 from harness.tokenization import CharTokenizer
 
@@ -172,7 +173,7 @@ class Scorer:
 
         options = _attention_only(self.model) if attention_only else {}
         with torch.inference_mode(), self._capture(plan) as record:
-            self.model(**batch.model_inputs(self.model.device), **options)
+            self.model(**batch.model_inputs(input_device(self.model)), **options)
         return record
 
     @contextlib.contextmanager

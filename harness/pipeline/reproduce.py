@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.dispatch import Placement
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
 from harness.models import SCRATCH, resolve_model
 from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
@@ -134,11 +135,14 @@ class TaskRun:
     # the model and its prompt layout, loaded on first use (a fully cached run needs neither)
     def load(self):
         if self.model is None:
+            from harness.dispatch import Placement, check_capture_placement, place_model
             from harness.models import load_model
             from harness.runs import read_run_file, saved_prompt
 
-            self.model, self.tokenizer = load_model(self.model_dir)
-            self.model.to(self.procs.device)
+            placement = Placement.of(self.cfg)  # --device-map: split across devices
+            self.model, self.tokenizer = load_model(self.model_dir, placement=placement)
+            place_model(self.model, self.procs.device)  # a dispatched model stays put
+            check_capture_placement(self.model, f"model {str(self.model_dir)!r}")
             self.model.eval()
             info = read_run_file(self.model_dir) if Path(self.model_dir).is_dir() else None
             self.prompt = saved_prompt(info, self.model_dir)
@@ -811,6 +815,7 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     procs = Processes(cfg.device)
+    Placement.of(cfg).check_processes(procs.world)
 
     def log(message: str) -> None:
         if procs.main:

@@ -18,6 +18,7 @@ from harness.attention.scores import check_convention
 from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
 from harness.caps import check_shift
 from harness.data import longest_text
+from harness.dispatch import Placement, placement_field
 from harness.engine.modes import SWEEP_MODES
 from harness.options import cli
 from harness.threads import check_threads
@@ -278,6 +279,10 @@ class ReproduceConfig:
         ),
     )
     device: str = field(default="auto", metadata=cli("auto: cuda if present", shared="device"))
+    # the analysed models split across devices (harness.dispatch); training is not
+    device_map: str | None = placement_field("device_map")
+    max_memory: str | None = placement_field("max_memory")
+    offload_folder: str | None = placement_field("offload_folder")
     threads: int = field(
         default=0,
         metadata=cli(
@@ -312,6 +317,8 @@ class ReproduceConfig:
         check_convention(self.score_convention)
         if self.device not in DEVICES:
             raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if Placement.of(self).dispatched and self.device != "auto":
+            raise ValueError(f"give --device {self.device} or --device-map, not both")
         if not self.strengths:
             raise ValueError("'strengths' must list at least one C")
         if any(not 0 <= c <= MAX_STRENGTH for c in self.strengths):

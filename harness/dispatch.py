@@ -1,0 +1,386 @@
+"""Models split across devices: accelerate's big-model dispatch as transformers loads it
+(`device_map`, `max_memory`, disk offload), the options that ask for it, and where a
+dispatched model's inputs and layers run.
+
+    attentionspan attention --model M --device-map auto --max-memory 0=20GiB,cpu=60GiB
+    attentionspan eval --model M --device-map map.json --offload-folder /scratch/offload
+    placement = Placement(device_map="auto", max_memory="0=20GiB,cpu=60GiB")
+    model, tokenizer = load_model(spec, placement=placement)      # harness.models
+    place_model(model, device)         # .to(device), unless the model is dispatched
+    inputs = batch.model_inputs(input_device(model))             # the embeddings' device
+
+A dispatched model must never be moved or gathered (`model.to` raises once some modules
+are offloaded): its inputs go to where the input embeddings run, each layer runs where its
+hook says, and weights offloaded to "cpu" (beside a GPU) or "disk" sit on the meta device
+between forwards, loaded by accelerate's hooks. So `model.device` (the first weight's) can
+be `meta`, and nothing here reads it.
+
+Attention capture (`harness.engine.capture`) keeps its masks and per-row settings on one
+device, where the input embeddings run (`input_device`); `check_capture_placement` refuses,
+in one line, a placement it cannot serve yet: layers running on another device (two GPUs).
+Once capture follows each layer's device (`.to(weights.device)` per layer), that check has
+nothing left to refuse. Nothing here
+imports torch at module level, nor anything of the harness above the data layer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.options import cli
+
+# transformers' / accelerate's strategies: fill the devices in order, or spread evenly.
+STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
+# A device of an explicit map: a GPU index, cpu, disk, or a torch device name.
+_DEVICE = re.compile(r"^(cpu|disk|mps|(cuda|xpu|npu)(:\d+)?)$")
+_MEMORY_KEY = re.compile(r"^(\d+|cpu|disk|mps|cuda:\d+)$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS |= {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+DEVICE_MAP_FORM = (
+    f'{", ".join(STRATEGIES)}, a JSON object of module -> device (a GPU index, "cpu" or '
+    '"disk"; e.g. \'{"model.embed_tokens": "cpu", "model.layers.0": 0, ..., '
+    '"lm_head": "disk"}\') or a .json file holding one'
+)
+MAX_MEMORY_FORM = "DEVICE=SIZE,... with DEVICE a GPU index, cpu or disk (e.g. 0=20GiB,cpu=60GiB)"
+PLACEMENT_GROUP = "model placement (accelerate's big-model dispatch; docs/usage_analysis.md)"
+
+
+def placement_field(name: str):
+    """The dataclass field of the option `name` (device_map, max_memory, offload_folder),
+    declared once for every command that loads a model: default None, its help, its group."""
+    helps = {
+        "device_map": (
+            "split the model across devices (accelerate's device_map): " + DEVICE_MAP_FORM,
+            "MAP",
+        ),
+        "max_memory": (
+            f"with --device-map auto/balanced/sequential: the most each device holds, "
+            f"{MAX_MEMORY_FORM}",
+            "DEVICE=SIZE,...",
+        ),
+        "offload_folder": (
+            "with --device-map: folder for weights offloaded to disk that cannot be read "
+            "from the model's own safetensors files",
+            "FOLDER",
+        ),
+    }
+    text, metavar = helps[name]
+    return field(default=None, metadata=cli(text, group=PLACEMENT_GROUP, metavar=metavar))
+
+
+# --- the options ------------------------------------------------------------------------
+def parse_device_map(text: Any) -> str | dict[str, int | str]:
+    """A strategy name or an explicit {module: device} map from `--device-map`'s text (a
+    strategy, a JSON object, or the path of a .json file holding one); ValueError naming
+    the option and the allowed form."""
+    if isinstance(text, dict):
+        return _check_map(text, "--device-map")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"--device-map must be {DEVICE_MAP_FORM}, got {text!r}")
+    text = text.strip()
+    if text in STRATEGIES:
+        return text
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            raise ValueError(f"--device-map: not a JSON object ({error})") from None
+        return _check_map(value, "--device-map")
+    path = Path(text).expanduser()
+    if path.suffix == ".json" or path.is_file():
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ValueError(f"--device-map: cannot read {text!r}: {error.strerror}") from None
+        except ValueError as error:
+            raise ValueError(f"--device-map: {text!r} is not a JSON object ({error})") from None
+        return _check_map(value, f"--device-map {text}")
+    raise ValueError(f"--device-map must be {DEVICE_MAP_FORM}, got {text!r}")
+
+
+def _check_map(value: Any, where: str) -> dict[str, int | str]:
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{where}: must be a non-empty JSON object of module -> device")
+    out: dict[str, int | str] = {}
+    for module, device in value.items():
+        if isinstance(device, bool) or not (
+            (isinstance(device, int) and device >= 0)
+            or (isinstance(device, str) and _DEVICE.match(device))
+        ):
+            raise ValueError(
+                f"{where}: module {module!r} has device {device!r}; allowed: a GPU index "
+                '(0, 1, ...), "cpu", "disk", "cuda:N" or "mps"'
+            )
+        out[str(module)] = device
+    return out
+
+
+def parse_size(text: Any, name: str) -> int:
+    """Bytes of a size such as 20GiB, 500MB, 1.5GB or 1048576 (ValueError naming `name`)."""
+    if isinstance(text, int) and not isinstance(text, bool) and text > 0:
+        return text
+    match = _SIZE.match(str(text))
+    size = float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()] if match else 0
+    if size < 1:
+        raise ValueError(
+            f"{name} must be a size such as 20GiB, 500MB or a number of bytes, got {text!r}"
+        )
+    return int(size)
+
+
+def parse_max_memory(text: Any) -> dict[int | str, int]:
+    """{device: bytes} from `--max-memory` (`0=20GiB,cpu=60GiB`, or a JSON object of the
+    same); ValueError naming the option and the allowed form."""
+    if isinstance(text, str) and text.strip().startswith("{"):
+        try:
+            pairs = list(json.loads(text).items())
+        except (ValueError, AttributeError):
+            raise ValueError(f"--max-memory must be {MAX_MEMORY_FORM}, got {text!r}") from None
+    elif isinstance(text, dict):
+        pairs = list(text.items())
+    elif isinstance(text, str) and text.strip():
+        pairs = [part.partition("=")[::2] for part in text.split(",")]
+        if any("=" not in part for part in text.split(",")):
+            raise ValueError(f"--max-memory must be {MAX_MEMORY_FORM}, got {text!r}")
+    else:
+        raise ValueError(f"--max-memory must be {MAX_MEMORY_FORM}, got {text!r}")
+    out: dict[int | str, int] = {}
+    for key, size in pairs:
+        key = str(key).strip().lower()
+        if not _MEMORY_KEY.match(key):
+            raise ValueError(
+                f"--max-memory: device {key!r} is not a GPU index, cpu, disk or mps "
+                f"({MAX_MEMORY_FORM})"
+            )
+        device: int | str = int(key.removeprefix("cuda:")) if key[-1].isdigit() else key
+        if device in out:
+            raise ValueError(f"--max-memory gives device {key!r} twice")
+        out[device] = parse_size(size, f"--max-memory {key}")
+    return out
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a model's weights go when it is loaded: one device (the default: nothing
+    given), or split by accelerate (`device_map`), each device holding at most
+    `max_memory`, weights that fit nowhere offloaded to disk (`offload_folder` where the
+    checkpoint's own safetensors cannot serve). The texts are the options' own, as given."""
+
+    device_map: str | None = None
+    max_memory: str | None = None
+    offload_folder: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.device_map is None:
+            for name in ("max_memory", "offload_folder"):
+                if getattr(self, name) is not None:
+                    flag = "--" + name.replace("_", "-")
+                    raise ValueError(f"{flag} needs --device-map (e.g. --device-map auto)")
+            return
+        device_map = parse_device_map(self.device_map)
+        if self.max_memory is not None:
+            if not isinstance(device_map, str):
+                raise ValueError(
+                    "--max-memory needs --device-map auto, balanced, balanced_low_0 or "
+                    "sequential (an explicit map already says where each module goes)"
+                )
+            parse_max_memory(self.max_memory)
+        if self.offload_folder is not None:
+            folder = Path(self.offload_folder).expanduser()
+            if folder.exists() and not folder.is_dir():
+                raise ValueError(
+                    f"--offload-folder {self.offload_folder!r} is a file; give a folder"
+                )
+
+    @classmethod
+    def of(cls, config: Any) -> Placement:
+        """The placement a config's device_map / max_memory / offload_folder fields give."""
+        return cls(
+            getattr(config, "device_map", None),
+            getattr(config, "max_memory", None),
+            getattr(config, "offload_folder", None),
+        )
+
+    @property
+    def dispatched(self) -> bool:
+        return self.device_map is not None
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """Keywords of `from_pretrained` (none for one device), checked against the devices
+        this machine has (a GPU index with no such GPU: one line, not torch's error)."""
+        if not self.dispatched:
+            return {}
+        device_map = parse_device_map(self.device_map)
+        kwargs: dict[str, Any] = {"device_map": device_map}
+        devices: list[Any] = []
+        if isinstance(device_map, dict):
+            devices = list(device_map.values())
+        if self.max_memory is not None:
+            kwargs["max_memory"] = parse_max_memory(self.max_memory)
+            devices += list(kwargs["max_memory"])
+        if self.offload_folder is not None:
+            kwargs["offload_folder"] = str(Path(self.offload_folder).expanduser())
+        check_devices_exist(devices)
+        return kwargs
+
+    def check_processes(self, world: int) -> None:
+        """ValueError when several processes would each load the whole dispatched model."""
+        if self.dispatched and world > 1:
+            raise ValueError(
+                f"--device-map splits one model across devices, but {world} processes were "
+                "launched (accelerate launch): run it as one process"
+            )
+
+
+def check_devices_exist(devices) -> None:
+    """ValueError naming the first GPU of `devices` (indices, "cuda:N") this machine lacks."""
+    import torch
+
+    count = torch.cuda.device_count()
+    for device in devices:
+        text = str(device)
+        index = None
+        if isinstance(device, int) and not isinstance(device, bool):
+            index = device
+        elif text == "cuda" or text.startswith("cuda:"):
+            index = int(text.partition(":")[2] or 0)
+        if index is not None and index >= count:
+            raise ValueError(
+                f"--device-map / --max-memory name GPU {index}, but this machine has "
+                f"{count} CUDA device(s); use cpu and disk, or indices below {count}"
+                if count
+                else f"--device-map / --max-memory name GPU {index}, but no CUDA device is "
+                "available here; use cpu and disk"
+            )
+
+
+# --- a loaded model ---------------------------------------------------------------------
+def is_dispatched(model) -> bool:
+    """Whether accelerate's hooks place `model`'s modules (split or offloaded): then it
+    must not be moved (`model.to` raises once a module is offloaded)."""
+    return any(getattr(module, "_hf_hook", None) is not None for module in model.modules())
+
+
+def device_map_of(model) -> dict[str, Any]:
+    """The module -> device map the model was loaded with ({} when it was not split)."""
+    return dict(getattr(model, "hf_device_map", None) or {})
+
+
+def place_model(model, device) -> Any:
+    """`model.to(device)`, unless the model is dispatched: its hooks already place every
+    module, and moving it would gather all of it onto one device."""
+    if not is_dispatched(model):
+        model.to(device)
+    return model
+
+
+def _hook_device(hook):
+    """The execution device of an accelerate hook (a SequentialHook's first that has one)."""
+    import torch
+
+    if hook is None:
+        return None
+    for one in getattr(hook, "hooks", None) or (hook,):
+        device = getattr(one, "execution_device", None)
+        if device is not None:
+            if isinstance(device, int) and not isinstance(device, bool):
+                return torch.device("cuda", device)
+            return torch.device(device)
+    return None
+
+
+def execution_device(module):
+    """Where `module` runs: its (or its first submodule's) accelerate hook's execution
+    device, else the device of its first weight that is not on `meta`; None if neither."""
+    for sub in module.modules():
+        device = _hook_device(getattr(sub, "_hf_hook", None))
+        if device is not None:
+            return device
+        for tensor in [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]:
+            if tensor.device.type != "meta":
+                return tensor.device
+    return None
+
+
+def input_device(model):
+    """The device a model's input ids go to: where its input embeddings run (a dispatched
+    model's first weight may sit on `meta`, offloaded; `model.device` then says meta)."""
+    import torch
+
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    device = execution_device(embeddings) if embeddings is not None else None
+    if device is None:
+        device = execution_device(model)
+    return device if device is not None else torch.device("cpu")
+
+
+def layer_devices(model) -> dict[int, Any]:
+    """{layer index: execution device} of every attention module (`layer_idx`)."""
+    out: dict[int, Any] = {}
+    for module in model.modules():
+        layer = getattr(module, "layer_idx", None)
+        if layer is not None and int(layer) not in out:
+            device = execution_device(module)
+            if device is not None:
+                out[int(layer)] = device
+    return out
+
+
+def named_weights(model):
+    """(name, tensor) of every parameter, an offloaded one (on `meta`) read through its
+    module's hook from where accelerate keeps it (the checkpoint, the offload folder or
+    memory), one at a time; a `meta` weight with no hook to read it from is skipped."""
+    for prefix, module in model.named_modules():
+        hook = getattr(module, "_hf_hook", None)
+        hooks = [h for h in (getattr(hook, "hooks", None) or (hook,)) if h is not None]
+        weights_map = next(
+            (h.weights_map for h in hooks if getattr(h, "weights_map", None) is not None), None
+        )
+        for name, param in module.named_parameters(recurse=False):
+            full = f"{prefix}.{name}" if prefix else name
+            if param.device.type != "meta":
+                yield full, param
+            elif weights_map is not None and name in weights_map:
+                yield full, weights_map[name]
+
+
+def check_device_map_keys(model, device_map) -> None:
+    """ValueError naming a key of an explicit map that is no module of the model (accelerate
+    only warns, and the module goes wherever its parent goes)."""
+    if not isinstance(device_map, dict):
+        return
+    modules = dict(model.named_modules())
+    unknown = [key for key in device_map if key and key not in modules]
+    if unknown:
+        examples = [n for n in modules if n and n.count(".") <= 2][:4]
+        raise ValueError(
+            f"--device-map: {unknown[0]!r} names no module of the model "
+            f"(modules are named like {', '.join(examples)})"
+        )
+
+
+def check_capture_placement(model, where: str = "the model") -> None:
+    """ValueError (one line) when attention capture cannot serve this dispatched model yet:
+    capture keeps its masks and per-row settings where the input embeddings run
+    (`input_device`: an offloaded embedding on `meta` runs where its hook loads it), so every
+    layer must run on that device too. Offloading to cpu or disk keeps that true (accelerate
+    runs an offloaded layer on the main device); layers over two GPUs do not (remove this
+    refusal when harness.engine.capture follows each layer's device)."""
+    if not is_dispatched(model):
+        return
+    main = input_device(model)
+    others = {layer: d for layer, d in layer_devices(model).items() if d != main}
+    if others:
+        layer, device = min(others.items())
+        raise ValueError(
+            f"{where}: the device map runs layer {layer} on {device}, and attention capture "
+            f"keeps its reference masks on {main} (where the input embeddings run); "
+            "capture needs every layer on that device for now (one GPU with cpu and disk "
+            "offload, or cpu and disk)"
+        )
