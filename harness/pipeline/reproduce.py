@@ -184,7 +184,8 @@ class TaskRun:
         base = {
             **self.base_settings(),
             "stream": stream,
-            "n": getattr(self.cfg, STREAMS[stream][2]),
+            # not "n": a setting's own "n" (its head count) would overwrite it
+            "num_instances": getattr(self.cfg, STREAMS[stream][2]),
         }
 
         def settings_of(setting):

@@ -118,6 +118,13 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     assert "| calibrated verdict |" in text
     assert "[attention.html](reversal/attention/attention.html)" in text
     stage_files = sorted(p.name for p in (out / "stages").iterdir())
+    # a setting's stage records the stream's instance count beside the setting's head count
+    # (both were "n": the head count overwrote it, so another --num-test reused old records)
+    chosen = json.loads(
+        (out / "stages" / f"reversal-sweep-test-{sweep['chosen_name']}.json").read_text()
+    )
+    assert chosen["settings"]["num_instances"] == cfg.num_test
+    assert chosen["settings"]["n"] == int(sweep["chosen_name"].removeprefix("top").split("-")[0])
 
     # A second run computes nothing: every scoring call would fail.
     def refuse(*args, **kwargs):
