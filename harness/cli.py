@@ -38,6 +38,7 @@ COMMAND_MODULES = {
     "harness.commands.reproduce": ("reproduce",),
     "harness.commands.baselines": ("baselines",),
     "harness.commands.heads": ("heads",),
+    "harness.commands.supervision": ("supervision",),
 }
 
 

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping
 
 # The commands that run torch models; the data commands never import torch.
-MODEL_COMMANDS = ("train", "eval", "attention", "heads", "reproduce", "baselines")
+MODEL_COMMANDS = ("train", "eval", "attention", "heads", "reproduce", "baselines", "supervision")
 MAX_THREADS = 1024  # beyond any machine's cores: a larger --threads is a typo
 
 

@@ -76,7 +76,15 @@ def test_model_commands_set_torch_s_threads_and_data_commands_do_not(keep_thread
     assert torch.get_num_threads() == cores
     assert configure_threads("train", argparse.Namespace(threads=cores + 1)) == cores
     assert f"--threads {cores + 1} is more than the {cores} core(s)" in capsys.readouterr().err
-    assert set(MODEL_COMMANDS) == {"train", "eval", "attention", "heads", "reproduce", "baselines"}
+    assert set(MODEL_COMMANDS) == {
+        "train",
+        "eval",
+        "attention",
+        "heads",
+        "reproduce",
+        "baselines",
+        "supervision",
+    }
     # --threads 0 is the rule itself (reproduce's help says so), not a refusal
     assert configure_threads("reproduce", argparse.Namespace(threads=0)) == choose_threads()
 

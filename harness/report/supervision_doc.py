@@ -1,0 +1,208 @@
+"""Put a supervision study's findings into docs/results.md, generated, never typed.
+
+    attentionspan supervision --tasks reversal --seeds 3 --output runs/sup-reversal
+    python -m harness.report.supervision_doc runs/sup-reversal --doc docs/results.md \\
+        --digest docs/supervision-reversal.json --date 2026-12-01 --machine "2-core CPU" \\
+        --command "attentionspan supervision --tasks reversal --seeds 3 --output runs/sup-reversal"
+
+Reads the run's `<task>/results.json`, keeps the numbers the block shows in a digest (the
+`--digest` file, committed), and rewrites the block between the digest's markers in the doc
+(`<!-- supervision-reversal: ... -->` .. `<!-- /supervision-reversal -->` for
+docs/supervision-reversal.json) from that digest alone (`render`), so a test can render the
+committed digest again and compare it with its block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.guard import OneLineParser
+from harness.report.results_doc import check_output, read_json, run_versions
+from harness.stats import format_gain, format_number
+
+PROG = "python -m harness.report.supervision_doc"
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The (begin, end) markers of the block of the digest named `name` (its file's stem)."""
+    return (
+        f"<!-- {name}: generated from the run below by harness/report/supervision_doc.py; "
+        "do not edit -->",
+        f"<!-- /{name} -->",
+    )
+
+
+def task_digest(results: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The figures the block shows of one task's results.json (ValueError naming the file
+    when it is not a supervision study's)."""
+    missing = [
+        k for k in ("task", "arms", "verdict", "accuracy", "gains", "metric") if k not in results
+    ]
+    if missing:
+        raise ValueError(
+            f"{path}: no {missing[0]!r}: not the results of `attentionspan supervision`"
+        )
+    metric = results["metric"]
+    arms = {}
+    for name, arm in results["arms"].items():
+        gain = results["gains"]["ood"].get(name, {}).get(metric)
+        diagnosis = results["diagnosis"][name]["ood"]
+        arms[name] = {
+            "role": arm["role"],
+            "weight": arm["weight"],
+            "steps": arm["steps"],
+            "model_sha256": arm["model_sha256"],
+            "id_exact": results["accuracy"]["id"][name]["exact_match"],
+            "ood_exact": results["accuracy"]["ood"][name]["exact_match"],
+            "ood_partial": results["accuracy"]["ood"][name]["partial_acc"],
+            "ood_gain": gain,
+            "mass_ood": results["mass"]["ood"][name]["supervised"],
+            "on_reference": diagnosis["shares"].get("on_reference"),
+            "wrong_instances": diagnosis["instances"],
+        }
+    return {
+        "metric": metric,
+        "chosen": results["chosen"],
+        "seeds": len(results["seeds"]),
+        "verdict": results["verdict"],
+        "versus_controls": {k: v[metric] for k, v in results["versus_controls"].items()},
+        "arms": arms,
+    }
+
+
+def digest(out: Path) -> dict[str, Any]:
+    """Per task, the figures of a supervision run folder (ValueError naming what is wrong)."""
+    out = Path(out)
+    if not out.is_dir():
+        raise ValueError(f"the run folder {str(out)!r} does not exist or is not a folder")
+    tasks = {}
+    for path in sorted(out.glob("*/results.json")):
+        results = read_json(path)
+        if isinstance(results, dict) and "arms" in results:
+            tasks[results.get("task", path.parent.name)] = task_digest(results, path)
+    if not tasks:
+        raise ValueError(f"{out} holds no <task>/results.json of `attentionspan supervision`")
+    return tasks
+
+
+def _mean(value: dict[str, Any] | None) -> str:
+    return format_number(value.get("mean")) if value else "n/a"
+
+
+def render(data: dict[str, Any], name: str) -> str:
+    """The block of a digest ({"meta": ..., "tasks": ...}) named `name`: the command, a
+    verdict line per task and its table of arms."""
+    begin, end = markers(name)
+    meta = data["meta"]
+    packages = ", ".join(f"{k} {v}" for k, v in (meta.get("versions") or {}).items())
+    lines = [
+        begin,
+        "",
+        f"Measured {meta['date']} on {meta['machine']}"
+        + (f" ({packages})" if packages else "")
+        + ":",
+        "",
+        "```bash",
+        meta["command"],
+        "```",
+        "",
+    ]
+    for task, found in data["tasks"].items():
+        verdict = found["verdict"]
+        metric = found["metric"]
+        lines += [
+            f"- **{task}: {verdict['verdict']}** ({found['seeds']} seed runs per arm): "
+            f"{verdict['reason']}. What this rules out: {verdict['rules_out']}.",
+            "",
+            f"| arm | role | ID exact | OOD exact | OOD partial | OOD {metric} gain | "
+            "heads' OOD mass | errors on reference |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for arm, row in found["arms"].items():
+            chosen = " (chosen)" if arm == found["chosen"] else ""
+            gain = format_gain(row["ood_gain"]) if row["ood_gain"] else "-"
+            lines.append(
+                f"| {arm}{chosen} | {row['role']} | {_mean(row['id_exact'])} | "
+                f"{_mean(row['ood_exact'])} | {_mean(row['ood_partial'])} | {gain} | "
+                f"{_mean(row['mass_ood'])} | {format_number(row['on_reference'], 2)} |"
+            )
+        versus = "; ".join(f"{k} {format_gain(v)}" for k, v in found["versus_controls"].items())
+        lines += ["", f"{found['chosen']} minus each control (points): {versus}.", ""]
+    lines += [
+        f"Gains in points, 95% intervals over seeds and instances (paired per instance within "
+        f"a seed run, instances resampled within each seed); the digest is "
+        f"[{name}.json]({name}.json).",
+        "",
+        end,
+    ]
+    return "\n".join(lines)
+
+
+def replace_block(text: str, rendered: str, name: str) -> str:
+    begin, end_marker = markers(name)
+    start, end = text.find(begin), text.find(end_marker)
+    if start < 0 or end < start:
+        raise ValueError(
+            f"the doc has no markers {begin!r} .. {end_marker!r}: add both lines where the "
+            "block goes"
+        )
+    return text[:start] + rendered + text[end + len(end_marker) :]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(
+        prog=PROG, description="Write a supervision study's findings into a doc (and its digest)."
+    )
+    parser.add_argument("run", help="the `attentionspan supervision --output` folder")
+    parser.add_argument("--command", required=True, help="the command that made the run")
+    parser.add_argument("--machine", required=True, help="where it ran, in words")
+    parser.add_argument("--date", required=True, help="when it ran, YYYY-MM-DD")
+    parser.add_argument("--doc", default="docs/results.md", help="the Markdown file to update")
+    parser.add_argument(
+        "--digest",
+        required=True,
+        help="the digest to write, e.g. docs/supervision-reversal.json (its name names the "
+        "doc's block)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        return _write(args)
+    except (ValueError, OSError) as error:  # a bad file or folder: one line, status 2
+        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+            raise
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+
+
+def _write(args) -> int:
+    digest_file, doc = Path(args.digest), Path(args.doc)
+    check_output(digest_file, "--digest")  # every input checked before anything is written
+    meta = {
+        "command": args.command,
+        "machine": args.machine,
+        "date": args.date,
+        "versions": run_versions(Path(args.run)),
+    }
+    data = {"meta": meta, "tasks": digest(Path(args.run))}
+    if not doc.is_file():
+        raise ValueError(f"--doc {str(doc)!r} is not a file; give the Markdown file to update")
+    try:
+        text = replace_block(
+            doc.read_text(encoding="utf-8"), render(data, digest_file.stem), digest_file.stem
+        )
+    except ValueError as error:
+        raise ValueError(f"--doc {str(doc)!r}: {error}") from None
+    digest_file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(digest_file, json.dumps(data, indent=1) + "\n")
+    atomic_write_text(doc, text)
+    print(f"wrote {digest_file} and its block in {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

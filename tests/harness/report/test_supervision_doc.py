@@ -1,0 +1,130 @@
+"""The supervision study's block of docs/results.md: rendered from its digest alone, and
+written by `python -m harness.report.supervision_doc`. (Once a digest is committed, a test
+renders it again and compares it with its block, as tests/harness/report/test_results_doc.py
+does for reproduce.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.report.supervision_doc import digest, main, markers, render, replace_block
+
+
+def pooled(mean: float, spread: float = 0.05) -> dict:
+    return {"mean": mean, "low": mean - spread, "high": mean + spread, "n": 256}
+
+
+def gain(value: float) -> dict:
+    return {
+        "gain": value,
+        "low": value - 0.02,
+        "high": value + 0.02,
+        "n": 384,
+        "seeds": [value] * 3,
+    }
+
+
+ARMS = {
+    "baseline": ("baseline", 0.0),
+    "w0.3": ("ladder", 0.3),
+    "wrong3-w0.3": ("wrong_mask", 0.3),
+    "random-w0.3": ("random_heads", 0.3),
+    "steps-x1.5": ("extra_steps", 0.0),
+}
+
+
+def fake_results() -> dict:
+    """The parts of a task's results.json the digest reads."""
+    names = list(ARMS)
+    return {
+        "task": "reversal",
+        "metric": "partial_acc",
+        "chosen": "w0.3",
+        "seeds": [{"run": k} for k in range(3)],
+        "arms": {
+            n: {"role": r, "weight": w, "steps": 600, "model_sha256": ["ab"] * 3}
+            for n, (r, w) in ARMS.items()
+        },
+        "accuracy": {
+            s: {n: {"exact_match": pooled(0.4), "partial_acc": pooled(0.6)} for n in names}
+            for s in ("id", "ood")
+        },
+        "gains": {"ood": {n: {"partial_acc": gain(0.1)} for n in names[1:]}},
+        "mass": {"ood": {n: {"supervised": pooled(0.5)} for n in names}},
+        "diagnosis": {
+            n: {"ood": {"instances": 40, "shares": {"on_reference": 0.25}}} for n in names
+        },
+        "versus_controls": {n: {"partial_acc": gain(0.05)} for n in names[2:]},
+        "verdict": {
+            "verdict": "supervision generalises",
+            "reason": "w0.3's OOD partial_acc gain +10.0 [+8.0, +12.0] points",
+            "rules_out": "rules out that the failure is downstream",
+        },
+    }
+
+
+def test_render_a_digest():
+    data = {
+        "meta": {
+            "command": "attentionspan supervision --tasks reversal --output runs/sup",
+            "machine": "a 2-core CPU",
+            "date": "2026-12-01",
+            "versions": {"torch": "2.13.0"},
+        },
+        "tasks": {"reversal": digest_of(fake_results())},
+    }
+    text = render(data, "supervision-reversal")
+    begin, end = markers("supervision-reversal")
+    assert text.startswith(begin) and text.endswith(end)
+    assert "Measured 2026-12-01 on a 2-core CPU (torch 2.13.0):" in text
+    assert "attentionspan supervision --tasks reversal --output runs/sup" in text
+    assert "- **reversal: supervision generalises** (3 seed runs per arm): w0.3's OOD" in text
+    assert (
+        "| w0.3 (chosen) | ladder | 0.400 | 0.400 | 0.600 | +10.0 [+8.0, +12.0] | 0.500 |" in text
+    )
+    assert "| baseline | baseline | 0.400 | 0.400 | 0.600 | - | 0.500 | 0.25 |" in text
+    assert "w0.3 minus each control (points): wrong3-w0.3 +5.0 [+3.0, +7.0]" in text
+    assert "[supervision-reversal.json](supervision-reversal.json)" in text
+    doc = f"intro\n{begin}\nold\n{end}\noutro\n"
+    assert replace_block(doc, text, "supervision-reversal") == f"intro\n{text}\noutro\n"
+    with pytest.raises(ValueError, match="no markers .*add both lines"):
+        replace_block("no block here", text, "supervision-reversal")
+
+
+def digest_of(results: dict) -> dict:
+    from pathlib import Path
+
+    from harness.report.supervision_doc import task_digest
+
+    return task_digest(results, Path("results.json"))
+
+
+def test_the_writer_writes_the_digest_and_the_block(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "reversal").mkdir(parents=True)
+    (run / "reversal" / "results.json").write_text(json.dumps(fake_results()))
+    (run / "settings.json").write_text(json.dumps({"versions": {"torch": "2.13.0"}}))
+    begin, end = markers("supervision-reversal")
+    doc = tmp_path / "results.md"
+    doc.write_text(f"# Results\n\n{begin}\n{end}\n")
+    written = tmp_path / "docs" / "supervision-reversal.json"
+    argv = [str(run), "--doc", str(doc), "--digest", str(written), "--date", "2026-12-01"]
+    argv += ["--machine", "a CPU", "--command", "attentionspan supervision --tasks reversal"]
+    assert main(argv) == 0
+    data = json.loads(written.read_text())
+    assert data["meta"]["versions"] == {"torch": "2.13.0"}
+    assert data["tasks"] == digest(run) and list(data["tasks"]) == ["reversal"]
+    assert render(data, "supervision-reversal") in doc.read_text()
+
+    # a doc without the digest's markers: one line, nothing written
+    other = tmp_path / "other.md"
+    other.write_text("# nothing\n")
+    assert main([*argv[:1], "--doc", str(other), *argv[3:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "has no markers" in err
+    assert other.read_text() == "# nothing\n"
+    # a folder that is not a supervision run
+    assert main([str(tmp_path / "missing"), *argv[1:]]) == 2
+    assert "does not exist" in capsys.readouterr().err
