@@ -6,6 +6,7 @@
     attentionspan train --output runs/rev --resume          # after an interruption
     attentionspan train ... --attention-supervision layer:1 --supervision-weight 0.5
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.train --model scratch ...
+    accelerate launch --config_file docs/accelerate/fsdp_cpu.yaml -m harness.commands.train ...
 
 Defaults are the paper's (Appendix E): AdamW, lr 5e-6, betas (0.95, 0.999), weight decay
 0.2, batch 4, 1 epoch; every one is an option. Loss is on the target tokens and the EOS
@@ -543,7 +544,7 @@ def run_info(config: TrainConfig, state: TrainState, **extra) -> dict[str, Any]:
 def save_checkpoint(run: Run, name: str, with_optimizer: bool = True, **extra) -> Path:
     """Write `output/name` atomically and keep the newest `keep_checkpoints` checkpoints."""
     training_state = (
-        {"optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict()}
+        {"optimizer": optimizer_state(run), "scheduler": run.scheduler.state_dict()}
         if with_optimizer
         else None
     )
@@ -653,6 +654,116 @@ def requested_options(config: TrainConfig) -> dict[str, Any]:
     return {k: v for k, v in flat_options(config).items() if v != default.get(k)}
 
 
+# --- FSDP -------------------------------------------------------------------------------
+def make_accelerator():
+    """This process's Accelerator. `accelerate launch --use_fsdp` (or a config file's
+    `distributed_type: FSDP`) on a machine without GPUs: accelerate 1.15 sets the processes
+    up as MULTI_CPU (gloo) and wraps the model in DDP without a word; torch 2.13 shards on
+    CPU over gloo, so the launch's FSDP plugin (read from the environment) is put back."""
+    import os
+
+    import torch
+    from accelerate import Accelerator, PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+    asked = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    if asked and not torch.cuda.is_available() and os.environ.get("FSDP_VERSION") != "2":
+        raise ValueError(
+            "FSDP without GPUs needs fsdp_version 2 (--fsdp_version 2, or fsdp_version: 2 in "
+            "the config file): accelerate 1.15's FSDP1 wants a GPU for sync_module_states, "
+            "and without it torch refuses FSDP1's CPU device_id"
+        )
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    if asked and accelerator.distributed_type == DistributedType.MULTI_CPU:
+        accelerator.state.fsdp_plugin = FullyShardedDataParallelPlugin()
+        # both: each AcceleratorState() made later copies PartialState's type again
+        PartialState().distributed_type = DistributedType.FSDP
+        accelerator.state.distributed_type = DistributedType.FSDP
+    return accelerator
+
+
+def is_fsdp(accelerator) -> bool:
+    from accelerate.utils import DistributedType
+
+    return accelerator.distributed_type == DistributedType.FSDP
+
+
+def parameter_names(model, optimizer) -> list[str]:
+    """The names of the optimizer's parameters in its order (its state numbers them so)."""
+    name_of = {id(p): name for name, p in model.named_parameters()}
+    return [name_of[id(p)] for group in optimizer.param_groups for p in group["params"]]
+
+
+def tied_copies(model) -> list[str]:
+    """The names under which a parameter appears again (a tied lm_head.weight)."""
+    seen, copies = set(), []
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in seen:
+            copies.append(name)
+        seen.add(id(param))
+    return copies
+
+
+def optimizer_state(run: Run) -> dict[str, Any]:
+    """The optimizer's state_dict as a lone optimizer has it (parameters numbered, full
+    tensors). Under FSDP every process takes part in gathering the shards, the main one
+    keeps them: a checkpoint of an FSDP run is one of a DDP run, and resumes under either."""
+    if not is_fsdp(run.accelerator) or not run.optimizer.state:
+        # (no state yet, before the first step: nothing is sharded, and gathering would
+        # first take a step of zero gradients to make some)
+        return run.optimizer.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    named = get_optimizer_state_dict(run.model, run.optimizer.optimizer, options=options)
+    if not named:  # not the main process: cpu_offload keeps the full state there alone
+        return {}
+    number = {name: i for i, name in enumerate(run.parameter_names)}
+    return {
+        "state": {number[name]: value for name, value in named["state"].items()},
+        "param_groups": [
+            {**group, "params": [number[name] for name in group["params"]]}
+            for group in named["param_groups"]
+        ],
+    }
+
+
+def load_sharded_optimizer_state(model, optimizer, saved: dict[str, Any], names: list[str]):
+    """Load a checkpoint's (numbered, full) optimizer state into the prepared FSDP
+    optimizer: every process read the file, each keeps its shard."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    # What set_up loaded before `prepare` is keyed by the parameters FSDP replaced.
+    optimizer.optimizer.state.clear()
+    if not saved["state"]:  # saved before the first step: the hyperparameters are loaded
+        return
+    named = {
+        "state": {names[i]: value for i, value in saved["state"].items()},
+        "param_groups": [
+            {**group, "params": [names[i] for i in group["params"]]}
+            for group in saved["param_groups"]
+        ],
+    }
+    options = StateDictOptions(full_state_dict=True)
+    set_optimizer_state_dict(model, optimizer.optimizer, named, options=options)
+
+
+def evaluation_model(run: Run):
+    """The model evaluation generates with. Each process generates for its own share of
+    the instances, to its own lengths, while each forward of an FSDP-sharded model is a
+    collective of all processes: under FSDP each evaluates a gathered full copy."""
+    bare = run.accelerator.unwrap_model(run.model)
+    if not is_fsdp(run.accelerator):
+        return bare
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    from transformers import AutoModelForCausalLM
+
+    full = get_model_state_dict(run.model, options=StateDictOptions(full_state_dict=True))
+    copy = AutoModelForCausalLM.from_config(bare.config, dtype=next(iter(full.values())).dtype)
+    copy.load_state_dict(full)
+    return copy.to(run.accelerator.device).eval()
+
+
 # --- the loop ---------------------------------------------------------------------------
 @dataclass
 class Run:
@@ -681,6 +792,7 @@ class Run:
     # the last step's supervision loss (None: not supervised) and its weight, for the log
     step_supervision: float | None = None
     step_weight: float = 0.0
+    parameter_names: list[str] = field(default_factory=list)  # the optimizer's, in its order
 
     @property
     def main(self) -> bool:
@@ -722,11 +834,9 @@ def set_up(
 ) -> Run:
     """Lock the run folder, load (or resume) everything, check what can be checked before
     the first step."""
-    import torch
-    from accelerate import Accelerator
     from tqdm.auto import tqdm
 
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    accelerator = make_accelerator()
     output = Path(config.output)
     if accelerator.is_main_process:
         check_output_folder("'output'", output)  # read-only, full: refused before the lock
@@ -800,7 +910,20 @@ def set_up(
                     f"{state_file}: the optimizer or scheduler state does not fit this run "
                     f"({type(error).__name__}: {first[:200]})"
                 ) from None
+        names, copies = parameter_names(model, optimizer), tied_copies(model)
         model, optimizer = accelerator.prepare(model, optimizer)
+        if is_fsdp(accelerator):
+            # the gathered state dict holds a tied weight twice, in two tensors, which
+            # save_pretrained then keeps: leave the copy out, as a DDP run's file does
+            bare = accelerator.unwrap_model(model)
+            bare._keys_to_ignore_on_save = [*(bare._keys_to_ignore_on_save or []), *copies]
+            if checkpoint is not None:
+                load_sharded_optimizer_state(model, optimizer, training_state["optimizer"], names)
+            if accelerator.is_main_process:  # said, as accelerate falls back to DDP silently
+                version = accelerator.state.fsdp_plugin.fsdp_version
+                print(
+                    f"FSDP{version}: the model is sharded over {world} processes", file=sys.stderr
+                )
         model.train()
         if accelerator.is_main_process:
             output.mkdir(parents=True, exist_ok=True)
@@ -848,6 +971,7 @@ def set_up(
         ),
         curriculum=curriculum_sources(config),
         heads=heads,
+        parameter_names=names,
     )
 
 
@@ -1048,7 +1172,7 @@ def append_log(run: Run, record: dict[str, Any]) -> None:
 def evaluate_validation(run: Run) -> dict[str, Any]:
     """Scores on the first `eval_size` rows of the config's validation split."""
     results, _ = evaluate_model(
-        run.accelerator.unwrap_model(run.model),
+        evaluation_model(run),
         run.tokenizer,
         [run.config.config],
         run.config.eval_size,

@@ -1,5 +1,7 @@
 """Command-line pieces the harness tests launch with."""
 
+import sys
+
 # `--cpu --num_processes 2` starts ONE process in accelerate 1.15 (its multi-CPU path is
 # mpirun); `--multi_gpu` on a machine without GPUs runs torch.distributed on CPU (gloo).
 ACCELERATE_TWO_CPU_PROCESSES = [
@@ -25,3 +27,14 @@ TINY_SCRATCH_ARGS = [
     "--scratch-intermediate-size",
     "64",
 ]
+
+# FSDP2 on two processes, from the config file README documents; without GPUs they talk
+# over gloo (harness.train.make_accelerator puts back the FSDP that accelerate drops there).
+ACCELERATE_TWO_CPU_FSDP_PROCESSES = ["--config_file", "docs/accelerate/fsdp_cpu.yaml"]
+
+
+def launch_train(launch: list[str], *options: str) -> list[str]:
+    """`accelerate launch LAUNCH -m harness.commands.train OPTIONS` as a command to run from
+    the repository root."""
+    accelerate = [sys.executable, "-m", "accelerate.commands.launch", *launch]
+    return [*accelerate, "-m", "harness.commands.train", *options]
