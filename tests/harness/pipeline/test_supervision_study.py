@@ -317,6 +317,11 @@ def summary(ood_gain, versus=(0.05, 0.05, 0.05), mass=(0.02, 0.1), on_reference=
         (summary(gain(0.05, 0.2)), "supervision generalises"),
         (summary(gain(0.05, 0.2), versus=(0.05, -0.02, 0.05)), "not specific to the reference"),
         (summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01))), "inconclusive"),
+        # a control that gains as much explains the gain, whatever the seeds say
+        (
+            summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01)), versus=(0.05, -0.02, 0.05)),
+            "not specific to the reference",
+        ),
         (summary(gain(-0.05, 0.1), on_reference=0.6), "attention is not the bottleneck"),
         (summary(gain(-0.2, -0.1), mass=(-0.01, 0.03)), "supervision did not take"),
         (summary(gain(-0.05, 0.1), mass=(0.02, 0.1), on_reference=0.3), "inconclusive"),

@@ -6,6 +6,7 @@ does for reproduce.)"""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,19 @@ def test_the_writer_writes_the_digest_and_the_block(tmp_path, capsys):
     # a folder that is not a supervision run
     assert main([str(tmp_path / "missing"), *argv[1:]]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "docs").glob("supervision-*.json")), ids=lambda p: p.name
+)
+def test_the_doc_block_is_rendered_from_the_committed_digest(path):
+    """docs/results.md's block of each committed supervision digest is that digest rendered:
+    the figures are the command's output."""
+    data = json.loads(path.read_text())
+    block = render(data, path.stem)
+    begin, end = markers(path.stem)
+    text = (REPO / "docs" / "results.md").read_text()
+    assert text[text.index(begin) : text.index(end) + len(end)] == block
