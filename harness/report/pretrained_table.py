@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.report.results_summary import read_digests
+from harness.report.results_summary import read_digests, rewrite_block
 
 BEGIN = (
     "<!-- pretrained-table: generated from the --pretrained digests (docs/quick-run-*.json) "
@@ -210,21 +210,7 @@ def render_table(folder: Path) -> str:
     return "\n".join(lines)
 
 
-def replace_table(text: str, rendered: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the doc has no markers {BEGIN!r} .. {END!r}")
-    return text[:start] + rendered + text[end + len(END) :]
-
-
 def write_table(doc: Path, folder: Path | None = None) -> bool:
     """Rewrite the block of `doc` from the digests beside it (or in `folder`); False when
     the doc has no such block (nothing written)."""
-    from attentionspan_datasets.atomic import atomic_write_text
-
-    text = Path(doc).read_text()
-    if BEGIN not in text:
-        return False
-    rendered = render_table(folder or Path(doc).parent)
-    atomic_write_text(Path(doc), replace_table(text, rendered))
-    return True
+    return rewrite_block(doc, BEGIN, END, lambda: render_table(folder or Path(doc).parent))

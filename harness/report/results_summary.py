@@ -150,21 +150,32 @@ def glossary() -> list[str]:
     return textwrap.wrap(text, width=92)
 
 
+def replace_between(text: str, rendered: str, begin: str, end: str) -> str:
+    """`text` with the block from `begin` to `end` (markers included) replaced by
+    `rendered`; ValueError naming the markers when they are missing."""
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"the doc has no markers {begin!r} .. {end!r}")
+    return text[:start] + rendered + text[stop + len(end) :]
+
+
+def rewrite_block(doc: Path, begin: str, end: str, render) -> bool:
+    """Rewrite `doc`'s block between `begin` and `end` with `render()`; False when the doc
+    has no such block (nothing written)."""
+    from attentionspan_datasets.atomic import atomic_write_text
+
+    text = Path(doc).read_text()
+    if begin not in text:
+        return False
+    atomic_write_text(Path(doc), replace_between(text, render(), begin, end))
+    return True
+
+
 def replace_summary(text: str, rendered: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the doc has no markers {BEGIN!r} .. {END!r}")
-    return text[:start] + rendered + text[end + len(END) :]
+    return replace_between(text, rendered, BEGIN, END)
 
 
 def write_summary(doc: Path, folder: Path | None = None) -> bool:
     """Rewrite the block of `doc` from the digests beside it (or in `folder`); False when
     the doc has no such block (nothing written)."""
-    from attentionspan_datasets.atomic import atomic_write_text
-
-    text = Path(doc).read_text()
-    if BEGIN not in text:
-        return False
-    rendered = render_summary(folder or Path(doc).parent)
-    atomic_write_text(Path(doc), replace_summary(text, rendered))
-    return True
+    return rewrite_block(doc, BEGIN, END, lambda: render_summary(folder or Path(doc).parent))
