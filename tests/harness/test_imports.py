@@ -29,7 +29,13 @@ LAYERS = (
     # returns data, writes no report
     (
         "measurement",
-        ("harness.attention", "harness.evaluate", "harness.train", "harness.baselines"),
+        (
+            "harness.attention",
+            "harness.evaluate",
+            "harness.train",
+            "harness.train_fsdp",
+            "harness.baselines",
+        ),
     ),
     # one model pass: batching, collation, generation, teacher forcing, capture, modes
     ("engine", ("harness.engine",)),
