@@ -24,7 +24,7 @@ from harness.options import (
 )
 
 
-def _ood_pair(text: str) -> tuple[str, str]:
+def ood_pair(text: str) -> tuple[str, str]:
     """`KEY=VALUE` as (key, text): the value takes its field's type per task
     (`ReproduceConfig.ood_for`, through the task config's own `parse_value`), not a guess."""
     key, sep, value = text.partition("=")
@@ -73,7 +73,7 @@ def config_from_args(args):
     _refuse_ignored(given)
     values.update(given)
     if "ood" in values:
-        values["ood"] = dict(_ood_pair(text) for text in values["ood"])
+        values["ood"] = dict(ood_pair(text) for text in values["ood"])
     return ReproduceConfig(**values)
 
 

@@ -24,13 +24,6 @@ from harness.options import (
 )
 
 
-def _ood_pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ValueError(f"--ood expects KEY=VALUE (e.g. max_length=20), got {text!r}")
-    return key, value
-
-
 def add_arguments(parser) -> None:
     """The options declared on `SupervisionConfig`'s fields, and --no-progress."""
     from harness.pipeline.supervision_settings import SupervisionConfig
@@ -54,11 +47,12 @@ def add_parser(subparsers) -> None:
 
 
 def config_from_args(args):
+    from harness.commands.reproduce import ood_pair  # --ood reads as reproduce's
     from harness.pipeline.supervision_settings import SupervisionConfig
 
     values = config_values(args, SupervisionConfig)
     if "ood" in values:
-        values["ood"] = dict(_ood_pair(text) for text in values["ood"])
+        values["ood"] = dict(ood_pair(text) for text in values["ood"])
     return SupervisionConfig(**values, progress=not args.no_progress)
 
 

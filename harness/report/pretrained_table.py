@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.report.results_summary import read_digests, rewrite_block
+from harness.report.results_summary import read_digests, rewrite_block, role_scores
 
 BEGIN = (
     "<!-- pretrained-table: generated from the --pretrained digests (docs/quick-run-*.json) "
@@ -51,13 +51,6 @@ def pretrained_digests(folder: Path) -> list[dict[str, Any]]:
 
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _eval(task: Mapping[str, Any], role: str) -> Mapping[str, Any]:
-    for config, scores in (task.get("eval") or {}).items():
-        if config.endswith(f"_{role}"):
-            return scores
-    return {}
 
 
 def table2_cell(task: Mapping[str, Any]) -> str:
@@ -122,7 +115,7 @@ def model_rows(digests: list[Mapping[str, Any]]) -> list[str]:
             run = task.get("seed_run") or {}
             task_name = run.get("task") or name
             seed = f"{run.get('run', 0)} ({run['data_seed']})" if run else "0"
-            ident, ood = _eval(task, "id"), _eval(task, "ood")
+            ident, ood = role_scores(task, "id"), role_scores(task, "ood")
             verdict = task.get("verdict") or {}
             rows.append(
                 f"| {model} | {task_name} | {seed} | {_fmt(ident.get('exact_match'))} | "

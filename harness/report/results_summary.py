@@ -44,12 +44,19 @@ def _span(values: list[float]) -> str:
     return f"{low:.2f}" if round(low, 2) == round(high, 2) else f"{low:.2f}-{high:.2f}"
 
 
+def role_scores(results: Mapping[str, Any], role: str) -> Mapping[str, Any]:
+    """The eval scores of the run's ID (`role` "id") or OOD ("ood") test stream ({} when
+    it has none)."""
+    for config, scores in (results.get("eval") or {}).items():
+        if config.endswith(f"_{role}"):
+            return scores
+    return {}
+
+
 def _exact(results: Mapping[str, Any], role: str) -> float | None:
     """The exact match of the run's ID (`role` "id") or OOD ("ood") test stream."""
-    for config, scores in (results.get("eval") or {}).items():
-        if config.endswith(f"_{role}") and "exact_match" in scores:
-            return float(scores["exact_match"])
-    return None
+    exact = role_scores(results, role).get("exact_match")
+    return None if exact is None else float(exact)
 
 
 def _counts(verdicts: list[str]) -> str:

@@ -15,20 +15,11 @@ import pytest
 lm_eval = pytest.importorskip("lm_eval")
 
 from lm_eval_tasks.models import AttnspanHFLM, placement_args  # noqa: E402
+from tests.harness.test_dispatch import SPLIT  # noqa: E402  (the same cpu/disk map)
 from tests.lm_eval_tasks.conftest import make_char_tokenizer  # noqa: E402
 
 PRESET = "addition_id"
 N = 8
-SPLIT = {
-    "model.embed_tokens": "cpu",
-    "model.layers.0": "cpu",
-    "model.layers.1": "disk",
-    "model.layers.2": "disk",
-    "model.layers.3": "cpu",
-    "model.norm": "cpu",
-    "model.rotary_emb": "cpu",
-    "lm_head": "disk",
-}
 
 
 @pytest.fixture(scope="module")
