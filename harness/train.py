@@ -98,6 +98,7 @@ from harness.train_fsdp import (
     parameter_names,
     tied_copies,
 )
+from harness.train_loss import lm_loss
 
 SCHEDULES = ("linear", "cosine", "constant")
 LOSS_ON = ("target", "all")
@@ -975,7 +976,8 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
                     supervision_sum += supervision.detach().float().cpu()
                 else:
                     with autocast(run.precision, accelerator.device):
-                        loss = model(**inputs).loss / config.grad_accum
+                        bare = accelerator.unwrap_model(model)
+                        loss = lm_loss(model, bare, inputs) / config.grad_accum
                     accelerator.backward(loss)
             loss_sum += loss.detach().float().cpu()
         # One reduction per step carries the loss, the tokens and a stop request, so every
@@ -1028,7 +1030,7 @@ def supervised_forward(run: Run, inputs: dict, batch: dict):
     bare = run.accelerator.unwrap_model(run.model)  # capture hooks the model inside DDP
     with autocast(run.precision, run.accelerator.device):
         with supervise(bare, plan) as recorder:
-            loss = run.model(**inputs).loss
+            loss = lm_loss(run.model, bare, inputs)
     return loss, recorder.loss().to(loss.device)
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
-from harness.engine.inference import cache_argument
+from harness.engine.inference import cache_argument, last_logits_only
 from harness.engine.modes import MODES
 
 MAX_ROWS = 256  # rows (instances x settings) of one batched generation
@@ -169,7 +169,10 @@ def _prefix_cache(model, prompts):
     inputs = prompts.model_inputs(input_device(model))
     inputs = {k: v[:, :-1] for k, v in inputs.items()}
     with torch.inference_mode():
-        model(**inputs, **{cache_argument(model): cache}, use_cache=True)
+        # only the cache is kept: no logits over the prompt (one column, where the model
+        # takes logits_to_keep)
+        options = {cache_argument(model): cache, **last_logits_only(model)}
+        model(**inputs, **options, use_cache=True)
     return cache
 
 

@@ -168,6 +168,17 @@ def cache_argument(model) -> str:
     return "cache" if "cache" in parameters else "past_key_values"
 
 
+def last_logits_only(model) -> dict[str, Any]:
+    """Forward options for a pass whose logits are not read but for the last position (a
+    pass run for its attention, or to fill a KV cache): one column of logits where the model
+    takes `logits_to_keep` (Gemma 3's 262k-word output layer costs as much as its layers
+    over a whole batch). The attention and the cache are what they would be without it."""
+    import inspect
+
+    accepted = inspect.signature(model.forward).parameters
+    return {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
+
+
 def given_cache(kwargs: dict):
     """The KV cache among a forward's keyword arguments, under either name."""
     cache = kwargs.get("cache")

@@ -30,7 +30,13 @@ from typing import Any
 
 from harness.data import PromptConfig, shard_indices
 from harness.dispatch import input_device
-from harness.engine.inference import collate_left, generate_batch, model_shape, teacher_forced_batch
+from harness.engine.inference import (
+    collate_left,
+    generate_batch,
+    last_logits_only,
+    model_shape,
+    teacher_forced_batch,
+)
 from harness.tokenization import CharTokenizer
 
 __all__ = [
@@ -171,7 +177,7 @@ class Scorer:
         `attention_only` keeps one position of logits where the model allows it."""
         import torch
 
-        options = _attention_only(self.model) if attention_only else {}
+        options = last_logits_only(self.model) if attention_only else {}
         with torch.inference_mode(), self._capture(plan) as record:
             self.model(**batch.model_inputs(input_device(self.model)), **options)
         return record
@@ -206,15 +212,6 @@ class Scorer:
 def token_accuracy(correct: Sequence[bool]) -> float:
     """The share of target characters that are right (1.0 for an empty target)."""
     return sum(correct) / len(correct) if correct else 1.0
-
-
-def _attention_only(model) -> dict[str, Any]:
-    """Forward options for a pass run only for its attention: one position of logits
-    (Gemma 3's 262k-word output layer costs as much as its layers over a whole batch)."""
-    import inspect
-
-    accepted = inspect.signature(model.forward).parameters
-    return {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
 
 
 # --- processes ----------------------------------------------------------------------------

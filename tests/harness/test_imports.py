@@ -34,6 +34,7 @@ LAYERS = (
             "harness.evaluate",
             "harness.train",
             "harness.train_fsdp",
+            "harness.train_loss",
             "harness.baselines",
         ),
     ),

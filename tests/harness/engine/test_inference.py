@@ -97,11 +97,11 @@ def test_batched_teacher_forcing_equals_one_at_a_time(kind, models):
 @pytest.mark.parametrize("kind", KINDS)
 def test_teacher_forcing_continues_a_prefix_cache(kind, models):
     """A cache of every prompt column but the last (one prefill, shared by a batch's
-    settings) continued by the answer columns: the same argmax, EOS rows and batch as one
-    forward; a cache of another length is refused."""
+    settings, filled computing one column of logits) continued by the answer columns: the
+    same argmax, EOS rows and batch as one forward; a cache of another length is refused."""
     from transformers import DynamicCache
 
-    from harness.engine.inference import cache_argument
+    from harness.engine.inference import cache_argument, last_logits_only
 
     model, char_tok = models[kind]
     encodings = encodings_for(char_tok, instruction="Reverse the string.")
@@ -112,9 +112,11 @@ def test_teacher_forcing_continues_a_prefix_cache(kind, models):
         cache = DynamicCache(config=model.config)
         inputs = {k: v[:, :columns] for k, v in prompts.model_inputs().items()}
         with torch.inference_mode():
-            model(**inputs, **{cache_argument(model): cache}, use_cache=True)
+            options = {cache_argument(model): cache, **last_logits_only(model)}
+            model(**inputs, **options, use_cache=True)
         return cache
 
+    assert last_logits_only(model) == {"logits_to_keep": 1}
     name = cache_argument(model)
     cached = teacher_forced_batch(
         model, char_tok, encodings, **{name: prefix(prompts.prompt_width - 1)}
