@@ -10,8 +10,8 @@ about 100M weights in its layers), so where the vocabulary is large the step ask
 for the columns where some row of the batch has its next token labelled (`logits_to_keep`,
 a 1-D index every causal LM of transformers 5 takes) and computes the model's own loss
 function on them: the same mean cross-entropy over the same labels as `.loss` (tested). On
-Gemma-3-270M a bf16 step of 4 addition prompts took 2.85 CPU-s instead of 3.89
-(forward and backward, docs/performance.md).
+Gemma-3-270M a step of `--pretrained`'s addition recipe takes 2.75 CPU-s instead of 3.67
+(`benchmarks/sliced_loss.py`, docs/performance.md).
 
 Character-level models (a scratch model's vocabulary is about 100 characters) keep the
 plain forward: their output layer costs next to nothing, and their runs stay bit for bit
