@@ -30,6 +30,7 @@ REPORT_FILE = "report.md"
 RESULTS_FILE = "results.json"
 MAX_WEIGHT = 100.0  # a supervision loss of a few nats times 100 already drowns the LM loss
 MAX_EXTRA = 10.0  # the extra-steps control trains at most 11x the recipe's steps
+MAX_JOBS = 64  # worker processes of --jobs (a typo should not fork hundreds)
 # The roles of the arms, in the report's order, with what each one is.
 ROLES = {
     "baseline": "no supervision (weight 0): --quick's model of this seed",
@@ -143,6 +144,15 @@ class SupervisionConfig:
             shared="threads",
         ),
     )
+    jobs: int = field(
+        default=1,
+        metadata=cli(
+            "train up to N models at once, each in a process of its own at --threads threads "
+            "(the seed runs' baselines, then the ladder's models, then the controls'); the "
+            "models are those one at a time gives. Cores: N x --threads",
+            metavar="N",
+        ),
+    )
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -165,6 +175,7 @@ class SupervisionConfig:
             )
         self.weights = [float(w) for w in weights]
         check_int("'heads'", self.heads, 1, 10_000)
+        check_int("'jobs'", self.jobs, 1, MAX_JOBS)
         check_int("'wrong_shift'", self.wrong_shift, -MAX_SHIFT, MAX_SHIFT)
         if self.wrong_shift == 0:
             raise ValueError("'wrong_shift' must not be 0: the wrong mask would be the right one")

@@ -46,6 +46,7 @@ from harness.pipeline.reproduce import (
     _saved_model,
     check_task_models,
     task_model,
+    task_model_folder,
     task_train_config,
 )
 from harness.pipeline.settings import seed_run_name, seed_run_seeds, task_presets, task_short_name
@@ -173,6 +174,20 @@ def trained_model(config, name: str, log, progress: bool, again: str) -> str:
     return str(train(config, resume=saved is not None, progress=progress, resume_with=again))
 
 
+def _train_in_worker(config, name: str, again: str, threads: int) -> str:
+    """One model of --jobs, trained in a spawned worker process (torch's threads set anew;
+    no progress bar: the workers share the terminal)."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+
+    def log(message: str) -> None:
+        print(f"[supervision] {message}", file=sys.stderr, flush=True)
+
+    return trained_model(config, name, log, False, again)
+
+
 class TaskStudy:
     """Every arm of one task over the seed runs; `run()` returns its results."""
 
@@ -215,21 +230,58 @@ class TaskStudy:
             }
         return dataclasses.replace(base, **values)
 
+    def training(self, run: int, arm: Arm):
+        """(TrainConfig, name, what resumes it) of one arm's model of one seed run."""
+        if arm.role == "baseline":
+            folder = task_model_folder(self.out, self.task, run)
+            config = task_train_config(self.repro, self.task, folder, run)
+        else:
+            folder = self.folder(run, arm)
+            config = self.train_config(run, arm)
+        again = (
+            f"the same attentionspan supervision command (--output {self.out}): it "
+            f"resumes {folder} and reuses every finished stage"
+        )
+        return config, f"{self.short} {arm.name} (seed run {run})", again
+
     def model(self, run: int, arm: Arm) -> str:
         key = (run, arm.name)
         if key not in self.models:
             if arm.role == "baseline":
                 path = task_model(self.repro, self.task, self.out, self.log, run)
             else:
-                again = (
-                    f"the same attentionspan supervision command (--output {self.out}): it "
-                    f"resumes {self.folder(run, arm)} and reuses every finished stage"
-                )
-                name = f"{self.short} {arm.name} (seed run {run})"
-                config = self.train_config(run, arm)
+                config, name, again = self.training(run, arm)
                 path = trained_model(config, name, self.log, self.cfg.progress, again)
             self.models[key] = path
         return self.models[key]
+
+    def train_all(self, pairs: Sequence[tuple[int, Arm]]) -> None:
+        """With --jobs N > 1, the models of `pairs` (seed run, arm) trained up to N at once in
+        spawned worker processes, before anything asks for them; with one job nothing here
+        (each model is trained when first asked for). Each worker trains the TrainConfig made
+        here, so a model is the one `model()` would train (the same init, data and steps)."""
+        todo = [(run, arm) for run, arm in pairs if (run, arm.name) not in self.models]
+        if self.cfg.jobs <= 1 or len(todo) <= 1:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        jobs = min(self.cfg.jobs, len(todo))
+        self.log(f"training {len(todo)} models, {jobs} at once (--jobs)")
+        context = multiprocessing.get_context("spawn")  # no forked torch state
+        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            futures = {}
+            for run, arm in todo:
+                job = pool.submit(_train_in_worker, *self.training(run, arm), self.cfg.threads)
+                futures[job] = (run, arm)
+            try:
+                for future in as_completed(futures):
+                    run, arm = futures[future]
+                    self.models[(run, arm.name)] = future.result()
+            except BaseException:
+                for future in futures:  # the first failure ends the others' queue
+                    future.cancel()
+                raise
 
     # --- analysis stages (OUT/arms/stages/<task>-seed<k>-<arm>-*.json) ---------------------
     def task_run(self, run: int, arm: Arm) -> TaskRun:
@@ -370,6 +422,7 @@ class TaskStudy:
         started = time.perf_counter()
         cfg, seeds = self.cfg, range(self.cfg.seeds)
         ladder = ladder_arms(cfg, self.task)
+        self.train_all([(run, ladder[0]) for run in seeds])
         for run in seeds:
             self.log(f"seed run {run}: the baseline and its ID head ranking")
             ranking = self.task_run(run, ladder[0]).run_heads()
@@ -382,6 +435,8 @@ class TaskStudy:
                 f"seed run {run}: supervising heads {heads_text(top)} (random control: "
                 f"{heads_text(self.heads[run]['random'])})"
             )
+        self.train_all([(run, arm) for run in seeds for arm in ladder[1:]])
+        for run in seeds:
             for arm in ladder[1:]:
                 self.model(run, arm)
         self.log("choosing the weight on OOD validation")
@@ -392,6 +447,7 @@ class TaskStudy:
         chosen, selection = choose_weight(ladder, validation, cfg.metric)
         self.log(f"chosen: {chosen.name} ({cfg.metric} on OOD validation); training the controls")
         controls = control_arms(cfg, chosen.weight, self.task)
+        self.train_all([(run, arm) for run in seeds for arm in controls])
         for run in seeds:
             for arm in controls:
                 self.model(run, arm)

@@ -235,6 +235,26 @@ def test_the_command_line_builds_the_same_study(study, capsys):
     assert {p.name: p.read_bytes() for p in (out / "arms" / "stages").iterdir()} == stages
 
 
+@pytest.mark.slow
+def test_jobs_train_the_same_models_in_worker_processes(study, tmp_path, capsys):
+    """--jobs 2: every model trained in spawned workers (two at a time), the same weights
+    and results as one at a time."""
+    from harness.pipeline.supervision_study import run_study
+    from harness.report.supervision_report import write_report
+
+    cfg, _, _, results = study
+    out = tmp_path / "jobs"
+    run_study(SupervisionConfig(output=str(out), jobs=2, **TINY), write_report)
+    again = json.loads((out / "reversal" / "results.json").read_text())
+    err = capsys.readouterr().err
+    assert "training 2 models, 2 at once (--jobs)" in err  # the two seed runs' baselines
+    assert "training 4 models, 2 at once (--jobs)" in err  # the ladder's, then the controls'
+    assert "training 6 models, 2 at once (--jobs)" in err
+    for name, arm in results["arms"].items():
+        assert again["arms"][name]["model_sha256"] == arm["model_sha256"], name
+    assert again["verdict"] == results["verdict"] and again["accuracy"] == results["accuracy"]
+
+
 def test_the_ladder_and_the_controls(tiny_recipe):
     cfg = SupervisionConfig(**TINY)
     ladder = ladder_arms(cfg, "reversal")
@@ -273,6 +293,8 @@ def test_the_ladder_and_the_controls(tiny_recipe):
         ({"loss": "l2"}, "'loss' must be one of ce, mass"),
         ({"ood": {"nope": "1"}}, "'ood' overrides for reversal_ood"),
         ({"threads": 0}, "'threads' must be from 1"),
+        ({"jobs": 0}, "'jobs' must be >= 1, got 0"),
+        ({"jobs": 65}, "'jobs' must be <= 64 (the cap), got 65"),
     ],
 )
 def test_bad_options_are_one_line(options, message):
