@@ -167,7 +167,7 @@ def render_table(folder: Path) -> str:
         "|---|---|---|---|---|---|---|---|",
         *model_rows(digests),
         "",
-        textwrap.fill(verdict_counts(digests), width=92),
+        textwrap.fill(verdict_counts(digests), width=92, break_on_hyphens=False),
         "",
         textwrap.fill(
             "The paper's fine-tuned models on the same tasks (v2, Table 1 in fractions; "
@@ -175,6 +175,7 @@ def render_table(folder: Path) -> str:
             "only); its intervention gains up to 90 points of OOD accuracy (Figure 2), no "
             "control reported:",
             width=92,
+            break_on_hyphens=False,
         ),
         "",
         "| model (paper) | task | ID exact | OOD exact (partial) | Table 2: correct / wrong |",
@@ -192,6 +193,7 @@ def render_table(folder: Path) -> str:
             f"Measured {', '.join(dates)}; the commands, machines and versions are in the "
             "digests.",
             width=92,
+            break_on_hyphens=False,
         ),
         "",
         "```bash",

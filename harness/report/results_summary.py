@@ -100,7 +100,12 @@ def render_summary(folder: Path) -> str:
     digests = read_digests(folder)
     lines, verdicts = task_lines(digests)
     models = sum(len(v) for v in verdicts.values())
-    repairable = sorted(t for t, v in verdicts.items() if REPAIRABLE in v)
+    # "1 of 2 models of addition, ..." per task with a nudge-repairable model
+    repairable = [
+        f"{v.count(REPAIRABLE)} of {len(v)} model{'s' if len(v) > 1 else ''} of {t}"
+        for t, v in sorted(verdicts.items())
+        if REPAIRABLE in v
+    ]
     ids = [x for d in digests for r in d["tasks"].values() if (x := _exact(r, "id")) is not None]
     oods = [x for d in digests for r in d["tasks"].values() if (x := _exact(r, "ood")) is not None]
     opening = (
@@ -110,7 +115,7 @@ def render_summary(folder: Path) -> str:
     if repairable:
         verdict = (
             f"Of the {models} models with a calibrated verdict, the {REPAIRABLE} ones "
-            f"(the reading the paper's causal claim needs) are on {', '.join(repairable)}."
+            f"(the reading the paper's causal claim needs) are {'; '.join(repairable)}."
         )
     else:
         verdict = (
@@ -127,6 +132,7 @@ def render_summary(folder: Path) -> str:
                 "unless a pretrained model is named; the calibrated verdict: "
                 "docs/usage_analysis.md):",
                 width=92,
+                break_on_hyphens=False,
             ),
             "",
             *lines,
@@ -154,7 +160,7 @@ def glossary() -> list[str]:
         "verdict* is read from the dose-response ladder (N and C chosen on validation, the "
         "controls at the same dose) and from where the model looks when it errs."
     )
-    return textwrap.wrap(text, width=92)
+    return textwrap.wrap(text, width=92, break_on_hyphens=False)
 
 
 def replace_between(text: str, rendered: str, begin: str, end: str) -> str:

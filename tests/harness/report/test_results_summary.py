@@ -62,8 +62,18 @@ def test_it_groups_seed_runs_and_says_whether_they_agree(tmp_path):
 
 def test_a_nudge_repairable_model_is_named(tmp_path):
     _write(tmp_path, "quick-run.json", {"addition": _results(1.0, 0.0, "nudge-repairable")})
+    _write(
+        tmp_path,
+        "quick-run-seeds.json",
+        {
+            "reversal": _results(1.0, 0.0, "nudge-repairable"),
+            "addition": _results(1.0, 0.0, "downstream"),
+        },
+    )
     text = " ".join(results_summary.render_summary(tmp_path).split())
-    assert "the nudge-repairable ones" in text and "are on addition" in text
+    assert "the nudge-repairable ones" in text
+    # per task, how many of its models: the seeds' other verdicts are not hidden
+    assert "are 1 of 2 models of addition; 1 of 1 model of reversal." in text
 
 
 def test_write_replaces_only_the_block_and_refuses_a_page_without_markers(tmp_path):
