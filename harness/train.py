@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -698,6 +699,12 @@ class Run:
     def main(self) -> bool:
         return self.accelerator.is_main_process
 
+    @functools.cached_property
+    def bare(self):
+        """The model inside accelerate's DDP/FSDP wrapper (prepared once: unwrapped once,
+        not at every step)."""
+        return self.accelerator.unwrap_model(self.model)
+
     @property
     def world(self) -> int:
         return self.accelerator.num_processes
@@ -976,8 +983,7 @@ def train_step(run: Run, stop_requested: bool) -> tuple[float, int, bool]:
                     supervision_sum += supervision.detach().float().cpu()
                 else:
                     with autocast(run.precision, accelerator.device):
-                        bare = accelerator.unwrap_model(model)
-                        loss = lm_loss(model, bare, inputs) / config.grad_accum
+                        loss = lm_loss(model, run.bare, inputs) / config.grad_accum
                     accelerator.backward(loss)
             loss_sum += loss.detach().float().cpu()
         # One reduction per step carries the loss, the tokens and a stop request, so every
@@ -1027,10 +1033,9 @@ def supervised_forward(run: Run, inputs: dict, batch: dict):
         shift_mask(batch["reference_mask"], options.supervision_shift), batch["attention_mask"]
     )
     plan = Supervision(run.heads, reference, loss=options.supervision_loss)
-    bare = run.accelerator.unwrap_model(run.model)  # capture hooks the model inside DDP
     with autocast(run.precision, run.accelerator.device):
-        with supervise(bare, plan) as recorder:
-            loss = lm_loss(run.model, bare, inputs)
+        with supervise(run.bare, plan) as recorder:  # capture hooks the model inside DDP
+            loss = lm_loss(run.model, run.bare, inputs)
     return loss, recorder.loss().to(loss.device)
 
 

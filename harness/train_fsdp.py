@@ -111,7 +111,7 @@ def evaluation_model(run):
     """The model evaluation generates with. Each process generates for its own share of
     the instances, to its own lengths, while each forward of an FSDP-sharded model is a
     collective of all processes: under FSDP each evaluates a gathered full copy."""
-    bare = run.accelerator.unwrap_model(run.model)
+    bare = run.bare
     if not is_fsdp(run.accelerator):
         return bare
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
