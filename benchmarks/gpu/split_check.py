@@ -56,23 +56,21 @@ def scratch_folder(folder: Path, layers: int, hidden: int) -> str:
 
 
 def split_map(model, device: str, offload: str) -> dict[str, object]:
-    """The embeddings and the first half of the layers on `device`, the rest on `offload`."""
+    """The embeddings and the first half of the layers on `device`, the rest on `offload`
+    (the module names of Llama, Qwen, Mistral and Gemma causal LMs: model.layers.N)."""
     from harness.engine.inference import model_shape
 
     layers, _ = model_shape(model)
     main: object = 0 if device.startswith("cuda") else "cpu"
     names = {name for name, _ in model.named_modules()}
-    base = (
-        "model"
-        if "model.layers.0" in names
-        else next(n.rsplit(".layers.0", 1)[0] for n in names if n.endswith(".layers.0"))
-    )
-    mapping: dict[str, object] = {f"{base}.embed_tokens": main}
-    if f"{base}.rotary_emb" in names:
-        mapping[f"{base}.rotary_emb"] = main
+    if "model.layers.0" not in names:
+        raise SystemExit(f"{type(model).__name__}: no model.layers.N modules to split")
+    mapping: dict[str, object] = {"model.embed_tokens": main}
+    if "model.rotary_emb" in names:
+        mapping["model.rotary_emb"] = main
     for layer in range(layers):
-        mapping[f"{base}.layers.{layer}"] = main if layer < layers // 2 else offload
-    mapping[f"{base}.norm"] = offload
+        mapping[f"model.layers.{layer}"] = main if layer < layers // 2 else offload
+    mapping["model.norm"] = offload
     # a tied output layer is the embeddings' weight: it stays where they are
     tied = getattr(model.config, "tie_word_embeddings", False)
     mapping["lm_head"] = main if tied else offload
