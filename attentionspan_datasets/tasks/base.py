@@ -72,6 +72,21 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+
+@functools.cache
+def _field_types(cls: type) -> tuple[tuple[str, type, tuple], ...]:
+    """(name, type, Literal choices) of each field of a config class, resolved once per class:
+    `typing.get_type_hints` evaluates the string annotations anew at every call, which made
+    it most of the cost of `split_instance(name, ...)`, which resolves the name at each call)."""
+    hints = typing.get_type_hints(cls)
+    fields = []
+    for f in dataclasses.fields(cls):
+        expected = hints[f.name]
+        # A Literal field (`mask`): a value of the type of its values, then one of them.
+        choices = typing.get_args(expected) if typing.get_origin(expected) is Literal else ()
+        fields.append((f.name, type(choices[0]) if choices else expected, choices))
+    return tuple(fields)
+
 @dataclass
 class TaskConfig:
     """Base class of every task config: type checks, range checks, conversion from text.
@@ -147,23 +162,17 @@ class TaskConfig:
             self.fail(name, f"at most {MAX_CHARSET} characters, got {len(chars)}")
 
     def _check_types(self) -> None:
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
-            expected = hints[f.name]
-            value = getattr(self, f.name)
-            # A Literal field (`mask`): a value of the type of its values, then one of them.
-            choices = typing.get_args(expected) if typing.get_origin(expected) is Literal else ()
-            if choices:
-                expected = type(choices[0])
+        for name, expected, choices in _field_types(type(self)):
+            value = getattr(self, name)
             # bool is an int subclass; a flag and a count must not be confused.
             ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
             if not ok:
                 raise ValueError(
-                    f"{self.task_name}: field '{f.name}' must be of type "
+                    f"{self.task_name}: field '{name}' must be of type "
                     f"{_type_name(expected)}, got {type(value).__name__} {_short(value)}"
                 )
             if choices and value not in choices:
-                self.fail(f.name, f"allowed values: {', '.join(map(repr, choices))}")
+                self.fail(name, f"allowed values: {', '.join(map(repr, choices))}")
 
     # --- construction from user input ---------------------------------------------
     @classmethod
