@@ -72,7 +72,6 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-
 @functools.cache
 def _field_types(cls: type) -> tuple[tuple[str, type, tuple], ...]:
     """(name, type, Literal choices) of each field of a config class, resolved once per class:
@@ -86,6 +85,7 @@ def _field_types(cls: type) -> tuple[tuple[str, type, tuple], ...]:
         choices = typing.get_args(expected) if typing.get_origin(expected) is Literal else ()
         fields.append((f.name, type(choices[0]) if choices else expected, choices))
     return tuple(fields)
+
 
 @dataclass
 class TaskConfig:
