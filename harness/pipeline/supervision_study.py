@@ -263,25 +263,16 @@ class TaskStudy:
         todo = [(run, arm) for run, arm in pairs if (run, arm.name) not in self.models]
         if self.cfg.jobs <= 1 or len(todo) <= 1:
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from harness.pipeline.workers import in_workers
 
         jobs = min(self.cfg.jobs, len(todo))
         self.log(f"training {len(todo)} models, {jobs} at once (--jobs)")
-        context = multiprocessing.get_context("spawn")  # no forked torch state
-        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            futures = {}
-            for run, arm in todo:
-                job = pool.submit(_train_in_worker, *self.training(run, arm), self.cfg.threads)
-                futures[job] = (run, arm)
-            try:
-                for future in as_completed(futures):
-                    run, arm = futures[future]
-                    self.models[(run, arm.name)] = future.result()
-            except BaseException:
-                for future in futures:  # the first failure ends the others' queue
-                    future.cancel()
-                raise
+        calls = [
+            (_train_in_worker, (*self.training(run, arm), self.cfg.threads)) for run, arm in todo
+        ]
+        for i, path in in_workers(calls, jobs):
+            run, arm = todo[i]
+            self.models[(run, arm.name)] = path
 
     # --- analysis stages (OUT/arms/stages/<task>-seed<k>-<arm>-*.json) ---------------------
     def task_run(self, run: int, arm: Arm) -> TaskRun:
