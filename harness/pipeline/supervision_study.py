@@ -512,6 +512,7 @@ def summarise(
         "metric": metric,
         "chosen": chosen.name,
         "controls": controls,
+        "control_roles": {arm.name: arm.role for arm in arms if arm.role in CONTROL_ROLES},
         "accuracy": {},
         "gains": {},
         "mass": {},

@@ -17,9 +17,12 @@ The rules (docs/usage_analysis.md, "Does supervised attention generalise"), read
 arm the ladder chose on OOD validation, its gain on OOD test (`metric`):
 1. the gain's interval lies above 0:
    - a control it does not beat (the chosen arm's paired gain over the control not above
-     0): "not specific to the reference", naming those controls (whatever the seeds say:
-     a wrong mask or random heads that help as much explain the gain without attending
-     right);
+     0) that pulls no head to the reference (the wrong mask, or the extra steps): "not
+     specific to the reference", naming those controls (whatever the seeds say: such a
+     control helping as much explains the gain without attending right);
+   - else, random heads pulled to the reference gain as much, and every seed run gains:
+     "the reference, not these heads": attending to the reference helps, whichever heads
+     are made to (the wrong mask and the extra steps gain less);
    - else, every seed run gains: "supervision generalises";
    - else (some seeds only): "inconclusive";
 2. no such gain, and on at least ON_REFERENCE of the chosen arm's wrong OOD instances the
@@ -42,6 +45,7 @@ from harness.stats import CONFIDENCE, N_RESAMPLES, above_zero, below_zero, forma
 VERDICTS = (
     "supervision generalises",
     "not specific to the reference",
+    "the reference, not these heads",
     "attention is not the bottleneck",
     "supervision did not take",
     "inconclusive",
@@ -54,8 +58,13 @@ RULES_OUT = {
         "control gains less); not that it holds past these tiny models and this task"
     ),
     "not specific to the reference": (
-        "rules out reading the gain as the reference's: a control that does not pull these "
-        "heads to the reference gains as much"
+        "rules out reading the gain as the reference's: a control that pulls no head to the "
+        "reference gains as much"
+    ),
+    "the reference, not these heads": (
+        "rules out that the gain is training longer or any attention target (the extra steps "
+        "and the wrong mask gain less); not that the ranked heads matter: random heads pulled "
+        "to the reference gain as much, nor that it holds past these tiny models"
     ),
     "attention is not the bottleneck": (
         "rules out that the model fails OOD for not looking at the reference: on most wrong "
@@ -271,14 +280,27 @@ def study_verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
     said = f"{chosen}'s OOD {metric} gain {format_gain(gain)} points"
     if above_zero(gain):
         unbeaten = [name for name, d in versus.items() if not above_zero(d)]
-        if unbeaten:
+        roles = summary.get("control_roles", {})
+        # random heads pulled to the reference attend right too: they question the heads
+        elsewhere = [name for name in unbeaten if roles.get(name) != "random_heads"]
+        every_seed = bool(per_seed) and min(per_seed) > 0
+        if elsewhere:
             verdict = "not specific to the reference"
             reason = f"{said}, but not above " + ", ".join(
-                f"{name} ({format_gain(versus[name])})" for name in unbeaten
+                f"{name} ({format_gain(versus[name])})" for name in elsewhere
             )
-        elif not per_seed or min(per_seed) <= 0:
+        elif unbeaten and every_seed:
+            verdict = "the reference, not these heads"
+            reason = (
+                f"{said}, in every seed run, above "
+                + ", ".join(f"{n} ({format_gain(versus[n])})" for n in versus if n not in unbeaten)
+                + ", but not above "
+                + ", ".join(f"{n} ({format_gain(versus[n])})" for n in unbeaten)
+            )
+        elif not every_seed:
             verdict = "inconclusive"
-            reason = f"{said}, above each control, but not in every seed run ({_seeds(per_seed)})"
+            above = "above each control" if not unbeaten else "not above " + ", ".join(unbeaten)
+            reason = f"{said}, {above}, but not in every seed run ({_seeds(per_seed)})"
         else:
             verdict = "supervision generalises"
             reason = f"{said}, in every seed run, above each control"

@@ -326,6 +326,7 @@ def summary(ood_gain, versus=(0.05, 0.05, 0.05), mass=(0.02, 0.1), on_reference=
         "chosen": "w1",
         "metric": "partial_acc",
         "controls": controls,
+        "control_roles": dict(zip(controls, ("wrong_mask", "random_heads", "extra_steps"))),
         "gains": {"ood": {"w1": {"partial_acc": ood_gain}}},
         "versus_controls": {c: {"partial_acc": gain(v, v + 0.1)} for c, v in zip(controls, versus)},
         "mass_gains": {"ood": {"w1": gain(*mass)}},
@@ -337,11 +338,18 @@ def summary(ood_gain, versus=(0.05, 0.05, 0.05), mass=(0.02, 0.1), on_reference=
     "case,verdict",
     [
         (summary(gain(0.05, 0.2)), "supervision generalises"),
-        (summary(gain(0.05, 0.2), versus=(0.05, -0.02, 0.05)), "not specific to the reference"),
+        (summary(gain(0.05, 0.2), versus=(-0.02, 0.05, 0.05)), "not specific to the reference"),
+        (summary(gain(0.05, 0.2), versus=(0.05, 0.05, -0.02)), "not specific to the reference"),
+        # random heads pulled to the reference gain as much: the reference, not the heads
+        (summary(gain(0.05, 0.2), versus=(0.05, -0.02, 0.05)), "the reference, not these heads"),
+        (
+            summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01)), versus=(0.05, -0.02, 0.05)),
+            "inconclusive",
+        ),
         (summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01))), "inconclusive"),
         # a control that gains as much explains the gain, whatever the seeds say
         (
-            summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01)), versus=(0.05, -0.02, 0.05)),
+            summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01)), versus=(-0.02, 0.05, 0.05)),
             "not specific to the reference",
         ),
         (summary(gain(-0.05, 0.1), on_reference=0.6), "attention is not the bottleneck"),
@@ -354,7 +362,11 @@ def test_the_verdict_rules(case, verdict):
     assert found["verdict"] == verdict
     assert found["rules_out"] == RULES_OUT[verdict]
     assert found["numbers"]["chosen"] == "w1" and found["reason"].startswith("w1's OOD")
+    unbeaten = [name for name, d in found["numbers"]["versus_controls"].items() if d["low"] < 0]
     if verdict == "not specific to the reference":
-        assert "random-w1" in found["reason"] and "wrong3-w1" not in found["reason"]
+        assert unbeaten[0] in found["reason"] and "random-w1" not in found["reason"]
+    if verdict == "the reference, not these heads":
+        assert "in every seed run, above wrong3-w1" in found["reason"]
+        assert "but not above random-w1" in found["reason"]
     if verdict == "supervision did not take":
         assert "(a loss)" in found["reason"]
