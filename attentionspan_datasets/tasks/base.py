@@ -76,7 +76,7 @@ def _type_name(annotation: Any) -> str:
 def _field_types(cls: type) -> tuple[tuple[str, type, tuple], ...]:
     """(name, type, Literal choices) of each field of a config class, resolved once per class:
     `typing.get_type_hints` evaluates the string annotations anew at every call, which made
-    it most of the cost of `split_instance(name, ...)`, which resolves the name at each call)."""
+    it most of the cost of `split_instance(name, ...)` (it resolves the name at each call)."""
     hints = typing.get_type_hints(cls)
     fields = []
     for f in dataclasses.fields(cls):

@@ -284,18 +284,19 @@ def study_verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
         # random heads pulled to the reference attend right too: they question the heads
         elsewhere = [name for name in unbeaten if roles.get(name) != "random_heads"]
         every_seed = bool(per_seed) and min(per_seed) > 0
+
+        def listed(names) -> str:  # "wrong3-w1 (+10.2 [+8.8, +11.6]), ..."
+            return ", ".join(f"{name} ({format_gain(versus[name])})" for name in names)
+
         if elsewhere:
             verdict = "not specific to the reference"
-            reason = f"{said}, but not above " + ", ".join(
-                f"{name} ({format_gain(versus[name])})" for name in elsewhere
-            )
+            reason = f"{said}, but not above {listed(elsewhere)}"
         elif unbeaten and every_seed:
             verdict = "the reference, not these heads"
+            beaten = [name for name in versus if name not in unbeaten]
             reason = (
-                f"{said}, in every seed run, above "
-                + ", ".join(f"{n} ({format_gain(versus[n])})" for n in versus if n not in unbeaten)
-                + ", but not above "
-                + ", ".join(f"{n} ({format_gain(versus[n])})" for n in unbeaten)
+                f"{said}, in every seed run, above {listed(beaten)}, "
+                f"but not above {listed(unbeaten)}"
             )
         elif not every_seed:
             verdict = "inconclusive"
