@@ -11,7 +11,8 @@ Everything is written next to the target (`.NAME.partial-PID-XXXX`, same file sy
 final `os.replace` is atomic), flushed to disk with fsync, then renamed. On an exception the
 temporary is removed; after a `kill -9` it stays behind, and the next atomic write to the same
 target removes the leftovers of processes that no longer run (SIGTERM ends a process as a
-`kill -9` does unless it is handled: `harness.outputs.writing` turns it into an exception).
+`kill -9` does unless it is handled: `harness.foundation.outputs.writing` turns it into an
+exception).
 An OSError that escapes names the target, not the temporary, so a full or read-only disk
 reads `[Errno 28] No space left on device: 'runs/x/config.json'`. Created files and folders
 get the permissions the umask allows (0666 / 0777 minus umask), as `open` and `mkdir` would

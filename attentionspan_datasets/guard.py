@@ -7,7 +7,7 @@ A user's mistake (`ValueError`, `UsageError`, `FileNotFoundError`, `FileExistsEr
 `attentionspan COMMAND: error: ...` on one line and returns status 2; a closed pipe
 (`attentionspan generate ... | head`) is quiet, status 0; Ctrl-C is one line, status 130.
 `ATTENTIONSPAN_TRACEBACK=1` shows the traceback instead. The data commands
-(`python -m attentionspan_datasets`) and the harness's (`harness.options`, `harness.cli`)
+(`python -m attentionspan_datasets`) and the harness's (`harness.foundation.options`, `harness.cli`)
 share this one copy, and one `OneLineParser` (argparse errors in one line that names the
 subcommand and its --help); they live here because the data layer imports nothing above it.
 """

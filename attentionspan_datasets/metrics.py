@@ -101,7 +101,8 @@ def bin_of(length: int, bins: Sequence[tuple[int, int]]) -> tuple[int, int] | No
 
 # The one list of metric names, in the order every table and record lists them: the two
 # scores of an answer (`score`), then the teacher-forced token accuracy that the harness
-# adds (it needs a model: `harness.evaluate`). Every other list of metrics derives from it.
+# adds (it needs a model: `harness.evaluation.evaluate`). Every other list of metrics derives from
+# it.
 ALL_METRICS = ("exact_match", "partial_acc", "tf_token_acc")
 METRICS = ALL_METRICS[:2]  # what `score` gives an answer and `aggregate` means
 

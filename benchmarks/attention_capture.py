@@ -57,7 +57,7 @@ GEN_MODES = ("generate", "generate+capture", "generate+intervention")
 def setup(device: str):
     import torch
 
-    from harness.models import ScratchConfig, build_scratch
+    from harness.foundation.models import ScratchConfig, build_scratch
 
     model, _ = build_scratch(ScratchConfig())
     model.set_attn_implementation("eager")
@@ -288,8 +288,8 @@ def commands(args) -> None:
     from attentionspan_datasets.splits import iter_split
     from harness.attention.analysis import AnalysisConfig, analyse_model
     from harness.attention.heads import OFFSETS, rank_heads
-    from harness.evaluate import evaluate_model
-    from harness.models import ScratchConfig, build_scratch, load_model
+    from harness.evaluation.evaluate import evaluate_model
+    from harness.foundation.models import ScratchConfig, build_scratch, load_model
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     if args.model:

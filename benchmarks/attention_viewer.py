@@ -31,9 +31,9 @@ def build(args) -> tuple[Path, dict, float]:
     from attentionspan_datasets.generation import DEFAULT_SEED
     from harness.attention.analysis import load_instances
     from harness.attention.viewer_data import build_viewer_data
-    from harness.models import load_model
+    from harness.foundation.models import load_model
+    from harness.foundation.runs import read_run_file, saved_prompt
     from harness.report.viewer import VIEWER_FILE, write_html
-    from harness.runs import read_run_file, saved_prompt
 
     model, tokenizer = load_model(args.model)
     model.eval()

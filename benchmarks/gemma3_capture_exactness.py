@@ -31,11 +31,11 @@ def check(model, tokenizer, num: int = 2, fewshot: int = 12, max_new: int = 8) -
     import torch
 
     from attentionspan_datasets.splits import iter_split
-    from harness.data import PromptConfig
     from harness.engine.capture import AttentionPlan, capture_attention
     from harness.engine.inference import collate_left, generate_batch
     from harness.engine.positions import reference_mask
-    from harness.tokenization import CharTokenizer
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.tokenization import CharTokenizer
 
     char_tok = CharTokenizer(tokenizer)
     instances = list(iter_split("reversal_ood", split="test", stop=num))
@@ -87,7 +87,7 @@ def main() -> int:
     parser.add_argument("--fewshot", type=int, default=12, help="few-shot examples (long batch)")
     args = parser.parse_args()
 
-    from harness.models import load_model
+    from harness.foundation.models import load_model
 
     model, tokenizer = load_model(args.model)
     model.eval()

@@ -47,10 +47,10 @@ def main() -> None:
     import torch
     from transformers.utils import logging
 
-    from harness.data import GeneratorSource, PromptConfig
-    from harness.evaluate import saved_run_config
-    from harness.models import load_model
-    from harness.tokenization import CharTokenizer
+    from harness.evaluation.evaluate import saved_run_config
+    from harness.foundation.data import GeneratorSource, PromptConfig
+    from harness.foundation.models import load_model
+    from harness.foundation.tokenization import CharTokenizer
 
     logging.disable_progress_bar()
     torch.set_num_threads(1)

@@ -40,7 +40,7 @@ def cpu_time(fn, repeats: int) -> float:
 def build(model_path: str | None):
     """The fetched/trained model at `model_path`, or the harness's default scratch Llama
     (4 layers x 4 heads, hidden 128, seed 0): the same model `train --model scratch` starts from."""
-    from harness.models import ScratchConfig, build_scratch, load_model
+    from harness.foundation.models import ScratchConfig, build_scratch, load_model
 
     if model_path:
         return load_model(model_path)
@@ -64,10 +64,10 @@ def main() -> int:
     from harness.attention.heads import HeadRanking
     from harness.attention.interventions import intervention_for, score_settings
     from harness.attention.sweep import BASELINE, Setting
-    from harness.data import PromptConfig
     from harness.engine.capture import AttentionPlan, capture_attention
     from harness.engine.inference import collate_left, generate_batch
-    from harness.tokenization import CharTokenizer
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.tokenization import CharTokenizer
 
     torch.set_num_threads(1)
     model, tokenizer = build(args.model)

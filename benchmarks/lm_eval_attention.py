@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from lm_eval.tasks import TaskManager
 
     import lm_eval_tasks
-    from harness.models import ScratchConfig, build_scratch
+    from harness.foundation.models import ScratchConfig, build_scratch
     from lm_eval_tasks.models import AttnspanHFLM
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))

@@ -43,7 +43,7 @@ HEADS = 8  # heads under intervention
 
 
 def load(scratch: bool):
-    from harness.models import ScratchConfig, build_scratch, load_model
+    from harness.foundation.models import ScratchConfig, build_scratch, load_model
 
     if scratch:
         model, tokenizer = build_scratch(ScratchConfig(max_positions=8192))
@@ -65,10 +65,10 @@ def pass_fn(mode: str, model, tokenizer, chars: int):
     """A zero-argument function running one teacher-forced pass of `mode` on the instance."""
     import torch
 
-    from harness.data import PromptConfig
     from harness.engine.capture import AttentionPlan, Intervention, capture_attention
     from harness.engine.inference import model_shape, teacher_forced_batch
     from harness.engine.scoring import Scorer, collate_left
+    from harness.foundation.data import PromptConfig
 
     scorer = Scorer(model, tokenizer, PromptConfig(), batch_size=1)
     encodings = scorer.encode([instance(chars)])
@@ -166,7 +166,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.chars[0], args.scratch)))
         return
     if not args.scratch:
-        from harness.models import known_model_dir
+        from harness.foundation.models import known_model_dir
 
         if not (known_model_dir(MODEL) / "config.json").is_file():
             raise SystemExit(

@@ -1,12 +1,12 @@
 """`--pretrained` fine-tuning steps with logits only where the loss reads them, against the
-full projection (`harness.train_loss`).
+full projection (`harness.training.loss`).
 
     OMP_NUM_THREADS=1 python benchmarks/sliced_loss.py                 # SmolLM2 and Gemma 3
     OMP_NUM_THREADS=1 python benchmarks/sliced_loss.py --models gemma3-270m --tasks addition
 
 Target: a sliced step at most 0.9x a full one on Gemma-3-270M (262k-word output layer), no
 slower on SmolLM2-135M-Instruct (49k words), the logged losses equal to 1e-4. Each run is
-`harness.train.train` with the task's `reproduce --pretrained` recipe (its prompt, batch 4,
+`harness.training.train.train` with the task's `reproduce --pretrained` recipe (its prompt, batch 4,
 bf16 autocast, one thread) for --steps steps from the fetched model; the full projection is
 forced by raising `SLICED_FROM_VOCABULARY`. Throughput is CPU seconds a step, from the run's
 log (`cpu_s`, this process's CPU time: the machine is shared), the first --skip steps
@@ -30,10 +30,10 @@ TARGETS = {"gemma3-270m": 0.9, "smollm2-135m-instruct": 1.0}
 
 def run(model: str, task: str, steps: int, skip: int, full: bool, folder: Path):
     """(CPU seconds a step after the warm-up, the logged losses) of one short fine-tune."""
-    import harness.train_loss as train_loss
+    import harness.training.loss as train_loss
     from harness.pipeline.reproduce import task_train_config
     from harness.pipeline.settings import ReproduceConfig
-    from harness.train import train
+    from harness.training.train import train
 
     cfg = ReproduceConfig(pretrained=model, tasks=[task], output=str(folder))
     config = task_train_config(cfg, task, folder)

@@ -4,7 +4,8 @@
     OMP_NUM_THREADS=1 python benchmarks/supervision_step.py --heads top:... --loss mass
 
 Target (issue 35): a supervised step costs at most 1.3x an unsupervised one. Both runs are
-`harness.train.train` on the default scratch Llama (4 layers, hidden 128, 4 heads; one token
+`harness.training.train.train` on the default scratch Llama (4 layers, hidden 128, 4 heads; one
+token
 per character) on reversal_id, batch 32, from the same weights over the same batches; the
 supervised one adds `--attention-supervision layer:1` (every head of layer 1, the loss read
 inside the capture attention function on the training forward: no second pass). Step time
@@ -30,7 +31,7 @@ TARGET = 1.3
 
 def step_seconds(config, steps: int) -> tuple[float, float]:
     """(CPU seconds, wall seconds) per optimizer step of `steps` steps of `config`."""
-    from harness.train import train
+    from harness.training.train import train
 
     with tempfile.TemporaryDirectory() as tmp:
         run = dataclasses.replace(config, output=tmp, max_steps=steps, log_every=steps, eval_size=1)
@@ -56,7 +57,7 @@ def main() -> None:
     import torch
     from transformers.utils import logging
 
-    from harness.train import TrainConfig
+    from harness.training.train import TrainConfig
 
     logging.disable_progress_bar()
     torch.set_num_threads(1)

@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/train_loop.py [--steps 60] [--rounds 3] [--batch-size 32]
     OMP_NUM_THREADS=1 python benchmarks/train_loop.py --mixed-precision bf16   # bf16 vs fp32
 
-Target (issue 5): `harness.train.train` keeps at least 90% of the bare loop's tokens/s, so
+Target (issue 5): `harness.training.train.train` keeps at least 90% of the bare loop's tokens/s, so
 instance generation, encoding, collation, accelerate and logging cost little. Both train the
 default scratch Llama (4 layers, hidden 128; one token per character) on reversal_id from
 the same initial weights, with the same AdamW, clipping and batches; the bare loop gets its
@@ -32,10 +32,10 @@ def bare_loop(config, steps: int) -> tuple[float, float, int]:
     """(cpu seconds, wall seconds, tokens) of `steps` plain optimizer steps."""
     import torch
 
-    from harness.data import GeneratorSource, collate, training_indices
-    from harness.models import load_model
-    from harness.tokenization import CharTokenizer
-    from harness.train import TRAIN_SPLIT, autocast, make_optimizer, make_scheduler
+    from harness.foundation.data import GeneratorSource, collate, training_indices
+    from harness.foundation.models import load_model
+    from harness.foundation.tokenization import CharTokenizer
+    from harness.training.train import TRAIN_SPLIT, autocast, make_optimizer, make_scheduler
 
     model, tokenizer = load_model(config.model, scratch=config.scratch)
     char_tok = CharTokenizer(tokenizer)
@@ -70,7 +70,7 @@ def our_loop(config, steps: int) -> tuple[float, float, int]:
     """The same from `train`'s own log (one log window over all steps)."""
     import dataclasses
 
-    from harness.train import train
+    from harness.training.train import train
 
     with tempfile.TemporaryDirectory() as tmp:
         run = dataclasses.replace(config, output=tmp, max_steps=steps, log_every=steps, eval_size=1)
@@ -96,7 +96,7 @@ def main() -> None:
     import torch
     from transformers.utils import logging
 
-    from harness.train import TrainConfig
+    from harness.training.train import TrainConfig
 
     logging.disable_progress_bar()
     torch.set_num_threads(1)

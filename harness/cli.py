@@ -13,7 +13,7 @@ inside its run function, so `attentionspan generate` never loads torch. When the
 argument names a command, only its module is imported (start-up counts in a pipeline such
 as `attentionspan generate ... | head`); `--help` and anything else build the whole parser.
 A new command is one more entry here. Errors a user can fix print one line and exit with status 2
-(`harness.options.run_guarded`). `python -m attentionspan_datasets` keeps the data
+(`harness.foundation.options.run_guarded`). `python -m attentionspan_datasets` keeps the data
 commands alone.
 """
 
@@ -23,7 +23,7 @@ import argparse
 import importlib
 import sys
 
-from harness.options import PROG, OneLineParser, run_guarded
+from harness.foundation.options import PROG, OneLineParser, run_guarded
 
 # module -> the commands its add_parser registers (in --help's order)
 COMMAND_MODULES = {

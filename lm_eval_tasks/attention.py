@@ -262,8 +262,8 @@ def check_capture(model, char_tok) -> None:
     dispatches through the capture function."""
     import torch
 
-    from harness.dispatch import input_device
     from harness.engine.capture import AttentionCaptureError, capture_attention
+    from harness.foundation.dispatch import input_device
 
     ids = torch.tensor([[char_tok.eos_id]], device=input_device(model))
     try:

@@ -17,7 +17,8 @@ Options travel in one namespaced `--metadata` key, "attnspan", because lm-eval h
 in `simple_evaluate`): top-level keys are the model's (`pretrained`, `max_length`, ...) and
 are left alone. The one model argument read is `pretrained`: a folder written by
 `attentionspan train` holds its prompt layout (`attentionspan_run.json`, section "prompt",
-read with the harness's own readers, `harness.runs.read_run_file` and `saved_prompt`), and
+read with the harness's own readers, `harness.foundation.runs.read_run_file` and `saved_prompt`),
+and
 its instruction is used unless "attnspan" sets one.
 """
 
@@ -44,7 +45,7 @@ from attentionspan_datasets.splits import FEWSHOT, iter_split
 from attentionspan_datasets.tasks import TASKS
 
 # The harness's run-folder reader (its data layer: no torch, nothing of its commands).
-from harness.runs import RUN_CONFIG_FILE, read_run_file, saved_prompt
+from harness.foundation.runs import RUN_CONFIG_FILE, read_run_file, saved_prompt
 from lm_eval_tasks.attention import MODEL_ARG as ATTENTION_ARG
 from lm_eval_tasks.attention import flag
 from lm_eval_tasks.attention import metrics as attention_metrics

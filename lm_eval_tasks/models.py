@@ -7,7 +7,7 @@
 The paper fine-tunes models on task text split into single characters (the instruction
 excepted); such a model loses much of its accuracy when the same text reaches it as BPE
 merges (README: 0.39 against 0.94 exact match for a fine-tuned SmolLM2). This
-subclass of lm-eval's `HFLM` builds each attnspan prompt with `harness.tokenization`, the
+subclass of lm-eval's `HFLM` builds each attnspan prompt with `harness.foundation.tokenization`, the
 module the harness trains with, so evaluation sees the token ids training saw: the
 instruction tokenised normally, each few-shot example and the prompt one token per
 character, and, with `--apply_chat_template`, all of it as the user's message of the
@@ -26,10 +26,11 @@ and each is returned as an `Answer`, the text carrying its measurement to `proce
 `parallelize=True` splits the model across devices as lm-eval's HFLM does (`device_map`:
 a strategy or a .json file, `max_memory_per_gpu`, `max_cpu_memory`, `offload_folder`;
 `device_map_option`, older lm-eval's name, is read as `device_map`): inputs then go where
-the input embeddings run (`harness.dispatch`), and keys HFLM would ignore without it are
+the input embeddings run (`harness.foundation.dispatch`), and keys HFLM would ignore without it are
 refused (`placement_args`).
 
-Threads: the harness's rule (`harness.threads`): torch's default of one thread per core ran
+Threads: the harness's rule (`harness.foundation.threads`): torch's default of one thread per core
+ran
 `attnspan_ffml_ood` at 3.7-4.7 s a request on a shared 2-core machine, against 12.7 requests
 a second at one thread. So the model picks its thread count from the cores it may use and
 the load on them, keeps an explicit OMP_NUM_THREADS, and takes `threads=N` in
@@ -46,7 +47,12 @@ import torch
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
-from harness.tokenization import SHOT_SEPARATOR, CharTokenizer, encode_instance, encode_prompt
+from harness.foundation.tokenization import (
+    SHOT_SEPARATOR,
+    CharTokenizer,
+    encode_instance,
+    encode_prompt,
+)
 from lm_eval_tasks.attention import MODEL_ARG, Answer, AttentionMeter, flag
 
 # lm-eval renders a chat prompt by calling `apply_chat_template` and passes the string back
@@ -112,7 +118,7 @@ def placement_args(kwargs: dict[str, Any]) -> dict[str, Any]:
     accelerate (`device_map`, default auto: a strategy or a .json file of module -> device;
     `max_memory_per_gpu`, `max_cpu_memory`: sizes such as 20GiB; `offload_folder`), as
     HFLM does; without it those keys would be ignored, so they are refused."""
-    from harness.dispatch import check_devices_exist, parse_device_map, parse_size
+    from harness.foundation.dispatch import check_devices_exist, parse_device_map, parse_size
     from lm_eval_tasks.dataset import refuse
 
     kwargs = dict(kwargs)
@@ -153,7 +159,7 @@ def use_threads(requested: Any = None) -> int:
     wins, capped at the cores) and return it; logs the choice and why."""
     import os
 
-    from harness.threads import check_threads, choose_threads
+    from harness.foundation.threads import check_threads, choose_threads
 
     if requested is not None:
         text = str(requested).strip()  # --model_args gives text, or an int lm-eval parsed
@@ -169,7 +175,7 @@ def use_threads(requested: Any = None) -> int:
     elif os.environ.get("OMP_NUM_THREADS", "").strip().isdigit():
         why = "OMP_NUM_THREADS kept"
     else:
-        why = "chosen from the free cores (harness.threads)"
+        why = "chosen from the free cores (harness.foundation.threads)"
     logger.info("attnspan-hf: %d torch thread(s), %s", threads, why)
     return threads
 
@@ -197,7 +203,7 @@ class AttnspanHFLM(HFLM):
         self._measured: dict[tuple[int, ...], dict] = {}
         self.meter = None
         if attention:
-            from harness.dispatch import check_capture_placement
+            from harness.foundation.dispatch import check_capture_placement
             from lm_eval_tasks.dataset import refuse
 
             try:  # a split the capture cannot serve yet: one line, before any request
@@ -212,7 +218,7 @@ class AttnspanHFLM(HFLM):
         """With the model split by accelerate, HFLM's device is its `device` argument
         ("cuda" unless given) and inputs go there; they must go where the input embeddings
         run (on a CPU-only machine: the CPU)."""
-        from harness.dispatch import input_device, is_dispatched
+        from harness.foundation.dispatch import input_device, is_dispatched
 
         if isinstance(self.model, torch.nn.Module) and is_dispatched(self.model):
             self._device = input_device(self.model)
@@ -234,12 +240,12 @@ class AttnspanHFLM(HFLM):
         return encode_prompt(self.char_tok, doc["prompt"], instruction, shots, chat=chat)
 
     def check_vocabulary(self, text: str, instruction: str | None, chat: bool) -> None:
-        """Every id of the request inside the model's vocabulary (`harness.models.
+        """Every id of the request inside the model's vocabulary (`harness.foundation.models.
         check_vocabulary`: a tokenizer larger than the model is named, not an IndexError
         in the forward); each character and layout is checked once."""
         from types import SimpleNamespace
 
-        from harness.models import check_vocabulary
+        from harness.foundation.models import check_vocabulary
         from lm_eval_tasks.dataset import refuse
 
         chars = set(text) - self._checked_chars

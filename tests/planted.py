@@ -181,7 +181,7 @@ def ood_instances(seed: int = 0, repeats: int = 1):
 def planted_tokenizer():
     """The character tokenizer of every planted model (<pad> <bos> <eos> <unk>, '=', and
     the 128 name characters), wrapped in the project's `CharTokenizer`."""
-    from harness.tokenization import CharTokenizer, make_char_tokenizer
+    from harness.foundation.tokenization import CharTokenizer, make_char_tokenizer
 
     return CharTokenizer(make_char_tokenizer(CHARSET))
 

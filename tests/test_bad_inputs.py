@@ -46,8 +46,8 @@ def places(tmp_path_factory):
     run folder."""
     from safetensors.torch import load_file
 
-    from harness.runs import RunLock
-    from harness.train import TrainConfig, train
+    from harness.foundation.runs import RunLock
+    from harness.training.train import TrainConfig, train
     from tests.harness.conftest import save_tiny_model
     from tests.harness.test_train import TINY
 
@@ -618,7 +618,7 @@ def test_a_bad_command_line_is_one_line_and_status_2(args, fragments, places, ca
 def test_refusals_write_nothing(places):
     """A refused export, reproduce, baselines or train leaves nothing behind: a refused
     train removes the run folder it made, lock file included (issue 32;
-    harness.runs.RunLock.discard)."""
+    harness.foundation.runs.RunLock.discard)."""
     for name in ("export", "reproduce", "baselines.json", "train"):
         assert not (places["tmp"] / name).exists(), name
 
@@ -974,7 +974,7 @@ def harness_places(places):
     from safetensors.torch import load_file, save_file
     from transformers import BertConfig, BertLMHeadModel
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     root, model = places["tmp"], places["model"]
 
@@ -1174,14 +1174,14 @@ FAST_ROWS = [
 @pytest.fixture
 def no_work(monkeypatch):
     import harness.baselines.data
-    import harness.models
+    import harness.foundation.models
     import harness.pipeline.reproduce
 
     def work(*args, **kwargs):
         raise AssertionError("the work started before the refusal")
 
-    monkeypatch.setattr(harness.models, "load_model", work)
-    monkeypatch.setattr(harness.models, "build_scratch", work)
+    monkeypatch.setattr(harness.foundation.models, "load_model", work)
+    monkeypatch.setattr(harness.foundation.models, "build_scratch", work)
     monkeypatch.setattr(harness.pipeline.reproduce, "reproduce", work)
     monkeypatch.setattr(harness.baselines.data, "load_split", work)
 
@@ -1214,13 +1214,13 @@ def test_baselines_help_shows_the_defaults(capsys):
 
 def _harness_api_rows():
     from harness.attention.analysis import AnalysisConfig
-    from harness.caps import MAX_INSTANCES
-    from harness.data import PromptConfig
-    from harness.evaluate import EvalConfig
-    from harness.models import ScratchConfig
+    from harness.evaluation.evaluate import EvalConfig
+    from harness.foundation.caps import MAX_INSTANCES
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.models import ScratchConfig
+    from harness.foundation.threads import choose_threads
     from harness.pipeline.settings import ReproduceConfig
-    from harness.threads import choose_threads
-    from harness.train import TrainConfig
+    from harness.training.train import TrainConfig
 
     return [
         ("train-batch-size-str", lambda: TrainConfig(batch_size="4"), ["'batch_size'", "integer"]),
@@ -1286,7 +1286,8 @@ def test_a_bad_harness_config_is_one_value_error_line(row_id):
 # --- issue 32: an output that cannot be written, refused before the work
 
 # (id, arguments, fragment naming the path). Read-only and full disks are simulated by the
-# write of harness.outputs' probe failing (tests run as root, which passes every permission
+# write of harness.foundation.outputs' probe failing (tests run as root, which passes every
+# permission
 # bit); a file where a folder should be is real.
 UNWRITABLE_ROWS = [
     ("train", [*TRAIN[:4], "{tmp}/ro/train", *TRAIN[5:]], "'output' '{tmp}/ro/train'"),
@@ -1313,12 +1314,12 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(
 ):
     import os
 
-    import harness.models
-    import harness.outputs
+    import harness.foundation.models
+    import harness.foundation.outputs
 
     code, reason = UNWRITABLE_REASONS[why]
 
-    class FailingWrite:  # `os` for harness.outputs: only its probe writes
+    class FailingWrite:  # `os` for harness.foundation.outputs: only its probe writes
         def __getattr__(self, name):
             return getattr(os, name)
 
@@ -1328,8 +1329,8 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(
     def fetch(*args, **kwargs):
         raise AssertionError("the download started before the refusal")
 
-    monkeypatch.setattr(harness.outputs, "os", FailingWrite())
-    monkeypatch.setattr(harness.models, "fetch", fetch)
+    monkeypatch.setattr(harness.foundation.outputs, "os", FailingWrite())
+    monkeypatch.setattr(harness.foundation.models, "fetch", fetch)
     monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(harness_places["tmp"] / "ro" / "cache"))
     status, err, _ = run_cli([a.format(**harness_places) for a in args])
     assert status == 2 and len(err) == 1, (status, err)
@@ -1370,7 +1371,7 @@ def foreign_places(places):
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.tiny_models import tiny_config
 
     root = places["tmp"] / "foreign"
@@ -1443,7 +1444,7 @@ def test_a_foreign_dataset_is_refused_before_the_model(args, fragments, foreign_
 def _foreign_api_rows():
     from datasets import Dataset
 
-    from harness.data import DatasetSource, instance_from_row
+    from harness.foundation.data import DatasetSource, instance_from_row
     from lm_eval_tasks import dataset
 
     other = Dataset.from_list([{"question": "a", "answer": "b"}])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attentionspan_datasets.guard import OneLineParser, UsageError, run_guarded
-from harness.outputs import Terminated
+from harness.foundation.outputs import Terminated
 
 
 def fail_with(error):
@@ -45,14 +45,18 @@ def test_status_of_a_command_and_the_traceback_on_request(monkeypatch):
 
 def test_the_data_commands_and_the_harness_share_one_copy():
     import attentionspan_datasets.cli
-    import harness.options
+    import harness.foundation.options
 
     assert attentionspan_datasets.cli.run_guarded is run_guarded
-    assert harness.options.UsageError is UsageError is attentionspan_datasets.cli.UsageError
     assert (
-        harness.options.OneLineParser is OneLineParser is attentionspan_datasets.cli.OneLineParser
+        harness.foundation.options.UsageError is UsageError is attentionspan_datasets.cli.UsageError
+    )
+    assert (
+        harness.foundation.options.OneLineParser
+        is OneLineParser
+        is attentionspan_datasets.cli.OneLineParser
     )
     # The harness's guard is the data layer's, with torch's thread count chosen first: a
     # mistake is the same one line, and the wrapper keeps no second copy of the handling.
-    status = harness.options.run_guarded("eval", fail_with(ValueError("bad -n")), None)
+    status = harness.foundation.options.run_guarded("eval", fail_with(ValueError("bad -n")), None)
     assert status == 2

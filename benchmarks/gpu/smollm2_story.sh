@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM=false
 model=/tmp/smollm2-135m-instruct
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 start=$(date +%s)
-[ -d "$model" ] || python3 -c "from pathlib import Path; from harness.models import convert_gguf; \
+[ -d "$model" ] || python3 -c "from pathlib import Path; from harness.foundation.models import convert_gguf; \
 convert_gguf(Path('$GGUF'), Path('$model'))" || exit 1
 echo "convert_seconds=$(( $(date +%s) - start ))"
 run=runs/gpu-smollm2-$task

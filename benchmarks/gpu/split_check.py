@@ -40,7 +40,7 @@ def scratch_folder(folder: Path, layers: int, hidden: int) -> str:
     """A random from-scratch Llama (heads of 64 dimensions) saved as safetensors."""
     import torch
 
-    from harness.models import ScratchConfig, build_scratch
+    from harness.foundation.models import ScratchConfig, build_scratch
 
     torch.manual_seed(0)
     config = ScratchConfig(
@@ -83,8 +83,8 @@ def stages(model, tokenizer, num: int, batch_size: int) -> dict[str, tuple[float
     from harness.attention.heads import rank_heads
     from harness.attention.interventions import score_settings
     from harness.attention.setting import BASELINE, Setting
-    from harness.data import PromptConfig
-    from harness.evaluate import evaluate_model
+    from harness.evaluation.evaluate import evaluate_model
+    from harness.foundation.data import PromptConfig
 
     out: dict[str, tuple[float, object]] = {}
 
@@ -151,8 +151,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from harness.dispatch import Placement, is_dispatched, place_model
-    from harness.runs import load_model_checked
+    from harness.foundation.dispatch import Placement, is_dispatched, place_model
+    from harness.foundation.runs import load_model_checked
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.model or scratch_folder(Path(tmp) / "model", args.layers, args.hidden)

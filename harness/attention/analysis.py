@@ -42,7 +42,7 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.scores import Convention, check_convention
-from harness.options import cli
+from harness.foundation.options import cli
 
 MODES = ("teacher_forced", "generate")  # the passes (interventions have INTERVENTION_MODES)
 FIGURE_KINDS = ("correct", "wrong")  # one Figure 1 instance of each kind per config
@@ -89,7 +89,7 @@ class AnalysisConfig:
     )
 
     def __post_init__(self) -> None:
-        from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_unique
+        from harness.foundation.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_unique
 
         check_int("-n/--num", self.num, 1, MAX_INSTANCES)
         check_int("--batch-size", self.batch_size, 1, MAX_BATCH)
@@ -362,7 +362,7 @@ def _answer_forward(scorer, encodings, ids, written):
 
     from harness.engine.capture import AttentionPlan
     from harness.engine.scoring import collate_left, max_new_tokens
-    from harness.tokenization import IGNORE_INDEX
+    from harness.foundation.tokenization import IGNORE_INDEX
 
     rows = []
     for enc, row, scored in zip(encodings, ids, written):
@@ -444,12 +444,13 @@ def analyse_model(
     progress: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(results per config, plot data per config). With an accelerator, each process takes
-    a contiguous share of every config's instances (`harness.data.shard_indices`) and every
+    a contiguous share of every config's instances (`harness.foundation.data.shard_indices`) and
+    every
     process gets the gathered results."""
     from tqdm.auto import tqdm
 
-    from harness.data import shard_indices
     from harness.engine.scoring import Processes, Scorer, check_texts, eval_mode, model_shape
+    from harness.foundation.data import shard_indices
 
     scorer = Scorer(model, tokenizer, prompt, config.batch_size, config.mixed_precision)
     procs = Processes.of(accelerator)

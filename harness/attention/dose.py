@@ -10,7 +10,7 @@ pointer follows wherever it is pushed, and any push large enough breaks the mode
 ladder reads, at each dose C (and in conditional mode each threshold):
 - reference: the top-n heads pushed at the reference (moved by the ranking's `shift`): the
   paired gain in teacher-forced token accuracy over the baseline, per instance, with its
-  bootstrap 95% interval (`harness.stats.paired_gain`);
+  bootstrap 95% interval (`harness.foundation.stats.paired_gain`);
 - pointers: the same push at ref + shift + k for each pointer shift k: its gain, and how
   often the model *follows* it: over the rows where the task's function on the text moved
   by k gives another character than the gold one (`harness.attention.diagnosis.
@@ -37,7 +37,7 @@ from typing import Any
 
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES
-from harness.stats import record_key
+from harness.foundation.stats import record_key
 
 DEFAULT_DOSES = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
 POINTER_SHIFTS = (-3, 3)
@@ -113,7 +113,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def _paired(baseline, treated, metric: str, **stats) -> dict[str, Any]:
     """paired_gain of `metric` over instances, with both means beside it."""
-    from harness.stats import pair_records, paired_gain
+    from harness.foundation.stats import pair_records, paired_gain
 
     pairs = pair_records(baseline, treated)
     before = [float(a[metric]) for a, _ in pairs]
@@ -149,7 +149,7 @@ def _follow_share(record: Mapping[str, Any], rows: Mapping[int, str]) -> float:
 
 
 def _following(baseline, treated, displaced, **stats) -> dict[str, Any]:
-    from harness.stats import pair_records, paired_gain
+    from harness.foundation.stats import pair_records, paired_gain
 
     before, after, rows = [], [], 0
     for a, b in pair_records(baseline, treated):
@@ -169,7 +169,7 @@ def _following(baseline, treated, displaced, **stats) -> dict[str, Any]:
 
 
 def _draws_gain(baseline, treated, metric: str) -> float:
-    from harness.stats import pair_records
+    from harness.foundation.stats import pair_records
 
     pairs = pair_records(baseline, treated)
     return sum(float(b[metric]) - float(a[metric]) for a, b in pairs) / len(pairs)
@@ -191,7 +191,7 @@ def dose_curve(
     `id_records`: the baseline and the top-n settings on ID instances (optional). Returns
     a JSON-serialisable dict: {"n", "shift", "mode", "pointer_shifts", "instances",
     "baseline": {...}, "doses": [one per rung, in the order of C within each threshold]}."""
-    from harness.stats import mean_interval
+    from harness.foundation.stats import mean_interval
 
     stats: dict[str, Any] = {"seed": seed}
     if n_resamples is not None:

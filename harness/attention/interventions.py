@@ -163,7 +163,7 @@ def _prefix_cache(model, prompts):
     import torch
     from transformers import DynamicCache
 
-    from harness.dispatch import input_device
+    from harness.foundation.dispatch import input_device
 
     cache = DynamicCache(config=model.config)
     inputs = prompts.model_inputs(input_device(model))
@@ -364,7 +364,7 @@ def score_settings(
     generate: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Per-instance records of every setting on `instances` (same instances, same order,
-    so any two settings pair up for `harness.stats.gain_table`). `batched`: every setting
+    so any two settings pair up for `harness.foundation.stats.gain_table`). `batched`: every setting
     of a batch in one generation (rows = instances x settings), else one per setting.
     `generate=False`: the teacher-forced forward only, with teacher-forced records
     (`score_batch`)."""

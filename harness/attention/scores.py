@@ -290,7 +290,7 @@ def table2_statistics(
 ) -> dict[str, Any]:
     """Correct versus wrong tokens of one (config, mode), JSON-safe (nan written as None):
     `paper_test` (`compare` over tokens, labelled as the paper's test) beside the
-    instance-aware figures of `harness.stats.correct_vs_wrong` (cluster bootstrap over
+    instance-aware figures of `harness.foundation.stats.correct_vs_wrong` (cluster bootstrap over
     instances, within-instance paired test, length- and position-matched permutation test)
     and the `direction` read from them. `records`: one per token with `index` (and
     `config`), `length`, `position`, `share` (nan without a reference) and `correct`.
@@ -298,7 +298,7 @@ def table2_statistics(
         table2_statistics(rows)["direction"]          # 'correct > wrong', ...
         table2_statistics(rows)["paper_test"]["welch_p"]
     """
-    from harness.stats import correct_vs_wrong, json_safe
+    from harness.foundation.stats import correct_vs_wrong, json_safe
 
     out = correct_vs_wrong(records, n_resamples=n_resamples, seed=seed)
     # Unknown correctness (None or nan) is left out; a missing share counts as empty.

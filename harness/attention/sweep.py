@@ -26,8 +26,8 @@ from attentionspan_datasets.metrics import ALL_METRICS, METRICS
 from harness.attention.controls import control_settings
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES, SWEEP_MODES
-from harness.stats import gain_table, mean
-from harness.stats import summarise as summarise_metrics
+from harness.foundation.stats import gain_table, mean
+from harness.foundation.stats import summarise as summarise_metrics
 
 DEFAULT_STRENGTHS = (0.3, 0.5, 1.0, 1.5, 2.0)
 # What a sweep can choose by: an answer's scores, partial_acc (the default) first.

@@ -59,7 +59,7 @@ from typing import Any
 # The thresholds are the repair-or-pointer rule's, one set for both verdicts.
 from harness.attention.controls.assessment import ID_TOLERANCE, POINTER_EXCESS
 from harness.attention.controls.assessment import MIN_POINTER_TOKENS as MIN_POINTER_ROWS
-from harness.stats import above_zero
+from harness.foundation.stats import above_zero
 
 VERDICTS = (
     "nudge-repairable",

@@ -28,8 +28,8 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
-from harness.dispatch import placement_field
-from harness.options import (
+from harness.foundation.dispatch import placement_field
+from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
     cli,
@@ -44,7 +44,7 @@ from harness.options import (
 @dataclass
 class AttentionOutput:
     """The options of the command itself, beside AnalysisConfig's: what it writes, and where
-    the model's weights go (`harness.dispatch`)."""
+    the model's weights go (`harness.foundation.dispatch`)."""
 
     output: str | None = field(
         default=None, metadata=cli("folder for attention.json, attention.md and the PNGs")
@@ -84,7 +84,7 @@ def add_parser(subparsers) -> None:
 
 def resolve_prompt(args, saved, configs):
     """The prompt saved with the model, with --instruction / --num-fewshot / --chat on top."""
-    from harness.runs import saved_prompt
+    from harness.foundation.runs import saved_prompt
 
     base = saved_prompt(saved, args.model)
     changes = {
@@ -109,10 +109,10 @@ def describe_prompt(prompt) -> str:
 def run_command(args) -> int:
     from attentionspan_datasets.generation import resolve_config
     from harness.attention.analysis import AnalysisConfig
-    from harness.dispatch import Placement
-    from harness.evaluate import default_configs, saved_run_config
-    from harness.models import resolve_model
-    from harness.outputs import check_output_folder, writing
+    from harness.evaluation.evaluate import default_configs, saved_run_config
+    from harness.foundation.dispatch import Placement
+    from harness.foundation.models import resolve_model
+    from harness.foundation.outputs import check_output_folder, writing
 
     quiet_transformers()
     resolve_model(args.model)  # a missing folder or an encoder is named before loading
@@ -143,9 +143,9 @@ def run(args, config, prompt) -> dict:
     from accelerate import Accelerator
 
     from harness.attention.analysis import analyse_model
-    from harness.dispatch import Placement, check_capture_placement, place_model
+    from harness.foundation.dispatch import Placement, check_capture_placement, place_model
+    from harness.foundation.runs import load_model_checked
     from harness.report.attention_report import table2_rows, write_outputs
-    from harness.runs import load_model_checked
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
     placement = Placement.of(args)

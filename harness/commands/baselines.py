@@ -39,7 +39,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.options import UsageError, add_config_arguments, add_model_arguments, cli, main_for
+from harness.foundation.options import (
+    UsageError,
+    add_config_arguments,
+    add_model_arguments,
+    cli,
+    main_for,
+)
 
 KINDS = ("t-pos-att", "t+pos-att", "t-pos+att", "t+pos+att", "lstm", "lstm+att")
 TASK_NAMES = {f"t{k}": f"t{k}" for k in range(1, 8)}
@@ -213,9 +219,9 @@ def settings_of(args) -> dict:
 
 
 def check_baseline_sizes(settings: dict, args) -> None:
-    """The caps of harness.caps, before any data are drawn (`--seeds 1000000000` built a
+    """The caps of harness.foundation.caps, before any data are drawn (`--seeds 1000000000` built a
     list of six billion runs)."""
-    from harness.caps import (
+    from harness.foundation.caps import (
         MAX_BATCH,
         MAX_EPOCHS,
         MAX_SEEDS,
@@ -223,7 +229,7 @@ def check_baseline_sizes(settings: dict, args) -> None:
         check_int,
         check_unique,
     )
-    from harness.outputs import check_output_file
+    from harness.foundation.outputs import check_output_file
 
     for name in ("num_train", "num_validation", "num_test"):
         check_int(f"--{name.replace('_', '-')}", settings[name], 1, MAX_TRAIN_INSTANCES)
@@ -300,7 +306,7 @@ def load_authors_option(settings: dict, config) -> dict | None:
 
 
 def run_command(args) -> int:
-    from harness.outputs import writing
+    from harness.foundation.outputs import writing
 
     settings = settings_of(args)  # the options and --output checked before any work
     # the JSON is rewritten (atomically) after every run: a full disk by then is one line,

@@ -4,7 +4,7 @@
     attentionspan eval --model BIG --device-map map.json --offload-folder /scratch/offload ...
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.eval --model ...
 
-The measurement is `harness.evaluate` (`evaluate_model`); the files (`results.json`,
+The measurement is `harness.evaluation.evaluate` (`evaluate_model`); the files (`results.json`,
 `results.md`, `predictions-<config>.jsonl` in --output) are `harness.report.eval_report`'s.
 """
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.options import (
+from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
     config_values,
@@ -27,7 +27,7 @@ from harness.options import (
 
 def add_arguments(parser) -> None:
     """EvalConfig's options, and the shared --no-progress, --threads and prompt options."""
-    from harness.evaluate import EvalConfig
+    from harness.evaluation.evaluate import EvalConfig
 
     add_config_arguments(parser, EvalConfig, defaults=True)
     add_model_arguments(parser, "no_progress", "threads", "prompt", prompt={"saved_default": True})
@@ -45,9 +45,9 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args) -> int:
-    from harness.evaluate import EvalConfig, default_configs, saved_run_config
-    from harness.outputs import writing
-    from harness.runs import saved_prompt
+    from harness.evaluation.evaluate import EvalConfig, default_configs, saved_run_config
+    from harness.foundation.outputs import writing
+    from harness.foundation.runs import saved_prompt
 
     quiet_transformers()
     prompt = None
@@ -82,13 +82,13 @@ def run(config, progress: bool = True) -> dict[str, Any]:
     import torch
     from accelerate import Accelerator
 
-    from harness.data import GeneratorSource
-    from harness.dispatch import Placement, place_model
-    from harness.evaluate import default_configs, evaluate_model, saved_run_config
-    from harness.models import resolve_model
-    from harness.outputs import check_output_folder
+    from harness.evaluation.evaluate import default_configs, evaluate_model, saved_run_config
+    from harness.foundation.data import GeneratorSource
+    from harness.foundation.dispatch import Placement, place_model
+    from harness.foundation.models import resolve_model
+    from harness.foundation.outputs import check_output_folder
+    from harness.foundation.runs import load_model_checked, saved_prompt
     from harness.report.eval_report import markdown_table, write_reports
-    from harness.runs import load_model_checked, saved_prompt
 
     resolve_model(config.model)  # a missing folder is named before anything else
     run_config = saved_run_config(config.model)

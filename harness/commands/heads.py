@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.heads import DEFAULT_NUM
-from harness.dispatch import placement_field
-from harness.options import (
+from harness.foundation.dispatch import placement_field
+from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
     cli,
@@ -86,13 +86,13 @@ def run_command(args) -> int:
 
     from attentionspan_datasets.splits import iter_split
     from harness.attention.heads import rank_heads
-    from harness.caps import check_shift
-    from harness.data import longest_text
-    from harness.dispatch import Placement, check_capture_placement, place_model
-    from harness.evaluate import saved_run_config
-    from harness.models import resolve_model
-    from harness.outputs import writing
-    from harness.runs import load_model_checked, saved_prompt
+    from harness.evaluation.evaluate import saved_run_config
+    from harness.foundation.caps import check_shift
+    from harness.foundation.data import longest_text
+    from harness.foundation.dispatch import Placement, check_capture_placement, place_model
+    from harness.foundation.models import resolve_model
+    from harness.foundation.outputs import writing
+    from harness.foundation.runs import load_model_checked, saved_prompt
 
     quiet_transformers()
     check_heads_options(args)
@@ -144,8 +144,8 @@ def run_command(args) -> int:
 
 def check_heads_options(args) -> None:
     """Every option value that can be judged without the model, before it is loaded."""
-    from harness.caps import MAX_BATCH, MAX_INSTANCES, check_fraction, check_int
-    from harness.outputs import check_output_file
+    from harness.foundation.caps import MAX_BATCH, MAX_INSTANCES, check_fraction, check_int
+    from harness.foundation.outputs import check_output_file
 
     check_int("-n/--num", args.num, 1, MAX_INSTANCES)
     check_int("--batch-size", args.batch_size, 1, MAX_BATCH)

@@ -3,7 +3,7 @@
     attentionspan models fetch smollm2-135m-instruct    # prints the converted folder
     attentionspan models list
 
-The table and the download are `harness.models`'.
+The table and the download are `harness.foundation.models`'.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 
 def add_parser(subparsers) -> None:
-    from harness.models import KNOWN_MODELS  # no torch: the table is plain data
+    from harness.foundation.models import KNOWN_MODELS  # no torch: the table is plain data
 
     models = subparsers.add_parser("models", help="fetch or list the known pretrained models")
     sub = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
@@ -28,7 +28,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.models import KNOWN_MODELS, describe, fetch, known_model_dir
+    from harness.foundation.models import KNOWN_MODELS, describe, fetch, known_model_dir
 
     if args.models_command == "fetch":
         folder = known_model_dir(args.name)
@@ -47,7 +47,7 @@ def cache_writes(folder, check: bool):
     """The model cache checked before the download (`check`: something will be written) and
     a write that fails during it as one line naming the file, with the way to another cache;
     SIGTERM removes the download and staging folders."""
-    from harness.outputs import WriteError, check_output_folder, writing
+    from harness.foundation.outputs import WriteError, check_output_folder, writing
 
     advice = "set ATTENTIONSPAN_CACHE to a folder you may write, on a disk with room"
     if check:

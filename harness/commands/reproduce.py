@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.options import (
+from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
     config_values,
@@ -110,8 +110,8 @@ def run_command(args) -> int:
 
     quiet_transformers()
     config = config_from_args(args)
-    from harness.models import check_head_counts, resolve_model
-    from harness.outputs import check_output_folder, writing
+    from harness.foundation.models import check_head_counts, resolve_model
+    from harness.foundation.outputs import check_output_folder, writing
 
     if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work

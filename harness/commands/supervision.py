@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.options import (
+from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
     config_values,
@@ -57,7 +57,7 @@ def config_from_args(args):
 
 
 def run_command(args) -> int:
-    from harness.outputs import check_output_folder, writing
+    from harness.foundation.outputs import check_output_folder, writing
     from harness.pipeline.supervision_study import run_study
     from harness.report.supervision_report import write_report
 

@@ -4,10 +4,11 @@
     attentionspan train --output runs/rev --resume          # after an interruption
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.train --model scratch ...
 
-One flag per field of `harness.train.TrainConfig` (and of `ScratchConfig`, prefixed
-`--scratch-`), each declared with its help on the field (`harness.options.cli`), the shared
+One flag per field of `harness.training.train.TrainConfig` (and of `ScratchConfig`, prefixed
+`--scratch-`), each declared with its help on the field (`harness.foundation.options.cli`), the
+shared
 prompt options, `--resume` and `--no-progress`. The loop is
-`harness.train` (the measurement layer, which does not run as a program).
+`harness.training.train` (the measurement layer, which does not run as a program).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from harness.options import (
+from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
     cli,
@@ -42,8 +43,8 @@ class TrainCommand:
 def add_arguments(parser) -> None:
     """TrainConfig's options, the shared prompt options, ScratchConfig's (as --scratch-*),
     --resume, and the shared --no-progress and --threads."""
-    from harness.models import ScratchConfig
-    from harness.train import TrainConfig
+    from harness.foundation.models import ScratchConfig
+    from harness.training.train import TrainConfig
 
     add_config_arguments(parser, TrainConfig, defaults=True)
     add_model_arguments(parser, "prompt")
@@ -65,9 +66,9 @@ def add_parser(subparsers) -> None:
 
 
 def config_from_args(args):
-    from harness.data import PromptConfig
-    from harness.models import ScratchConfig
-    from harness.train import TrainConfig
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.models import ScratchConfig
+    from harness.training.train import TrainConfig
 
     values = config_values(args, TrainConfig)
     values["prompt"] = PromptConfig(
@@ -80,8 +81,8 @@ def config_from_args(args):
 
 
 def run_command(args) -> int:
-    from harness.outputs import writing
-    from harness.train import flat_options, train
+    from harness.foundation.outputs import writing
+    from harness.training.train import flat_options, train
 
     quiet_transformers()
     config = config_from_args(args)
@@ -89,7 +90,7 @@ def run_command(args) -> int:
     if args.resume and hasattr(args, "argv"):
         given = explicit_options(add_arguments, args.argv)
         requested = {k: v for k, v in flat_options(config).items() if k in given}
-    # the folder is checked before any work (harness.train.set_up); a write that fails
+    # the folder is checked before any work (harness.training.train.set_up); a write that fails
     # later is one line, and a refused run leaves no folder behind
     with writing(config.output):
         final = train(

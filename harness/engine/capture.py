@@ -88,9 +88,9 @@ from typing import Any
 
 import torch
 
-from harness.dispatch import input_device
 from harness.engine.inference import given_cache, model_shape, text_config
 from harness.engine.modes import MODES, ModeArgs, check_parameter
+from harness.foundation.dispatch import input_device
 
 ATTENTION_NAME = "attentionspan"
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"

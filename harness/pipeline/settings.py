@@ -16,12 +16,12 @@ from typing import Any
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.scores import check_convention
 from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
-from harness.caps import check_shift
-from harness.data import longest_text
-from harness.dispatch import Placement, placement_field
 from harness.engine.modes import SWEEP_MODES
-from harness.options import cli
-from harness.threads import check_threads
+from harness.foundation.caps import check_shift
+from harness.foundation.data import longest_text
+from harness.foundation.dispatch import Placement, placement_field
+from harness.foundation.options import cli
+from harness.foundation.threads import check_threads
 
 MAX_STRENGTH = 100.0  # C, added to post-softmax weights (each at most 1)
 MAX_CONTROL_SEED = 2**31 - 1  # seeds of the random controls (torch generators take them)
@@ -279,7 +279,7 @@ class ReproduceConfig:
         ),
     )
     device: str = field(default="auto", metadata=cli("auto: cuda if present", shared="device"))
-    # the analysed models split across devices (harness.dispatch); training is not
+    # the analysed models split across devices (harness.foundation.dispatch); training is not
     device_map: str | None = placement_field("device_map")
     max_memory: str | None = placement_field("max_memory")
     offload_folder: str | None = placement_field("offload_folder")
@@ -304,7 +304,7 @@ class ReproduceConfig:
                 raise ValueError(f"'{name}' must be finite, got {value}")
         if self.id_guard is not None and self.id_guard < 0:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
-        if self.threads:  # 0: the rule of harness.threads (the command applied it)
+        if self.threads:  # 0: the rule of harness.foundation.threads (the command applied it)
             check_threads(self.threads, "'threads'")
         check_reproduce_sizes(self)
         if self.mode not in SWEEP_MODES:
@@ -408,9 +408,10 @@ def parse_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
-    """The caps of harness.caps and the option checks that need no model, before any stage:
+    """The caps of harness.foundation.caps and the option checks that need no model, before any
+    stage:
     a sweep that reaches a bad value only after every earlier stage ran wasted their time."""
-    from harness.caps import (
+    from harness.foundation.caps import (
         MAX_BATCH,
         MAX_INSTANCES,
         MAX_LIST,

@@ -22,8 +22,8 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import SELECT_METRICS
-from harness.options import cli
-from harness.supervision_options import LOSSES, MAX_SHIFT
+from harness.foundation.options import cli
+from harness.foundation.supervision_options import LOSSES, MAX_SHIFT
 
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
@@ -156,7 +156,7 @@ class SupervisionConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        from harness.caps import check_int, check_unique
+        from harness.foundation.caps import check_int, check_unique
 
         weights = list(self.weights)
         for w in weights:
@@ -198,13 +198,13 @@ class SupervisionConfig:
                 )
         if not self.tasks:
             raise ValueError("'tasks' must name at least one task")
-        from harness.threads import check_threads
+        from harness.foundation.threads import check_threads
 
         check_threads(self.threads, "'threads'")  # no rule here: the count is set as given
         repro = self.reproduce_config()  # tasks, seeds, sizes, --ood, --shift: its checks
         self.ood = repro.ood
-        from harness.caps import check_shift
-        from harness.data import longest_text
+        from harness.foundation.caps import check_shift
+        from harness.foundation.data import longest_text
         from harness.pipeline.settings import task_presets
 
         for task in self.tasks:
@@ -250,7 +250,7 @@ class SupervisionConfig:
 
 def model_heads(task: str) -> int:
     """The attention heads (layers x heads) of the scratch model --quick trains for `task`."""
-    from harness.models import ScratchConfig
+    from harness.foundation.models import ScratchConfig
     from harness.pipeline.settings import quick_recipe
 
     scratch = ScratchConfig(**quick_recipe(task)["scratch"])

@@ -125,9 +125,9 @@ def head_masses(scorer, instances, sets: dict[str, list], shift: int) -> dict[st
 def recorded_differences(saved: Path, config) -> str:
     """What the run file of the model in `saved` records otherwise than `config` asks
     (`--option: recorded X, asked Y; ...`, output paths aside), or "" when it matches."""
-    from harness.options import option
-    from harness.runs import RUN_CONFIG_FILE, read_run_file
-    from harness.train import TrainConfig, flat_options
+    from harness.foundation.options import option
+    from harness.foundation.runs import RUN_CONFIG_FILE, read_run_file
+    from harness.training.train import TrainConfig, flat_options
 
     info = read_run_file(saved)
     if info is None:
@@ -153,8 +153,8 @@ def recorded_differences(saved: Path, config) -> str:
 def trained_model(config, name: str, log, progress: bool, again: str) -> str:
     """The final model of `config`, trained, resumed or reused (only when its run file
     records the same options; otherwise one line naming them, and the model is kept)."""
-    from harness.runs import FINAL
-    from harness.train import train
+    from harness.foundation.runs import FINAL
+    from harness.training.train import train
 
     folder = Path(config.output)
     saved = _saved_model(folder)
@@ -569,7 +569,7 @@ def run_study(cfg: SupervisionConfig, report: Callable[..., Path]) -> Path:
     import torch
 
     from harness.engine.scoring import Processes
-    from harness.runs import versions
+    from harness.foundation.runs import versions
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

@@ -9,7 +9,7 @@ run is scored on the same instances, so a gain is paired per instance); a figure
 is the mean of the per-seed means (each seed weighs the same), and its 95% interval comes
 from a stratified bootstrap: instances are resampled within each seed, independently, and
 the per-seed means averaged again (percentile interval, as the cluster bootstrap of
-`harness.stats`). The interval is thus conditional on the models trained (three seeds say
+`harness.foundation.stats`). The interval is thus conditional on the models trained (three seeds say
 little about the spread of the training itself), so the verdict also asks that the gain
 be positive in every seed run, and each seed's figure is kept beside the pooled one.
 
@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.stats import CONFIDENCE, N_RESAMPLES, above_zero, below_zero, format_gain
+from harness.foundation.stats import CONFIDENCE, N_RESAMPLES, above_zero, below_zero, format_gain
 
 VERDICTS = (
     "supervision generalises",
@@ -126,7 +126,7 @@ def pooled_mean(
 
 
 def as_gain(pooled: Mapping[str, Any]) -> dict[str, Any]:
-    """A `pooled_mean` of differences in the shape of `harness.stats.paired_gain` (gain,
+    """A `pooled_mean` of differences in the shape of `harness.foundation.stats.paired_gain` (gain,
     low, high), which `above_zero` and `format_gain` read."""
     gain = {k: (math.nan if pooled[k] is None else pooled[k]) for k in ("mean", "low", "high")}
     return {
@@ -142,7 +142,7 @@ def paired_differences(
     base: Sequence[Mapping[str, Any]], treated: Sequence[Mapping[str, Any]], key: str
 ) -> list[float]:
     """`treated[key] - base[key]` per instance of one seed run, paired by (config, index)."""
-    from harness.stats import pair_records
+    from harness.foundation.stats import pair_records
 
     return [float(b[key]) - float(a[key]) for a, b in pair_records(base, treated)]
 
@@ -167,7 +167,7 @@ def accuracy(
     bins: Sequence[tuple[int, int]],
 ) -> dict[str, Any]:
     """Per metric the pooled mean over seeds, overall and per length bin."""
-    from harness.stats import length_label
+    from harness.foundation.stats import length_label
 
     out: dict[str, Any] = {
         m: pooled_mean([[r[m] for r in records] for records in records_by_seed]) for m in metrics
@@ -190,7 +190,7 @@ def gains(
 ) -> dict[str, Any]:
     """Per metric the gain of an arm over another, paired per instance within each seed
     run, pooled over seeds (`as_gain`), overall and per length bin."""
-    from harness.stats import length_label
+    from harness.foundation.stats import length_label
 
     def table(base, arm):
         return {

@@ -53,7 +53,7 @@ def _signed(value, digits: int = 4) -> str:
 
 
 def instance_columns(aware: dict[str, Any] | None) -> list[str]:
-    """The instance-aware cells of a Table 2 row (`harness.stats.correct_vs_wrong`): the
+    """The instance-aware cells of a Table 2 row (`harness.foundation.stats.correct_vs_wrong`): the
     correct-minus-wrong difference with its cluster-bootstrap 95% interval over instances,
     the within-instance paired mean difference (instances with both kinds of token), and
     the length- and position-matched permutation p."""

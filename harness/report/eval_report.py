@@ -1,5 +1,6 @@
 """`results.json`, `results.md` and `predictions-<config>.jsonl` of `attentionspan eval`, from
-what `harness.evaluate.evaluate_model` measured: the measurement returns data, this module
+what `harness.evaluation.evaluate.evaluate_model` measured: the measurement returns data, this
+module
 writes it for people.
 
     from harness.report.eval_report import markdown_table, write_reports
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from attentionspan_datasets.atomic import atomic_write_text
 
 if TYPE_CHECKING:
-    from harness.evaluate import EvalConfig
+    from harness.evaluation.evaluate import EvalConfig
 
 
 def _table(title: str, rows: dict[str, dict[str, Any]]) -> list[str]:

@@ -15,8 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.attention.controls import roles_of
-from harness.stats import MIN_KIND_INSTANCES, above_zero, below_zero, format_gain, scarce_kind
-from harness.stats import format_number as _n
+from harness.foundation.stats import (
+    MIN_KIND_INSTANCES,
+    above_zero,
+    below_zero,
+    format_gain,
+    scarce_kind,
+)
+from harness.foundation.stats import format_number as _n
 
 ID_COST = 0.05  # ID exact match falling more than this is reported as a cost
 ALPHA = 0.05
@@ -39,7 +45,7 @@ def accuracy_findings(task: Mapping[str, Any]) -> list[str]:
 
 def attention_findings(task: Mapping[str, Any]) -> list[str]:
     """Correct against wrong tokens' attention on the reference (Table 2), read from the
-    instance-aware figures (`harness.stats.correct_vs_wrong`: a cluster bootstrap over
+    instance-aware figures (`harness.foundation.stats.correct_vs_wrong`: a cluster bootstrap over
     instances for the direction, the length- and position-matched permutation test beside
     it); the paper's pooled token test only where those are missing, and said so."""
     out = []
@@ -100,7 +106,7 @@ def attention_findings(task: Mapping[str, Any]) -> list[str]:
 
 def _too_few(boot: Mapping[str, Any], n_instances: int | None) -> str:
     """Why correct and wrong tokens cannot be compared, where too few instances hold one
-    kind (`harness.stats.scarce_kind`); empty where they can."""
+    kind (`harness.foundation.stats.scarce_kind`); empty where they can."""
     kind = scarce_kind(boot)
     if kind is None:
         return ""

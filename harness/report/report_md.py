@@ -21,9 +21,9 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
+from harness.foundation.stats import format_gain, mean_interval
+from harness.foundation.stats import format_number as _n
 from harness.report.findings import findings_section, seed_agreement, seed_groups, verdict_name
-from harness.stats import format_gain, mean_interval
-from harness.stats import format_number as _n
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
 PAPER = (
@@ -36,7 +36,7 @@ PAPER = (
 
 def command_for(cfg) -> str:
     """The command line that reproduces a run with these settings."""
-    from harness.options import config_words
+    from harness.foundation.options import config_words
     from harness.pipeline.settings import PRETRAINED_SIZES, QUICK_SIZES, ReproduceConfig
 
     # Options equal to what the command fills in by itself are left out.
@@ -261,8 +261,8 @@ def figure2(task, folder: Path, command: str) -> list[str]:
     """OOD accuracy by length for the baseline, the chosen setting and one random-head
     control. The plot is teacher-forced token accuracy, the authors' Figure 2 metric; the
     table adds free-running partial accuracy."""
+    from harness.foundation.stats import by_length
     from harness.report import plots
-    from harness.stats import by_length
 
     sweep = task["sweep"]
     records = sweep["records"]["test"]

@@ -29,10 +29,10 @@ from typing import Any
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.guard import OneLineParser
 from attentionspan_datasets.metrics import METRICS
+from harness.foundation.stats import format_gain, overall
 from harness.report import pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings
 from harness.report.results_summary import write_summary
-from harness.stats import format_gain, overall
 
 BEGIN = (
     "<!-- quick-findings: generated from the run below by harness/report/results_doc.py; "

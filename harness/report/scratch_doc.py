@@ -89,7 +89,7 @@ def commands(out: str) -> dict[str, str]:
 # --- the digest ---------------------------------------------------------------------------
 def digest(out: Path) -> dict[str, Any]:
     """The figures the pages show, read from a run folder the steps wrote."""
-    from harness.runs import weights_sha256
+    from harness.foundation.runs import weights_sha256
 
     out = Path(out)
     missing = [done for _, _, done in STEPS if not (out / done).is_file()]
@@ -558,7 +558,7 @@ def _without_timings(value: Any) -> Any:
 
 def check(out: Path, digest_file: Path) -> list[str]:
     """What a run at `out` does not reproduce of the committed digest (empty: it does)."""
-    from harness.runs import versions
+    from harness.foundation.runs import versions
 
     saved = json.loads(Path(digest_file).read_text())
     then = saved["figures"]
@@ -636,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "render":
             data = json.loads(Path(args.digest).read_text())
         else:
-            from harness.runs import versions
+            from harness.foundation.runs import versions
 
             out = Path(args.output)
             run_steps(out)

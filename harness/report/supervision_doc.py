@@ -22,8 +22,8 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.guard import OneLineParser
+from harness.foundation.stats import format_gain, format_number
 from harness.report.results_doc import check_output, read_json, run_versions
-from harness.stats import format_gain, format_number
 
 PROG = "python -m harness.report.supervision_doc"
 

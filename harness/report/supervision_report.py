@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from harness.foundation.stats import format_gain, format_number
 from harness.pipeline.supervision_settings import REPORT_FILE, ROLES, SupervisionConfig
-from harness.stats import format_gain, format_number
 
 PLOT_FILE = "ood-by-length.png"
 CLASSES = ("on_reference", "diluted", "misdirected", "elsewhere", "diffuse")
@@ -32,7 +32,7 @@ INTERVALS = (
 
 def command_for(cfg: SupervisionConfig) -> str:
     """The command line that runs a study with these settings."""
-    from harness.options import config_words
+    from harness.foundation.options import config_words
 
     words = config_words(cfg, SupervisionConfig(), always=("tasks", "seeds", "output"))
     return shlex.join(["attentionspan", "supervision", *words])
@@ -174,7 +174,7 @@ def controls_section(results: dict[str, Any]) -> list[str]:
         lines.append(f"| {name} | {role} | {format_gain(gain)} | {per_seed(gain['seeds'])} |")
     wrong = next(n for n, a in results["arms"].items() if a["role"] == "wrong_mask")
     on_id = results["gains"]["id"][wrong]["exact_match"]
-    from harness.stats import below_zero
+    from harness.foundation.stats import below_zero
 
     hurts = "hurts ID" if below_zero(on_id) else "does not hurt ID (no interval below 0)"
     drawn = results.get("random_heads_mass_gain") or {}

@@ -72,7 +72,7 @@ def authors_shares_by_hand(model, batch, tasks):
 
 @pytest.fixture(scope="session")
 def attn_tokenizer():
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     return make_char_tokenizer(string.printable)
 

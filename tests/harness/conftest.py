@@ -6,7 +6,7 @@ import string
 
 import pytest
 
-from harness.tokenization import make_char_tokenizer
+from harness.foundation.tokenization import make_char_tokenizer
 from tests.tiny_models import tiny_config
 
 ARCHITECTURES = ("llama", "qwen2", "gemma3")

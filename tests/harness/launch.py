@@ -29,7 +29,7 @@ TINY_SCRATCH_ARGS = [
 ]
 
 # FSDP2 on two processes, from the config file README documents; without GPUs they talk
-# over gloo (harness.train_fsdp.make_accelerator puts back the FSDP that accelerate drops there).
+# over gloo (harness.training.fsdp.make_accelerator puts back the FSDP that accelerate drops there).
 ACCELERATE_TWO_CPU_FSDP_PROCESSES = ["--config_file", "docs/accelerate/fsdp_cpu.yaml"]
 
 

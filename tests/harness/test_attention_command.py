@@ -98,10 +98,10 @@ def test_the_authors_convention_end_to_end(tiny_model_dirs, tmp_path):
 
     from harness.attention.analysis import load_instances
     from harness.commands.attention import add_arguments
-    from harness.data import PromptConfig
     from harness.engine.inference import collate_left, teacher_forced_batch
-    from harness.models import load_model
-    from harness.tokenization import CharTokenizer
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.models import load_model
+    from harness.foundation.tokenization import CharTokenizer
     from tests.harness.attention_models import authors_shares_by_hand
 
     out = tmp_path / "authors"

@@ -1,10 +1,10 @@
-"""Where `attentionspan models fetch` keeps its models: harness.models.cache_root."""
+"""Where `attentionspan models fetch` keeps its models: harness.foundation.models.cache_root."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.models import cache_root
+from harness.foundation.models import cache_root
 
 
 def test_the_cache_follows_attentionspan_cache_then_xdg(monkeypatch, tmp_path):

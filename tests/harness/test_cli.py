@@ -116,7 +116,7 @@ def test_parser_does_not_import_torch():
 
 def test_instruction_default_is_the_tasks_standard_line():
     from attentionspan_datasets.instructions import instruction_for
-    from harness.options import resolve_instruction
+    from harness.foundation.options import resolve_instruction
 
     assert resolve_instruction(None, ["addition_id"]) is None
     assert resolve_instruction("Add.", ["addition_id"]) == "Add."
@@ -160,7 +160,7 @@ def test_generate_starts_without_importing_the_harness_commands():
 
     code = (
         "import sys; from harness.cli import main; main(['generate', 'reversal_id', '-n', '1']);"
-        "print(sorted(m for m in sys.modules if m.startswith(('harness.train', 'torch'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('harness.training.train', 'torch'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
@@ -175,7 +175,7 @@ def test_generate_starts_without_importing_the_harness_commands():
     ],
 )
 def test_errors_are_one_line_with_their_status(error, status, line, capsys):
-    from harness.options import run_guarded
+    from harness.foundation.options import run_guarded
 
     def fail(args):
         raise error
@@ -215,7 +215,7 @@ def test_python_m_a_command_module_gives_the_one_line_error(module, tmp_path):
 @pytest.fixture(scope="module")
 def interrupted_run(tmp_path_factory):
     """A run folder with a checkpoint at step 2 of 4 (killed there, as by kill -9)."""
-    from harness.train import TrainConfig, train
+    from harness.training.train import TrainConfig, train
     from tests.harness.test_train import TINY
 
     out = tmp_path_factory.mktemp("interrupted") / "run"
@@ -333,14 +333,14 @@ def test_resume_refuses_options_that_differ_from_the_saved_run(interrupted_run, 
     assert "--lr 5e-06 (saved: 0.001)" in line
     assert "--config 'addition_id' (saved: 'reversal_id')" in line
     # Giving the saved values again is fine (--lr 1e-3), and so is --no-progress.
-    from harness.train import TrainConfig, train
+    from harness.training.train import TrainConfig, train
 
     config = TrainConfig(output=out)
     assert train(config, resume=True, stop_after=1, progress=False, requested={"lr": 1e-3})
 
 
 def test_a_second_run_in_the_same_folder_is_refused(tmp_path, capsys):
-    from harness.runs import RunLock
+    from harness.foundation.runs import RunLock
 
     with RunLock(tmp_path / "out"):
         assert main([*TRAIN, "--output", str(tmp_path / "out")]) == 2
@@ -384,7 +384,7 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_continues(tmp_path):
     assert len(checkpoints) == 1
     step = int(checkpoints[0].name.split("-")[1])
     assert step >= 3
-    from harness.train import TrainConfig, train
+    from harness.training.train import TrainConfig, train
 
     train(TrainConfig(output=str(out)), resume=True, stop_after=1, progress=False)
     last = json.loads(log.read_text().splitlines()[-1])

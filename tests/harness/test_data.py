@@ -1,4 +1,4 @@
-"""harness.data: indexed sources, shares per process, resumable order, collation and the
+"""harness.foundation.data: indexed sources, shares per process, resumable order, collation and the
 dense reference masks built per batch."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from attentionspan_datasets import generate, iter_instances
 from attentionspan_datasets.splits import split_instance, split_of
-from harness.data import (
+from harness.foundation.data import (
     DatasetSource,
     GeneratorSource,
     PromptConfig,
@@ -17,7 +17,7 @@ from harness.data import (
     shard_indices,
     training_indices,
 )
-from harness.tokenization import IGNORE_INDEX, CharTokenizer, encode_instance
+from harness.foundation.tokenization import IGNORE_INDEX, CharTokenizer, encode_instance
 
 
 @pytest.mark.parametrize("count,world", [(10, 1), (10, 2), (7, 2), (5, 3), (1, 2)])
@@ -112,7 +112,7 @@ def test_collate_pads_and_shifts_masks(side, char_tokenizer):
 def test_a_dataset_without_the_contract_s_columns_is_named_with_the_expected_ones():
     from datasets import Dataset
 
-    from harness.data import check_columns
+    from harness.foundation.data import check_columns
 
     with pytest.raises(ValueError) as caught:
         DatasetSource(Dataset.from_list([{"question": "ab", "answer": "ba"}]), "--dataset 'q'")
@@ -154,7 +154,7 @@ def test_a_row_of_the_wrong_types_is_named(change, message):
 def test_source_text_reads_the_rows_and_their_fewshot_examples():
     from datasets import Dataset
 
-    from harness.data import source_text
+    from harness.foundation.data import source_text
 
     rows = [{**x.to_dict(), "params": "{}"} for x in iter_instances("addition_id", stop=3)]
     source = DatasetSource(Dataset.from_list(rows), "--dataset 'd'")

@@ -1,10 +1,11 @@
-"""Models split across devices (`harness.dispatch`, issue 36 part 2): the options' forms and
+"""Models split across devices (`harness.foundation.dispatch`, issue 36 part 2): the options' forms
+and
 one-line refusals, and a tiny random Llama dispatched by accelerate over "cpu" and "disk"
 (weights on the meta device, loaded by hooks at each forward) giving the same records as
 the same model loaded whole: attention (Table 2), the head ranking, intervention settings,
 eval, and the commands; a model all on disk, the input embeddings too, as well. On a GPU
 machine the same code places layers on GPUs; capture then needs the change named in
-`harness.dispatch.check_capture_placement` for layers over two GPUs."""
+`harness.foundation.dispatch.check_capture_placement` for layers over two GPUs."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import string
 
 import pytest
 
-from harness.dispatch import (
+from harness.foundation.dispatch import (
     Placement,
     check_capture_placement,
     input_device,
@@ -138,7 +139,7 @@ def model_dir(tmp_path_factory):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.tiny_models import tiny_config
 
     folder = tmp_path_factory.mktemp("split_llama")
@@ -155,7 +156,7 @@ def model_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def models(model_dir, tmp_path_factory):
     """(whole model, the same dispatched over cpu and disk, tokenizer)."""
-    from harness.runs import load_model_checked
+    from harness.foundation.runs import load_model_checked
 
     whole, tokenizer = load_model_checked(str(model_dir), [CONFIG])
     offload = tmp_path_factory.mktemp("offload")
@@ -193,7 +194,7 @@ def _without_seconds(results):
 
 def test_attention_records_equal_the_whole_model(models):
     from harness.attention.analysis import AnalysisConfig, analyse_model
-    from harness.data import PromptConfig
+    from harness.foundation.data import PromptConfig
 
     whole, split, tokenizer = models
     config = AnalysisConfig(configs=[CONFIG], num=4, batch_size=2)
@@ -239,7 +240,7 @@ def test_head_ranking_and_settings_equal_the_whole_model(models):
 
 
 def test_eval_records_equal_the_whole_model(models):
-    from harness.evaluate import evaluate_model
+    from harness.evaluation.evaluate import evaluate_model
 
     whole, split, tokenizer = models
     a = evaluate_model(whole, tokenizer, [CONFIG], 4, batch_size=2)
@@ -250,8 +251,8 @@ def test_eval_records_equal_the_whole_model(models):
 def test_auto_with_a_small_max_memory_offloads_to_disk(model_dir, models):
     """`--device-map auto --max-memory cpu=...`: what fits stays in memory, the rest goes
     to disk, and the records are the whole model's."""
-    from harness.evaluate import evaluate_model
-    from harness.runs import load_model_checked
+    from harness.evaluation.evaluate import evaluate_model
+    from harness.foundation.runs import load_model_checked
 
     whole, _, tokenizer = models
     placement = Placement("auto", "cpu=160KB")
@@ -271,8 +272,8 @@ def test_a_model_all_on_disk_gives_the_whole_models_records(model_dir, models):
     from harness.attention.heads import rank_heads
     from harness.attention.interventions import score_settings
     from harness.attention.setting import BASELINE, Setting
-    from harness.data import PromptConfig
-    from harness.runs import load_model_checked
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.runs import load_model_checked
 
     whole, _, tokenizer = models
     disk, _ = load_model_checked(str(model_dir), [CONFIG], placement=Placement("auto", "cpu=1KB"))
@@ -298,7 +299,7 @@ def test_layers_on_another_device_are_refused_in_one_line(models, monkeypatch):
     until capture follows each layer's device."""
     import torch
 
-    from harness import dispatch
+    from harness.foundation import dispatch
 
     _, split, _ = models
     devices = {0: torch.device("cpu"), 1: torch.device("cuda", 1)}
@@ -311,7 +312,7 @@ def test_layers_on_another_device_are_refused_in_one_line(models, monkeypatch):
 
 
 def test_a_map_that_misses_or_misnames_a_module_is_named(model_dir):
-    from harness.runs import load_model_checked
+    from harness.foundation.runs import load_model_checked
 
     missing = {k: v for k, v in SPLIT.items() if k != "model.norm"}
     with pytest.raises(ValueError, match=r"--device-map: .*model\.norm\.weight"):

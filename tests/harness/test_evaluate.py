@@ -1,4 +1,4 @@
-"""harness.evaluate: metrics checked exactly with stand-in models whose answers are
+"""harness.evaluation.evaluate: metrics checked exactly with stand-in models whose answers are
 known; reports; and two processes under accelerate give the one-process results."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.data import PromptConfig
-from harness.evaluate import (
+from harness.evaluation.evaluate import (
     EvalConfig,
     evaluate_model,
     score_instances,
     summarise,
 )
+from harness.foundation.data import PromptConfig
+from harness.foundation.tokenization import CharTokenizer
 from harness.report.eval_report import markdown_table, write_reports
-from harness.tokenization import CharTokenizer
 from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ class StandInLM(torch.nn.Module):
 
 def run_stand_in(char_tokenizer, answer, tf_wrong=lambda i, t: False, num=12, config="reversal_id"):
     char_tok = CharTokenizer(char_tokenizer)
-    from harness.data import GeneratorSource
+    from harness.foundation.data import GeneratorSource
 
     source = GeneratorSource(config, split="test")
     instances = [source[i] for i in range(num)]
@@ -183,7 +183,7 @@ def test_eval_config_is_validated():
 
 
 def test_default_configs_add_the_ood_twin_of_an_id_preset_only():
-    from harness.evaluate import default_configs
+    from harness.evaluation.evaluate import default_configs
 
     def run(config):
         return {"train": {"config": config}}
@@ -243,7 +243,7 @@ def test_eval_scores_the_rows_of_the_datasets_test_split(preset, tmp_path, char_
     import warnings
 
     from attentionspan_datasets.builder import AttentionSpan
-    from harness.data import instance_from_row
+    from harness.foundation.data import instance_from_row
 
     builder = AttentionSpan(
         config_name=preset, cache_dir=str(tmp_path), num_train=20, num_validation=5, num_test=12
@@ -264,7 +264,7 @@ def test_eval_scores_the_rows_of_the_datasets_test_split(preset, tmp_path, char_
 def test_progress_counts_only_scored_instances(char_tokenizer):
     """The bar advances after a batch is scored: a failure in the second batch leaves it at
     the first batch's size (it used to reach 100% while the last batch was still running)."""
-    from harness.data import GeneratorSource
+    from harness.foundation.data import GeneratorSource
 
     char_tok = CharTokenizer(char_tokenizer)
     source = GeneratorSource("reversal_id", split="test")

@@ -58,7 +58,7 @@ def test_bypassing_architectures_are_refused(kind):
     from transformers import AutoModelForCausalLM
 
     from harness.engine.capture import AttentionCaptureError, AttentionPlan, capture_attention
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     config = tiny_config(kind, make_char_tokenizer(string.printable))
     torch.manual_seed(0)

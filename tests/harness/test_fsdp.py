@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.runs import RUN_CONFIG_FILE, TRAINING_STATE_FILE
-from harness.train import train
+from harness.foundation.runs import RUN_CONFIG_FILE, TRAINING_STATE_FILE
+from harness.training.train import train
 from tests.harness.launch import (
     ACCELERATE_TWO_CPU_FSDP_PROCESSES,
     ACCELERATE_TWO_CPU_PROCESSES,

@@ -85,7 +85,7 @@ def compute(kind: str, tokenizer) -> dict:
     from harness.attention.analysis import AnalysisConfig, analyse_model, load_instances
     from harness.attention.heads import rank_heads
     from harness.attention.interventions import score_settings
-    from harness.evaluate import evaluate_model
+    from harness.evaluation.evaluate import evaluate_model
 
     model = build_tiny(kind, tokenizer)
     out = {}
@@ -144,6 +144,6 @@ def test_passes_match_golden(kind, golden, attn_tokenizer):
 def attn_tokenizer():
     import string
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     return make_char_tokenizer(string.printable)

@@ -16,8 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("attentionspan_datasets", "harness", "lm_eval_tasks")
 UPPER = ("harness", "lm_eval_tasks")  # what the data layer must never reach
-# The layers, top first (docs: /DESIGN.md "The analysis layer"). A module belongs to the
-# layer of the longest prefix listed; it may import its own layer and the layers below.
+# The layers, top first (docs/architecture.md): one folder a layer, nothing else. A module
+# belongs to the layer of its folder; it may import its own layer and the layers below.
 LAYERS = (
     ("cli", ("harness.cli",)),
     # one module per console command: parsers and the glue that runs a command
@@ -29,40 +29,21 @@ LAYERS = (
     # returns data, writes no report
     (
         "measurement",
-        (
-            "harness.attention",
-            "harness.evaluate",
-            "harness.train",
-            "harness.train_fsdp",
-            "harness.train_loss",
-            "harness.baselines",
-        ),
+        ("harness.attention", "harness.evaluation", "harness.training", "harness.baselines"),
     ),
     # one model pass: batching, collation, generation, teacher forcing, capture, modes
     ("engine", ("harness.engine",)),
-    # instances, tokens, run folders, model files; and leaves that import nothing of the
-    # harness (statistics, score arithmetic, option parsing helpers)
-    (
-        "data",
-        (
-            "harness",
-            "harness.data",
-            "harness.tokenization",
-            "harness.runs",
-            "harness.models",
-            "harness.options",
-            "harness.stats",
-            "harness.caps",
-            "harness.threads",
-        ),
-    ),
+    # instances, tokens, run folders, model files, options, threads, statistics
+    ("foundation", ("harness", "harness.foundation")),
     ("datasets", ("attentionspan_datasets",)),
 )
+# At harness/'s top level: the package and the console script, nothing else.
+TOP_LEVEL = {"__init__.py", "cli.py"}
 # lm_eval_tasks sits beside the harness: it may import these layers of it, and no harness
 # module imports it. The measurement and engine layers only for `attnspan-hf`'s
 # `attention=true` (lm_eval_tasks/attention.py): its metrics must be the harness's own
 # measurement (`analysis.written_records` on the scoring engine), not a copy of it.
-LM_EVAL_MAY_USE = ("data", "datasets", "engine", "measurement")
+LM_EVAL_MAY_USE = ("foundation", "datasets", "engine", "measurement")
 
 
 def project_modules() -> dict[str, Path]:
@@ -158,9 +139,11 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_scan_sees_imports():
     edges = graph()
-    assert "harness.engine.scoring" in edges["harness.evaluate"]
+    assert "harness.engine.scoring" in edges["harness.evaluation.evaluate"]
     assert "attentionspan_datasets.commands.generate" not in edges["harness.cli"]  # a string
-    assert "harness.tokenization" in edges["harness.models"]  # an import inside a function
+    assert (
+        "harness.foundation.tokenization" in edges["harness.foundation.models"]
+    )  # an import inside a function
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
@@ -236,14 +219,18 @@ def test_the_layer_check_sees_an_arrow_up():
     assert layer_of("harness.attention.heads") == "measurement"
     assert layer_of("harness.report.plots") == "report"
     edges = {
-        "harness.attention.heads": {"harness.pipeline.stages", "harness.data"},
-        "harness.commands.eval": {"harness.evaluate"},
-        "lm_eval_tasks.dataset": {"harness.runs", "harness.evaluate", "harness.report.plots"},
-        "harness.data": {"lm_eval_tasks.dataset"},
+        "harness.attention.heads": {"harness.pipeline.stages", "harness.foundation.data"},
+        "harness.commands.eval": {"harness.evaluation.evaluate"},
+        "lm_eval_tasks.dataset": {
+            "harness.foundation.runs",
+            "harness.evaluation.evaluate",
+            "harness.report.plots",
+        },
+        "harness.foundation.data": {"lm_eval_tasks.dataset"},
     }
     assert arrows_up(edges) == [
         "harness.attention.heads (measurement) -> harness.pipeline.stages (pipeline)",
-        "harness.data (data) -> lm_eval_tasks.dataset (None)",
+        "harness.foundation.data (foundation) -> lm_eval_tasks.dataset (None)",
         "lm_eval_tasks.dataset (None) -> harness.report.plots (report)",
     ]
     main_only = ast.parse('if __name__ == "__main__":\n    import harness.cli\n')
@@ -255,3 +242,14 @@ def test_the_layer_check_sees_an_arrow_up():
 
 def test_every_import_points_down_a_layer():
     assert arrows_up(graph()) == []
+
+
+def test_every_harness_module_sits_in_a_layer_folder():
+    """A layer is a folder: harness/'s top level holds only the package and the console
+    script, and LAYERS names folders (or those two modules), never a loose module."""
+    loose = {p.name for p in (REPO / "harness").glob("*.py")}
+    assert loose <= TOP_LEVEL, f"move into a layer folder: {sorted(loose - TOP_LEVEL)}"
+    for _layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            path = REPO / prefix.replace(".", "/")
+            assert path.is_dir() or path.with_suffix(".py").name in TOP_LEVEL, prefix

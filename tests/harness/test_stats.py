@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from harness.stats import (
+from harness.foundation.stats import (
     DIRECTIONS,
     MIN_KIND_INSTANCES,
     UNDETERMINED,
@@ -280,7 +280,7 @@ def test_instances_are_told_apart_by_config_and_repeats_are_refused():
 
 
 def test_gain_intervals_and_numbers_read_the_same_everywhere():
-    from harness.stats import above_zero, below_zero, format_number
+    from harness.foundation.stats import above_zero, below_zero, format_number
 
     assert above_zero({"gain": 0.2, "low": 0.1, "high": 0.3})
     assert not above_zero({"gain": 0.2, "low": 0.0, "high": 0.3})  # touching 0 is not above

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.options import MODEL_OPTIONS, cli_fields
+from harness.foundation.options import MODEL_OPTIONS, cli_fields
 
 
 def parser():

@@ -1,5 +1,6 @@
-"""harness.threads: the rule that picks torch's thread count, --threads, and the one place
-every model command applies it (harness.options.run_guarded)."""
+"""harness.foundation.threads: the rule that picks torch's thread count, --threads, and the one
+place
+every model command applies it (harness.foundation.options.run_guarded)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from harness.threads import (
+from harness.foundation.threads import (
     MAX_THREADS,
     MODEL_COMMANDS,
     check_threads,
@@ -102,7 +103,7 @@ def test_every_model_command_has_threads_and_refuses_a_bad_one_first(command, mo
     )
     assert action.default is None and "docs/performance.md" in action.help
     args = argparse.Namespace(threads=-1, func=lambda args: pytest.fail("the work started"))
-    from harness.options import run_guarded
+    from harness.foundation.options import run_guarded
 
     assert run_guarded(command, args.func, args) == 2
 
@@ -111,7 +112,7 @@ def test_a_fresh_command_process_runs_with_the_chosen_threads(tmp_path):
     """In a process that has not imported torch, the count goes through OMP_NUM_THREADS,
     which torch reads when it starts."""
     script = (
-        "import argparse, os; from harness.threads import configure_threads; "
+        "import argparse, os; from harness.foundation.threads import configure_threads; "
         "configure_threads('eval', argparse.Namespace(threads=1)); import torch; "
         "print(torch.get_num_threads(), os.environ['OMP_NUM_THREADS'])"
     )

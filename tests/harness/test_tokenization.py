@@ -1,4 +1,4 @@
-"""harness.tokenization on three kinds of tokenizer built here: our character vocabulary,
+"""harness.foundation.tokenization on three kinds of tokenizer built here: our character vocabulary,
 a byte-level BPE (GPT-2 / SmolLM2 style, "Ġ" for space) and a sentencepiece-style BPE
 ("▁" word boundaries, where "▁a" decodes to "a" alone but to " a" mid-sequence)."""
 
@@ -12,7 +12,7 @@ from transformers import PreTrainedTokenizerFast
 
 from attentionspan_datasets import iter_instances
 from attentionspan_datasets.tasks.base import Instance
-from harness.tokenization import (
+from harness.foundation.tokenization import (
     IGNORE_INDEX,
     CharTokenizer,
     encode_instance,

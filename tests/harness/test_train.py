@@ -1,4 +1,5 @@
-"""harness.train on a tiny scratch Llama: files written, resume equals an uninterrupted run,
+"""harness.training.train on a tiny scratch Llama: files written, resume equals an uninterrupted
+run,
 data from `datasets`, gradient accumulation, bad input, and two DDP processes."""
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from harness.data import PromptConfig
-from harness.models import ScratchConfig
-from harness.train import TrainConfig, train
+from harness.foundation.data import PromptConfig
+from harness.foundation.models import ScratchConfig
+from harness.training.train import TrainConfig, train
 from tests.harness.launch import ACCELERATE_TWO_CPU_PROCESSES, TINY_SCRATCH_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +95,7 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
 
 def test_the_data_are_the_train_split_and_validation_the_validation_split(tmp_path):
     from attentionspan_datasets.splits import split_instance
-    from harness.train import VALIDATION_SPLIT, make_source
+    from harness.training.train import VALIDATION_SPLIT, make_source
 
     source = make_source(tiny_config(tmp_path, seed=3))
     assert [source[i] for i in range(5)] == [
@@ -136,7 +137,7 @@ def test_train_from_a_dataset_with_a_prompt(tmp_path):
 
     from attentionspan_datasets import iter_instances
     from harness.commands.eval import run
-    from harness.evaluate import EvalConfig
+    from harness.evaluation.evaluate import EvalConfig
 
     rows = [
         {**x.to_dict(), "params": json.dumps(x.params)}
@@ -187,9 +188,9 @@ def test_options_are_validated(tmp_path, field, value, match):
 
 def test_loss_on_all_labels_every_real_token_and_target_only_the_answer(tmp_path):
     from attentionspan_datasets.tasks.base import Instance
-    from harness.models import build_scratch
-    from harness.tokenization import IGNORE_INDEX, CharTokenizer
-    from harness.train import training_batch
+    from harness.foundation.models import build_scratch
+    from harness.foundation.tokenization import IGNORE_INDEX, CharTokenizer
+    from harness.training.train import training_batch
 
     _, tokenizer = build_scratch(TINY)
     char_tok = CharTokenizer(tokenizer)
@@ -211,7 +212,7 @@ def test_loss_on_all_labels_every_real_token_and_target_only_the_answer(tmp_path
 
 
 def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
-    from harness.train import batch_instances, parse_curriculum, set_up
+    from harness.training.train import batch_instances, parse_curriculum, set_up
 
     text = "2:min_length=1,max_length=1; 3:min_length=2,max_length=2"
     assert parse_curriculum(text) == [
@@ -263,7 +264,7 @@ def test_a_character_the_tokenizer_lacks_is_named(tmp_path):
 
 
 def test_out_of_memory_suggests_a_smaller_batch(tmp_path, monkeypatch):
-    import harness.train
+    import harness.training.train
 
     def no_memory(*args, **kwargs):
         raise RuntimeError(
@@ -271,7 +272,7 @@ def test_out_of_memory_suggests_a_smaller_batch(tmp_path, monkeypatch):
             "can't allocate memory: you tried to allocate 123456789 bytes"
         )
 
-    monkeypatch.setattr(harness.train, "collate", no_memory)
+    monkeypatch.setattr(harness.training.train, "collate", no_memory)
     with pytest.raises(
         ValueError, match="out of memory at --batch-size 4; try --batch-size 2 --grad-accum 2"
     ):
@@ -348,10 +349,10 @@ def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeyp
     window of step 3 is carried in the checkpoint)."""
     import signal
 
-    import harness.train
+    import harness.training.train
 
     straight = train(tiny_config(tmp_path / "a"), progress=False)
-    real_step = harness.train.train_step
+    real_step = harness.training.train.train_step
 
     def step_then_interrupt(run, stop_requested):
         result = real_step(run, stop_requested)
@@ -360,13 +361,13 @@ def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeyp
             return result[0], result[1], True
         return result
 
-    monkeypatch.setattr(harness.train, "train_step", step_then_interrupt)
+    monkeypatch.setattr(harness.training.train, "train_step", step_then_interrupt)
     with pytest.raises(KeyboardInterrupt) as interrupted:
         train(tiny_config(tmp_path / "b"), progress=False)
     # the command's status: 130 for Ctrl-C, 143 for SIGTERM (as an unhandled SIGTERM's)
     status = getattr(interrupted.value, "exit_status", 130)
     assert status == {"SIGINT": 130, "SIGTERM": 143}[signal_name]
-    monkeypatch.setattr(harness.train, "train_step", real_step)
+    monkeypatch.setattr(harness.training.train, "train_step", real_step)
     assert [p.name for p in (tmp_path / "b").glob("checkpoint-*")] == ["checkpoint-3"]
     resumed = train(TrainConfig(output=str(tmp_path / "b")), resume=True, progress=False)
     keys = ("step", "loss", "lr", "next_index", "tokens")
@@ -502,7 +503,7 @@ def test_a_smaller_model_s_optimizer_state_is_refused_before_it_corrupts_memory(
 def test_a_checkpoint_whose_parts_disagree_is_refused_naming_the_file(
     two_runs, tmp_path, monkeypatch, how, message
 ):
-    import harness.train
+    import harness.training.train
 
     run, named = break_checkpoint(two_runs, tmp_path, how)
 
@@ -510,7 +511,7 @@ def test_a_checkpoint_whose_parts_disagree_is_refused_naming_the_file(
         raise AssertionError("the optimizer state was loaded")
 
     if how != "old-state-of-another-shape":  # that one is found after the model is built
-        monkeypatch.setattr(harness.train, "load_model_checked", never)
+        monkeypatch.setattr(harness.training.train, "load_model_checked", never)
     monkeypatch.setattr(torch.optim.AdamW, "load_state_dict", never)
     with pytest.raises(ValueError) as error:
         train(TrainConfig(output=str(run)), resume=True, progress=False)
@@ -525,7 +526,7 @@ def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(tmp_p
 
     from transformers import AutoModelForCausalLM
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.tiny_models import tiny_config as model_config
 
     tokenizer = make_char_tokenizer(string.printable)
@@ -555,12 +556,12 @@ def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(tmp_p
 def test_a_foreign_dataset_is_refused_before_the_model_loads(tmp_path, monkeypatch, rows, message):
     from datasets import Dataset
 
-    import harness.train
+    import harness.training.train
 
     def never(*args, **kwargs):
         raise AssertionError("the model was loaded before the dataset was checked")
 
-    monkeypatch.setattr(harness.train, "load_model_checked", never)
+    monkeypatch.setattr(harness.training.train, "load_model_checked", never)
     (tmp_path / "data").mkdir()
     Dataset.from_list(rows).to_parquet(str(tmp_path / "data" / "train.parquet"))
     config = tiny_config(tmp_path / "run", dataset=str(tmp_path / "data"))
@@ -595,7 +596,7 @@ def supervision_runs(tmp_path_factory):
 
 
 def test_supervision_moves_the_supervised_heads_mass_onto_the_mask(supervision_runs):
-    from harness.models import load_model
+    from harness.foundation.models import load_model
 
     before = reference_mass(*load_model("scratch", scratch=TINY))  # the runs' first weights
     gain = {

@@ -1,4 +1,4 @@
-"""The training step's loss with logits only where the loss reads them (`harness.train_loss`):
+"""The training step's loss with logits only where the loss reads them (`harness.training.loss`):
 the same loss and gradients as the model's own `.loss` on every decoder family, the columns
 it keeps, and the plain forward kept for character-level models."""
 
@@ -10,8 +10,8 @@ import string
 import pytest
 import torch
 
-from harness.tokenization import IGNORE_INDEX, make_char_tokenizer
-from harness.train_loss import SLICED_FROM_VOCABULARY, lm_loss, loss_columns, sliced
+from harness.foundation.tokenization import IGNORE_INDEX, make_char_tokenizer
+from harness.training.loss import SLICED_FROM_VOCABULARY, lm_loss, loss_columns, sliced
 from tests.tiny_models import FAMILIES, tiny_config
 
 TOKENIZER = make_char_tokenizer(string.printable)
@@ -73,8 +73,8 @@ def test_a_character_level_model_keeps_the_plain_forward():
 
 
 def test_training_a_large_vocabulary_model_slices_and_logs_the_same_losses(tmp_path, monkeypatch):
-    import harness.train_loss as train_loss
-    from harness.train import TrainConfig, train
+    import harness.training.loss as train_loss
+    from harness.training.train import TrainConfig, train
 
     folder = tmp_path / "model"
     _model("llama", 2 * SLICED_FROM_VOCABULARY).save_pretrained(folder)

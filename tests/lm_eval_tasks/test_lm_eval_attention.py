@@ -17,9 +17,9 @@ lm_eval = pytest.importorskip("lm_eval")
 from attentionspan_datasets.instructions import instruction_for  # noqa: E402
 from attentionspan_datasets.metrics import bin_of, bucket_metric_name  # noqa: E402
 from harness.attention.analysis import AnalysisConfig, analyse_model  # noqa: E402
-from harness.data import PromptConfig  # noqa: E402
 from harness.engine.capture import AttentionCaptureError  # noqa: E402
 from harness.engine.scoring import Scorer, answer_text  # noqa: E402
+from harness.foundation.data import PromptConfig  # noqa: E402
 from lm_eval_tasks import attention  # noqa: E402
 from lm_eval_tasks.attention import Answer, best_head, token_mean  # noqa: E402
 from lm_eval_tasks.dataset import default_bins, process_results  # noqa: E402
@@ -280,7 +280,7 @@ def test_written_tokens_stop_as_lm_eval_cuts_the_answer():
     wrong), before an EOS (finished), at the target's length."""
     from types import SimpleNamespace
 
-    from harness.tokenization import CharTokenizer
+    from harness.foundation.tokenization import CharTokenizer
 
     char_tok = CharTokenizer(make_char_tokenizer())
     model = SimpleNamespace(char_tok=char_tok)

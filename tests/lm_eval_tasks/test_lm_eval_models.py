@@ -10,7 +10,7 @@ import pytest
 from lm_eval_tasks.dataset import custom_dataset
 
 pytest.importorskip("lm_eval")
-from harness.tokenization import encode_prompt  # noqa: E402
+from harness.foundation.tokenization import encode_prompt  # noqa: E402
 from lm_eval_tasks.models import CHAT_MARK, AttnspanHFLM  # noqa: E402
 
 CHAT_TEMPLATE = (
@@ -172,7 +172,7 @@ def test_threads_follow_the_harness_rule(tiny_model_dir, monkeypatch, caplog):
 
     import torch
 
-    from harness.threads import available_cores
+    from harness.foundation.threads import available_cores
     from lm_eval_tasks.models import use_threads
 
     before = torch.get_num_threads()

@@ -76,7 +76,7 @@ def same(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 def test_a_split_model_gives_the_whole_models_attention_metrics(model_dir, tmp_path):
-    from harness.dispatch import is_dispatched
+    from harness.foundation.dispatch import is_dispatched
 
     whole = AttnspanHFLM(pretrained=model_dir, device="cpu", batch_size=4, attention=True)
     expected = run(whole)
@@ -110,7 +110,7 @@ def test_a_split_model_gives_the_whole_models_attention_metrics(model_dir, tmp_p
 def test_parallelize_without_a_budget_keeps_the_model_in_memory(model_dir):
     """HFLM hands accelerate max_memory={} on a machine without GPUs, which offloads all of
     it to disk; attnspan-hf leaves accelerate to read the memory there is."""
-    from harness.dispatch import is_dispatched
+    from harness.foundation.dispatch import is_dispatched
 
     model = AttnspanHFLM(pretrained=model_dir, batch_size=2, parallelize=True)
     assert not is_dispatched(model.model)

@@ -30,7 +30,7 @@ from typing import Any
 from harness.attention.controls.pointer import pointer_settings
 from harness.attention.controls.restore import restore_setting
 from harness.attention.setting import Setting
-from harness.stats import above_zero
+from harness.foundation.stats import above_zero
 
 # The verdict rule (docs/usage_analysis.md states it; fixed before any measurement):
 POINTER_EXCESS = 0.2  # shifted pushes make the model write the pointed-at character this much
@@ -128,12 +128,13 @@ def _is_number(value: Any) -> bool:
 
 
 def _check_gain(name: str, gain: Any) -> None:
-    """A paired gain (`harness.stats.paired_gain`): a mapping with numbers gain, low, high."""
+    """A paired gain (`harness.foundation.stats.paired_gain`): a mapping with numbers gain, low,
+    high."""
     keys = ("gain", "low", "high")
     if not isinstance(gain, Mapping) or not all(_is_number(gain.get(k)) for k in keys):
         raise ValueError(
             f"{name} must be a paired gain with numbers {', '.join(keys)} "
-            f"(harness.stats.paired_gain), got {gain!r}"
+            f"(harness.foundation.stats.paired_gain), got {gain!r}"
         )
 
 
@@ -148,7 +149,7 @@ def verdict(
     """*repair*, *pointer* or *inconclusive*, with the reasons and numbers it rests on.
 
     `chosen_gain`, `restore_gain`, `shift_gains[k]`: paired gains over the baseline on the
-    OOD test split (`harness.stats.paired_gain`: gain, low, high); `follows[k]`:
+    OOD test split (`harness.foundation.stats.paired_gain`: gain, low, high); `follows[k]`:
     `pointer_following` of the shifted setting; `id_exact`: (baseline, chosen) ID exact
     match. The rule (docs/usage_analysis.md):
     - pointer: the chosen setting gains (interval above 0) and a shifted setting makes the

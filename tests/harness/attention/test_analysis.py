@@ -12,9 +12,9 @@ import torch
 
 from harness.attention import analysis
 from harness.attention.analysis import AnalysisConfig, analyse_batch, analyse_model
-from harness.data import PromptConfig
 from harness.engine.inference import collate_left, generate_batch, teacher_forced_batch
-from harness.tokenization import CharTokenizer
+from harness.foundation.data import PromptConfig
+from harness.foundation.tokenization import CharTokenizer
 from tests.harness.attention_models import authors_shares_by_hand, build_tiny
 
 
@@ -240,7 +240,7 @@ def test_summary_statistics_are_welch_and_per_length():
     # Groups too small for a test give None (JSON null), never nan.
     tiny = analysis.summarise(records[1:2], 2, 3)  # one correct token
     assert tiny["rollout"]["welch_p"] is None and tiny["rollout"]["error"]["n"] == 0
-    # Beside the pooled test, the same comparison counting instances (harness.stats).
+    # Beside the pooled test, the same comparison counting instances (harness.foundation.stats).
     instances = summary["instance_aware"]
     assert instances["paper_test"]["welch_p"] == pytest.approx(test.pvalue)
     assert instances["n_instances"] == 10 and instances["no_reference"] == 1

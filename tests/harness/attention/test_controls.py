@@ -186,7 +186,7 @@ def test_a_planted_pointer_is_detected_as_one(attn_tokenizer):
     from harness.attention.heads import HeadRanking
     from harness.attention.interventions import score_settings
     from harness.attention.sweep import control_settings
-    from harness.stats import gain_table
+    from harness.foundation.stats import gain_table
 
     model = planted_pointer(attn_tokenizer)
     xs = [generate("reversal_ood", seed=0, index=i, max_length=14) for i in range(12)]
@@ -223,7 +223,7 @@ def test_a_planted_pointer_is_detected_as_one(attn_tokenizer):
 def _sweep_of(chosen, xs, answers):
     """A finished sweep's records: the baseline writes nothing right, each other setting
     writes `answers[name](instance)`."""
-    from harness.stats import gain_table
+    from harness.foundation.stats import gain_table
 
     records = {
         "baseline": [

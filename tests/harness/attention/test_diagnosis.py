@@ -119,7 +119,7 @@ def by_hand(model, tokenizer, instance, prediction, heads, shift, dominance, lev
     """The classes of one instance's wrong rows from eager output_attentions, unbatched."""
     import torch
 
-    from harness.tokenization import CharTokenizer, encode_instance
+    from harness.foundation.tokenization import CharTokenizer, encode_instance
 
     forced = forced_instance(instance, prediction)
     enc = encode_instance(CharTokenizer(tokenizer), forced)

@@ -23,7 +23,7 @@ from harness.attention.dose import (
 from harness.attention.heads import HeadRanking
 from harness.attention.interventions import other_seeds, score_settings, select_heads
 from harness.attention.setting import BASELINE, Setting
-from harness.stats import paired_gain
+from harness.foundation.stats import paired_gain
 
 
 def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:

@@ -10,7 +10,7 @@ from harness.attention import heads as heads_module
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, rank_heads, shift_mask
 from harness.engine.inference import collate_left
-from harness.tokenization import CharTokenizer, encode_instance
+from harness.foundation.tokenization import CharTokenizer, encode_instance
 from tests.harness.attention_models import build_tiny
 
 

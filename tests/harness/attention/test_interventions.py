@@ -17,7 +17,7 @@ from harness.attention.interventions import (
 )
 from harness.attention.sweep import BASELINE, Setting
 from harness.engine.inference import collate_left
-from harness.tokenization import CharTokenizer, encode_instance
+from harness.foundation.tokenization import CharTokenizer, encode_instance
 from tests.harness.attention_models import build_tiny
 
 

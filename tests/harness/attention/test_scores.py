@@ -14,7 +14,7 @@ from scipy import stats
 from attentionspan_datasets.tasks.base import Instance
 from harness.attention import scores
 from harness.engine.positions import reference_mask
-from harness.tokenization import Encoding
+from harness.foundation.tokenization import Encoding
 
 
 def test_rollout_by_hand():
@@ -245,7 +245,7 @@ def test_the_authors_convention_matches_their_label_matrix(attn_tokenizer, task,
     """A real encoding (BOS, instruction, few-shot block) and a random rollout: the authors'
     convention gives, on every row, what their label-matrix construction gives."""
     from harness.engine.inference import collate_left
-    from harness.tokenization import CharTokenizer, encode_instance
+    from harness.foundation.tokenization import CharTokenizer, encode_instance
 
     char_tok = CharTokenizer(attn_tokenizer)
     text = "k3Pq7"

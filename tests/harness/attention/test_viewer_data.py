@@ -9,8 +9,8 @@ import pytest
 
 from harness.attention import viewer_data
 from harness.attention.analysis import AnalysisConfig, analyse_batch, load_instances
-from harness.data import PromptConfig
-from harness.tokenization import CharTokenizer
+from harness.foundation.data import PromptConfig
+from harness.foundation.tokenization import CharTokenizer
 from tests.harness.attention_models import build_tiny
 
 

@@ -232,7 +232,7 @@ def test_command_errors_are_one_line(tmp_path, capsys):
 
 
 def test_harness_generator_source_reads_retrieval_presets():
-    from harness.data import GeneratorSource
+    from harness.foundation.data import GeneratorSource
 
     source = GeneratorSource("t7_id", seed=0, split="test", size=3)
     instances = [source[i] for i in range(3)]

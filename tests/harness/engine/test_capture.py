@@ -464,7 +464,7 @@ def test_real_gemma3_when_fetched():
     name = "gemma3-270m"
     from transformers import AutoModelForCausalLM
 
-    from harness.models import known_model_dir
+    from harness.foundation.models import known_model_dir
 
     folder = known_model_dir(name)
     if not (folder / "model.safetensors").exists():
@@ -551,7 +551,7 @@ def test_named_references_in_one_forward_equal_separate_plans(tiny_models, attn_
     from harness.engine.capture import Reference
     from harness.engine.inference import collate_left
     from harness.engine.positions import causal_valid, shift_mask
-    from harness.tokenization import CharTokenizer, encode_instance
+    from harness.foundation.tokenization import CharTokenizer, encode_instance
 
     char_tok = CharTokenizer(attn_tokenizer)
     xs = list(iter_split("reversal_id", split="validation", stop=3))
@@ -589,7 +589,7 @@ def test_one_setting_per_row_equals_each_setting_alone(tiny_models, attn_tokeniz
     renormalised, none) gives each row the maps its setting alone gives it."""
     from attentionspan_datasets.splits import iter_split
     from harness.engine.inference import collate_left
-    from harness.tokenization import CharTokenizer, encode_instance
+    from harness.foundation.tokenization import CharTokenizer, encode_instance
 
     char_tok = CharTokenizer(attn_tokenizer)
     x = next(iter(iter_split("reversal_id", split="validation", stop=1)))

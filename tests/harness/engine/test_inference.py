@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from attentionspan_datasets import iter_instances
-from harness.data import PromptConfig
 from harness.engine.inference import collate_left, generate_batch, teacher_forced_batch
-from harness.models import load_model
-from harness.tokenization import CharTokenizer
+from harness.foundation.data import PromptConfig
+from harness.foundation.models import load_model
+from harness.foundation.tokenization import CharTokenizer
 
 KINDS = ["llama", "qwen2", "gemma3"]
 

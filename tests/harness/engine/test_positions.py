@@ -17,7 +17,7 @@ from harness.engine.positions import (
     target_index,
     task_columns,
 )
-from harness.tokenization import CharTokenizer, encode_instance
+from harness.foundation.tokenization import CharTokenizer, encode_instance
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|user|>{{ m['content'] }}\n{% endfor %}"

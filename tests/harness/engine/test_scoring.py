@@ -18,7 +18,7 @@ from harness.engine.scoring import (
     model_shape,
     token_accuracy,
 )
-from harness.tokenization import CharTokenizer, make_char_tokenizer
+from harness.foundation.tokenization import CharTokenizer, make_char_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +57,8 @@ def test_length_rule_is_the_tasks_length_bucket():
 
 def test_answer_is_cut_at_target_length_plus_one(char_tok):
     from attentionspan_datasets.tasks.base import Instance
-    from harness.data import PromptConfig
-    from harness.tokenization import Encoding  # noqa: F401  (the type encode returns)
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.tokenization import Encoding  # noqa: F401  (the type encode returns)
 
     x = Instance("string_reversal", "abc=", "cba", [[2], [1], [0]], {"length": 3})
     enc = PromptConfig().encode(char_tok, x)

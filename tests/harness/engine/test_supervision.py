@@ -1,4 +1,4 @@
-"""harness.engine.supervision and harness.supervision_options: the losses on hand-made
+"""harness.engine.supervision and harness.foundation.supervision_options: the losses on hand-made
 attention rows (exact numbers), the recorder on a tiny random Llama (the weights it reads are
 eager attention's, its graph reaches the supervised layers only, and it changes nothing in
 the forward), the head choices and the weight's schedule."""
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from harness.engine.supervision import Supervision, SupervisionRecorder, row_losses, supervise
-from harness.supervision_options import HeadChoice, SupervisionOptions
+from harness.foundation.supervision_options import HeadChoice, SupervisionOptions
 
 LN2 = math.log(2)
 
@@ -129,7 +129,7 @@ def test_a_bad_plan_is_refused(make, match):
 def llama():
     from transformers import AutoModelForCausalLM
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.tiny_models import tiny_config
 
     tokenizer = make_char_tokenizer(string.printable)
@@ -177,7 +177,7 @@ def test_a_sliding_window_keeps_the_cells_out_of_its_reach_out_of_the_loss():
     is 0 whatever the heads do), so only row 8's key 6 and row 4's key 2 are supervised."""
     from transformers import AutoModelForCausalLM
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
     from tests.tiny_models import tiny_config
 
     tokenizer = make_char_tokenizer(string.printable)

@@ -245,7 +245,7 @@ def test_bad_options_name_the_field():
 def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     from harness.pipeline import settings
     from harness.pipeline.reproduce import task_train_config
-    from harness.train import TrainConfig
+    from harness.training.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, output=str(tmp_path))
     assert cfg.train_steps == 0  # each task's own steps
@@ -289,7 +289,7 @@ def test_cli_one_line_errors(capsys):
 def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
     from harness.pipeline.reproduce import task_model_folder, task_train_config
     from harness.pipeline.settings import quick_recipe
-    from harness.train import TrainConfig
+    from harness.training.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, seeds=3, seed=5)
     run0 = task_train_config(cfg, "addition", tmp_path)
@@ -319,8 +319,8 @@ def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
 def _fake_model(folder: Path, config, run_file: bool = True) -> Path:
     """A model folder as training leaves it (config.json and the run file of `config`),
     without the weights the checks never read."""
-    from harness.runs import TrainState, write_run_file
-    from harness.train import run_info
+    from harness.foundation.runs import TrainState, write_run_file
+    from harness.training.train import run_info
 
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
@@ -400,7 +400,7 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
 def tiny_training(monkeypatch):
     """--quick's recipe shrunk to a two-layer Llama of width 32 trained 2 steps of 4
     instances (seconds), and the list of (model folder, init seed, data seed) trained."""
-    import harness.train
+    import harness.training.train
     from harness.pipeline import settings
 
     monkeypatch.setattr(
@@ -422,13 +422,13 @@ def tiny_training(monkeypatch):
         },
     )
     trained = []
-    real = harness.train.train
+    real = harness.training.train.train
 
     def spy(config, **kwargs):
         trained.append((Path(config.output).name, config.scratch.seed, config.seed))
         return real(config, **kwargs)
 
-    monkeypatch.setattr(harness.train, "train", spy)
+    monkeypatch.setattr(harness.training.train, "train", spy)
     return trained
 
 

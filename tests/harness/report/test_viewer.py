@@ -18,7 +18,7 @@ LONG_BUDGET = 600_000  # bytes for that one instance (2 layers x 4 heads: 11 vie
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     return make_char_tokenizer(string.printable)
 

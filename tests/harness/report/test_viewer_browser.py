@@ -30,7 +30,7 @@ N = 6  # instances per config
 def attn_tokenizer():
     import string
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     return make_char_tokenizer(string.printable)
 

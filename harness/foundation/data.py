@@ -23,7 +23,7 @@ from typing import Any
 from attentionspan_datasets.generation import DEFAULT_SEED, resolve_config
 from attentionspan_datasets.splits import FEWSHOT, SPLITS, split_instance
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
-from harness.tokenization import IGNORE_INDEX, CharTokenizer, Encoding, encode_instance
+from harness.foundation.tokenization import IGNORE_INDEX, CharTokenizer, Encoding, encode_instance
 
 PADDING_SIDES = ("left", "right")
 
@@ -65,7 +65,7 @@ class PromptConfig:
     fewshot_seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
-        from harness.caps import MAX_FEWSHOT, check_int
+        from harness.foundation.caps import MAX_FEWSHOT, check_int
 
         # each instance draws its own examples: a billion hung before the first was scored
         check_int("num_fewshot", self.num_fewshot, 0, MAX_FEWSHOT)

@@ -1,6 +1,6 @@
 """Command-line pieces shared by the harness commands (train, eval, models, ...).
 
-    from harness.options import add_config_arguments, add_model_arguments, cli
+    from harness.foundation.options import add_config_arguments, add_model_arguments, cli
     num: int = field(default=200, metadata=cli("instances per config", shared="num"))
     add_config_arguments(parser, EvalConfig, defaults=True)   # one option per `cli` field
     add_model_arguments(parser, "no_progress", "threads", "prompt")   # the shared ones
@@ -42,10 +42,10 @@ from attentionspan_datasets.guard import (  # noqa: F401  (re-exported: one copy
 def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], args) -> int:
     """The data layer's guard (`attentionspan_datasets.guard.run_guarded`: one line and
     status 2 for a user's mistake) around `func`, with torch's thread count chosen first for
-    a model command (`harness.threads`), so every entry point gets the same rule."""
+    a model command (`harness.foundation.threads`), so every entry point gets the same rule."""
 
     def configured(parsed):
-        from harness.threads import configure_threads
+        from harness.foundation.threads import configure_threads
 
         configure_threads(command, parsed)  # before any model work
         return func(parsed)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attentionspan_datasets.tasks.base import MASK_VARIANTS
-from harness.caps import check_int
+from harness.foundation.caps import check_int
 
 LOSSES = ("ce", "mass")
 MASKS = MASK_VARIANTS  # the data layer's masks: paper, sufficient, minimal

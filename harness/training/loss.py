@@ -25,7 +25,7 @@ import inspect
 from typing import Any
 
 from harness.engine.inference import text_config
-from harness.tokenization import IGNORE_INDEX
+from harness.foundation.tokenization import IGNORE_INDEX
 
 # A vocabulary at least this large computes logits only where the loss reads them.
 SLICED_FROM_VOCABULARY = 1024

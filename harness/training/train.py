@@ -17,7 +17,8 @@ model (safetensors), the tokenizer, the run configuration (`attentionspan_run.js
 optimizer and scheduler state; folders are written under a temporary name and renamed.
 
 `--attention-supervision HEADS` adds an auxiliary loss pulling those heads' attention toward
-the reference mask (`harness.supervision_options` for the options, `harness.engine.supervision`
+the reference mask (`harness.foundation.supervision_options` for the options,
+`harness.engine.supervision`
 for the loss, read on the training forward itself): total = LM loss + weight x supervision
 loss; the log gets `supervision_loss` (and the weight) beside the LM `loss`.
 """
@@ -40,7 +41,9 @@ from typing import Any
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.generation import DEFAULT_SEED, MAX_INDEX, SEED_RANGE, resolve_config
 from attentionspan_datasets.metrics import ALL_METRICS
-from harness.caps import (
+from harness.engine.inference import autocast, model_shape
+from harness.evaluation.evaluate import evaluate_model
+from harness.foundation.caps import (
     MAX_BATCH,
     MAX_EPOCHS,
     MAX_INSTANCES,
@@ -49,7 +52,7 @@ from harness.caps import (
     check_int,
     check_output_dir,
 )
-from harness.data import (
+from harness.foundation.data import (
     DatasetSource,
     GeneratorSource,
     PromptConfig,
@@ -58,12 +61,10 @@ from harness.data import (
     source_text,
     training_indices,
 )
-from harness.engine.inference import autocast, model_shape
-from harness.evaluate import evaluate_model
-from harness.models import ScratchConfig, check_vocabulary
-from harness.options import check_finite, cli, option
-from harness.outputs import Terminated, WriteError, check_output_folder, writing
-from harness.runs import (
+from harness.foundation.models import ScratchConfig, check_vocabulary
+from harness.foundation.options import check_finite, cli, option
+from harness.foundation.outputs import Terminated, WriteError, check_output_folder, writing
+from harness.foundation.runs import (
     CHECKPOINT_PREFIX,
     FINAL,
     LOG_FILE,
@@ -85,12 +86,12 @@ from harness.runs import (
     section,
     versions,
 )
-from harness.supervision_options import LOSSES as SUPERVISION_LOSSES
-from harness.supervision_options import MASKS as SUPERVISION_MASKS
-from harness.supervision_options import SCHEDULES as SUPERVISION_SCHEDULES
-from harness.supervision_options import SupervisionOptions
-from harness.tokenization import IGNORE_INDEX, CharTokenizer
-from harness.train_fsdp import (
+from harness.foundation.supervision_options import LOSSES as SUPERVISION_LOSSES
+from harness.foundation.supervision_options import MASKS as SUPERVISION_MASKS
+from harness.foundation.supervision_options import SCHEDULES as SUPERVISION_SCHEDULES
+from harness.foundation.supervision_options import SupervisionOptions
+from harness.foundation.tokenization import IGNORE_INDEX, CharTokenizer
+from harness.training.fsdp import (
     evaluation_model,
     is_fsdp,
     load_sharded_optimizer_state,
@@ -99,7 +100,7 @@ from harness.train_fsdp import (
     parameter_names,
     tied_copies,
 )
-from harness.train_loss import lm_loss
+from harness.training.loss import lm_loss
 
 SCHEDULES = ("linear", "cosine", "constant")
 LOSS_ON = ("target", "all")
@@ -280,7 +281,7 @@ class TrainConfig:
         if isinstance(self.scratch, dict):
             self.scratch = ScratchConfig(**self.scratch)
         check_finite("", dataclasses.asdict(self))
-        # (low, cap) of every integer option; the caps are harness.caps'
+        # (low, cap) of every integer option; the caps are harness.foundation.caps'
         integers = {
             "train_size": (1, MAX_INDEX),
             "epochs": (1, MAX_EPOCHS),
@@ -1132,7 +1133,7 @@ def stop_on_signals():
 
 def stop_with_checkpoint(run: Run, signum: int | None = None) -> None:
     """Save where the run stands and end it as an interruption: exit status 130 for Ctrl-C,
-    143 when `signum` is SIGTERM (`harness.outputs.Terminated`)."""
+    143 when `signum` is SIGTERM (`harness.foundation.outputs.Terminated`)."""
     import signal
 
     name = f"{CHECKPOINT_PREFIX}{run.state.step}"

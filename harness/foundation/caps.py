@@ -19,7 +19,7 @@ The caps (the README's Troubleshooting table points here):
 - batch sizes: 65,536. Values in a swept list (`--counts`, `--strengths`, ...): 1,000.
 - `--seeds` (baselines): 100; each seed trains every model (6 x about 10 minutes).
 - a scratch model: 1,000,000,000 parameters (16 GB with AdamW's state), 1,024 layers.
-- `--threads`: 1,024 (harness.threads.MAX_THREADS), and no more than the cores.
+- `--threads`: 1,024 (harness.foundation.threads.MAX_THREADS), and no more than the cores.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def check_fraction(name: str, value) -> float:
 
 def check_shift(name: str, shift: int, lengths: dict[str, int]) -> None:
     """ValueError when `ref + shift` falls outside every sequence of a config: `lengths`
-    maps each config to its longest `prompt + target` (harness.data.longest_text)."""
+    maps each config to its longest `prompt + target` (harness.foundation.data.longest_text)."""
     check_int(name, shift, -MAX_INSTANCES, MAX_INSTANCES)
     for config, longest in lengths.items():
         if abs(shift) >= longest:

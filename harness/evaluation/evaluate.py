@@ -21,13 +21,19 @@ from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from attentionspan_datasets.metrics import aggregate
-from harness.caps import MAX_BATCH, MAX_INSTANCES, check_int, check_output_dir, check_unique
-from harness.data import GeneratorSource, PromptConfig, shard_indices
-from harness.dispatch import Placement, placement_field
 from harness.engine.scoring import Processes, Scorer, check_texts, token_accuracy
-from harness.options import cli
-from harness.runs import read_run_file
-from harness.tokenization import CharTokenizer
+from harness.foundation.caps import (
+    MAX_BATCH,
+    MAX_INSTANCES,
+    check_int,
+    check_output_dir,
+    check_unique,
+)
+from harness.foundation.data import GeneratorSource, PromptConfig, shard_indices
+from harness.foundation.dispatch import Placement, placement_field
+from harness.foundation.options import cli
+from harness.foundation.runs import read_run_file
+from harness.foundation.tokenization import CharTokenizer
 
 EVAL_SPLIT = "test"  # train reads "train", its periodic evaluation "validation"
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.dispatch import Placement
-from harness.options import cli
+from harness.foundation.dispatch import Placement
+from harness.foundation.options import cli
 
 SCRATCH = "scratch"
 
@@ -112,7 +112,7 @@ class ScratchConfig:
     seed: int = field(default=0, metadata=cli("seed of the initial weights"))
 
     def __post_init__(self) -> None:
-        from harness.caps import (
+        from harness.foundation.caps import (
             MAX_SCRATCH_LAYERS,
             MAX_SCRATCH_PARAMS,
             MAX_SCRATCH_POSITIONS,
@@ -270,7 +270,7 @@ def build_scratch(config: ScratchConfig) -> tuple[Any, Any]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from harness.tokenization import make_char_tokenizer
+    from harness.foundation.tokenization import make_char_tokenizer
 
     tokenizer = make_char_tokenizer(config.charset, model_max_length=config.max_positions)
     model_config = LlamaConfig(
@@ -299,13 +299,14 @@ def load_model(
 ):
     """(model, tokenizer) for any spec that `resolve_model` accepts, checked (`check_model`):
     a folder the model cannot be read from whole is refused in one line naming it.
-    `placement` (`harness.dispatch`): split across devices by accelerate as it loads (its
-    hooks then place every module: never `.to()` such a model, `harness.dispatch.place_model`)."""
+    `placement` (`harness.foundation.dispatch`): split across devices by accelerate as it loads (its
+    hooks then place every module: never `.to()` such a model,
+    `harness.foundation.dispatch.place_model`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging
 
-    from harness.dispatch import check_device_map_keys
+    from harness.foundation.dispatch import check_device_map_keys
 
     kind, location = resolve_model(spec)
     placement = placement or Placement()
@@ -340,7 +341,7 @@ def load_model(
         raise ValueError(f"{where} could not be loaded: {_first_line(error)}") from None
     except Exception as error:  # safetensors' own error for a truncated or empty file, ...
         if type(error).__name__ == "UnpicklingError":
-            raise  # harness.runs.load_model_checked names pickled weights
+            raise  # harness.foundation.runs.load_model_checked names pickled weights
         text = str(error).lower()
         if dispatch and ("device" in text or "offload" in text):
             # a map that leaves a weight without a device, a device torch does not know, ...
@@ -382,7 +383,7 @@ def check_model(where: str, model, info: dict[str, Any] | None = None) -> None:
             f"{where}: the weights do not fit config.json ({'; '.join(problems)}); "
             "refused rather than initialised at random"
         )
-    from harness.dispatch import named_weights
+    from harness.foundation.dispatch import named_weights
 
     # A dispatched model's offloaded weights are read one at a time from where they sit.
     for name, tensor in named_weights(model):
@@ -402,7 +403,7 @@ def check_causal(where: str, model) -> None:
     ids = torch.arange(length).remainder(vocab).unsqueeze(0)
     changed = ids.clone()
     changed[0, -1] = (ids[0, -1] + 1) % vocab
-    from harness.dispatch import input_device
+    from harness.foundation.dispatch import input_device
 
     device = input_device(model)  # a dispatched model's first weight may be on `meta`
     was_training = model.training
@@ -456,8 +457,8 @@ def check_model_for(where: str, model, tokenizer, configs, prompt=None) -> None:
     task character its tokenizer has no single token for (or one past the model's
     embeddings), or a context shorter than the longest sequence of a config."""
     from attentionspan_datasets.generation import generate
-    from harness.data import PromptConfig, check_context
-    from harness.tokenization import CharTokenizer
+    from harness.foundation.data import PromptConfig, check_context
+    from harness.foundation.tokenization import CharTokenizer
 
     prompt = prompt or PromptConfig()
     try:

@@ -1,6 +1,6 @@
 """One token per character: encode task text for any Hugging Face tokenizer.
 
-    from harness.tokenization import CharTokenizer, encode_instance, encode_prompt
+    from harness.foundation.tokenization import CharTokenizer, encode_instance, encode_prompt
     char_tok = CharTokenizer(AutoTokenizer.from_pretrained(model_dir))
     ids = encode_prompt(char_tok, "abc=", instruction="Reverse the string.")
     enc = encode_instance(char_tok, instance)   # input_ids, labels, absolute reference
@@ -323,7 +323,7 @@ def encode_instance(
 ) -> Encoding:
     """An Instance for training and teacher-forced scoring: prompt ids, then one token per
     target character, then EOS; labels only on the target and EOS; reference positions made
-    absolute (still sparse lists; `harness.data` densifies them per batch)."""
+    absolute (still sparse lists; `harness.foundation.data` densifies them per batch)."""
     prompt_ids, prompt_offset, target_offset = _layout(
         char_tok, instance.prompt, instruction, fewshot, chat
     )

@@ -5,7 +5,7 @@ dispatched model's inputs and layers run.
     attentionspan attention --model M --device-map auto --max-memory 0=20GiB,cpu=60GiB
     attentionspan eval --model M --device-map map.json --offload-folder /scratch/offload
     placement = Placement(device_map="auto", max_memory="0=20GiB,cpu=60GiB")
-    model, tokenizer = load_model(spec, placement=placement)      # harness.models
+    model, tokenizer = load_model(spec, placement=placement)      # harness.foundation.models
     place_model(model, device)         # .to(device), unless the model is dispatched
     inputs = batch.model_inputs(input_device(model))             # the embeddings' device
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.options import cli
+from harness.foundation.options import cli
 
 # transformers' / accelerate's strategies: fill the devices in order, or spread evenly.
 STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")

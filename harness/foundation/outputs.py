@@ -6,7 +6,8 @@
         write_reports(...)
 
 `check_output_*` refuse at once, as one `WriteError` line, a path that cannot be written: a
-file where a folder should be (`harness.caps`' checks), a read-only or full disk, a folder
+file where a folder should be (`harness.foundation.caps`' checks), a read-only or full disk, a
+folder
 this user may not write. Permission bits cannot tell (root passes them all), so a probe
 file is created, written and removed in the deepest folder of the path that exists.
 
@@ -171,7 +172,7 @@ def check_output_folder(
     """WriteError (one line naming `name` and `path`, and `advice` if given, else what to do
     about the error) unless `path` is a folder this process can create or write into;
     nothing is left behind. None: nothing to check."""
-    from harness.caps import check_output_dir
+    from harness.foundation.caps import check_output_dir
 
     if path is None:
         return
@@ -182,7 +183,7 @@ def check_output_folder(
 def check_output_file(name: str, path: str | os.PathLike | None) -> None:
     """WriteError unless the file `path` can be written (atomically: a temporary file in its
     folder, renamed); None: nothing to check."""
-    from harness.caps import check_output_file as check_file_path
+    from harness.foundation.caps import check_output_file as check_file_path
 
     if path is None:
         return

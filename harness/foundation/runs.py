@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from attentionspan_datasets.atomic import atomic_path, atomic_write_text
 
 if TYPE_CHECKING:
-    from harness.data import PromptConfig
+    from harness.foundation.data import PromptConfig
 
 RUN_CONFIG_FILE = "attentionspan_run.json"  # beside every checkpoint and final model
 TRAINING_STATE_FILE = "training_state.pt"  # optimizer and scheduler state (tensors only)
@@ -43,7 +43,7 @@ LOG_FILE = "log.jsonl"
 LOCK_FILE = ".lock"
 CHECKPOINT_PREFIX = "checkpoint-"
 FINAL = "final"
-# The sections of a run file; "train" is checked by harness.train.TrainConfig.
+# The sections of a run file; "train" is checked by harness.training.train.TrainConfig.
 RUN_FILE_SECTIONS = ("train", "prompt", "scratch", "state", "versions", "final_eval", "stopped")
 
 
@@ -91,8 +91,8 @@ def read_run_file(folder: str | Path) -> dict[str, Any] | None:
     ValueError naming the file for invalid JSON, an unknown section or an unknown key in
     the prompt, scratch or state sections.
     """
-    from harness.data import PromptConfig
-    from harness.models import ScratchConfig
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.models import ScratchConfig
 
     path = Path(folder) / RUN_CONFIG_FILE
     if not path.is_file():
@@ -138,7 +138,7 @@ def saved_prompt(info: dict[str, Any] | None, folder: str | Path) -> PromptConfi
     """The prompt layout saved with the model in `folder` (`info`: its run file, as
     `read_run_file` gives it, or None); the default layout when there is no run file or it
     has no prompt section. The one reader of that section."""
-    from harness.data import PromptConfig
+    from harness.foundation.data import PromptConfig
 
     return section(info, "prompt", PromptConfig, folder) if info else PromptConfig()
 
@@ -241,7 +241,7 @@ def save_folder(
     across processes); the main process writes."""
     import torch
 
-    from harness.outputs import writing
+    from harness.foundation.outputs import writing
 
     accelerator.wait_for_everyone()
     state_dict = accelerator.get_state_dict(model)
@@ -406,13 +406,13 @@ def finished_run(output: Path) -> Path | None:
 
 
 def load_model_checked(spec: str, configs=(), prompt=None, **kwargs):
-    """`harness.models.load_model` (which checks the folder: every tensor there in the
+    """`harness.foundation.models.load_model` (which checks the folder: every tensor there in the
     config's shape, finite, a causal model), with weights that would need unpickling refused
     in one line (transformers reads `pytorch_model.bin` with weights_only, which raises),
     and with `configs` given, a model that cannot serve them under `prompt` refused
-    (`harness.models.check_model_for`: the tokenizer, the context). Every model command
+    (`harness.foundation.models.check_model_for`: the tokenizer, the context). Every model command
     loads through here."""
-    from harness.models import check_model_for, load_model
+    from harness.foundation.models import check_model_for, load_model
 
     try:
         with quiet_pickle_protocol():
@@ -454,7 +454,7 @@ class RunLock:
     def acquire(self) -> RunLock:
         import fcntl
 
-        from harness.outputs import missing_folders
+        from harness.foundation.outputs import missing_folders
 
         output = self.path.parent
         self._made_folders = missing_folders(output)

@@ -1,7 +1,7 @@
 """Statistics over instances: paired gains over a baseline with bootstrap 95% intervals,
 overall and per length; correct versus wrong tokens counting instances, not tokens.
 
-    from harness.stats import paired_gain, gain_table, correct_vs_wrong
+    from harness.foundation.stats import paired_gain, gain_table, correct_vs_wrong
     paired_gain([0.2, 0.5, 0.1], [0.6, 0.5, 0.4])   # {'gain': 0.233, 'low': ..., 'high': ...}
     gain_table(baseline_records, intervened_records, metrics=("exact_match", "partial_acc"))
     correct_vs_wrong(token_records)   # cluster bootstrap, paired, length/position-matched
