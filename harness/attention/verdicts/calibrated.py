@@ -56,6 +56,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from harness.attention.controls import ladder_readings
+from harness.attention.verdicts.evidence import finite, followed
 from harness.attention.verdicts.vocabulary import (
     CALIBRATED,
     DOWNSTREAM,
@@ -75,10 +77,6 @@ from harness.foundation.stats import above_zero
 VERDICTS = tuple(CALIBRATED)  # the words it may say (`vocabulary.CALIBRATED`: what each means)
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 def id_holds(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> bool | None:
     """ID exact match under the dose within ID_TOLERANCE of the baseline's (None: not
     measured)."""
@@ -87,17 +85,6 @@ def id_holds(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> bool | None:
     if not base or not at or base.get("tf_exact") is None or at.get("tf_exact") is None:
         return None
     return at["tf_exact"] >= base["tf_exact"] - ID_TOLERANCE
-
-
-def followed(dose: Mapping[str, Any]) -> dict[str, float]:
-    """{pointer shift: following gain} of the shifted pushes the model follows at a dose."""
-    out = {}
-    for k, pointer in (dose.get("pointers") or {}).items():
-        follow = pointer.get("following") or {}
-        gain = (follow.get("gain") or {}).get("gain")
-        if follow.get("rows", 0) >= MIN_POINTER_ROWS and _finite(gain) and gain >= POINTER_EXCESS:
-            out[k] = gain
-    return out
 
 
 def choose_dose(validation: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -137,6 +124,18 @@ def choose_count(curves: Mapping[int, Mapping[str, Any]]) -> tuple[int, dict[str
     return n, summary
 
 
+def control_numbers(at: Mapping[str, Any] | None, top: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The numbers every ladder control of the registry declares (`Reading`), read from the
+    test curve's entry at the chosen dose (`at`) and at the top dose (`top`)."""
+    entries = {"chosen": at, "top": top}
+    return {
+        reading.name: reading.read(entries[where])
+        for where in ("chosen", "top")
+        for reading in ladder_readings()
+        if reading.at == where
+    }
+
+
 def _at(curve: Mapping[str, Any], chosen: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for dose in curve.get("doses", []):
         if dose["strength"] == chosen["strength"] and dose.get("threshold") == chosen.get(
@@ -170,12 +169,12 @@ def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list
     low = reference.get("low", math.nan)
     for k, pointer in (dose.get("pointers") or {}).items():
         high = (pointer.get("gain") or {}).get("high", math.nan)
-        if not (_finite(high) and _finite(low) and high < low):
+        if not (finite(high) and finite(low) and high < low):
             failed.append(f"the push at ref{k} gains about as much as at the reference")
     best = (dose.get("random_heads") or {}).get("max")
     if best is None:
         failed.append("random other heads were not measured")
-    elif not (_finite(low) and best < low):
+    elif not (finite(low) and best < low):
         failed.append(f"random other heads gain as much ({best:+.3f})")
     holds = id_holds(curve, dose)
     if holds is None:
@@ -199,9 +198,9 @@ def calibrated_verdict(
         if chosen is None
         else {"C": chosen["strength"], "threshold": chosen.get("threshold")},
         "reference_gain": at.get("reference") if at else None,
-        "followed": followed(at) if at else {},
-        "random_heads_max": (at.get("random_heads") or {}).get("max") if at else None,
-        "followed_at_top": followed(top) if top else {},
+        # what each ladder control declares the verdict reads (`controls.Reading`): at the
+        # chosen dose first, then at the top dose
+        **control_numbers(at, top),
         "errors": shares,
         "error_instances": diagnosis.get("instances"),
         "rule": {
