@@ -39,3 +39,4 @@ def load(config: str, **kwargs: Any) -> Any:
 from attentionspan_datasets import startup as _startup  # noqa: E402
 
 _startup.arm()
+_BUILTINS_READY = True  # plugins.READY: a plugin may import this package from now on
