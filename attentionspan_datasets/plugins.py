@@ -49,6 +49,7 @@ class Plugin:
 
     package: str
     entry_point: str  # `name = value` as its package declares it
+    module: str  # the module the entry point names
     tasks: tuple[str, ...]
     presets: tuple[str, ...]
 
@@ -202,22 +203,28 @@ def _load_one(entry_point: Any) -> Plugin | None:
         reason = " ".join(f"{type(error).__name__}: {error}".split())
         report(
             f"attentionspan: plugin package {package!r} (entry point {declared!r} of group "
-            f"{GROUP!r}) not loaded: {reason}"
+            f"{GROUP!r}) not loaded: {reason}",
+            package,
         )
         return None
-    plugin = Plugin(package, declared, tuple(added["tasks"]), tuple(added["presets"]))
+    plugin = Plugin(
+        package, declared, entry_point.module, tuple(added["tasks"]), tuple(added["presets"])
+    )
     _LOADED.append(plugin)
     return plugin
 
 
-def report(line: str) -> None:
-    """Keep `line` for failures() and warn with it (once per process)."""
+def report(line: str, package: str = "") -> None:
+    """Keep `line` for failures() and warn with it (once per process). The warning is
+    attributed to the package, not to a line of ours: one line on stderr, no source line
+    under it."""
     if line in _FAILURES:
         return
     _FAILURES.append(line)
     import warnings
 
-    warnings.warn(line, PluginWarning, stacklevel=2)
+    where = f"<plugin {package}>" if package else "<plugin>"
+    warnings.warn_explicit(line, PluginWarning, where, 0, module=__name__)
 
 
 def loaded() -> list[Plugin]:

@@ -15,7 +15,6 @@ A plugin package that could not be loaded is named first, in one line.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from attentionspan_datasets.checks import DEFAULT_INSTANCES, DEFAULT_SEED
 
@@ -59,8 +58,8 @@ def run_check_task(args: argparse.Namespace) -> int:
         raise ValueError(f"-n/--instances must be in [1, {MAX_INSTANCES:,}], got {args.instances}")
     if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
         raise ValueError(f"--seed must be in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {args.seed}")
-    for line in plugins.failures():
-        print(line, file=sys.stderr)
+    for line in plugins.failures():  # before the checks: the task may be in that package
+        print(line, flush=True)
     tasks = list(dict.fromkeys(task_of(name) for name in args.name))  # unknown: one line
     failed = 0
     for task in tasks:
