@@ -25,6 +25,7 @@ plugins keep working.
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ class Plugin:
 
 _PENDING, _LOADING, _DONE = "pending", "loading", "done"
 _state = _PENDING
+_LOCK = threading.RLock()
 _REGISTRIES: list[LazyRegistry] = []
 _LOADED: list[Plugin] = []
 _FAILURES: list[str] = []
@@ -123,23 +125,33 @@ class _LoadedRegistry(dict):
 
 
 def ensure_loaded() -> None:
-    """Load the plugins once: after the built-ins, before the first read of a registry."""
+    """Load the plugins once: after the built-ins, before the first read of a registry.
+    Another thread's first read waits for them; the loading thread's own reads (the
+    plugins' registrations) see the registries as they are."""
     global _state
-    if _state is not _PENDING:
+    if _state is _DONE:
         return
-    modules = [sys.modules.get(name) for name in BUILTIN_MODULES]
-    if any(module is not None and not getattr(module, READY, False) for module in modules):
-        return  # a built-in module reads while it registers: later
-    _state = _LOADING
-    try:
-        import attentionspan_datasets  # noqa: F401  (the built-ins first)
+    with _LOCK:
+        if _state is not _PENDING:
+            return
+        modules = [sys.modules.get(name) for name in BUILTIN_MODULES]
+        if any(module is not None and not getattr(module, READY, False) for module in modules):
+            return  # a built-in module reads while it registers: later
+        _state = _LOADING
+        try:
+            import attentionspan_datasets  # noqa: F401  (the built-ins first)
 
-        load_plugins(discover())
-    finally:
-        _state = _DONE
-        for registry in _REGISTRIES:
-            if type(registry) is LazyRegistry:
-                registry.__class__ = _LoadedRegistry
+            try:
+                found = discover()
+            except Exception as error:  # unreadable package metadata: no plugins, one line
+                report(f"attentionspan: the {GROUP!r} entry points could not be read: {error!r}")
+                found = []
+            load_plugins(found)
+        finally:
+            _state = _DONE
+            for registry in _REGISTRIES:
+                if type(registry) is LazyRegistry:
+                    registry.__class__ = _LoadedRegistry
 
 
 def discover() -> list[Any]:

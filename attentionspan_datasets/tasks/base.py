@@ -340,6 +340,12 @@ def register_task(
         and issubclass(config_class, TaskConfig)
     ):
         raise TypeError(f"config of task {name!r} must be a TaskConfig dataclass")
+    owner = next((t.name for t in dict.values(TASKS) if t.config_class is config_class), None)
+    if owner is not None:  # the class names its task (`task_name`): one class, one task
+        raise ValueError(
+            f"task {name!r}: {config_class.__name__} is already the config of task "
+            f"{owner!r}; give each task a config class of its own (a subclass will do)"
+        )
     if not callable(generate) or not callable(oracle):
         raise TypeError(f"task {name!r}: 'generate' and 'oracle' must be functions")
     if instruction is not None and (
