@@ -12,8 +12,9 @@ The module registers its task with the API a built-in task file uses (`register_
 `attentionspan_datasets.tasks`) and its presets with `attentionspan_datasets.presets.
 register_pair` (docs/own_task.md). Nothing is imported at interpreter start or at
 `import attentionspan_datasets`: the registries (`TASKS`, `PRESETS`, `PAIRS`, `SHORT_NAMES`)
-are `LazyRegistry` dicts that load the plugins before their first read, after the built-in
-tasks and presets are in, so a plugin can never take a built-in's name.
+are `registry.LazyRegistry` dicts, and this module's `ensure_loaded` loads the plugins
+before their first read, after the built-in tasks and presets are in, so a plugin can never
+take a built-in's name.
 
 A plugin that fails (its module does not import, a name is taken, a config is no dataclass,
 a preset is invalid) is rolled back: whatever it had registered is removed, a
@@ -24,20 +25,14 @@ plugins keep working.
 
 from __future__ import annotations
 
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from attentionspan_datasets import presets, registry
+from attentionspan_datasets.tasks import base
+
 GROUP = "attentionspan.tasks"
-# The modules that register the built-ins: a read of a registry while one of them is still
-# being imported (register_task checks for duplicates) must not load plugins yet.
-BUILTIN_MODULES = (
-    "attentionspan_datasets",
-    "attentionspan_datasets.presets",
-    "attentionspan_datasets.tasks",
-)
-READY = "_BUILTINS_READY"  # set at the end of each of BUILTIN_MODULES
 
 
 class PluginWarning(UserWarning):
@@ -58,89 +53,23 @@ class Plugin:
 _PENDING, _LOADING, _DONE = "pending", "loading", "done"
 _state = _PENDING
 _LOCK = threading.RLock()
-_REGISTRIES: list[LazyRegistry] = []
 _LOADED: list[Plugin] = []
 _FAILURES: list[str] = []
 
 
-class LazyRegistry(dict):
-    """A dict that loads the plugins before its first read. Once they are loaded its class
-    becomes `_LoadedRegistry`, a dict subclass that overrides nothing, so that every later
-    read (one per generated instance in places) costs what a plain dict's does. (The methods
-    name `dict` rather than `super()`: the swap happens inside the first of them.)"""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        dict.__init__(self, *args, **kwargs)
-        _REGISTRIES.append(self)
-
-    def __getitem__(self, key: Any) -> Any:
-        ensure_loaded()
-        return dict.__getitem__(self, key)
-
-    def __contains__(self, key: Any) -> bool:
-        ensure_loaded()
-        return dict.__contains__(self, key)
-
-    def __iter__(self):  # noqa: ANN204
-        ensure_loaded()
-        return dict.__iter__(self)
-
-    def __len__(self) -> int:
-        ensure_loaded()
-        return dict.__len__(self)
-
-    def __repr__(self) -> str:
-        ensure_loaded()
-        return dict.__repr__(self)
-
-    def __eq__(self, other: object) -> bool:
-        ensure_loaded()
-        return dict.__eq__(self, other)
-
-    __hash__ = None  # a dict is unhashable; defining __eq__ must not change that
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        ensure_loaded()
-        return dict.get(self, key, default)
-
-    def keys(self):  # noqa: ANN201
-        ensure_loaded()
-        return dict.keys(self)
-
-    def values(self):  # noqa: ANN201
-        ensure_loaded()
-        return dict.values(self)
-
-    def items(self):  # noqa: ANN201
-        ensure_loaded()
-        return dict.items(self)
-
-    def copy(self) -> dict:
-        ensure_loaded()
-        return dict(dict.items(self))
-
-
-class _LoadedRegistry(dict):
-    """What a LazyRegistry becomes once the plugins are loaded: a plain dict's speed."""
-
-
 def ensure_loaded() -> None:
-    """Load the plugins once: after the built-ins, before the first read of a registry.
-    Another thread's first read waits for them; the loading thread's own reads (the
-    plugins' registrations) see the registries as they are."""
+    """Load the plugins once, before the first read of a registry (the package's built-ins
+    are in by then: this module is installed as the loader at the end of the package's
+    import). Another thread's first read waits for them; the loading thread's own reads
+    (the plugins' registrations) see the registries as they are."""
     global _state
     if _state is _DONE:
         return
     with _LOCK:
         if _state is not _PENDING:
             return
-        modules = [sys.modules.get(name) for name in BUILTIN_MODULES]
-        if any(module is not None and not getattr(module, READY, False) for module in modules):
-            return  # a built-in module reads while it registers: later
         _state = _LOADING
         try:
-            import attentionspan_datasets  # noqa: F401  (the built-ins first)
-
             try:
                 found = discover()
             except Exception as error:  # unreadable package metadata: no plugins, one line
@@ -149,9 +78,7 @@ def ensure_loaded() -> None:
             load_plugins(found)
         finally:
             _state = _DONE
-            for registry in _REGISTRIES:
-                if type(registry) is LazyRegistry:
-                    registry.__class__ = _LoadedRegistry
+            registry.settle()
 
 
 def discover() -> list[Any]:
@@ -181,9 +108,6 @@ def load_plugins(entry_points: list[Any]) -> list[Plugin]:
 
 
 def _registries() -> dict[str, dict]:
-    from attentionspan_datasets import presets
-    from attentionspan_datasets.tasks import base
-
     return {
         "tasks": base.TASKS,
         "presets": presets.PRESETS,
@@ -208,6 +132,8 @@ def _load_one(entry_point: Any) -> Plugin | None:
         }
         if not added["tasks"] and not added["presets"]:
             raise ValueError(f"{entry_point.value} registered no task and no preset")
+        for name in added["tasks"]:
+            check_task_name(name)
     except Exception as error:  # any failure of foreign code: reported, never raised
         for name, registry in registries.items():
             for key in [key for key in dict.keys(registry) if key not in before[name]]:
@@ -224,6 +150,18 @@ def _load_one(entry_point: Any) -> Plugin | None:
     )
     _LOADED.append(plugin)
     return plugin
+
+
+def check_task_name(name: str) -> None:
+    """A plugin's task name: a-z, 0-9 and '_', and no other task's short name nor a preset's
+    name (register_task itself refuses only a task of the same name)."""
+    if not set(name) <= presets.NAME_CHARS:
+        raise ValueError(f"task name {name!r} must be a non-empty string of a-z, 0-9 and '_'")
+    owner = dict.get(presets.SHORT_NAMES, name)
+    if owner is not None and owner != name:
+        raise ValueError(f"task name {name!r} is taken: the short name of task {owner!r}")
+    if dict.__contains__(presets.PRESETS, name):
+        raise ValueError(f"task name {name!r} is taken: a preset is called so")
 
 
 def report(line: str, package: str = "") -> None:
@@ -257,3 +195,6 @@ def plugin_of(task_or_preset: str) -> Plugin | None:
         if task_or_preset in plugin.tasks or task_or_preset in plugin.presets:
             return plugin
     return None
+
+
+registry.install_loader(ensure_loaded)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
-from attentionspan_datasets.plugins import LazyRegistry
+from attentionspan_datasets.registry import LazyRegistry
 
 Role = Literal["id", "ood"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -247,6 +247,3 @@ def _check_preset(name: str, task: str, params: Any) -> None:
         dict.__getitem__(TASKS, task).config_class.from_params(params)
     except (TypeError, ValueError) as error:
         raise ValueError(f"preset {name!r}: {error}") from None
-
-
-_BUILTINS_READY = True  # plugins.READY: reads from now on may load the plugins

@@ -157,7 +157,8 @@ def test_load_dataset_in_a_fresh_process(example_env, tmp_path):
     assert json.loads(out[1]) == "string_rotation"
 
 
-def test_a_tiny_train_and_eval(example_env, tmp_path):
+@pytest.mark.slow
+def test_a_tiny_train_then_eval_heads_attention_and_lm_eval(example_env, tmp_path):
     out = tmp_path / "run"
     printed = attentionspan(
         example_env,
@@ -177,39 +178,52 @@ def test_a_tiny_train_and_eval(example_env, tmp_path):
         "1",
         *TINY_SCRATCH_ARGS,
     ).stdout
-    assert printed.strip() == str(out / "final")
-    args = ["eval", "--model", out / "final", "-n", "3", "--output", tmp_path / "eval"]
-    report = attentionspan(example_env, *args, "--threads", "1")
+    model = out / "final"
+    assert printed.strip() == str(model)
+    args = ["eval", "--model", model, "-n", "3", "--output", tmp_path / "eval", "--threads", "1"]
+    report = attentionspan(example_env, *args)
     assert "| rotation_id | 3 |" in report.stdout and "| rotation_ood | 3 |" in report.stdout
+    heads = ["heads", "--model", model, "--config", "rotation_id", "-n", "3", "--threads", "1"]
+    attentionspan(example_env, *heads, "--output", tmp_path / "heads", "--no-progress")
+    ranking = json.loads((tmp_path / "heads" / "heads.json").read_text())
+    assert ranking["source"]["config"] == "rotation_id" and ranking["rows"] > 0
+    attention = ["attention", "--model", model, "--configs", "rotation_ood", "-n", "3"]
+    attentionspan(example_env, *attention, "--output", tmp_path / "attention")
+    assert any((tmp_path / "attention").iterdir())
+    lm_eval = [sys.executable, "-m", "lm_eval", "--model", "attnspan-hf", "--device", "cpu"]
+    lm_eval += ["--model_args", f"pretrained={model}", "--tasks", "attnspan_rotation_id"]
+    lm_eval += ["--limit", "2", "--output_path", tmp_path / "lm_eval"]
+    run(example_env, *lm_eval, "--gen_kwargs", "max_gen_toks=12")
+    (results,) = (tmp_path / "lm_eval").rglob("results_*.json")
+    numbers = json.loads(results.read_text())["results"]["attnspan_rotation_id"]
+    assert 0.0 <= numbers["exact_match,none"] <= numbers["partial_acc,none"] <= 1.0
 
 
-def test_lm_eval_finds_the_plugin_presets(example_env):
-    """The task files written into the cache, then lm-eval's own TaskManager (patched by
-    the start-up hook) building the task with its data, as `lm_eval --tasks` would."""
-    pytest.importorskip("lm_eval")
+def test_lm_eval_task_files_for_the_plugin_presets(example_env):
+    """Written into the cache once (a second process reuses them), as make_yamls writes
+    the built-ins' but including the template by its path; the `lm_eval` command reads
+    them in the test above."""
     out = python(
         example_env,
         """
         import os
-        from lm_eval_tasks import plugin_tasks
+        from lm_eval_tasks import plugin_tasks, registration
         folder = plugin_tasks.tasks_dir()
         print(folder)
         print(sorted(os.listdir(folder)))
-        from lm_eval.tasks import TaskManager
-        task = TaskManager().load(["attnspan_rotation_id"])["tasks"]["attnspan_rotation_id"]
-        doc = task.dataset["test"][0]
-        print(len(task.dataset["test"]), doc["prompt"][1], doc["instruction"][:22])
+        print(registration.with_tasks_dir(None)[1] == folder)
         """,
     ).splitlines()
     folder = Path(out[0])
     assert folder.is_relative_to(Path(example_env[0]["ATTENTIONSPAN_CACHE"], "lm_eval_tasks"))
     expected = ["_attnspan_plugins.yaml", "attnspan_rotation_id.yaml", "attnspan_rotation_ood.yaml"]
     assert json.loads(out[1].replace("'", '"')) == expected
-    assert (
-        f"include: {REPO / 'lm_eval_tasks' / '_attnspan_template_yaml'}"
-        in (folder / "attnspan_rotation_id.yaml").read_text()
-    )
-    assert out[2] == "500 : Write the characters b"  # the rotation's "k:" prompts
+    assert out[2] == "True"  # on lm-eval's include path, after this package's folder
+    text = (folder / "attnspan_rotation_id.yaml").read_text()
+    assert f"include: {REPO / 'lm_eval_tasks' / '_attnspan_template_yaml'}" in text
+    assert "preset: rotation_id" in text and "exact_match_len_08" in text
+    group = (folder / "_attnspan_plugins.yaml").read_text()
+    assert "group: attnspan-plugins" in group and "  - attnspan_rotation_ood" in group
     written = (folder / "attnspan_rotation_id.yaml").stat().st_mtime_ns
     assert python(example_env, "from lm_eval_tasks import plugin_tasks as p; print(p.tasks_dir())")
     assert (folder / "attnspan_rotation_id.yaml").stat().st_mtime_ns == written  # reused
@@ -326,13 +340,12 @@ def test_register_pair_refuses_taken_names_and_bad_parameters(call, needle, regi
         call(register_pair)
 
 
-def test_register_task_refuses_a_name_taken_by_a_preset_or_short_name(registries_restored):
+def test_register_task_refuses_a_taken_config_class_recipes_and_instruction(
+    registries_restored,
+):
     from attentionspan_datasets.tasks import register_task
 
     task = TASKS["string_reversal"]
-    for name, needle in (("reversal_id", "a preset is called so"), ("ffml", "short name")):
-        with pytest.raises(ValueError, match=needle):
-            register_task(name, task.config_class, task.generate, task.oracle)
     with pytest.raises(ValueError, match="ReversalConfig is already the config of task"):
         register_task("fresh", task.config_class, task.generate, task.oracle)
     assert task.config_class.task_name == "string_reversal"
@@ -347,6 +360,30 @@ def test_register_task_refuses_a_name_taken_by_a_preset_or_short_name(registries
     with pytest.raises(ValueError, match="'instruction' must be one non-empty line"):
         register_task("fresh", FreshConfig, task.generate, task.oracle, instruction="a\nb")
     assert "fresh" not in TASKS
+
+
+@pytest.mark.parametrize(
+    "name, needle",
+    [
+        ("reversal_id", "task name 'reversal_id' is taken: a preset is called so"),
+        ("ffml", "task name 'ffml' is taken: the short name of task 'flip_flop'"),
+    ],
+)
+def test_a_plugin_task_may_not_take_a_preset_or_short_name(
+    name, needle, tmp_path, monkeypatch, registries_restored
+):
+    module = f"taker_{name}"
+    (tmp_path / f"{module}.py").write_text(
+        "import dataclasses\n"
+        "from attentionspan_datasets.tasks import TASKS, register_task\n"
+        "t = TASKS['string_reversal']\n"
+        "Config = dataclasses.dataclass(type('Config', (t.config_class,), {}))\n"
+        f"register_task({name!r}, Config, t.generate, t.oracle)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(plugins.PluginWarning, match=needle):
+        plugins.load_plugins([EntryPoint("taker", module, plugins.GROUP)])
+    assert name not in TASKS
 
 
 def test_no_plugin_no_cost():

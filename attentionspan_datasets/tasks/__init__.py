@@ -28,5 +28,3 @@ from attentionspan_datasets.tasks.base import (  # noqa: F401
     register_task,
     visible_text,
 )
-
-_BUILTINS_READY = True  # plugins.READY: reads from now on may load the plugins

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from attentionspan_datasets.plugins import LazyRegistry
+from attentionspan_datasets.registry import LazyRegistry
 
 # minimal <= paper <= sufficient, row by row (docs/tasks.md, "The contract"). A config's
 # `mask` field has this type; TaskConfig checks every Literal field against its values.
@@ -330,10 +330,6 @@ def register_task(
     instructions and recipes are not in its tables (docs/own_task.md)."""
     if dict.__contains__(TASKS, name):  # no plugin loading from inside a registration
         raise ValueError(f"task {name!r} is already registered")
-    if not _registering_builtins():
-        from attentionspan_datasets.presets import check_new_name
-
-        check_new_name("task name", name)
     if not (
         isinstance(config_class, type)
         and dataclasses.is_dataclass(config_class)
@@ -366,12 +362,6 @@ def register_task(
     task = Task(name, config_class, generate, oracle, summary, layout_masks, instruction, frozen)
     TASKS[name] = task
     return task
-
-
-def _registering_builtins() -> bool:
-    # The built-in names are checked by tests/test_registry.py; the presets module may not
-    # be imported yet while they register.
-    return not getattr(sys.modules.get("attentionspan_datasets.tasks"), "_BUILTINS_READY", False)
 
 
 def randbelow(rng: random.Random, n: int) -> int:
