@@ -25,6 +25,7 @@ plugins keep working.
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -84,10 +85,49 @@ def ensure_loaded() -> None:
 def discover() -> list[Any]:
     """The installed entry points of GROUP, sorted by package and name (an order that does
     not depend on the order of sys.path's folders)."""
+    if not may_declare(GROUP):
+        return []
     from importlib.metadata import entry_points
 
     found = {(package_of(ep), ep.name, ep.value): ep for ep in entry_points(group=GROUP)}
     return [found[key] for key in sorted(found)]
+
+
+def may_declare(group: str) -> bool:
+    """False when no installed distribution declares entry points of `group`, found by
+    reading the entry_points.txt of every *.dist-info and *.egg-info folder on sys.path:
+    about 1.5 ms for this project's environment, where importing importlib.metadata costs
+    18 ms and its search 9 ms more, on every command's first read of a registry. Whatever
+    this scan cannot read (a zip or an egg on the path, a finder of distributions other
+    than the path finder) answers True, and importlib.metadata decides."""
+    import importlib.machinery
+    import os
+
+    for finder in sys.meta_path:
+        if hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder:
+            return True
+    marker = f"[{group}]"
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder) or folder.endswith(".egg"):
+            if os.path.exists(folder):
+                return True
+            continue
+        try:
+            found = os.scandir(folder)
+        except OSError:
+            continue
+        with found:
+            for item in found:
+                if not item.name.endswith((".dist-info", ".egg-info")):
+                    continue
+                try:
+                    with open(os.path.join(item.path, "entry_points.txt"), "rb") as file:
+                        if marker.encode() in file.read():
+                            return True
+                except OSError:  # no entry points (or an egg-info file, not a folder)
+                    continue
+    return False
 
 
 def package_of(entry_point: Any) -> str:

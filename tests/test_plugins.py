@@ -392,3 +392,22 @@ def test_no_plugin_no_cost():
 
     assert plugin_tasks.tasks_dir() is None or plugins.loaded()
     assert all(p.package for p in plugins.loaded())
+
+
+def test_the_scan_before_importlib_metadata(tmp_path, monkeypatch):
+    """`may_declare` answers False only where no entry_points.txt on the path names the
+    group, and True for what it cannot read (a zip on the path)."""
+    fake_install(tmp_path / "with", PACKAGE, {"rotation": "attentionspan_example_task.rotation"})
+    (tmp_path / "without" / "other-1.0.dist-info").mkdir(parents=True)
+    (tmp_path / "without" / "other-1.0.dist-info" / "entry_points.txt").write_text(
+        "[console_scripts]\nother = other:main\n"
+    )
+    (tmp_path / "without" / "plain-1.0.egg-info").write_text("Name: plain\n")  # a file
+    (tmp_path / "archive.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    for path, expected in (
+        ([tmp_path / "without", tmp_path / "missing"], False),
+        ([tmp_path / "without", tmp_path / "with"], True),
+        ([tmp_path / "without", tmp_path / "archive.zip"], True),
+    ):
+        monkeypatch.setattr(sys, "path", [str(p) for p in path])
+        assert plugins.may_declare(plugins.GROUP) is expected, path
