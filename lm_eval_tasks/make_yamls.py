@@ -53,9 +53,7 @@ def presets() -> list[str]:
     from attentionspan_datasets.plugins import plugin_of
 
     return [
-        name
-        for name, preset in PRESETS.items()
-        if preset.task in TASKS and plugin_of(preset.task) is None
+        name for name, preset in PRESETS.items() if preset.task in TASKS and not plugin_of(name)
     ]
 
 

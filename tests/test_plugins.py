@@ -102,13 +102,21 @@ def test_the_module_is_imported_at_the_first_read_of_the_registry(example_env):
     assert out[5] == "800 400"  # the declared --quick recipe; --pretrained's general one
 
 
-def test_generate_show_and_check_task(example_env):
+def test_generate_show_export_and_check_task(example_env, tmp_path):
     rows = attentionspan(example_env, "generate", "rotation_ood", "-n", "3").stdout.splitlines()
     assert [json.loads(r)["config"] for r in rows] == ["rotation_ood"] * 3
     assert all(json.loads(r)["task"] == "string_rotation" for r in rows)
     shown = attentionspan(example_env, "show", "rotation_id", "--param", "mask=sufficient").stdout
     assert "rotation_id #0" in shown and "#" in shown
     assert "rotation_id" in attentionspan(example_env, "show").stdout  # one grid per task
+    sizes = ["--num-train", "8", "--num-validation", "2", "--num-test", "2"]
+    attentionspan(example_env, "export", "rotation_ood", "--out", tmp_path / "export", *sizes)
+    assert sorted(p.name for p in (tmp_path / "export" / "rotation_ood").iterdir()) == [
+        "test-00000-of-00001.parquet",
+        "train-00000-of-00001.parquet",
+        "validation-00000-of-00001.parquet",
+    ]
+    assert "string_rotation" in (tmp_path / "export" / "README.md").read_text()
     checked = attentionspan(example_env, "check-task", "rotation", "-n", "200")
     assert checked.stdout.splitlines()[-1] == "1 task(s): all checks pass"
     assert "ok   oracle rotation_ood" in checked.stdout
@@ -197,6 +205,21 @@ def test_a_tiny_train_then_eval_heads_attention_and_lm_eval(example_env, tmp_pat
     (results,) = (tmp_path / "lm_eval").rglob("results_*.json")
     numbers = json.loads(results.read_text())["results"]["attnspan_rotation_id"]
     assert 0.0 <= numbers["exact_match,none"] <= numbers["partial_acc,none"] <= 1.0
+
+
+@pytest.mark.slow
+def test_reproduce_quick_on_the_plugin_task(example_env, tmp_path):
+    """`reproduce --quick --tasks rotation`: the declared recipe's model (few steps here),
+    then every stage, to report.md."""
+    out = tmp_path / "reproduce"
+    sizes = ["--num-heads", "4", "--num-validation", "6", "--num-test", "6"]
+    sizes += ["--num-attention", "4", "--strengths", "1.0", "--counts", "1"]
+    args = ["reproduce", "--quick", "--tasks", "rotation", "--train-steps", "5", *sizes]
+    attentionspan(example_env, *args, "--control-seeds", "0", "--output", out, "--no-progress")
+    report = (out / "report.md").read_text()
+    assert "rotation_ood" in report
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["tasks"] == ["rotation"]
 
 
 def test_lm_eval_task_files_for_the_plugin_presets(example_env):
@@ -386,12 +409,21 @@ def test_a_plugin_task_may_not_take_a_preset_or_short_name(
     assert name not in TASKS
 
 
-def test_no_plugin_no_cost():
-    """Without an installed plugin nothing is loaded and lm-eval gets no extra folder."""
-    from lm_eval_tasks import plugin_tasks
-
-    assert plugin_tasks.tasks_dir() is None or plugins.loaded()
-    assert all(p.package for p in plugins.loaded())
+def test_without_a_plugin_the_first_read_imports_no_metadata_library(tmp_path):
+    """The common case costs a scan of the path (plugins.may_declare), not an import of
+    importlib.metadata; lm-eval gets no extra folder."""
+    out = python(
+        environment(tmp_path),
+        """
+        import sys
+        before = "importlib.metadata" in sys.modules
+        import attentionspan_datasets
+        attentionspan_datasets.generate("reversal_id")
+        from attentionspan_datasets import plugins
+        print(before or "importlib.metadata" not in sys.modules, plugins.loaded())
+        """,
+    )
+    assert out.split() == ["True", "[]"]
 
 
 def test_the_scan_before_importlib_metadata(tmp_path, monkeypatch):
