@@ -161,23 +161,23 @@ def _load_one(entry_point: Any) -> Plugin | None:
     package = package_of(entry_point)
     declared = f"{entry_point.name} = {entry_point.value}"
     registries = _registries()
-    before = {name: set(dict.keys(registry)) for name, registry in registries.items()}
+    before = {name: set(dict.keys(table)) for name, table in registries.items()}
     try:
         loaded = entry_point.load()
         if getattr(entry_point, "attr", None):  # `module:function`: the function registers
             loaded()
         added = {
-            name: [key for key in dict.keys(registry) if key not in before[name]]
-            for name, registry in registries.items()
+            name: [key for key in dict.keys(table) if key not in before[name]]
+            for name, table in registries.items()
         }
         if not added["tasks"] and not added["presets"]:
             raise ValueError(f"{entry_point.value} registered no task and no preset")
         for name in added["tasks"]:
             check_task_name(name)
     except Exception as error:  # any failure of foreign code: reported, never raised
-        for name, registry in registries.items():
-            for key in [key for key in dict.keys(registry) if key not in before[name]]:
-                dict.__delitem__(registry, key)
+        for name, table in registries.items():
+            for key in [key for key in dict.keys(table) if key not in before[name]]:
+                dict.__delitem__(table, key)
         reason = " ".join(f"{type(error).__name__}: {error}".split())
         report(
             f"attentionspan: plugin package {package!r} (entry point {declared!r} of group "

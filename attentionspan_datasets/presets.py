@@ -223,7 +223,7 @@ def check_new_name(kind: str, name: Any, task: str | None = None) -> None:
 
     if not isinstance(name, str) or not name or not set(name) <= NAME_CHARS:
         raise ValueError(f"{kind} {name!r} must be a non-empty string of a-z, 0-9 and '_'")
-    # dict's own methods: a check made while the plugins load must not start their loading
+    # dict's own methods: a registration reads no registry through the plugin loader
     if dict.__contains__(TASKS, name) and name != task:
         raise ValueError(f"{kind} {name!r} is taken: a task is called so")
     if dict.__contains__(SHORT_NAMES, name):
