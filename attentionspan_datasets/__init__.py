@@ -39,3 +39,6 @@ def load(config: str, **kwargs: Any) -> Any:
 from attentionspan_datasets import startup as _startup  # noqa: E402
 
 _startup.arm()
+
+# Last: from here on the first read of a registry loads the plugin tasks (after the built-ins).
+from attentionspan_datasets import plugins as _plugins  # noqa: E402, F401

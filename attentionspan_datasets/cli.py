@@ -3,6 +3,7 @@
     python -m attentionspan_datasets generate addition_ood -n 5 --format text
     python -m attentionspan_datasets show reversal_id
     python -m attentionspan_datasets export reversal_id --out data
+    python -m attentionspan_datasets check-task string_rotation
 
 The `attentionspan` console script is the top layer (harness/cli.py); it offers these
 commands and the model commands. This module knows nothing above the data layer: a parser
@@ -28,6 +29,7 @@ from attentionspan_datasets.guard import (  # noqa: F401  (UsageError: re-export
 DATA_COMMAND_MODULES = [
     "attentionspan_datasets.commands.generate",
     "attentionspan_datasets.commands.export",
+    "attentionspan_datasets.commands.check_task",
 ]
 COMMAND_MODULES = DATA_COMMAND_MODULES  # the name older code imports
 
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_data_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Add every data command (generate, show, export) to `subparsers`."""
+    """Add every data command (generate, show, export, check-task) to `subparsers`."""
     for name in DATA_COMMAND_MODULES:
         importlib.import_module(name).add_parser(subparsers)
 

@@ -45,8 +45,10 @@ INSTRUCTIONS = {
 
 
 def instruction_for(task_name: str) -> str:
-    """The instruction of a registered task; a task without an entry here uses the first
+    """The instruction of a registered task: its entry here; for a task of another package,
+    the `instruction` it registered (`register_task(..., instruction=...)`); else the first
     line of its module docstring."""
     if task_name in INSTRUCTIONS:
         return INSTRUCTIONS[task_name]
-    return get_task(task_name).description
+    task = get_task(task_name)
+    return task.instruction or task.description

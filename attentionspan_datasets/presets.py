@@ -12,6 +12,11 @@ Appendix F pairs (role "id" / "ood"); the retrieval tasks' `t<k>_len<n>` have no
 names are built here from (short name, role) and never taken apart again: code that needs a
 preset's task, role or twin asks the catalogue. The bare task names (`addition`,
 `long_addition`) are not presets: they take the task's defaults (generation.resolve_config).
+
+A task of another package declares its presets with `register_pair` (and `register_preset`
+for presets without a role), after its `register_task` (docs/own_task.md):
+
+    register_pair("rotation", "string_rotation", {"max_length": 8}, {"min_length": 9, ...})
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
+
+from attentionspan_datasets.registry import LazyRegistry
 
 Role = Literal["id", "ood"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -44,7 +51,10 @@ RETRIEVAL_TASKS = {
     "t6": "ordered_feature_detection",
     "t7": "contextual_ordered_set_member_detection",
 }
-SHORT_NAMES = {**PAPER_TASKS, **RETRIEVAL_TASKS}  # short name -> registry name
+# short name -> registry name; plugins (attentionspan_datasets.plugins) add theirs at its first
+# read, as they do to PRESETS and PAIRS
+SHORT_NAMES: dict[str, str] = LazyRegistry({**PAPER_TASKS, **RETRIEVAL_TASKS})
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")  # of new names (plugins)
 RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)
 
 
@@ -72,8 +82,8 @@ class Preset:
         return get, (self.name,)
 
 
-PRESETS: dict[str, Preset] = {}
-PAIRS: dict[str, tuple[Preset, Preset]] = {}  # short name -> (ID preset, OOD preset)
+PRESETS: dict[str, Preset] = LazyRegistry()
+PAIRS: dict[str, tuple[Preset, Preset]] = LazyRegistry()  # short -> (ID preset, OOD preset)
 
 
 def _add(short: str, suffix: str, params: dict[str, Any], role: Role | None = None) -> None:
@@ -179,3 +189,61 @@ def pair(name: str) -> tuple[Preset, Preset]:
 
 
 _SHORT_OF_TASK = {task: short for short, task in SHORT_NAMES.items()}
+
+
+def register_pair(
+    short: str, task: str, id_params: dict[str, Any], ood_params: dict[str, Any]
+) -> tuple[Preset, Preset]:
+    """Declare the ID/OOD presets of a registered task: `<short>_id` and `<short>_ood`, each
+    the task's defaults with these parameters on top. `short` becomes a name of the task
+    (`attentionspan generate <short>`, `reproduce --tasks <short>`). Refused (ValueError):
+    a name already taken, an unknown task, parameters the task's config refuses."""
+    check_new_name("short name", short, task)
+    for suffix, params in (("id", id_params), ("ood", ood_params)):
+        _check_preset(f"{short}_{suffix}", task, params)
+    SHORT_NAMES[short] = task
+    _SHORT_OF_TASK.setdefault(task, short)
+    _add_pair(short, dict(id_params), dict(ood_params))
+    return PAIRS[short]
+
+
+def register_preset(name: str, task: str, params: dict[str, Any]) -> Preset:
+    """Declare a preset without an ID/OOD role (as `t6_len10`): `task` with `params`."""
+    _check_preset(name, task, params)
+    short = _SHORT_OF_TASK.get(task, task)
+    PRESETS[name] = Preset(name, short, task, MappingProxyType(dict(params)), None)
+    return PRESETS[name]
+
+
+def check_new_name(kind: str, name: Any, task: str | None = None) -> None:
+    """ValueError unless `name` is free to be a new task, short or preset name: a-z, 0-9
+    and '_' (it names files, lm-eval tasks and dataset configs), and no task, short name or
+    preset uses it already (`task` may share its own name with its short name)."""
+    from attentionspan_datasets.tasks.base import TASKS
+
+    if not isinstance(name, str) or not name or not set(name) <= NAME_CHARS:
+        raise ValueError(f"{kind} {name!r} must be a non-empty string of a-z, 0-9 and '_'")
+    # dict's own methods: a registration reads no registry through the plugin loader
+    if dict.__contains__(TASKS, name) and name != task:
+        raise ValueError(f"{kind} {name!r} is taken: a task is called so")
+    if dict.__contains__(SHORT_NAMES, name):
+        raise ValueError(
+            f"{kind} {name!r} is taken: the short name of task "
+            f"{dict.__getitem__(SHORT_NAMES, name)!r}"
+        )
+    if dict.__contains__(PRESETS, name):
+        raise ValueError(f"{kind} {name!r} is taken: a preset is called so")
+
+
+def _check_preset(name: str, task: str, params: Any) -> None:
+    from attentionspan_datasets.tasks.base import TASKS
+
+    check_new_name("preset name", name)
+    if not isinstance(task, str) or not dict.__contains__(TASKS, task):
+        raise ValueError(f"preset {name!r}: task {task!r} is not registered (register it first)")
+    if not isinstance(params, dict):
+        raise ValueError(f"preset {name!r}: parameters must be a dict, got {type(params).__name__}")
+    try:
+        dict.__getitem__(TASKS, task).config_class.from_params(params)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"preset {name!r}: {error}") from None

@@ -30,6 +30,7 @@ COMMAND_MODULES = {
     # data (attentionspan_datasets): instances, pictures of masks, Hub export
     "attentionspan_datasets.commands.generate": ("generate", "show"),
     "attentionspan_datasets.commands.export": ("export",),
+    "attentionspan_datasets.commands.check_task": ("check-task",),
     # models (harness)
     "harness.commands.train": ("train",),
     "harness.commands.eval": ("eval",),

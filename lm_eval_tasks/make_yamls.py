@@ -48,8 +48,13 @@ BEST_HEAD_MEAN = "!function lm_eval_tasks.attention.best_head"
 
 
 def presets() -> list[str]:
-    """Presets whose task is registered, in the order of PRESETS."""
-    return [name for name, preset in PRESETS.items() if preset.task in TASKS]
+    """Presets whose task is registered, in the order of PRESETS; not those of plugin
+    packages (their files are written at run time: lm_eval_tasks.plugin_tasks)."""
+    from attentionspan_datasets.plugins import plugin_of
+
+    return [
+        name for name, preset in PRESETS.items() if preset.task in TASKS and not plugin_of(name)
+    ]
 
 
 def max_target_length(preset: str) -> int:
@@ -58,12 +63,17 @@ def max_target_length(preset: str) -> int:
     return max(len(i.target) for i in instances)
 
 
-def render_task(preset: str) -> str:
+TEMPLATE = "_attnspan_template_yaml"
+
+
+def render_task(preset: str, template: str = TEMPLATE, header: str = HEADER) -> str:
+    """The task file of `preset`; `template` is the include (a path for a file written
+    elsewhere: lm_eval_tasks.plugin_tasks)."""
     bins = [bucket_metric_name("exact_match", *b) for b in default_bins(preset)]
     lines = [
-        HEADER.rstrip("\n"),
+        header.rstrip("\n"),
         f"task: attnspan_{preset}",
-        "include: _attnspan_template_yaml",
+        f"include: {template}",
         "dataset_kwargs:",
         f"  preset: {preset}",
         "generation_kwargs:",
@@ -97,8 +107,8 @@ def render_task(preset: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_group(names: list[str], group: str = GROUP) -> str:
-    lines = [HEADER.rstrip("\n"), f"group: {group}", "task:"]
+def render_group(names: list[str], group: str = GROUP, header: str = HEADER) -> str:
+    lines = [header.rstrip("\n"), f"group: {group}", "task:"]
     lines += [f"  - attnspan_{name}" for name in names]
     lines += [
         "# Each task counts once, whatever its size.",

@@ -49,18 +49,36 @@ CUSTOM_DATASET = "lm_eval_tasks.dataset.custom_dataset"
 
 
 def with_tasks_dir(include_path: Any) -> list:
-    """`include_path` as a list that starts with this folder (once). Ours goes first, so a
-    folder the user names can still override one of our tasks."""
+    """`include_path` as a list that starts with this folder (once), then the folder of
+    the installed plugin tasks' files if there are any (`plugin_tasks.tasks_dir`). Ours go
+    first, so a folder the user names can still override one of our tasks."""
     if include_path is None:
         paths = []
     elif isinstance(include_path, (list, tuple)):
         paths = list(include_path)
     else:
         paths = [include_path]
-    ours = Path(TASKS_DIR)
-    if any(Path(p).expanduser().resolve() == ours for p in paths):
-        return paths
-    return [TASKS_DIR, *paths]
+    given = {Path(p).expanduser().resolve() for p in paths}
+    ours = [d for d in (TASKS_DIR, plugin_tasks_dir()) if d and Path(d).resolve() not in given]
+    return [*ours, *paths]
+
+
+def plugin_tasks_dir() -> str | None:
+    """The plugin tasks' folder, or None; a failure to write it is a warning, never a
+    broken lm-eval (the built-in tasks still run)."""
+    from lm_eval_tasks import plugin_tasks
+
+    try:
+        return plugin_tasks.tasks_dir()
+    except Exception as error:
+        import warnings
+
+        warnings.warn(
+            f"attentionspan: the lm-eval tasks of plugin packages were not written: {error!r}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
 
 
 def patch_task_manager(module: Any = None) -> None:

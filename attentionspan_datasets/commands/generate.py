@@ -244,6 +244,11 @@ def run_show(args: argparse.Namespace) -> int:
         base = resolve_config(config)
         params = parse_params(base, args.param)
         plans.append((config, params, resolve_config(base, **params)))
+    from attentionspan_datasets.plugins import failures
+
+    with stdout_errors():  # a plugin package that did not load: named before the grids
+        for line in failures():
+            print(line, end="\n\n")
     width = shutil.get_terminal_size().columns
     stop = args.index + args.num
     legend_shown = False

@@ -1,4 +1,6 @@
-"""The task registry. Importing this package registers every task module."""
+"""The task registry. Importing this package registers every built-in task module; tasks of
+other packages (the `attentionspan.tasks` entry points, attentionspan_datasets.plugins) are
+loaded at the registry's first read."""
 
 # Importing a task module registers it; the order of this list is the registry's order.
 from attentionspan_datasets.tasks import (  # noqa: F401

@@ -17,7 +17,10 @@ import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal
+
+from attentionspan_datasets.registry import LazyRegistry
 
 # minimal <= paper <= sufficient, row by row (docs/tasks.md, "The contract"). A config's
 # `mask` field has this type; TaskConfig checks every Literal field against its values.
@@ -295,9 +298,18 @@ class Task:
     # and target alone (the layout): writers may then serialise it once per layout
     # (rendering.JsonLines).
     layout_masks: bool = False
+    # The one-line instruction addressed to a model (instructions.instruction_for); None:
+    # the built-in table's, else `description`.
+    instruction: str | None = None
+    # Training recipes the harness reads for a task it has none of its own for: "quick"
+    # (`reproduce --quick`) and "pretrained" (`reproduce --pretrained`), each the options of
+    # a training run ({"max_steps": 2000, "lr": 1e-3, "scratch": {"num_layers": 2}}).
+    recipes: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
 
-TASKS: dict[str, Task] = {}
+# name -> Task. Plugins (attentionspan_datasets.plugins) are loaded before its first read.
+TASKS: dict[str, Task] = LazyRegistry()
+RECIPE_KINDS = ("quick", "pretrained")
 
 
 def register_task(
@@ -306,16 +318,48 @@ def register_task(
     generate: GenerateFn,
     oracle: OracleFn,
     layout_masks: bool = False,
+    *,
+    instruction: str | None = None,
+    recipes: dict[str, dict[str, Any]] | None = None,
 ) -> Task:
-    """Add a task to the registry; refuses duplicates and configs that are not dataclasses."""
-    if name in TASKS:
+    """Add a task to the registry; refuses duplicates and configs that are not dataclasses.
+
+    `instruction` is the line a model is told (default: the module docstring's first line);
+    `recipes` the training options of `reproduce --quick` / `--pretrained` for this task
+    (default: the harness's general recipe). Both are for tasks outside this package, whose
+    instructions and recipes are not in its tables (docs/own_task.md)."""
+    if dict.__contains__(TASKS, name):  # no plugin loading from inside a registration
         raise ValueError(f"task {name!r} is already registered")
-    if not (dataclasses.is_dataclass(config_class) and issubclass(config_class, TaskConfig)):
+    if not (
+        isinstance(config_class, type)
+        and dataclasses.is_dataclass(config_class)
+        and issubclass(config_class, TaskConfig)
+    ):
         raise TypeError(f"config of task {name!r} must be a TaskConfig dataclass")
+    owner = next((t.name for t in dict.values(TASKS) if t.config_class is config_class), None)
+    if owner is not None:  # the class names its task (`task_name`): one class, one task
+        raise ValueError(
+            f"task {name!r}: {config_class.__name__} is already the config of task "
+            f"{owner!r}; give each task a config class of its own (a subclass will do)"
+        )
+    if not callable(generate) or not callable(oracle):
+        raise TypeError(f"task {name!r}: 'generate' and 'oracle' must be functions")
+    if instruction is not None and (
+        not isinstance(instruction, str) or not instruction.strip() or "\n" in instruction
+    ):
+        raise ValueError(f"task {name!r}: 'instruction' must be one non-empty line of text")
+    recipes = dict(recipes or {})
+    for kind, recipe in recipes.items():
+        if kind not in RECIPE_KINDS or not isinstance(recipe, dict):
+            raise ValueError(
+                f"task {name!r}: 'recipes' maps {' or '.join(map(repr, RECIPE_KINDS))} to a "
+                f"dict of training options, got {kind!r}: {_short(recipe)}"
+            )
     config_class.task_name = name
     doc = sys.modules[generate.__module__].__doc__ or ""
     summary = doc.strip().splitlines()[0] if doc else ""
-    task = Task(name, config_class, generate, oracle, summary, layout_masks)
+    frozen = MappingProxyType({kind: copy.deepcopy(r) for kind, r in recipes.items()})
+    task = Task(name, config_class, generate, oracle, summary, layout_masks, instruction, frozen)
     TASKS[name] = task
     return task
 

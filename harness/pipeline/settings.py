@@ -457,13 +457,24 @@ def pretrained_recipe(task: str) -> dict[str, Any]:
     """The TrainConfig options --pretrained fine-tunes `task` (or `task_id`) with:
     PRETRAINED_TRAIN, then the task's recipe (the model and its prompt come per model and
     task: `harness.pipeline.reproduce.task_train_config`)."""
-    return {**PRETRAINED_TRAIN, **PRETRAINED_RECIPES.get(task_short_name(task), {})}
+    recipe = PRETRAINED_RECIPES.get(task_short_name(task)) or declared_recipe(task, "pretrained")
+    return {**PRETRAINED_TRAIN, **recipe}
+
+
+def declared_recipe(task: str, kind: str) -> dict[str, Any]:
+    """The recipe a task of another package registered (`register_task(..., recipes=
+    {"quick": {...}, "pretrained": {...}})`, docs/own_task.md); {} for none: such a task
+    trains with QUICK_TRAIN or PRETRAINED_TRAIN as they are."""
+    from attentionspan_datasets import presets
+    from attentionspan_datasets.tasks import get_task
+
+    return dict(get_task(presets.pair(task)[0].task).recipes.get(kind, {}))
 
 
 def quick_recipe(task: str) -> dict[str, Any]:
     """The TrainConfig options --quick trains `task` (or `task_id`) with: QUICK_TRAIN, then
     the task's recipe (its `scratch` merged field by field)."""
-    recipe = QUICK_RECIPES.get(task_short_name(task), {})
+    recipe = QUICK_RECIPES.get(task_short_name(task)) or declared_recipe(task, "quick")
     return {
         **QUICK_TRAIN,
         **recipe,
