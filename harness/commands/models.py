@@ -2,6 +2,7 @@
 
     attentionspan models fetch smollm2-135m-instruct    # prints the converted folder
     attentionspan models list
+    python -m harness.commands.models list
 
 The table and the download are `harness.foundation.models`'.
 """
@@ -12,11 +13,18 @@ import argparse
 import contextlib
 import sys
 
+from harness.foundation.options import main_for
+
 
 def add_parser(subparsers) -> None:
+    models = subparsers.add_parser("models", help="fetch or list the known pretrained models")
+    add_arguments(models)
+    models.set_defaults(func=run_command)
+
+
+def add_arguments(models) -> None:
     from harness.foundation.models import KNOWN_MODELS  # no torch: the table is plain data
 
-    models = subparsers.add_parser("models", help="fetch or list the known pretrained models")
     sub = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     fetch = sub.add_parser(
         "fetch", help="download and convert a known model once; print its folder"
@@ -24,7 +32,6 @@ def add_parser(subparsers) -> None:
     fetch.add_argument("name", choices=sorted(KNOWN_MODELS))
     fetch.add_argument("--force", action="store_true", help="download and convert again")
     sub.add_parser("list", help="the known models and where they are")
-    models.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -60,3 +67,11 @@ def cache_writes(folder, check: bool):
             yield
     except WriteError as error:
         raise WriteError(f"{error}; {advice}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return main_for("models", add_arguments, run_command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

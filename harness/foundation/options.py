@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections.abc
+import contextlib
 import dataclasses
 import math
 import sys
@@ -352,6 +353,16 @@ def explicit_options(add_arguments: Callable, argv: list[str]) -> set[str]:
         action.default = argparse.SUPPRESS
     given, _ = parser.parse_known_args(argv)
     return set(vars(given))
+
+
+@contextlib.contextmanager
+def one_line(*kinds: type[BaseException]):
+    """Errors of `kinds` (a torn file, an unreadable folder, a failed step) read as a user's
+    mistake: `run_guarded` prints them in one line and exits with status 2."""
+    try:
+        yield
+    except kinds as error:
+        raise UsageError(" ".join(str(error).split())) from error
 
 
 def main_for(
