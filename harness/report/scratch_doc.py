@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.metrics import ALL_METRICS, METRICS
 from harness.report import blocks
 from harness.report.attention_report import MODE_TITLES, instance_columns
 from harness.report.results_doc import differences, moved_lines, version_changes
@@ -134,7 +135,7 @@ def _train(out: Path) -> dict[str, Any]:
 
 def _eval(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
-    keep = ("count", "exact_match", "partial_acc", "tf_token_acc")
+    keep = ("count", *ALL_METRICS)
     results = {}
     for config, result in data["results"].items():
         results[config] = {k: result[k] for k in keep}
@@ -493,7 +494,7 @@ def _agreement(figures: dict[str, Any]) -> str:
         (config, metric, ev[config][metric], lm[f"attnspan_{config}"][metric])
         for config in ev
         if f"attnspan_{config}" in lm
-        for metric in ("exact_match", "partial_acc")
+        for metric in METRICS  # the scores both harnesses give an answer
         if metric in lm[f"attnspan_{config}"]
     ]
     differ = [p for p in pairs if f"{p[2]:.12g}" != f"{p[3]:.12g}"]
