@@ -9,14 +9,25 @@ The parser and the glue; the table is `harness.baselines.table.markdown`'s.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
-from harness.foundation.options import main_for, one_line
+from harness.foundation.options import add_config_arguments, cli, main_for, one_line
 
 COMMAND = "baselines-table"
 
 
+@dataclass
+class BaselinesTableOptions:
+    """The options of `attentionspan baselines-table`: the result files to pool."""
+
+    results: list[str] = field(
+        default_factory=list,
+        metadata=cli("JSON files written by attentionspan baselines", positional=True),
+    )
+
+
 def add_arguments(parser) -> None:
-    parser.add_argument("results", nargs="+", help="JSON files written by attentionspan baselines")
+    add_config_arguments(parser, BaselinesTableOptions, defaults=True)
 
 
 def add_parser(subparsers) -> None:

@@ -13,35 +13,62 @@ The parser and the glue; the digest, the block and the check are
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
-from harness.foundation.options import UsageError, main_for, one_line
+from harness.foundation.options import (
+    UsageError,
+    add_config_arguments,
+    cli,
+    main_for,
+    one_line,
+)
 
 COMMAND = "results-doc"
 
 
-def add_arguments(parser) -> None:
-    from harness.report.results_doc import DIGEST
+@dataclass
+class ResultsDocOptions:
+    """The options of `attentionspan results-doc`: the run, what to write or check, where."""
 
-    parser.add_argument("run", help="the reproduce --output folder")
-    parser.add_argument("--command", help="the command that made the run (required to write)")
-    parser.add_argument("--machine", help="where it ran, in words (required to write)")
-    parser.add_argument("--date", help="when it ran, YYYY-MM-DD (required to write)")
-    parser.add_argument(
-        "--check",
-        metavar="DIGEST",
-        help="write nothing: compare the run with this committed digest; exit 1 naming the "
-        "figures that differ and the versions and weights behind them",
+    run: str = field(default="", metadata=cli("the reproduce --output folder", positional=True))
+    command: str | None = field(
+        default=None, metadata=cli("the command that made the run (required to write)")
     )
-    parser.add_argument(
-        "--block",
+    machine: str | None = field(
+        default=None, metadata=cli("where it ran, in words (required to write)")
+    )
+    date: str | None = field(
+        default=None, metadata=cli("when it ran, YYYY-MM-DD (required to write)")
+    )
+    check: str | None = field(
+        default=None,
+        metadata=cli(
+            "write nothing: compare the run with this committed digest; exit 1 naming the "
+            "figures that differ and the versions and weights behind them",
+            metavar="DIGEST",
+        ),
+    )
+    block: str = field(
         default="",
-        help="name of the doc's block (its markers read quick-findings:NAME); default: the "
-        "unnamed quick-run block",
+        metadata=cli(
+            "name of the doc's block (its markers read quick-findings:NAME); default: the "
+            "unnamed quick-run block"
+        ),
     )
-    parser.add_argument("--doc", default="docs/results.md")
-    parser.add_argument(
-        "--digest", default=None, help=f"default {DIGEST}, or quick-run-NAME.json with --block"
+    doc: str = field(
+        default="docs/results.md", metadata=cli("the Markdown file that holds the block")
     )
+    digest: str | None = field(
+        default=None,
+        metadata=cli(
+            "the digest to write",
+            shown="docs/quick-run.json; with --block NAME, docs/quick-run-NAME.json",
+        ),
+    )
+
+
+def add_arguments(parser) -> None:
+    add_config_arguments(parser, ResultsDocOptions, defaults=True)
 
 
 def add_parser(subparsers) -> None:

@@ -14,29 +14,49 @@ The parser and the glue; the steps, the digest and the pages are
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
-from harness.foundation.options import main_for, one_line
+from harness.foundation.options import add_config_arguments, cli, main_for, one_line
 
 COMMAND = "scratch-doc"
 
 
-def add_arguments(parser) -> None:
-    from harness.report.scratch_doc import DIGEST, REPO
+DIGEST_HELP = cli("the digest", shown="docs/scratch-reversal.json of this repository")
 
-    digest = str(REPO / DIGEST)
+
+@dataclass
+class RenderOptions:
+    """`scratch-doc render`: the pages' blocks from the digest alone."""
+
+    digest: str | None = field(default=None, metadata=DIGEST_HELP)
+
+
+@dataclass
+class CheckOptions(RenderOptions):
+    """`scratch-doc check`: the missing steps run in --output, compared with the digest."""
+
+    output: str | None = field(default=None, metadata=cli("the run folder", required=True))
+
+
+@dataclass
+class RunOptions(CheckOptions):
+    """`scratch-doc run`: the missing steps run, the digest and the pages written."""
+
+    date: str | None = field(default=None, metadata=cli("when it ran, YYYY-MM-DD", required=True))
+    machine: str | None = field(default=None, metadata=cli("where it ran, in words", required=True))
+
+
+ACTIONS = {
+    "run": (RunOptions, "run the missing steps, write the digest and the pages"),
+    "check": (CheckOptions, "run the missing steps, compare the run with the committed digest"),
+    "render": (RenderOptions, "rewrite the pages from the digest"),
+}
+
+
+def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    run = sub.add_parser("run", help="run the missing steps, write the digest and the pages")
-    run.add_argument("--output", required=True, help="the run folder")
-    run.add_argument("--date", required=True, help="when it ran, YYYY-MM-DD")
-    run.add_argument("--machine", required=True, help="where it ran, in words")
-    run.add_argument("--digest", default=digest)
-    check = sub.add_parser(
-        "check", help="run the missing steps, compare the run with the committed digest"
-    )
-    check.add_argument("--output", required=True, help="the run folder")
-    check.add_argument("--digest", default=digest)
-    render = sub.add_parser("render", help="rewrite the pages from the digest")
-    render.add_argument("--digest", default=digest)
+    for action, (options, text) in ACTIONS.items():
+        add_config_arguments(sub.add_parser(action, help=text), options, defaults=True)
 
 
 def add_parser(subparsers) -> None:
@@ -56,6 +76,7 @@ def run_command(args) -> int:
 
     from harness.report import scratch_doc
 
+    args.digest = args.digest or str(scratch_doc.REPO / scratch_doc.DIGEST)
     # a bad file, a missing figure or a failed step: one line, status 2
     with one_line(OSError, ValueError, KeyError, RuntimeError):
         if args.action == "check":

@@ -11,24 +11,39 @@ The parser and the glue; the digest and the block are `harness.report.supervisio
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
-from harness.foundation.options import main_for, one_line
+from harness.foundation.options import add_config_arguments, cli, main_for, one_line
 
 COMMAND = "supervision-doc"
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("run", help="the `attentionspan supervision --output` folder")
-    parser.add_argument("--command", required=True, help="the command that made the run")
-    parser.add_argument("--machine", required=True, help="where it ran, in words")
-    parser.add_argument("--date", required=True, help="when it ran, YYYY-MM-DD")
-    parser.add_argument("--doc", default="docs/results.md", help="the Markdown file to update")
-    parser.add_argument(
-        "--digest",
-        required=True,
-        help="the digest to write, e.g. docs/supervision-reversal.json (its name names the "
-        "doc's block)",
+@dataclass
+class SupervisionDocOptions:
+    """The options of `attentionspan supervision-doc`: the study, its description, where."""
+
+    run: str = field(
+        default="",
+        metadata=cli("the `attentionspan supervision --output` folder", positional=True),
     )
+    command: str | None = field(
+        default=None, metadata=cli("the command that made the run", required=True)
+    )
+    machine: str | None = field(default=None, metadata=cli("where it ran, in words", required=True))
+    date: str | None = field(default=None, metadata=cli("when it ran, YYYY-MM-DD", required=True))
+    doc: str = field(default="docs/results.md", metadata=cli("the Markdown file to update"))
+    digest: str | None = field(
+        default=None,
+        metadata=cli(
+            "the digest to write, e.g. docs/supervision-reversal.json (its name names the "
+            "doc's block)",
+            required=True,
+        ),
+    )
+
+
+def add_arguments(parser) -> None:
+    add_config_arguments(parser, SupervisionDocOptions, defaults=True)
 
 
 def add_parser(subparsers) -> None:
