@@ -12,7 +12,9 @@ whose parsers set `func`; a module's heavy imports (torch, transformers, dataset
 inside its run function, so `attentionspan generate` never loads torch. When the first
 argument names a command, only its module is imported (start-up counts in a pipeline such
 as `attentionspan generate ... | head`); `--help` and anything else build the whole parser.
-A new command is one more entry here. Errors a user can fix print one line and exit with status 2
+A new command is one more entry here: its module is harness/commands/NAME.py (a dash in the
+command is an underscore in the module), so `python -m harness.commands.NAME` runs it alone.
+Errors a user can fix print one line and exit with status 2
 (`harness.foundation.options.run_guarded`). `python -m attentionspan_datasets` keeps the data
 commands alone.
 """
@@ -40,6 +42,11 @@ COMMAND_MODULES = {
     "harness.commands.baselines": ("baselines",),
     "harness.commands.heads": ("heads",),
     "harness.commands.supervision": ("supervision",),
+    # the committed documents: digests of runs, and the blocks of the pages made from them
+    "harness.commands.results_doc": ("results-doc",),
+    "harness.commands.supervision_doc": ("supervision-doc",),
+    "harness.commands.scratch_doc": ("scratch-doc",),
+    "harness.commands.baselines_table": ("baselines-table",),
 }
 
 

@@ -262,13 +262,12 @@ def check_capture(model, char_tok) -> None:
     dispatches through the capture function."""
     import torch
 
-    from harness.engine.capture import AttentionCaptureError, capture_attention
+    from harness.engine.capture import AttentionCaptureError, check_dispatch
     from harness.foundation.dispatch import input_device
 
     ids = torch.tensor([[char_tok.eos_id]], device=input_device(model))
     try:
-        with torch.inference_mode(), capture_attention(model):
-            model(input_ids=ids)
+        check_dispatch(model, ids)
     except AttentionCaptureError as error:
         raise AttentionCaptureError(
             f"attnspan-hf: --model_args {MODEL_ARG}=true cannot be served: {error}"

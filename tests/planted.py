@@ -5,9 +5,10 @@
     truth.lookup_heads        # ((0, 2),): the head that does the lookup
     ranking = rank_heads(model, tokenizer, id_instances, shift=truth.shift)
 
-They are the calibration set of the verdict (DESIGN.md: "calibrated by tests on models
-planted by hand whose mechanism is known"): every one runs through the project's own engine
-(`Scorer`, `capture_attention`, `rank_heads`, `score_settings`) in well under a second.
+They are the calibration set of the verdict (docs/architecture.md: a verdict is "calibrated
+by tests on models planted by hand whose mechanism is known"): every one runs through the
+project's own engine (`Scorer`, `capture_attention`, `rank_heads`, `score_settings`) in well
+under a second.
 
 The task: string reversal in the project's format (`string_reversal`, prompt `s=`, target
 `s[::-1]`, target[i] references prompt position L-1-i), on hand-built instances whose

@@ -6,7 +6,8 @@ A new user copies these lines; a renamed option or a moved module must fail here
 their shell. Checked: every `attentionspan COMMAND --option` line (code blocks and inline
 code) against the real parser, every `python -m MODULE` / `-m MODULE` and
 `python benchmarks/*.py`, every relative Markdown link (and its #anchor), every dotted name
-of ours (`harness.x.y`), and that no doc cites a file outside the repository (FINDINGS.md).
+of ours (`harness.x.y`), and that no doc cites a file outside the repository (the team's
+notebook, FINDINGS).
 """
 
 from __future__ import annotations
@@ -184,6 +185,6 @@ ALL_DOCS = sorted({*DOCS, *(REPO / "docs").rglob("*.md")})
 
 @pytest.mark.parametrize("doc", ALL_DOCS, ids=_ids(ALL_DOCS))
 def test_docs_stand_alone(doc):
-    """FINDINGS.md is the team's notebook, not part of the repository."""
+    """The team's notebook (FINDINGS) is not part of the repository."""
     lines = [line for line in doc.read_text().splitlines() if "FINDINGS" in line]
     assert not lines, lines

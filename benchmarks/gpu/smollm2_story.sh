@@ -8,7 +8,7 @@
 #
 # The fine-tune is the CPU's recipe (harness.pipeline.settings.PRETRAINED_RECIPES); the run
 # folder without its model weights is packed into $OUT/smollm2-<task>.tgz, whose digest is
-# written here with `python -m harness.report.results_doc RUN --block smollm2-<task>-gpu ...`.
+# written here with `attentionspan results-doc RUN --block smollm2-<task>-gpu ...`.
 set -u
 task=${1:?task}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"

@@ -10,21 +10,20 @@ query at `prompt_width + i - 1`, which uses reference row i of the gold instance
 teacher-forced token accuracy from one forward over prompt + gold answer with the same
 intervention. The heads come from a `HeadRanking` (top, bottom) or are drawn at random; the
 cells are the reference (optionally `ref + shift`) or, for the positions control, as many
-random non-reference keys per row. One prefill of the prompt (all but its last token, a
-part no setting changes: no reference row lies there) is computed once per batch and
-copied for every setting. The settings of a batch run together, as nnsight batches its
-invokes: one generation (and one teacher-forced forward) whose rows are instances x settings,
-each row under its own setting (a per-row capture `Intervention`), up to `MAX_ROWS` rows;
-`batched=False` runs one generation per setting instead, with the same records.
-`generate=False` runs the teacher-forced forward alone (teacher-forced records: the dose
-ladder, `harness.attention.dose`), continuing the same shared prefill: each row forwards
-only its last prompt column and its answer. The `other` heads are drawn outside the top n
-(`other_seeds` gives seeds whose head sets differ).
+random non-reference keys per row. One prefill of the prompt (all but its last token, a part
+no setting changes: no reference row lies there) is computed once per batch and copied for
+every setting (`harness.engine.prefill`). The settings of a batch run together, as nnsight
+batches its invokes: one generation (and one teacher-forced forward) whose rows are
+instances x settings, each row under its own setting (a per-row capture `Intervention`), up
+to `MAX_ROWS` rows; `batched=False` runs one generation per setting instead, with the same
+records. `generate=False` runs the teacher-forced forward alone (teacher-forced records: the
+dose ladder, `harness.attention.dose`), continuing the same shared prefill: each row
+forwards only its last prompt column and its answer. The `other` heads are drawn outside the
+top n (`other_seeds` gives seeds whose head sets differ).
 """
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,7 +31,6 @@ from typing import Any
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
-from harness.engine.inference import cache_argument, last_logits_only
 from harness.engine.modes import MODES
 
 MAX_ROWS = 256  # rows (instances x settings) of one batched generation
@@ -158,24 +156,6 @@ def intervention_for(setting: Setting, ranking: HeadRanking, reference, allowed_
     )
 
 
-def _prefix_cache(model, prompts):
-    """The KV cache of every prompt column but the last (no setting changes those rows)."""
-    import torch
-    from transformers import DynamicCache
-
-    from harness.foundation.dispatch import input_device
-
-    cache = DynamicCache(config=model.config)
-    inputs = prompts.model_inputs(input_device(model))
-    inputs = {k: v[:, :-1] for k, v in inputs.items()}
-    with torch.inference_mode():
-        # only the cache is kept: no logits over the prompt (one column, where the model
-        # takes logits_to_keep)
-        options = {cache_argument(model): cache, **last_logits_only(model)}
-        model(**inputs, **options, use_cache=True)
-    return cache
-
-
 def per_row_intervention(interventions, rows: int, reference):
     """One capture `Intervention` carrying one setting per row, for `rows` instances each
     repeated once per setting (row `b * S + s` is instance b under setting s); None when no
@@ -245,6 +225,7 @@ def score_batch(
     token per target position: a list of strings, the tokenizer's text for a special
     token)}: a dose ladder's settings cost one forward per batch."""
     from harness.engine.capture import AttentionPlan
+    from harness.engine.prefill import cache_copy, prompt_prefix_cache
     from harness.engine.scoring import Scorer, collate_left, max_new_tokens, token_accuracy
 
     scorer = Scorer(model, char_tok)
@@ -270,8 +251,7 @@ def score_batch(
     # One prefill per batch, shared by every setting: no setting changes a prompt row (the
     # teacher-forced ladder then forwards only the answer columns of each row).
     if reuse_prefill and prompts.prompt_width > 1:
-        with _plain_capture(model):
-            prefix = _prefix_cache(model, prompts)
+        prefix = prompt_prefix_cache(model, prompts)
     # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
     # rows, so that a large grid does not hold one huge KV cache; unbatched, one at a time.
     per_group = max(1, MAX_ROWS // len(encodings)) if batched else 1
@@ -288,12 +268,7 @@ def score_batch(
             iv = per_row_intervention([interventions[i] for i in chosen], len(encodings), reference)
             repeated = reference.repeat_interleave(count, dim=0)
             plan = AttentionPlan(reference=repeated, head_mass=False, intervention=iv)
-        extra = {}
-        if prefix is not None:
-            cache = copy.deepcopy(prefix)
-            if count > 1:
-                cache.batch_repeat_interleave(count)
-            extra[cache_argument(scorer.model)] = cache
+        extra = cache_copy(model, prefix, count) if prefix is not None else {}
         if not generate:
             forced = scorer.teacher_force(rows, plan, **extra)[0]
             for s, index in enumerate(chosen):
@@ -339,14 +314,6 @@ def _forced_record(scorer, instance, encoding, forced, row: int) -> dict[str, An
         "tf_exact": all(correct),
         "tf_prediction": [scorer.char_tok.decode([t]) for t in forced.predicted[row]],
     }
-
-
-def _plain_capture(model):
-    """The capture attention function with nothing to record or change (the prefix cache is
-    computed with the same eager arithmetic as the generations that reuse it)."""
-    from harness.engine.capture import AttentionPlan, capture_attention
-
-    return capture_attention(model, AttentionPlan())
 
 
 def score_settings(

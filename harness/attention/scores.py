@@ -14,16 +14,16 @@ correct-versus-wrong comparison (Table 2).
     scores.compare_by(score[rows], correct[rows], keys)       # the same per config / length
     scores.table2_statistics(token_records)                   # + counting instances, not tokens
 
-Definitions (paper v2 Section 4.2 and Appendix C; DESIGN.md "The analysis layer"): rollout is,
-per layer, the head mean of the post-softmax map plus the identity, rows renormalised, and the
-product over layers from the first layer up. The score of a target token is the share of its
-rollout row on its reference columns over its task-text columns (instruction, few-shot block
-and template columns left out, as the paper's text says). Rows whose reference is empty are
-counted apart (`empty`), never as zeros. That is the `paper` convention; `authors` computes
-the score as the authors' released code does, which differs in three ways (`score_columns`,
-`score_rows`): string reversal's denominator leaves out the prompt's first character, the
-chat template's columns between prompt and answer count, and rows without a reference, the
-row that predicts EOS among them, score 0.
+Definitions (paper v2 Section 4.2 and Appendix C; docs/architecture.md, "Measurement"):
+rollout is, per layer, the head mean of the post-softmax map plus the identity, rows
+renormalised, and the product over layers from the first layer up. The score of a target
+token is the share of its rollout row on its reference columns over its task-text columns
+(instruction, few-shot block and template columns left out, as the paper's text says). Rows
+whose reference is empty are counted apart (`empty`), never as zeros. That is the `paper`
+convention; `authors` computes the score as the authors' released code does, which differs
+in three ways (`score_columns`, `score_rows`): string reversal's denominator leaves out the
+prompt's first character, the chat template's columns between prompt and answer count, and
+rows without a reference, the row that predicts EOS among them, score 0.
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
 """Results of `attentionspan baselines` beside the paper's Table 2, as Markdown.
 
-    python -m harness.baselines.table runs/baselines/t6_len10_a.json runs/baselines/t6_len10_b.json
+    attentionspan baselines-table runs/baselines/t6_len10_a.json runs/baselines/t6_len10_b.json
 
 Runs of one configuration may be spread over several JSON files (e.g. models trained in
 parallel processes); they are pooled by (config, model), and a (config, model, seed) given
 twice is an error. Each cell is the mean test accuracy (%) +- the sample s.d. over seeds,
 with the paper's figure (5 seeds, sequence length 10) beside it and the difference marked
-when it exceeds the issue's 3-point tolerance.
+when it exceeds the issue's 3-point tolerance. The command's parser is
+harness/commands/baselines_table.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import sys
-from pathlib import Path
 
 from attentionspan_datasets.presets import PRESETS
 from harness.baselines.models import TRANSFORMERS
@@ -86,23 +83,3 @@ def markdown(documents: list[dict]) -> str:
 
 def _paper(figure: tuple[float, float] | None) -> str:
     return "-" if figure is None else f"{figure[0]:.1f} ± {figure[1]:.1f}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.baselines.table",
-        description="Print `attentionspan baselines` results beside the paper's Table 2.",
-    )
-    parser.add_argument("results", nargs="+", help="JSON files written by attentionspan baselines")
-    args = parser.parse_args(argv)
-    try:
-        documents = [json.loads(Path(path).read_text()) for path in args.results]
-        sys.stdout.write(markdown(documents))
-    except (OSError, ValueError, KeyError) as error:
-        print(f"python -m harness.baselines.table: error: {error}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -236,5 +236,9 @@ def command_line(args, config) -> str:
     return shlex.join(["attentionspan", "attention", *parser_words(add_arguments, values, always)])
 
 
+def main(argv: list[str] | None = None) -> int:
+    return main_for("attention", add_arguments, run_command, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main_for("attention", add_arguments, run_command))
+    sys.exit(main())

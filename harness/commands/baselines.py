@@ -408,5 +408,9 @@ def train_baselines(args, settings: dict) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return main_for("baselines", add_arguments, run_command, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main_for("baselines", add_arguments, run_command))
+    sys.exit(main())

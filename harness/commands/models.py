@@ -2,6 +2,7 @@
 
     attentionspan models fetch smollm2-135m-instruct    # prints the converted folder
     attentionspan models list
+    python -m harness.commands.models list
 
 The table and the download are `harness.foundation.models`'.
 """
@@ -11,24 +12,41 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from dataclasses import dataclass, field
+
+# no torch: the table is plain data
+from harness.foundation.models import KNOWN_MODELS
+from harness.foundation.options import add_config_arguments, cli, main_for
 
 
 def add_parser(subparsers) -> None:
-    from harness.foundation.models import KNOWN_MODELS  # no torch: the table is plain data
-
     models = subparsers.add_parser("models", help="fetch or list the known pretrained models")
+    add_arguments(models)
+    models.set_defaults(func=run_command)
+
+
+@dataclass
+class FetchOptions:
+    """`models fetch`: which known model, and whether to convert it again."""
+
+    name: str = field(
+        default="",
+        metadata=cli("a known model", positional=True, choices=sorted(KNOWN_MODELS)),
+    )
+    force: bool = field(default=False, metadata=cli("download and convert again"))
+
+
+def add_arguments(models) -> None:
     sub = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     fetch = sub.add_parser(
         "fetch", help="download and convert a known model once; print its folder"
     )
-    fetch.add_argument("name", choices=sorted(KNOWN_MODELS))
-    fetch.add_argument("--force", action="store_true", help="download and convert again")
+    add_config_arguments(fetch, FetchOptions, defaults=True)
     sub.add_parser("list", help="the known models and where they are")
-    models.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.foundation.models import KNOWN_MODELS, describe, fetch, known_model_dir
+    from harness.foundation.models import describe, fetch, known_model_dir
 
     if args.models_command == "fetch":
         folder = known_model_dir(args.name)
@@ -60,3 +78,11 @@ def cache_writes(folder, check: bool):
             yield
     except WriteError as error:
         raise WriteError(f"{error}; {advice}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return main_for("models", add_arguments, run_command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -659,6 +659,15 @@ def _text_config(model):
     return text_config(model.config)
 
 
+def check_dispatch(model, input_ids) -> None:
+    """AttentionCaptureError unless one forward of `input_ids` (a short probe, on the
+    model's input device) under `capture_attention` dispatches through the capture function:
+    an architecture whose attention bypasses transformers' AttentionInterface is refused
+    before any measurement relies on it."""
+    with torch.inference_mode(), capture_attention(model):
+        model(input_ids=input_ids)
+
+
 @contextlib.contextmanager
 def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[AttentionRecord]:
     """Run `model` with the capture attention function and `plan` inside the block; the

@@ -179,6 +179,15 @@ def last_logits_only(model) -> dict[str, Any]:
     return {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
 
 
+def forward(model, inputs: dict[str, Any], **options: Any):
+    """One plain forward of `model` on prepared `inputs` (with `options` such as
+    `logits_to_keep`), returning the model's output: the training step's pass
+    (`harness.training.loss`). `model` may be the DDP/FSDP wrapper, which must see the call
+    for its hooks; whatever the caller set around it (autocast, grad mode, a capture plan
+    such as attention supervision's) applies."""
+    return model(**inputs, **options)
+
+
 def given_cache(kwargs: dict):
     """The KV cache among a forward's keyword arguments, under either name."""
     cache = kwargs.get("cache")

@@ -6,10 +6,11 @@
     add_model_arguments(parser, "no_progress", "threads", "prompt")   # the shared ones
     sys.exit(main_for("train", add_arguments, run_command))   # python -m harness.commands.train
 
-Every model command builds its parser this one way: the `cli` fields of its config
+Every harness command builds its parser this one way: the `cli` fields of its config
 dataclasses (a small dataclass of the command's own for options that configure nothing
-below it, such as --output or --top), and the options the commands share
-(`add_model_arguments`: MODEL_OPTIONS and the prompt group). `config_values` reads a config
+below it, such as --output or --top, or for a document command's run folder and files), and
+the options the model commands share (`add_model_arguments`: MODEL_OPTIONS and the prompt
+group). `config_values` reads a config
 back from the parsed options, `config_words` writes one as a command line.
 
 `run_guarded` (one copy, in the data layer: `attentionspan_datasets.guard`) is the one place
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections.abc
+import contextlib
 import dataclasses
 import math
 import sys
@@ -183,7 +185,8 @@ def cli(
 
     `shared`: the flag and keywords of MODEL_OPTIONS[shared] (its help replaced by `help`);
     `group`: an argument group's title; `shown`: the default as the help prints it (else the
-    field's own default); other keywords go to argparse (choices, metavar)."""
+    field's own default); `positional`: an argument named by its place, not a flag (a run
+    folder, the files to read); other keywords go to argparse (choices, metavar)."""
     return {"cli": {"help": help, "shared": shared, "group": group, "shown": shown, **keywords}}
 
 
@@ -218,6 +221,7 @@ def add_config_arguments(parser, cls, *, defaults: bool = False, prefix: str = "
     for f in cli_fields(cls):
         meta = dict(f.metadata["cli"])
         shared, group, shown = meta.pop("shared"), meta.pop("group"), meta.pop("shown")
+        positional = meta.pop("positional", False)
         name = prefix + f.name
         flags, keywords = MODEL_OPTIONS[shared] if shared else ((option(name),), {})
         default = values.get(f.name) if defaults else None
@@ -239,6 +243,9 @@ def add_config_arguments(parser, cls, *, defaults: bool = False, prefix: str = "
         shown = shown if shown is not None else _shown(values.get(f.name))
         help_text = keywords["help"] + (f" (default: {shown})" if shown else "")
         keywords["help"] = help_text.replace("%", "%%")  # argparse %-formats help
+        if positional:  # named by its place: argparse takes the name as its dest
+            flags = (keywords.pop("dest"),)
+            keywords.pop("default")
         if group and group not in groups:
             groups[group] = parser.add_argument_group(group)
         (groups[group] if group else parser).add_argument(*flags, **keywords)
@@ -352,6 +359,16 @@ def explicit_options(add_arguments: Callable, argv: list[str]) -> set[str]:
         action.default = argparse.SUPPRESS
     given, _ = parser.parse_known_args(argv)
     return set(vars(given))
+
+
+@contextlib.contextmanager
+def one_line(*kinds: type[BaseException]):
+    """Errors of `kinds` (a torn file, an unreadable folder, a failed step) read as a user's
+    mistake: `run_guarded` prints them in one line and exits with status 2."""
+    try:
+        yield
+    except kinds as error:
+        raise UsageError(" ".join(str(error).split())) from error
 
 
 def main_for(

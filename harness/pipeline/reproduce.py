@@ -6,10 +6,11 @@
     python -m harness.commands.reproduce --model runs/rev/final --config reversal --output OUT
     accelerate launch -m harness.commands.reproduce --model ... # evaluation shared by processes
 
-Stages, each saved as `OUT/stages/<stage>.json` when it finishes (a rerun with the same
-settings skips it; the sweep is saved per setting and stream, so it resumes mid-way):
+Stages, in the order `TaskRun.run` takes them, each saved under `OUT/stages/` when it
+finishes (a rerun with the same settings skips it; scoring is saved per setting and stream,
+`<task>-sweep-<stream>-<setting>.json`, so the sweep resumes mid-way):
 1. `eval`: ID and OOD exact match, partial and teacher-forced accuracy (Table 1 analog),
-   test split, no intervention;
+   test split, no intervention (the baseline's scoring files);
 2. `attention`: rollout share on reference tokens, correct versus wrong, the instance-aware
    figures beside the paper's pooled Welch test (Table 2 analog;
    `harness.attention.analysis`), under `--score-convention` (paper or authors), with the
@@ -17,7 +18,18 @@ settings skips it; the sweep is saved per setting and stream, so it resumes mid-
 3. `heads`: the Appendix G ranking on ID instances (also `OUT/<task>/heads.json`);
 4. `sweep`: top-N heads x C (x threshold) on the OOD validation split, the best setting
    and its controls (random heads, random positions, bottom heads, knock-out) on the OOD
-   test split and on ID, paired bootstrap intervals on every gain;
+   test split and on ID, paired bootstrap intervals on every gain, and the older
+   repair-or-pointer verdict read at that setting;
+5. `dose`: the dose-response ladder (`harness.attention.dose`): N chosen on OOD validation
+   from the reference and ID rungs of every count, then that N's whole ladder, controls at
+   every dose, on the test stream;
+6. `diagnosis`: where the ladder's heads look on each wrong answer token, without
+   intervention, on ID and OOD test (`harness.attention.diagnosis`);
+7. `verdict`: the calibrated verdict, read from the dose curves and the diagnosis
+   (`harness.attention.verdict`; computed from the two stages above, not saved apart);
+8. `at_dose`: the verdict's dose scored free-running on OOD and ID test, paired per
+   instance over the baseline (its scoring files);
+9. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 `OUT/settings.json`.
 

@@ -1,6 +1,6 @@
 """docs/results.md's table of real pretrained models, generated from their digests.
 
-    python -m harness.report.results_doc runs/smol-rev --block smollm2-reversal ...
+    attentionspan results-doc runs/smol-rev --block smollm2-reversal ...
         # a --pretrained run: writes docs/quick-run-smollm2-reversal.json, then this table
     from harness.report.pretrained_table import render_table, write_table
     text = render_table(REPO / "docs")          # from every digest of a --pretrained run
@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
-from harness.report.results_summary import read_digests, rewrite_block, role_scores
+from harness.report.blocks import rewrite_block
+from harness.report.results_summary import read_digests, role_scores
 
 BEGIN = (
     "<!-- pretrained-table: generated from the --pretrained digests (docs/quick-run-*.json) "

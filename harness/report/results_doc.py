@@ -1,19 +1,20 @@
 """Put a `reproduce` run's findings into docs/results.md, generated, never typed.
 
     attentionspan reproduce --quick --output runs/quick
-    python -m harness.report.results_doc runs/quick --date 2026-11-24 \\
+    attentionspan results-doc runs/quick --date 2026-11-24 \\
         --machine "2-core CPU" --command "attentionspan reproduce --quick --output runs/quick"
 
     # a second run in a block of its own (digest docs/quick-run-value_assignment.json)
-    python -m harness.report.results_doc runs/quick-va --block value_assignment ...
+    attentionspan results-doc runs/quick-va --block value_assignment ...
 
     # does a new run reproduce a committed digest? (exit 1 naming what moved, and the
     # package versions and model weights that differ)
-    python -m harness.report.results_doc runs/quick --check docs/quick-run.json
+    attentionspan results-doc runs/quick --check docs/quick-run.json
 
 Reads the run's per-task `results.json` and `attention/attention.json`, keeps the numbers the
 findings rest on in a digest (`docs/quick-run.json`, committed), and rewrites the block
-between the `quick-findings` markers of docs/results.md from that digest alone. A test
+between the `quick-findings` markers of docs/results.md from that digest alone (`write`;
+the command's parser is harness/commands/results_doc.py). A test
 renders every committed digest again and compares it with its block, so the figures in the
 doc are the command's output.
 """
@@ -21,16 +22,13 @@ doc are the command's output.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.guard import OneLineParser
 from attentionspan_datasets.metrics import METRICS
 from harness.foundation.stats import format_gain, overall
-from harness.report import pretrained_table
+from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings
 from harness.report.results_summary import write_summary
 
@@ -40,7 +38,7 @@ BEGIN = (
 )
 END = "<!-- /quick-findings -->"
 DIGEST = "docs/quick-run.json"
-PROG = "python -m harness.report.results_doc"
+PROG = "attentionspan results-doc"  # harness/commands/results_doc.py
 
 
 def markers(block: str = "") -> tuple[str, str]:
@@ -387,72 +385,34 @@ def check_output(path: Path, option: str) -> None:
 
 
 def replace_block(text: str, rendered: str, block: str = "") -> str:
-    begin, end_marker = markers(block)
-    start, end = text.find(begin), text.find(end_marker)
-    if start < 0 or end < start:
-        raise ValueError(f"the doc has no markers {begin!r} .. {end_marker!r}")
-    return text[:start] + rendered + text[end + len(end_marker) :]
+    """`text` with the block named `block` (the unnamed one: "") replaced by `rendered`."""
+    return blocks.replace_block(text, rendered, *markers(block))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog=PROG,
-        description="Write a reproduce run's findings into docs/results.md (and its digest).",
-    )
-    parser.add_argument("run", help="the reproduce --output folder")
-    parser.add_argument("--command", help="the command that made the run (required to write)")
-    parser.add_argument("--machine", help="where it ran, in words (required to write)")
-    parser.add_argument("--date", help="when it ran, YYYY-MM-DD (required to write)")
-    parser.add_argument(
-        "--check",
-        metavar="DIGEST",
-        help="write nothing: compare the run with this committed digest; exit 1 naming the "
-        "figures that differ and the versions and weights behind them",
-    )
-    parser.add_argument(
-        "--block",
-        default="",
-        help="name of the doc's block (its markers read quick-findings:NAME); default: the "
-        "unnamed quick-run block",
-    )
-    parser.add_argument("--doc", default="docs/results.md")
-    parser.add_argument(
-        "--digest", default=None, help=f"default {DIGEST}, or quick-run-NAME.json with --block"
-    )
-    args = parser.parse_args(argv)
-    if not args.check:
-        missing = [f"--{k}" for k in ("command", "machine", "date") if not getattr(args, k)]
-        if missing:
-            parser.error(f"{', '.join(missing)} required to write the block")
-    try:
-        return _check(args) if args.check else _write(args)
-    except (ValueError, OSError) as error:  # a bad file or folder: one line, status 2
-        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
-            raise
-        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-
-
-def _check(args) -> int:
-    problems = check(Path(args.run), Path(args.check))
-    print("\n".join(problems) or f"{args.run} reproduces {args.check}")
-    return 1 if problems else 0
-
-
-def _write(args) -> int:
-    digest_file = Path(args.digest or digest_path(args.block))
-    doc = Path(args.doc)
-    # Every input and both outputs are checked before anything is written.
+def write(
+    run: Path,
+    doc: Path,
+    digest_file: Path,
+    *,
+    command: str,
+    machine: str,
+    date: str,
+    block: str = "",
+) -> str:
+    """Write the run's digest to `digest_file` and its block (named `block`; a --pretrained
+    run: its row of the pretrained table) into `doc`, then the page's summary; returns what
+    was written, in words. Every input and both outputs are checked before anything is
+    written (ValueError naming the option: --digest, --doc)."""
     check_output(digest_file, "--digest")
-    tasks = digest(Path(args.run))
-    meta = {"command": args.command, "machine": args.machine, "date": args.date}
-    settings = run_settings(Path(args.run))
+    tasks = digest(run)
+    meta = {"command": command, "machine": machine, "date": date}
+    settings = run_settings(run)
     meta["versions"] = settings.get("versions") or {}
     pretrained = settings.get("pretrained")
     if pretrained:  # a --pretrained run: its models are that model fine-tuned here
         meta["model"] = pretrained
-    if args.block:
-        meta["block"] = args.block
+    if block:
+        meta["block"] = block
     if doc.is_dir() or not doc.exists():
         what = "is a folder" if doc.is_dir() else "does not exist"
         raise ValueError(
@@ -471,7 +431,7 @@ def _write(args) -> int:
         what = "the pretrained-models table"
     else:
         try:
-            text = replace_block(text, render(tasks, **meta), args.block)
+            text = replace_block(text, render(tasks, **meta), block)
         except ValueError as error:
             raise ValueError(f"--doc {str(doc)!r}: {error}") from None
         what = "the quick-findings block"
@@ -482,9 +442,4 @@ def _write(args) -> int:
         pretrained_table.write_table(doc, digest_file.parent)
     # the page's opening conclusion is generated from every digest: it follows this one
     summary = write_summary(doc, digest_file.parent)
-    print(f"wrote {digest_file} and {what} of {doc}" + (" (and its summary)" if summary else ""))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return f"wrote {digest_file} and {what} of {doc}" + (" (and its summary)" if summary else "")

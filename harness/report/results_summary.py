@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
+from harness.report.blocks import replace_block, rewrite_block
 
 BEGIN = (
     "<!-- results-summary: generated from docs/quick-run*.json by "
@@ -164,29 +165,8 @@ def glossary() -> list[str]:
     return textwrap.wrap(text, width=92, break_on_hyphens=False)
 
 
-def replace_between(text: str, rendered: str, begin: str, end: str) -> str:
-    """`text` with the block from `begin` to `end` (markers included) replaced by
-    `rendered`; ValueError naming the markers when they are missing."""
-    start, stop = text.find(begin), text.find(end)
-    if start < 0 or stop < start:
-        raise ValueError(f"the doc has no markers {begin!r} .. {end!r}")
-    return text[:start] + rendered + text[stop + len(end) :]
-
-
-def rewrite_block(doc: Path, begin: str, end: str, render) -> bool:
-    """Rewrite `doc`'s block between `begin` and `end` with `render()`; False when the doc
-    has no such block (nothing written)."""
-    from attentionspan_datasets.atomic import atomic_write_text
-
-    text = Path(doc).read_text()
-    if begin not in text:
-        return False
-    atomic_write_text(Path(doc), replace_between(text, render(), begin, end))
-    return True
-
-
 def replace_summary(text: str, rendered: str) -> str:
-    return replace_between(text, rendered, BEGIN, END)
+    return replace_block(text, rendered, BEGIN, END)
 
 
 def write_summary(doc: Path, folder: Path | None = None) -> bool:

@@ -2,16 +2,16 @@
 
     # train, evaluate, measure (steps whose output is there are kept), then write the digest
     # docs/scratch-reversal.json and every page's block from it
-    python -m harness.report.scratch_doc run --output /tmp/figs/scratch-reversal \\
+    attentionspan scratch-doc run --output /tmp/figs/scratch-reversal \\
         --date 2026-11-26 --machine "the 2-core development CPU, one torch thread"
 
     # does a new run reproduce the committed digest? (runs the missing steps, writes nothing
     # in the repository; exit 1 naming what moved, and the versions and weights behind it);
     # timings are not compared
-    python -m harness.report.scratch_doc check --output /tmp/figs/scratch-reversal-2
+    attentionspan scratch-doc check --output /tmp/figs/scratch-reversal-2
 
     # rewrite the pages' blocks from the committed digest alone
-    python -m harness.report.scratch_doc render
+    attentionspan scratch-doc render
 
 The model is the one README.md's first `attentionspan train` command trains (1,000 steps on
 reversal_id, one torch thread: training is deterministic, the same weights every run). Its
@@ -24,7 +24,6 @@ its page, so a figure that changed with the code fails there until the run is ma
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -36,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.metrics import ALL_METRICS, METRICS
+from harness.report import blocks
 from harness.report.attention_report import MODE_TITLES, instance_columns
 from harness.report.results_doc import differences, moved_lines, version_changes
 
@@ -134,7 +135,7 @@ def _train(out: Path) -> dict[str, Any]:
 
 def _eval(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
-    keep = ("count", "exact_match", "partial_acc", "tf_token_acc")
+    keep = ("count", *ALL_METRICS)
     results = {}
     for config, result in data["results"].items():
         results[config] = {k: result[k] for k in keep}
@@ -246,7 +247,7 @@ def _measured(meta: dict[str, Any], figures: dict[str, Any], page: str, extra: s
     return _para(
         f"Measured {meta['date']} on {meta['machine']} ({packages}{extra}); model weights "
         f"sha256 `{figures['model_sha256'][:12]}`; digest [{Path(DIGEST).name}]({link}) "
-        f"(`python -m harness.report.scratch_doc check` tells whether a rerun reproduces it):"
+        f"(`attentionspan scratch-doc check` tells whether a rerun reproduces it):"
     )
 
 
@@ -493,7 +494,7 @@ def _agreement(figures: dict[str, Any]) -> str:
         (config, metric, ev[config][metric], lm[f"attnspan_{config}"][metric])
         for config in ev
         if f"attnspan_{config}" in lm
-        for metric in ("exact_match", "partial_acc")
+        for metric in METRICS  # the scores both harnesses give an answer
         if metric in lm[f"attnspan_{config}"]
     ]
     differ = [p for p in pairs if f"{p[2]:.12g}" != f"{p[3]:.12g}"]
@@ -528,11 +529,8 @@ def render(data: dict[str, Any], page: str, name: str) -> str:
 
 
 def replace_block(text: str, rendered: str, name: str) -> str:
-    begin, end_marker = markers(name)
-    start, end = text.find(begin), text.find(end_marker)
-    if start < 0 or end < start:
-        raise ValueError(f"no markers {begin!r} .. {end_marker!r}")
-    return text[:start] + rendered + text[end + len(end_marker) :]
+    """`text` with the block `name` (a name of BLOCKS) replaced by `rendered`."""
+    return blocks.replace_block(text, rendered, *markers(name))
 
 
 def write_pages(data: dict[str, Any], root: Path = REPO) -> list[str]:
@@ -608,49 +606,14 @@ def run_steps(out: Path) -> None:
             raise RuntimeError(f"{name} exited with status {result.returncode}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.report.scratch_doc",
-        description="The scratch reversal model's figures: run, digest, pages.",
-    )
-    sub = parser.add_subparsers(dest="action", required=True)
-    run = sub.add_parser("run", help="run the missing steps, write the digest and the pages")
-    run.add_argument("--output", required=True, help="the run folder")
-    run.add_argument("--date", required=True, help="when it ran, YYYY-MM-DD")
-    run.add_argument("--machine", required=True, help="where it ran, in words")
-    run.add_argument("--digest", default=str(REPO / DIGEST))
-    check_parser = sub.add_parser(
-        "check", help="run the missing steps, compare the run with the committed digest"
-    )
-    check_parser.add_argument("--output", required=True, help="the run folder")
-    check_parser.add_argument("--digest", default=str(REPO / DIGEST))
-    render_parser = sub.add_parser("render", help="rewrite the pages from the digest")
-    render_parser.add_argument("--digest", default=str(REPO / DIGEST))
-    args = parser.parse_args(argv)
-    try:
-        if args.action == "check":
-            run_steps(Path(args.output))
-            problems = check(Path(args.output), Path(args.digest))
-            print("\n".join(problems) or f"{args.output} reproduces {args.digest}")
-            return 1 if problems else 0
-        if args.action == "render":
-            data = json.loads(Path(args.digest).read_text())
-        else:
-            from harness.foundation.runs import versions
+def run_digest(out: Path, date: str, machine: str) -> dict[str, Any]:
+    """Run the steps missing in `out` and return the run's digest: {"meta", "figures"}."""
+    from harness.foundation.runs import versions
 
-            out = Path(args.output)
-            run_steps(out)
-            meta = {"date": args.date, "machine": args.machine}
-            data = {"meta": {**meta, "versions": _versions(versions)}, "figures": digest(out)}
-        pages = write_pages(data)
-        if args.action == "run":
-            atomic_write_text(Path(args.digest), json.dumps(data, indent=1) + "\n")
-    except (OSError, ValueError, KeyError, RuntimeError) as error:
-        print(f"scratch_doc: {error}", file=sys.stderr)
-        return 2
-    print(f"wrote the blocks of {', '.join(pages)}")
-    return 0
+    run_steps(out)
+    meta = {"date": date, "machine": machine}
+    return {"meta": {**meta, "versions": _versions(versions)}, "figures": digest(out)}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def write_digest(data: dict[str, Any], path: Path) -> None:
+    atomic_write_text(Path(path), json.dumps(data, indent=1) + "\n")

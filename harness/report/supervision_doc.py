@@ -1,7 +1,7 @@
 """Put a supervision study's findings into docs/results.md, generated, never typed.
 
     attentionspan supervision --tasks reversal --seeds 3 --output runs/sup-reversal
-    python -m harness.report.supervision_doc runs/sup-reversal --doc docs/results.md \\
+    attentionspan supervision-doc runs/sup-reversal --doc docs/results.md \\
         --digest docs/supervision-reversal.json --date 2026-12-01 --machine "2-core CPU" \\
         --command "attentionspan supervision --tasks reversal --seeds 3 --output runs/sup-reversal"
 
@@ -9,23 +9,20 @@ Reads the run's `<task>/results.json`, keeps the numbers the block shows in a di
 `--digest` file, committed), and rewrites the block between the digest's markers in the doc
 (`<!-- supervision-reversal: ... -->` .. `<!-- /supervision-reversal -->` for
 docs/supervision-reversal.json) from that digest alone (`render`), so a test can render the
-committed digest again and compare it with its block.
+committed digest again and compare it with its block. The command's parser is
+harness/commands/supervision_doc.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.guard import OneLineParser
 from harness.foundation.stats import format_gain, format_number
+from harness.report import blocks
 from harness.report.results_doc import check_output, read_json, run_versions
-
-PROG = "python -m harness.report.supervision_doc"
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -144,51 +141,22 @@ def render(data: dict[str, Any], name: str) -> str:
 
 
 def replace_block(text: str, rendered: str, name: str) -> str:
-    begin, end_marker = markers(name)
-    start, end = text.find(begin), text.find(end_marker)
-    if start < 0 or end < start:
-        raise ValueError(
-            f"the doc has no markers {begin!r} .. {end_marker!r}: add both lines where the "
-            "block goes"
-        )
-    return text[:start] + rendered + text[end + len(end_marker) :]
+    """`text` with the block of the digest named `name` replaced by `rendered`."""
+    return blocks.replace_block(text, rendered, *markers(name))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog=PROG, description="Write a supervision study's findings into a doc (and its digest)."
-    )
-    parser.add_argument("run", help="the `attentionspan supervision --output` folder")
-    parser.add_argument("--command", required=True, help="the command that made the run")
-    parser.add_argument("--machine", required=True, help="where it ran, in words")
-    parser.add_argument("--date", required=True, help="when it ran, YYYY-MM-DD")
-    parser.add_argument("--doc", default="docs/results.md", help="the Markdown file to update")
-    parser.add_argument(
-        "--digest",
-        required=True,
-        help="the digest to write, e.g. docs/supervision-reversal.json (its name names the "
-        "doc's block)",
-    )
-    args = parser.parse_args(argv)
-    try:
-        return _write(args)
-    except (ValueError, OSError) as error:  # a bad file or folder: one line, status 2
-        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
-            raise
-        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-
-
-def _write(args) -> int:
-    digest_file, doc = Path(args.digest), Path(args.doc)
-    check_output(digest_file, "--digest")  # every input checked before anything is written
+def write(run: Path, doc: Path, digest_file: Path, *, command: str, machine: str, date: str) -> str:
+    """Write the study's digest to `digest_file` and its block (named by the file's stem)
+    into `doc`; returns what was written, in words. Every input is checked before anything
+    is written (ValueError naming the option: --digest, --doc)."""
+    check_output(digest_file, "--digest")
     meta = {
-        "command": args.command,
-        "machine": args.machine,
-        "date": args.date,
-        "versions": run_versions(Path(args.run)),
+        "command": command,
+        "machine": machine,
+        "date": date,
+        "versions": run_versions(run),
     }
-    data = {"meta": meta, "tasks": digest(Path(args.run))}
+    data = {"meta": meta, "tasks": digest(run)}
     if not doc.is_file():
         raise ValueError(f"--doc {str(doc)!r} is not a file; give the Markdown file to update")
     try:
@@ -200,9 +168,4 @@ def _write(args) -> int:
     digest_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(digest_file, json.dumps(data, indent=1) + "\n")
     atomic_write_text(doc, text)
-    print(f"wrote {digest_file} and its block in {doc}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return f"wrote {digest_file} and its block in {doc}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from harness.attention.sweep import SELECT_METRICS
 from harness.foundation.stats import format_gain, format_number
 from harness.pipeline.supervision_settings import REPORT_FILE, ROLES, SupervisionConfig
 
@@ -146,7 +147,7 @@ def length_section(results: dict[str, Any], folder: Path) -> list[str]:
             xlabel="input length (characters; centre of each bin)",
         )
         lines += [f"![OOD accuracy by length]({path.relative_to(folder.parent)})", ""]
-    for shown in ("partial_acc", "exact_match"):
+    for shown in SELECT_METRICS:  # partial accuracy first, then exact match
         lines += [
             f"OOD {shown.replace('_', ' ')} per length bin (mean over seeds):",
             "",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from harness.engine.inference import text_config
+from harness.engine.inference import forward, text_config
 from harness.foundation.tokenization import IGNORE_INDEX
 
 # A vocabulary at least this large computes logits only where the loss reads them.
@@ -49,11 +49,11 @@ def lm_loss(model, bare, inputs: dict) -> Any:
     forward runs through: the DDP/FSDP wrapper) and `bare` (the model inside it, whose
     config and loss function are read)."""
     if not sliced(bare):
-        return model(**inputs).loss
+        return forward(model, inputs).loss
     labels = inputs["labels"]
     keep = loss_columns(labels)
     rest = {k: v for k, v in inputs.items() if k != "labels"}
-    logits = model(**rest, logits_to_keep=keep).logits
+    logits = forward(model, rest, logits_to_keep=keep).logits
     return bare.loss_function(
         logits=logits, labels=None, vocab_size=logits.shape[-1], shift_labels=labels[:, keep + 1]
     )

@@ -154,6 +154,44 @@ def test_each_module_registers_exactly_the_commands_listed_for_it():
     assert list(every) == [n for names in COMMAND_MODULES.values() for n in names]
 
 
+def test_every_command_module_is_registered_under_its_own_name():
+    """`attentionspan CMD` and `python -m harness.commands.CMD` run one module: every module of
+    harness/commands/ is in COMMAND_MODULES under the command its file names (a dash for an
+    underscore), can run alone, and harness.commands' docstring names it."""
+    import importlib
+
+    import harness.commands
+    from harness.cli import COMMAND_MODULES
+
+    folder = REPO / "harness" / "commands"
+    modules = {f"harness.commands.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"}
+    assert modules == {m for m in COMMAND_MODULES if m.startswith("harness.")}
+    for module in modules:
+        name = module.rsplit(".", 1)[1].replace("_", "-")
+        assert COMMAND_MODULES[module] == (name,), module
+        assert callable(importlib.import_module(module).main), module
+        assert name in harness.commands.__doc__, name
+
+
+@pytest.mark.parametrize(
+    "module,argv,line",
+    [
+        ("baselines_table", ["missing.json"], "attentionspan baselines-table: error: "),
+        ("results_doc", ["missing"], "attentionspan results-doc: error: --command, --machine"),
+    ],
+)
+def test_python_m_a_document_command_gives_the_one_line_error(module, argv, line, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", f"harness.commands.{module}", *argv],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and done.stderr.startswith(line), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 def test_generate_starts_without_importing_the_harness_commands():
     import subprocess
     import sys

@@ -235,3 +235,43 @@ def test_every_option_is_a_config_field_or_a_shared_one(command):
     assert dests - declared <= shared, dests - declared - shared
     for action in actions:
         assert action.help, (command, action.dest)
+
+
+@dataclass
+class Files:
+    paths: list[str] = field(default_factory=list, metadata=cli("files", positional=True))
+    folder: str = field(default="", metadata=cli("a folder", positional=True))
+    doc: str = field(default="x.md", metadata=cli("the page"))
+
+
+def test_a_positional_field_is_named_by_its_place():
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser, Files, defaults=True)
+    args = parser.parse_args(["a.json", "b.json", "out", "--doc", "y.md"])
+    assert (args.paths, args.folder, args.doc) == (["a.json", "b.json"], "out", "y.md")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--doc", "y.md"])  # positional: required
+
+
+# The document commands (and the actions of the nested ones): one dataclass each.
+DOCUMENT_COMMANDS = {
+    ("results-doc",): ("harness.commands.results_doc", "ResultsDocOptions"),
+    ("supervision-doc",): ("harness.commands.supervision_doc", "SupervisionDocOptions"),
+    ("baselines-table",): ("harness.commands.baselines_table", "BaselinesTableOptions"),
+    ("scratch-doc", "run"): ("harness.commands.scratch_doc", "RunOptions"),
+    ("scratch-doc", "check"): ("harness.commands.scratch_doc", "CheckOptions"),
+    ("scratch-doc", "render"): ("harness.commands.scratch_doc", "RenderOptions"),
+    ("models", "fetch"): ("harness.commands.models", "FetchOptions"),
+}
+
+
+@pytest.mark.parametrize("path", DOCUMENT_COMMANDS, ids=" ".join)
+def test_a_document_commands_options_are_its_dataclass_fields(path):
+    module, name = DOCUMENT_COMMANDS[path]
+    parser = subparsers()[path[0]]
+    for action in path[1:]:
+        nested = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = nested.choices[action]
+    declared = {f.name for f in cli_fields(getattr(importlib.import_module(module), name))}
+    assert {a.dest for a in parser._actions} == declared | {"help"}
+    assert all(action.help for action in parser._actions)

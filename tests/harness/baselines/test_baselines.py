@@ -285,7 +285,7 @@ def test_table_pools_files_and_marks_differences_beyond_three_points():
 
 
 def test_table_refuses_a_seed_given_twice(tmp_path, capsys):
-    from harness.baselines.table import main as table_main
+    from harness.commands.baselines_table import main as table_main
 
     path = tmp_path / "a.json"
     path.write_text(json.dumps({"runs": [_run("t1_len10", "t-pos-att", 0, 0.9)]}))

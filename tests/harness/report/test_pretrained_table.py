@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.report import pretrained_table, results_doc
+from harness.commands import results_doc
+from harness.report import pretrained_table
 
 REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "results.md"

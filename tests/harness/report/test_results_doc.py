@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands import results_doc as command
 from harness.report import results_doc
 
 REPO = Path(__file__).resolve().parents[3]
@@ -80,11 +81,11 @@ def test_a_named_block_has_markers_and_a_digest_of_its_own(tmp_path, capsys):
     _write_run(run)
     argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
     digest_file = tmp_path / "d.json"
-    code = results_doc.main([*argv, "--block", "va", "--digest", str(digest_file)])
+    code = command.main([*argv, "--block", "va", "--digest", str(digest_file)])
     assert code == 2 and not digest_file.exists()
     assert "quick-findings:va" in capsys.readouterr().err
     # the unnamed block is rewritten, the named one left alone
-    assert results_doc.main([*argv, "--digest", str(digest_file)]) == 0
+    assert command.main([*argv, "--digest", str(digest_file)]) == 0
     assert "- reversal: " in doc.read_text() and digest_file.exists()
 
 
@@ -129,11 +130,11 @@ def test_check_says_whether_a_run_reproduces_its_digest(tmp_path, capsys):
     doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
     digest_file = tmp_path / "quick.json"
     argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
-    assert results_doc.main([*argv, "--digest", str(digest_file)]) == 0
+    assert command.main([*argv, "--digest", str(digest_file)]) == 0
     saved = json.loads(digest_file.read_text())
     assert saved["meta"]["versions"] == {"torch": "2.13.0"}
     capsys.readouterr()
-    assert results_doc.main([str(run), "--check", str(digest_file)]) == 0
+    assert command.main([str(run), "--check", str(digest_file)]) == 0
     assert "reproduces" in capsys.readouterr().out
     # a figure moves and a package changes: both named, exit 1
     result = json.loads((run / "reversal" / "results.json").read_text())
@@ -141,14 +142,14 @@ def test_check_says_whether_a_run_reproduces_its_digest(tmp_path, capsys):
     result["model_sha256"] = "f" * 64
     (run / "reversal" / "results.json").write_text(json.dumps(result))
     (run / "settings.json").write_text(json.dumps({"versions": {"torch": "2.14.0"}}))
-    assert results_doc.main([str(run), "--check", str(digest_file)]) == 1
+    assert command.main([str(run), "--check", str(digest_file)]) == 1
     out = capsys.readouterr().out
     assert "reversal.sweep.test_gains.top1-C1.partial_acc.gain: expected 0.1, got 0.2" in out
     assert "versions that differ: torch 2.13.0 -> 2.14.0" in out
     assert "reversal: the model's weights differ" in out
     # writing needs the run's description; checking does not
-    with pytest.raises(SystemExit):
-        results_doc.main([str(run)])
+    assert command.main([str(run)]) == 2
+    assert "--command, --machine, --date required" in capsys.readouterr().err
 
 
 def _break(run: Path, how: str) -> None:
@@ -221,17 +222,17 @@ def test_a_bad_input_is_one_line_naming_the_file_and_nothing_is_written(
     (tmp_path / "meta.json").write_text('{"meta": [], "tasks": {"reversal": {}}}')
     good = tmp_path / "good.json"
     write = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
-    assert results_doc.main([*write, "--digest", str(good)]) == 0
+    assert command.main([*write, "--digest", str(good)]) == 0
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     capsys.readouterr()
     _break(run, how)
     before.update({p: p.read_bytes() for p in run.rglob("*") if p.is_file()})
     args = [a.format(tmp=tmp_path) for a in extra]
     written = [*write, "--digest", str(tmp_path / "new.json")]
-    code = results_doc.main([str(run), *args] if "--check" in args else [*written, *args])
+    code = command.main([str(run), *args] if "--check" in args else [*written, *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    assert err[0].startswith("python -m harness.report.results_doc: error: "), err[0]
+    assert err[0].startswith("attentionspan results-doc: error: "), err[0]
     for fragment in fragments:
         assert fragment.format(tmp=tmp_path) in err[0], (fragment, err[0])
     after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}

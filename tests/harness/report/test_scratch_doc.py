@@ -25,7 +25,7 @@ def test_every_block_is_rendered_from_the_committed_digest(page, name):
     start, end = text.index(begin), text.index(end_marker)
     assert text[start : end + len(end_marker)] == scratch_doc.render(DIGEST, page, name), (
         f"{page}'s {name} block differs from {scratch_doc.DIGEST}: rerun "
-        "`python -m harness.report.scratch_doc render` (or `run`, when the figures moved)"
+        "`attentionspan scratch-doc render` (or `run`, when the figures moved)"
     )
 
 
@@ -193,7 +193,7 @@ def test_a_page_without_its_markers_is_refused_and_nothing_is_written(tmp_path):
         (tmp_path / page).write_text((REPO / page).read_text())
     (tmp_path / "docs" / "usage_analysis.md").write_text("no markers\n")
     before = (tmp_path / "README.md").read_text()
-    with pytest.raises(ValueError, match="docs/usage_analysis.md: no markers"):
+    with pytest.raises(ValueError, match="docs/usage_analysis.md: the doc has no markers"):
         scratch_doc.write_pages(DIGEST, root=tmp_path)
     assert (tmp_path / "README.md").read_text() == before
     # with them, the pages come out as committed

@@ -1,5 +1,5 @@
 """The supervision study's block of docs/results.md: rendered from its digest alone, and
-written by `python -m harness.report.supervision_doc`. (Once a digest is committed, a test
+written by `attentionspan supervision-doc`. (Once a digest is committed, a test
 renders it again and compares it with its block, as tests/harness/report/test_results_doc.py
 does for reproduce.)"""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.supervision_doc import digest, main, markers, render, replace_block
+from harness.commands.supervision_doc import main
+from harness.report.supervision_doc import digest, markers, render, replace_block
 
 
 def pooled(mean: float, spread: float = 0.05) -> dict:
