@@ -232,3 +232,34 @@ def add_overwrite_argument(parser, command: str) -> None:
         help=f"replace what an earlier attentionspan {command} wrote in --output (only that: "
         "other files are never removed)",
     )
+
+
+def check_own_file(
+    option: str, path: str | os.PathLike | None, command: str, written: Callable[[Path], bool]
+) -> None:
+    """ValueError (one line naming `option` and the file) when `path` is a file that
+    `command` did not write: `written(path)` tells its own (a ranking, a baselines record).
+    A file cannot carry a manifest beside it (it may sit in the user's own folder), so what
+    it holds says who wrote it; the command's own file is replaced, or resumed."""
+    if path is None:
+        return
+    path = Path(path)
+    if not path.is_file() or written(path):
+        return
+    raise ValueError(
+        f"{option} {str(path)!r} is a file attentionspan {command} did not write; give "
+        f"another {option} (it would be replaced)"
+    )
+
+
+def json_with(*keys: str) -> Callable[[Path], bool]:
+    """`written` for check_own_file: a JSON object holding `keys`."""
+
+    def written(path: Path) -> bool:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+        return isinstance(data, dict) and all(k in data for k in keys)
+
+    return written
