@@ -391,7 +391,9 @@ def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, di
                 overrides[key] = parse(key, value)
             except ValueError as error:
                 raise ValueError(f"'curriculum' for {config}: {error}") from None
-        if not sep or not steps.strip().isdigit() or int(steps) < 1 or not overrides:
+        steps = steps.strip()
+        # isdigit() is true of superscripts ("³"), which int() refuses: ASCII digits only
+        if not sep or not (steps.isascii() and steps.isdigit()) or int(steps) < 1 or not overrides:
             raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,... (STEPS >= 1), got {part!r}")
         stages.append((int(steps), overrides))
     return stages
