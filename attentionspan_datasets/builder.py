@@ -397,6 +397,11 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
         kwargs.setdefault("dataset_name", DATASET_NAME)
         super().__init__(*args, **kwargs)
 
+    def download_and_prepare(self, *args: Any, **kwargs: Any) -> None:
+        # datasets reads num_proc=0 as "one process", silently: refused as the CLIs do
+        check_num_proc(kwargs.get("num_proc"))
+        super().download_and_prepare(*args, **kwargs)
+
     def _info(self) -> datasets.DatasetInfo:
         self.config.task_config()  # a bad parameter fails here, before anything is generated
         self.config.check_sizes()
