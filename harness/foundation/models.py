@@ -329,6 +329,7 @@ def load_model(
             f"{where}: its tokenizer cannot be read (tokenizer.json, tokenizer_config.json): "
             f"{type(error).__name__}: {_first_line(error)}"
         ) from None
+    check_config_sizes(where, location)  # a negative head count: said, not a tensor error
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
             location,
@@ -355,6 +356,42 @@ def load_model(
     check_device_map_keys(model, dispatch.get("device_map"))
     check_model(where, model, info)
     return model, tokenizer
+
+
+# config.json's sizes that build tensors: below 1, torch's "negative dimension" error came
+# out as "weights or config cannot be read (corrupt?)".
+CONFIG_SIZES = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "vocab_size",
+    "head_dim",
+    "max_position_embeddings",
+)
+
+
+def check_config_sizes(where: str, location) -> None:
+    """ValueError naming the field when a size in the folder's config.json is not >= 1."""
+    import json
+
+    try:
+        config = json.loads((Path(location) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return  # missing or torn: transformers' own error says which
+    sections = (
+        [config] + [v for v in config.values() if isinstance(v, dict)]
+        if isinstance(config, dict)
+        else []
+    )
+    for section in sections:  # a multimodal config nests its text model's
+        for key in CONFIG_SIZES:
+            value = section.get(key)
+            if isinstance(value, bool) or (isinstance(value, int) and value < 1):
+                raise ValueError(
+                    f"{where}: config.json's {key!r} is {value!r}; it must be an integer >= 1"
+                )
 
 
 def _first_line(error: BaseException) -> str:
