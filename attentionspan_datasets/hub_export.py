@@ -81,8 +81,12 @@ def _check_out(out: Path, overwrite: bool) -> None:
     if not ancestor.is_dir():
         raise ValueError(f"--out {str(out)!r} lies under {str(ancestor)!r}, which is a file")
     try:
-        with tempfile.TemporaryFile(dir=ancestor):
-            pass
+        # a full disk still creates an empty file: write some bytes, so that it is refused
+        # here and not after the build's progress lines
+        with tempfile.TemporaryFile(dir=ancestor) as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise ValueError(

@@ -62,13 +62,12 @@ def add_arguments(parser) -> None:
     """The shared --model, AnalysisConfig's options, --output and --viewer-num, and the shared
     prompt options, --no-progress and --threads, and --overwrite."""
     from harness.attention.analysis import AnalysisConfig
-    from harness.foundation.ownership import add_overwrite_argument
 
     add_model_arguments(parser, "model", model={"required": True})
     add_config_arguments(parser, AnalysisConfig, defaults=True)
     add_config_arguments(parser, AttentionOutput, defaults=True)
     add_model_arguments(parser, "prompt", "no_progress", "threads", prompt={"saved_default": True})
-    add_overwrite_argument(parser, "attention")
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:

@@ -29,11 +29,10 @@ def add_arguments(parser) -> None:
     """EvalConfig's options, the shared --no-progress, --threads and prompt options, and
     --overwrite."""
     from harness.evaluation.evaluate import EvalConfig
-    from harness.foundation.ownership import add_overwrite_argument
 
     add_config_arguments(parser, EvalConfig, defaults=True)
     add_model_arguments(parser, "no_progress", "threads", "prompt", prompt={"saved_default": True})
-    add_overwrite_argument(parser, "eval")
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:

@@ -35,12 +35,11 @@ def ood_pair(text: str) -> tuple[str, str]:
 
 def add_arguments(parser) -> None:
     """The options declared on `ReproduceConfig`'s fields, --no-progress and --overwrite."""
-    from harness.foundation.ownership import add_overwrite_argument
     from harness.pipeline.settings import ReproduceConfig
 
     add_config_arguments(parser, ReproduceConfig)
     add_model_arguments(parser, "no_progress", no_progress={"help": "no progress bars"})
-    add_overwrite_argument(parser, "reproduce")
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:

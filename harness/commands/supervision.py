@@ -26,12 +26,11 @@ from harness.foundation.options import (
 
 def add_arguments(parser) -> None:
     """The options declared on `SupervisionConfig`'s fields, --no-progress and --overwrite."""
-    from harness.foundation.ownership import add_overwrite_argument
     from harness.pipeline.supervision_settings import SupervisionConfig
 
     add_config_arguments(parser, SupervisionConfig)
     add_model_arguments(parser, "no_progress", no_progress={"help": "no progress bars"})
-    add_overwrite_argument(parser, "supervision")
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:

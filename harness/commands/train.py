@@ -90,11 +90,13 @@ def config_from_args(args):
 def run_command(args) -> int:
     from harness.foundation.outputs import check_output_folder, writing
     from harness.foundation.ownership import claim_output
+    from harness.foundation.runs import check_not_in_use
     from harness.training.train import flat_options, train
 
     quiet_transformers()
     config = config_from_args(args)
     check_output_folder("'output'", config.output)  # read-only, full: before the claim
+    check_not_in_use(config.output)  # a run going on there: said as such
     # a finished or interrupted run, or a user's files: refused unless --resume / --overwrite
     claim = claim_output(
         "--output", config.output, "train", resume=args.resume, overwrite=args.overwrite

@@ -224,16 +224,6 @@ def claim_output(
     raise ValueError(f"{option} {str(path)!r} holds {state} of {name}: {', '.join(ways)}")
 
 
-def add_overwrite_argument(parser, command: str) -> None:
-    """--overwrite, worded for `command`."""
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help=f"replace what an earlier attentionspan {command} wrote in --output (only that: "
-        "other files are never removed)",
-    )
-
-
 def check_own_file(
     option: str, path: str | os.PathLike | None, command: str, written: Callable[[Path], bool]
 ) -> None:

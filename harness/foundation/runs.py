@@ -429,6 +429,32 @@ def load_model_checked(spec: str, configs=(), prompt=None, **kwargs):
 
 
 # --- the lock ---------------------------------------------------------------------------
+def in_use(lock: Path, owner: str) -> str:
+    return (
+        f"run folder {str(lock.parent)!r} is in use by {owner} (lock {lock}); wait for that "
+        "run to end or use another --output"
+    )
+
+
+def check_not_in_use(output: str | Path) -> None:
+    """ValueError (`in_use`) when a process holds the lock of the run folder `output`: said
+    before the folder's other checks (a running run's folder is neither new nor finished).
+    Nothing is created: an existing lock file is opened for reading."""
+    import fcntl
+
+    path = Path(output) / LOCK_FILE
+    try:
+        handle = open(path)  # noqa: SIM115 (closed below)
+    except OSError:
+        return  # no lock file: no run there
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ValueError(in_use(path, handle.read().strip() or "another process")) from None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class RunLock:
     """One training process per run folder.
 
@@ -471,10 +497,7 @@ class RunLock:
             handle.seek(0)
             owner = handle.read().strip() or "another process"
             handle.close()
-            raise ValueError(
-                f"run folder {str(self.path.parent)!r} is in use by {owner} "
-                f"(lock {self.path}); wait for that run to end or use another --output"
-            ) from None
+            raise ValueError(in_use(self.path, owner)) from None
         self._file = handle
         try:
             handle.seek(0)

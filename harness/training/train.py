@@ -1247,6 +1247,11 @@ def train(
                     stop_with_checkpoint(run, stop["signal"])
                 if stop_after is not None and steps_this_run >= stop_after and not last:
                     return run.output
+        if stop["signal"] is not None:
+            # Ctrl-C in the last step (or just after it): the loop no longer looks at the
+            # flag, and the run went on to write its final model with exit 0 (the lost
+            # SIGINT of supervision --jobs). An interruption, saved as any other.
+            stop_with_checkpoint(run, stop["signal"])
         run.bar.close()
         return finish(run)
     except WriteError as error:
