@@ -251,7 +251,7 @@ def save_folder(
             accelerator.unwrap_model(model).save_pretrained(
                 staging, state_dict=state_dict, safe_serialization=True
             )
-            tokenizer.save_pretrained(staging)
+            save_tokenizer(tokenizer, staging)
             if training_state is not None:
                 # What the weights and the run file hold, so that a resume can tell a
                 # checkpoint whose parts come from different runs or were edited.
@@ -264,6 +264,22 @@ def save_folder(
             write_run_file(staging, run_info)
     accelerator.wait_for_everyone()
     return target
+
+
+# What transformers records in a tokenizer's init_kwargs about how it found its files (a
+# local folder, offline): saved, they made a resumed run's tokenizer_config.json differ from
+# an uninterrupted run's, whose tokenizer was built, not loaded.
+LOAD_ONLY_KEYS = ("is_local", "local_files_only")
+
+
+def save_tokenizer(tokenizer, folder: Path) -> None:
+    """`tokenizer.save_pretrained(folder)` without LOAD_ONLY_KEYS (the tokenizer keeps them)."""
+    kwargs = getattr(tokenizer, "init_kwargs", {})
+    held = {key: kwargs.pop(key) for key in LOAD_ONLY_KEYS if key in kwargs}
+    try:
+        tokenizer.save_pretrained(folder)
+    finally:
+        kwargs.update(held)
 
 
 @contextlib.contextmanager

@@ -91,6 +91,12 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
         json.loads((d / "attentionspan_run.json").read_text())["state"] for d in (straight, resumed)
     ]
     assert states[0]["tokens"] == states[1]["tokens"] == logs[0][-1]["tokens"] > 0
+    # the tokenizer and config files too: a resumed tokenizer is loaded from a folder, and
+    # transformers recorded that ("is_local": true) in its tokenizer_config.json (issue 46)
+    names = sorted(p.name for p in straight.iterdir() if p.suffix == ".json")
+    assert names == sorted(p.name for p in resumed.iterdir() if p.suffix == ".json")
+    for name in set(names) - {"attentionspan_run.json"}:  # that one holds times and ids
+        assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
 
 
 def test_the_data_are_the_train_split_and_validation_the_validation_split(tmp_path):
