@@ -610,6 +610,7 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path, dict[str, 
         raise ValueError(f"{checkpoint / RUN_CONFIG_FILE}: {error}") from None
     config.output = str(output)
     check_foreign(checkpoint, config, output / TRAIN_CONFIG_FILE)
+    check_log(output / LOG_FILE)  # before any model loads
     state = section(info, "state", TrainState, checkpoint)
     scheduler = training_state["scheduler"]
     if isinstance(scheduler, dict) and scheduler.get("last_epoch", state.step) != state.step:
@@ -923,6 +924,23 @@ def trim_log(path: Path, step: int) -> None:
     kept = [line for line in lines if _logged_step(line) <= step]
     if len(kept) != len(lines):
         atomic_write_text(path, "".join(kept))
+
+
+def check_log(path: Path) -> None:
+    """ValueError naming the line when a log line that is not a JSON record has whole lines
+    after it: only the last line can be cut short (a full disk, a kill mid-write), and
+    trim_log drops that one; a broken line before others was edited or corrupted, and
+    dropping it silently lost a logged step."""
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines[:-1], 1):
+        if _logged_step(line) == math.inf:
+            raise ValueError(
+                f"--resume: {path} line {number} is not a JSON record, and whole lines follow "
+                "it (edited or corrupt, not cut short by a crash); restore it, or start a new "
+                "--output"
+            )
 
 
 def _logged_step(line: str) -> float:
