@@ -24,7 +24,6 @@ its page, so a figure that changed with the code fails there until the run is ma
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -560,7 +559,7 @@ def check(out: Path, digest_file: Path) -> list[str]:
     """What a run at `out` does not reproduce of the committed digest (empty: it does)."""
     from harness.foundation.runs import versions
 
-    saved = json.loads(Path(digest_file).read_text())
+    saved = read_digest(Path(digest_file))
     then = saved["figures"]
     now = digest(out)
     # the commands name the run folder; the same steps in another folder are the same run
@@ -608,12 +607,47 @@ def run_steps(out: Path) -> None:
             raise RuntimeError(f"{name} exited with status {result.returncode}")
 
 
+PROG = "python -m harness.report.scratch_doc"
+
+
+def read_digest(path: Path) -> dict[str, Any]:
+    """The digest at `path` ({"meta": {...}, "figures": {...}}); ValueError naming the file
+    when it is missing, torn (cut short) or not a digest this module wrote."""
+    from harness.report.results_doc import read_json
+
+    data = read_json(path, "--digest")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("figures"), dict)
+        or not isinstance(data.get("meta", {}), dict)
+    ):
+        raise ValueError(
+            f"--digest {str(path)!r} is not a scratch_doc digest: it needs a 'figures' object "
+            f"and a 'meta' object, as `{PROG} run` writes them (e.g. {DIGEST})"
+        )
+    return {"meta": data.get("meta", {}), "figures": data["figures"]}
+
+
+def check_pages(root: Path = REPO) -> None:
+    """ValueError unless the pages the blocks live in are under `root`: an installed package
+    (site-packages) has none, and `run` / `render` rewrite a source checkout's pages."""
+    missing = sorted({page for page, _, _ in BLOCKS if not (root / page).is_file()})
+    if missing:
+        raise ValueError(
+            f"the pages {', '.join(missing)} are not under {str(root)!r} (an installed package "
+            "has none): run and render rewrite a source checkout's pages; run this from a "
+            "clone of the repository"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.report.scratch_doc",
+    from attentionspan_datasets.guard import OneLineParser
+
+    parser = OneLineParser(  # a usage mistake is one line naming the --help, as elsewhere
+        prog=PROG,
         description="The scratch reversal model's figures: run, digest, pages.",
     )
-    sub = parser.add_subparsers(dest="action", required=True)
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{run,check,render}")
     run = sub.add_parser("run", help="run the missing steps, write the digest and the pages")
     run.add_argument("--output", required=True, help="the run folder")
     run.add_argument("--date", required=True, help="when it ran, YYYY-MM-DD")
@@ -628,16 +662,26 @@ def main(argv: list[str] | None = None) -> int:
     render_parser.add_argument("--digest", default=str(REPO / DIGEST))
     args = parser.parse_args(argv)
     try:
+        # every input is checked before a step runs (a step can take an hour)
+        if args.action in ("run", "check"):
+            from harness.foundation.caps import check_output_dir
+
+            check_output_dir("--output", args.output)
+        if args.action in ("run", "render"):
+            check_pages()
         if args.action == "check":
+            read_digest(Path(args.digest))
             run_steps(Path(args.output))
             problems = check(Path(args.output), Path(args.digest))
             print("\n".join(problems) or f"{args.output} reproduces {args.digest}")
             return 1 if problems else 0
         if args.action == "render":
-            data = json.loads(Path(args.digest).read_text())
+            data = read_digest(Path(args.digest))
         else:
+            from harness.foundation.caps import check_output_file
             from harness.foundation.runs import versions
 
+            check_output_file("--digest", args.digest)
             out = Path(args.output)
             run_steps(out)
             meta = {"date": args.date, "machine": args.machine}
@@ -646,7 +690,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "run":
             atomic_write_text(Path(args.digest), json.dumps(data, indent=1) + "\n")
     except (OSError, ValueError, KeyError, RuntimeError) as error:
-        print(f"scratch_doc: {error}", file=sys.stderr)
+        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+            raise
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     print(f"wrote the blocks of {', '.join(pages)}")
     return 0
