@@ -62,6 +62,15 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+OTHER_RANK_GRACE_S = 3.0  # seconds; the main process refuses in milliseconds
+
+
+def main_process() -> bool:
+    """Not one of the other processes of an `accelerate launch` / torchrun (their RANK is
+    set and not 0): they exit with the same status, without printing the same line again."""
+    return os.environ.get("RANK", "0").strip() in ("0", "")
+
+
 def run_guarded(
     command: str, func: Callable[[argparse.Namespace], int | None], args, prog: str = PROG
 ) -> int:
@@ -73,7 +82,14 @@ def run_guarded(
         if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
             raise
         text = " ".join(str(error).split("\n")) or type(error).__name__
-        print(f"{prog} {command}: error: {text}", file=sys.stderr)
+        if main_process():  # every process of a launch refuses alike: the line once
+            print(f"{prog} {command}: error: {text}", file=sys.stderr)
+        else:
+            # the launcher ends every process when one exits: were this one first, the main
+            # process would be killed before it printed the line. Leave it the time to.
+            import time
+
+            time.sleep(OTHER_RANK_GRACE_S)
         return 2
     except BrokenPipeError:
         # `attentionspan generate ... | head`: the reader is gone, which is not an error.
@@ -81,6 +97,7 @@ def run_guarded(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as interrupt:
-        print(f"{prog} {command}: interrupted", file=sys.stderr)
+        if main_process():
+            print(f"{prog} {command}: interrupted", file=sys.stderr)
         # 130 for Ctrl-C; an interruption that stands for SIGTERM carries its own (143)
         return getattr(interrupt, "exit_status", 130)
