@@ -1484,3 +1484,161 @@ def test_a_foreign_input_to_the_api_is_one_value_error_line(row_id):
     rows = {row[0]: row[1:] for row in _foreign_api_rows()}
     assert list(rows) == FOREIGN_API_IDS
     assert_one_value_error_line(*rows[row_id])
+
+
+# --- issue 46: folders the tool owns (the manifest rule), and the fourth round -------------
+# Every command that writes an --output folder: (arguments without --output, a file it writes
+# there, whether a rerun into its own folder continues without a flag).
+OWNED_FOLDERS = {
+    "train": (["train", "--model", "scratch", "--max-steps", "1"], "log.jsonl", False),
+    "eval": (EVAL, "results.json", False),
+    "attention": (ATTENTION, "attention.md", False),
+    "reproduce": (REPRODUCE[:-2], "report.md", True),
+    "supervision": (["supervision", "--tasks", "reversal"], "report.md", True),
+}
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _claimed(command: str, folder: Path, *names: str) -> None:
+    """`folder` as `command` leaves it: its files and its manifest."""
+    from attentionspan_datasets.ownership import write_manifest
+
+    folder.mkdir(parents=True)
+    for name in names:
+        (folder / name).write_text(f"{command} wrote this\n")
+    write_manifest(folder, command, names)
+
+
+def _run_until_the_work(args: list[str]) -> tuple[int | None, list[str]]:
+    """(status, stderr) of a refusal; (None, []) when the command reached its work (the
+    `no_work` fixture's AssertionError)."""
+    try:
+        status, err, _ = run_cli(args)
+    except AssertionError as error:
+        assert "the work started" in str(error), error
+        return None, []
+    return status, err
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+@pytest.mark.parametrize("command", list(OWNED_FOLDERS))
+def test_a_users_folder_is_refused_and_kept_byte_identical(
+    command, overwrite, harness_places, no_work, tmp_path
+):
+    """A folder of a user's files, one of them named as the command names its own: refused
+    in one line naming the folder, before any work, even with --overwrite; nothing changes."""
+    base, own_file, _ = OWNED_FOLDERS[command]
+    folder = tmp_path / "mine"
+    (folder / "sub").mkdir(parents=True)
+    (folder / own_file).write_text("the user's, not the tool's\n")
+    (folder / "notes.txt").write_text("notes\n")
+    (folder / "sub" / "data.csv").write_text("1,2\n")
+    before = _snapshot(folder)
+    args = [a.format(**harness_places) for a in base] + ["--output", str(folder)]
+    status, err = _run_until_the_work(args + ["--overwrite"] * overwrite)
+    assert status == 2 and len(err) == 1, (status, err)
+    assert f"--output {str(folder)!r} holds files attentionspan {command} did not write" in err[0]
+    assert "notes.txt" in err[0] and "new or empty folder" in err[0]
+    assert _snapshot(folder) == before
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["notes.txt", own_file, "sub"])
+
+
+@pytest.mark.parametrize("command", list(OWNED_FOLDERS))
+def test_a_folder_of_another_command_is_refused(command, harness_places, no_work, tmp_path):
+    base, _, _ = OWNED_FOLDERS[command]
+    other = "eval" if command != "eval" else "train"
+    folder = tmp_path / "other"
+    _claimed(other, folder, "results.json")
+    before = _snapshot(folder)
+    for extra in ([], ["--overwrite"]):
+        args = [a.format(**harness_places) for a in base] + ["--output", str(folder), *extra]
+        status, err = _run_until_the_work(args)
+        assert status == 2 and len(err) == 1, (status, err)
+        assert f"was written by attentionspan {other}; give another --output" in err[0]
+        assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("command", list(OWNED_FOLDERS))
+def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no_work, tmp_path):
+    """Its own folder: reproduce and supervision continue (a rerun resumes); train, eval and
+    attention refuse without --overwrite, naming the ways out. --overwrite removes what the
+    command wrote, and only that: a file the user put there stays."""
+    base, own_file, continues = OWNED_FOLDERS[command]
+    folder = tmp_path / "own"
+    _claimed(command, folder, own_file)
+    (folder / "notes.txt").write_text("the user's\n")
+    args = [a.format(**harness_places) for a in base] + ["--output", str(folder)]
+    before = _snapshot(folder)
+    status, err = _run_until_the_work(args)
+    if continues:
+        assert status is None, err  # the work started: the folder was its own
+    else:
+        assert status == 2 and len(err) == 1, (status, err)
+        assert f"--output {str(folder)!r} holds" in err[0], err[0]
+        assert "--overwrite to replace it, or another --output" in err[0]
+        if command == "train":
+            assert "an interrupted run" in err[0] and "--resume to continue it" in err[0]
+        assert _snapshot(folder) == before
+    status, err = _run_until_the_work(args + ["--overwrite"])
+    assert status is None, err
+    assert not (folder / own_file).exists()  # what the command wrote went first
+    assert (folder / "notes.txt").read_text() == "the user's\n"
+
+
+def test_a_finished_train_run_is_not_replaced_by_a_plain_train(places, tmp_path):
+    """The issue's first case: a second `train` into a finished run (another --seed)."""
+    run = Path(shutil.copytree(places["run"], tmp_path / "run"))
+    (run / "final").mkdir()
+    shutil.copy(run / "checkpoint-1" / "attentionspan_run.json", run / "final")
+    before = _snapshot(run)
+    status, err, _ = run_cli([*TRAIN[:4], str(run), "--max-steps", "2", "--seed", "8"])
+    assert status == 2 and len(err) == 1, err
+    assert "holds a finished run of attentionspan train: --overwrite to replace it" in err[0]
+    assert _snapshot(run) == before
+
+
+def test_resume_continues_a_run_made_before_manifests(places, tmp_path):
+    """A run folder from before the manifest (a checkpoint's run file says whose) resumes."""
+    run = Path(shutil.copytree(places["run"], tmp_path / "run"))
+    assert not (run / ".attentionspan.json").exists()
+    status, err, out = run_cli(["train", "--output", str(run), "--resume", "--no-progress"])
+    assert status == 0, err
+    assert (run / "final").is_dir() and (run / ".attentionspan.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "command,args,own",
+    [
+        ("heads", HEADS, '{"scores": [], "per_row": [], "order": []}'),
+        ("baselines", BASELINES[:-2], '{"settings": {}, "runs": []}'),
+    ],
+)
+def test_an_output_file_of_a_user_is_refused_and_its_own_replaced(
+    command, args, own, harness_places, no_work, tmp_path
+):
+    """heads and baselines write one file: a user's file there is refused (it would be
+    replaced), byte-identical; the command's own (a ranking, a baselines record) is not."""
+    target = tmp_path / "out.json"
+    target.write_text("my own notes\n")
+    argv = [a.format(**harness_places) for a in args] + ["--output", str(target)]
+    status, err = _run_until_the_work(argv)
+    assert status == 2 and len(err) == 1, err
+    assert f"--output {str(target)!r} is a file attentionspan {command} did not write" in err[0]
+    assert target.read_text() == "my own notes\n"
+    target.write_text(own)
+    assert _run_until_the_work(argv)[0] is None
+
+
+def test_a_refused_claim_leaves_no_folder(harness_places, tmp_path):
+    """A new --output whose run is refused after the claim (the model cannot serve): no
+    folder, no manifest is left behind."""
+    folder = tmp_path / "new" / "eval"
+    args = [*EVAL, "--model", "{bert}", "--output", str(folder)]
+    status, err, _ = run_cli([a.format(**harness_places) for a in args])
+    assert status == 2 and len(err) == 1
+    assert not (tmp_path / "new").exists()
