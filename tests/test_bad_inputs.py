@@ -1642,3 +1642,201 @@ def test_a_refused_claim_leaves_no_folder(harness_places, tmp_path):
     status, err, _ = run_cli([a.format(**harness_places) for a in args])
     assert status == 2 and len(err) == 1
     assert not (tmp_path / "new").exists()
+
+
+@pytest.fixture(scope="module")
+def round4_places(harness_places):
+    """A model folder whose config gives a negative head count, and one without weights."""
+    import json
+
+    root, model = harness_places["tmp"], harness_places["model"]
+    negative = Path(shutil.copytree(model, root / "negative_heads"))
+    config = json.loads((negative / "config.json").read_text())
+    (negative / "config.json").write_text(json.dumps({**config, "num_key_value_heads": -1}))
+    no_weights = Path(shutil.copytree(model, root / "no_weights"))
+    (no_weights / "model.safetensors").unlink()
+    return {**harness_places, "negative_heads": negative, "no_weights": no_weights}
+
+
+# (id, arguments, fragments, a folder that must not exist afterwards). Each refused in one
+# line before the work, nothing written.
+ROUND4_CLI_ROWS = [
+    (
+        "eval-max-memory-400-nines",
+        [*EVAL, "--device-map", "auto", "--max-memory", "cpu=" + "9" * 400],
+        ["--max-memory cpu must be at most 1PiB"],
+        None,
+    ),
+    (
+        "reproduce-train-steps-below-the-curriculum",
+        ["reproduce", "--quick", "--tasks", "value_assignment", "--train-steps", "3"],
+        ["--train-steps 3 is fewer than the 1500 steps", "value_assignment", ">= 1500"],
+        "{tmp}/r4-quick",
+    ),
+    (
+        "train-curriculum-superscript-steps",
+        [*TRAIN, "--config", "value_assignment_id", "--curriculum", "³:min_table_size=1"],
+        ["'curriculum' expects STEPS:KEY=VALUE", "³"],
+        "{tmp}/train",
+    ),
+    (
+        "eval-negative-heads-in-config",
+        [*EVAL, "--model", "{negative_heads}", "--output", "{tmp}/r4-neg"],
+        ["negative_heads", "config.json's 'num_key_value_heads' is -1", ">= 1"],
+        "{tmp}/r4-neg",
+    ),
+    (
+        "reproduce-pretrained-without-weights",
+        ["reproduce", "--pretrained", "{no_weights}", "--tasks", "reversal"],
+        ["--pretrained", "no_weights", "model.safetensors"],
+        "{tmp}/r4-pretrained",
+    ),
+    (
+        "reproduce-pretrained-bert",
+        ["reproduce", "--pretrained", "{bert}", "--tasks", "reversal"],
+        ["--pretrained", "bert"],
+        "{tmp}/r4-pretrained",
+    ),
+    (
+        "train-resume-and-overwrite",
+        [*TRAIN, "--resume", "--overwrite"],
+        ["--resume continues the run", "--overwrite replaces it: give one of them"],
+        "{tmp}/train",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args,fragments,absent",
+    [r[1:] for r in ROUND4_CLI_ROWS],
+    ids=[r[0] for r in ROUND4_CLI_ROWS],
+)
+def test_the_fourth_round_is_refused_in_one_line(args, fragments, absent, round4_places):
+    args = [a.format(**round4_places) for a in args]
+    if args[0] == "reproduce":
+        args += ["--output", absent.format(**round4_places)]
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1, (status, err)
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+    if absent:
+        assert not Path(absent.format(**round4_places)).exists()  # no settings.json, nothing
+
+
+def _round4_api_rows():
+    import datasets
+    import torch
+
+    import attentionspan_datasets  # noqa: F401  (registers "attentionspan")
+    from harness.attention.setting import Setting
+    from harness.engine.capture import Intervention
+
+    def load(**kwargs):
+        return lambda: datasets.load_dataset("attentionspan", "reversal_id", **kwargs)
+
+    sizes = {"num_train": 0, "num_validation": 2, "num_test": 2}
+    return [
+        ("setting-unknown-key", lambda: Setting.from_dict({"colour": 1}), ["no field 'colour'"]),
+        (
+            "intervention-levels-text",
+            lambda: Intervention(torch.ones(1, 1, dtype=torch.bool), mode="restore", levels="high"),
+            ["Intervention.levels must be a tensor of numbers", "'high'"],
+        ),
+        ("load-revision", load(revision="v1"), ["'revision' 'v1' is not accepted"]),
+        ("load-num-proc-0", load(num_proc=0), ["'num_proc' must be an integer >= 1", "got 0"]),
+        (
+            "load-train-split-of-no-rows",
+            load(split="train", **sizes),
+            ["split 'train' was asked for, but 'num_train' is 0", "num_train >= 1"],
+        ),
+    ]
+
+
+ROUND4_API_IDS = [
+    "setting-unknown-key",
+    "intervention-levels-text",
+    "load-revision",
+    "load-num-proc-0",
+    "load-train-split-of-no-rows",
+]
+
+
+@pytest.mark.parametrize("row_id", ROUND4_API_IDS)
+def test_the_fourth_round_of_the_api_is_one_value_error_line(row_id, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    rows = {row[0]: row[1:] for row in _round4_api_rows()}
+    assert list(rows) == ROUND4_API_IDS
+    assert_one_value_error_line(*rows[row_id])
+
+
+def test_resume_refuses_a_broken_log_line_before_the_checkpoint(places, tmp_path):
+    run = Path(shutil.copytree(places["run"], tmp_path / "run"))
+    log = run / "log.jsonl"
+    log.write_text('{"step": 0, "lo\n{"step": 1}\n')  # a broken line, a whole one after
+    before = _snapshot(run)
+    status, err, _ = run_cli(["train", "--output", str(run), "--resume", "--no-progress"])
+    assert status == 2 and len(err) == 1, err
+    assert f"{log} line 1 is not a JSON record, and whole lines follow it" in err[0]
+    assert _snapshot(run) == before
+
+
+def test_results_doc_check_with_versions_a_number_is_one_line(tmp_path, capsys):
+    import json
+
+    from harness.report import results_doc
+
+    digest = tmp_path / "d.json"
+    digest.write_text(json.dumps({"meta": {"versions": 3}, "tasks": {"reversal": {}}}))
+    assert results_doc.main([str(tmp_path), "--check", str(digest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'meta.versions' must be a JSON object, got 3" in err[0], err
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        ([], "the following arguments are required: {{run,check,render}}"),
+        (["run", "--output", "x"], "required: --date, --machine"),
+        (["render", "--digest", "{torn}"], "--digest '{torn}': not valid JSON (torn or cut"),
+        (["check", "--output", "{tmp}/sc", "--digest", "{torn}"], "--digest '{torn}'"),
+    ],
+    ids=["no-action", "run-missing-options", "render-torn-digest", "check-torn-digest"],
+)
+def test_scratch_doc_refuses_in_one_line(argv, fragment, tmp_path, capsys):
+    from harness.report import scratch_doc
+
+    torn = tmp_path / "torn.json"
+    torn.write_text('{"meta": {}, "figu')
+    places = {"torn": torn, "tmp": tmp_path}
+    try:
+        status = scratch_doc.main([a.format(**places) for a in argv])
+    except SystemExit as done:
+        status = done.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith("python -m harness.report.scratch_doc") and "error:" in err[0]
+    assert fragment.format(**places) in err[0], err[0]
+    assert not (tmp_path / "sc").exists()  # no step ran
+
+
+def test_scratch_doc_render_without_the_pages_is_one_line(tmp_path, monkeypatch):
+    """From an installed package the pages are not there: said before anything is read."""
+    from harness.report import scratch_doc
+
+    monkeypatch.setattr(scratch_doc, "REPO", tmp_path)
+    with pytest.raises(ValueError, match="README.md, docs/results.md, docs/usage_analysis.md"):
+        scratch_doc.check_pages(tmp_path)
+
+
+def test_a_refusal_in_a_launch_is_printed_by_the_main_process_alone(monkeypatch):
+    """The other processes of an `accelerate launch` refuse alike, with the same status and
+    no line (after a grace that lets the main process print first)."""
+    from attentionspan_datasets import guard
+
+    monkeypatch.setattr(guard, "OTHER_RANK_GRACE_S", 0.0)
+    args = ["train", "--model", "scratch", "--lr", "nan", "--output", "unused"]
+    monkeypatch.setenv("RANK", "1")
+    assert run_cli(args)[:2] == (2, [])
+    monkeypatch.setenv("RANK", "0")
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1 and "'lr' must be a finite number" in err[0]

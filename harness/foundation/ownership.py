@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attentionspan_datasets.ownership import (
+    MANIFEST,
     Folder,
     inspect,
     listing,
@@ -127,6 +128,7 @@ class Claim:
         self.path, self.command, self.folder, self.overwrite = path, command, folder, overwrite
         self._before: set[str] = set()
         self._made: list[Path] = []
+        self._had_manifest = False
 
     @property
     def active(self) -> bool:
@@ -147,21 +149,25 @@ class Claim:
         self.path.mkdir(parents=True, exist_ok=True)
         now = inspect(self.path)
         self._before = set(now.entries)
+        self._had_manifest = (self.path / MANIFEST).is_file()
         # what is there already is the command's (checked): recorded before any work
         write_manifest(self.path, self.command, now.own(self.patterns()))
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, traceback) -> None:
         if not self.active or not self.path.is_dir():
             return
         with contextlib.suppress(OSError, ValueError):
             now = inspect(self.path)
             added = [e for e in now.entries if e not in self._before]
             files = set(now.own(self.patterns())) | set(added)
-            if files:
+            # a refused run that added nothing leaves the folder as it found it
+            failed_bare = kind is not None and not added and not self._had_manifest
+            if files and not failed_bare:
                 write_manifest(self.path, self.command, files)
                 return
-            (self.path / ".attentionspan.json").unlink()
+            if not self._had_manifest:
+                (self.path / MANIFEST).unlink()
             for made in self._made:  # deepest first; a folder with anything in it stays
                 made.rmdir()
 
