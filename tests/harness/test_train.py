@@ -348,6 +348,30 @@ def test_fine_tunes_a_local_folder(kind, tmp_path, tiny_model_dirs):
 # --- resume: the same log, finished runs, checkpoints whose parts disagree
 
 
+def test_ctrl_c_in_the_last_step_is_an_interruption_not_a_finished_run(tmp_path, monkeypatch):
+    """SIGINT during the last step set the stop flag after the loop had stopped reading it:
+    the run wrote final/ and exited 0 (issue 46, one of four Ctrl-C of supervision --jobs).
+    Now it ends as any interruption: KeyboardInterrupt (130), a checkpoint, no final/."""
+    import signal
+
+    import harness.training.train
+
+    real_step = harness.training.train.train_step
+
+    def last_step_interrupted(run, stop_requested):
+        result = real_step(run, stop_requested)
+        if run.state.step == run.state.total_steps:
+            signal.raise_signal(signal.SIGINT)  # the handler only sets the flag
+        return result
+
+    monkeypatch.setattr(harness.training.train, "train_step", last_step_interrupted)
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        train(tiny_config(tmp_path, save_every=4), progress=False)
+    assert getattr(interrupted.value, "exit_status", 130) == 130
+    assert not (tmp_path / "final").exists()
+    assert (tmp_path / "checkpoint-6").is_dir()  # the trained steps are kept, resumable
+
+
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_a_run_interrupted_by_a_signal_resumes_to_the_same_log(tmp_path, monkeypatch, signal_name):
     """Ctrl-C or SIGTERM after step 3 (between log lines at 2 and 4): the resumed run logs
