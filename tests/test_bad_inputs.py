@@ -939,6 +939,10 @@ README_MESSAGES = [
     "(see attentionspan COMMAND --help)",
     "is the current directory or holds it",
     "became a folder that is not empty while this process was writing it (another writer?)",
+    # round 4: the folders a command owns
+    "holds a finished run of attentionspan train: --overwrite to replace it",
+    "holds files attentionspan eval did not write",
+    "was written by attentionspan train",
     # round 3: output folders, foreign inputs, results_doc, lm-eval
     "cannot be written (",
     "cannot write PATH: no space left on the device",
