@@ -295,3 +295,31 @@ def test_bad_input(tmp_path, configs, kwargs, message):
     with pytest.raises(ValueError, match=message):
         export(configs, tmp_path / "out", **kwargs)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_full_disk_is_refused_before_the_build(tmp_path, monkeypatch):
+    """A full disk still creates an empty file: the probe writes bytes, so the refusal
+    comes before any split is built (issue 46: it came after the progress lines)."""
+    import errno
+    import tempfile
+
+    real = tempfile.TemporaryFile
+
+    class Full:
+        def __init__(self, *args, **kwargs):
+            self.file = real(*args, **kwargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(hub_export.tempfile, "TemporaryFile", Full)
+    monkeypatch.setattr(hub_export, "build_config", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(ValueError, match="No space left on device"):
+        export(["reversal_ood"], tmp_path / "out", cache_dir=str(tmp_path / "cache"), **SIZES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
