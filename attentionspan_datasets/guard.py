@@ -71,11 +71,26 @@ def main_process() -> bool:
     return os.environ.get("RANK", "0").strip() in ("0", "")
 
 
+def answer_interrupts() -> None:
+    """SIGINT raises KeyboardInterrupt even where the process started with it ignored (the
+    background job of a script, which a shell starts so): train's loop always answered it,
+    the rest of a command did not, so whether a SIGINT stopped `supervision --jobs 2` (and
+    exited 130) or was lost (exit 0, the study written) hung on where it landed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_guarded(
     command: str, func: Callable[[argparse.Namespace], int | None], args, prog: str = PROG
 ) -> int:
     """Run `func(args)` as `prog command`: its status, 2 for a user's mistake (one line on
     stderr), 0 for a closed pipe, 130 for Ctrl-C (143 for SIGTERM raised as an interruption)."""
+    answer_interrupts()
     try:
         return func(args) or 0
     except USER_ERRORS as error:
