@@ -397,6 +397,32 @@ class AttentionSpan(datasets.ArrowBasedBuilder):
         kwargs.setdefault("dataset_name", DATASET_NAME)
         super().__init__(*args, **kwargs)
 
+    def download_and_prepare(self, *args: Any, **kwargs: Any) -> None:
+        # datasets reads num_proc=0 as "one process", silently: refused as the CLIs do
+        check_num_proc(kwargs.get("num_proc"))
+        super().download_and_prepare(*args, **kwargs)
+
+    def as_dataset(self, split: Any = None, *args: Any, **kwargs: Any) -> Any:
+        self._check_asked(split)
+        return super().as_dataset(split, *args, **kwargs)
+
+    def as_streaming_dataset(self, split: Any = None, *args: Any, **kwargs: Any) -> Any:
+        self._check_asked(split)
+        return super().as_streaming_dataset(split, *args, **kwargs)
+
+    def _check_asked(self, split: Any) -> None:
+        """A split asked for whose size is 0 (`split="train"` with num_train=0): say so, not
+        datasets' "Unknown split 'train'" (a split of no rows is not built)."""
+        if not isinstance(split, str):
+            return
+        for part in split.split("+"):
+            name = part.split("[")[0].strip()
+            if name in SPLITS and getattr(self.config, f"num_{name}") == 0:
+                raise ValueError(
+                    f"split {name!r} was asked for, but 'num_{name}' is 0, so it has no rows; "
+                    f"give num_{name} >= 1 or ask for another split"
+                )
+
     def _info(self) -> datasets.DatasetInfo:
         self.config.task_config()  # a bad parameter fails here, before anything is generated
         self.config.check_sizes()

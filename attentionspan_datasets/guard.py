@@ -62,18 +62,49 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+OTHER_RANK_GRACE_S = 3.0  # seconds; the main process refuses in milliseconds
+
+
+def main_process() -> bool:
+    """Not one of the other processes of an `accelerate launch` / torchrun (their RANK is
+    set and not 0): they exit with the same status, without printing the same line again."""
+    return os.environ.get("RANK", "0").strip() in ("0", "")
+
+
+def answer_interrupts() -> None:
+    """SIGINT raises KeyboardInterrupt even where the process started with it ignored (the
+    background job of a script, which a shell starts so): train's loop always answered it,
+    the rest of a command did not, so whether a SIGINT stopped `supervision --jobs 2` (and
+    exited 130) or was lost (exit 0, the study written) hung on where it landed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_guarded(
     command: str, func: Callable[[argparse.Namespace], int | None], args, prog: str = PROG
 ) -> int:
     """Run `func(args)` as `prog command`: its status, 2 for a user's mistake (one line on
     stderr), 0 for a closed pipe, 130 for Ctrl-C (143 for SIGTERM raised as an interruption)."""
+    answer_interrupts()
     try:
         return func(args) or 0
     except USER_ERRORS as error:
         if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
             raise
         text = " ".join(str(error).split("\n")) or type(error).__name__
-        print(f"{prog} {command}: error: {text}", file=sys.stderr)
+        if main_process():  # every process of a launch refuses alike: the line once
+            print(f"{prog} {command}: error: {text}", file=sys.stderr)
+        else:
+            # the launcher ends every process when one exits: were this one first, the main
+            # process would be killed before it printed the line. Leave it the time to.
+            import time
+
+            time.sleep(OTHER_RANK_GRACE_S)
         return 2
     except BrokenPipeError:
         # `attentionspan generate ... | head`: the reader is gone, which is not an error.
@@ -81,6 +112,7 @@ def run_guarded(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as interrupt:
-        print(f"{prog} {command}: interrupted", file=sys.stderr)
+        if main_process():
+            print(f"{prog} {command}: interrupted", file=sys.stderr)
         # 130 for Ctrl-C; an interruption that stands for SIGTERM carries its own (143)
         return getattr(interrupt, "exit_status", 130)

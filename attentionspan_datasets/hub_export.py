@@ -24,6 +24,7 @@ datasets' own `push_to_hub` per config and uploads the card.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -33,6 +34,7 @@ from typing import Any
 
 from attentionspan_datasets import __version__
 from attentionspan_datasets.atomic import atomic_path, atomic_write_text
+from attentionspan_datasets.ownership import inspect, listing, write_manifest
 from attentionspan_datasets.presets import PRESETS, did_you_mean
 from attentionspan_datasets.splits import SPLIT_SHARES, SPLITS, SmallSpaceWarning
 from attentionspan_datasets.tasks import TASKS
@@ -71,21 +73,70 @@ def _check_out(out: Path, overwrite: bool) -> None:
             f"--out {str(out)!r} is the current directory or holds it; export into a new "
             f"folder (replacing this one would delete its files)"
         )
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it")
+    if out.is_dir() and any(out.iterdir()):
+        _check_replaceable(out, overwrite)
     # The folder is written beside `out` and renamed: its nearest existing ancestor must be
     # a folder this process can create files in.
     ancestor = next(p for p in resolved.parents if p.exists() or p == p.parent)
     if not ancestor.is_dir():
         raise ValueError(f"--out {str(out)!r} lies under {str(ancestor)!r}, which is a file")
     try:
-        with tempfile.TemporaryFile(dir=ancestor):
-            pass
+        # a full disk still creates an empty file: write some bytes, so that it is refused
+        # here and not after the build's progress lines
+        with tempfile.TemporaryFile(dir=ancestor) as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise ValueError(
             f"--out {str(out)!r}: cannot write in {str(ancestor)!r}: {reason}"
         ) from None
+
+
+def _export_legacy(out: Path) -> bool:
+    """A folder an export wrote before manifests: its card, and config folders of parquet."""
+    try:
+        card = (out / "README.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    folders = [p for p in out.iterdir() if p.name != "README.md"]
+    return "attentionspan export" in card and all(
+        p.is_dir() and not p.is_symlink() and all(f.suffix == ".parquet" for f in p.iterdir())
+        for p in folders
+    )
+
+
+def _check_replaceable(out: Path, overwrite: bool) -> None:
+    """A folder that is not empty is replaced only with --overwrite, and only when an export
+    wrote everything in it (its manifest, `attentionspan_datasets.ownership`): the whole
+    folder is swapped for the new one, so a user's file in it would be lost."""
+    folder = inspect(out)
+    if folder.command is None and _export_legacy(out):
+        folder = dataclasses.replace(folder, command="export", files=folder.entries)
+    if folder.command not in (None, "export"):
+        raise FileExistsError(
+            f"--out {str(out)!r} was written by attentionspan {folder.command}; export into "
+            "another --out"
+        )
+    if folder.command is None:
+        raise FileExistsError(
+            f"--out {str(out)!r} holds files no export wrote ({listing(folder.entries)}); "
+            "export into a new or empty folder"
+            + (" (--overwrite replaces only a folder an export wrote)" if overwrite else "")
+        )
+    foreign = folder.foreign()
+    if foreign:
+        raise FileExistsError(
+            f"--out {str(out)!r} holds files no export wrote ({listing(foreign)}); "
+            "--overwrite would replace the whole folder: move them out, or export into "
+            "another --out"
+        )
+    if not overwrite:
+        raise FileExistsError(
+            f"--out {str(out)!r} is not empty: it holds an earlier export; pass --overwrite "
+            "to replace it, or export into another --out"
+        )
 
 
 def build_config(
@@ -408,11 +459,11 @@ def export(
     if not isinstance(out, (str, os.PathLike)) or not str(out):
         raise ValueError(f"--out must name a folder, got {out!r}")
     out = Path(out).expanduser()
+    _check_out(out, overwrite)  # first: a refused --out leaves no cache folder behind
     if cache_dir is not None:
         cache_dir = str(check_cache_dir(cache_dir, "--cache-dir"))
     if push_to_hub:
         check_hub(push_to_hub)  # before anything is built or written
-    _check_out(out, overwrite)
 
     kwargs = {f"num_{split}": size for split, size in sizes.items() if size is not None}
     if force:
@@ -427,6 +478,7 @@ def export(
                 dataset_dict = build_config(config, cache_dir, num_proc, seed=seed, **kwargs)
                 infos[config] = (dataset_dict, write_parquet(dataset_dict, staging, config))
             _write_card(staging, infos, seed, sizes, source_hash(), push_to_hub, notes)
+            write_manifest(staging, "export", [p.name for p in staging.iterdir()])
     except FileExistsError as error:
         raise FileExistsError(f"{error}; pass --overwrite to replace it") from None
     if push_to_hub:

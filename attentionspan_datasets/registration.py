@@ -66,6 +66,12 @@ def _wrap(original: Any) -> Any:
                     f"{DATASET_NAME} generates its data: '{option}' is not accepted; "
                     f"pass task parameters and num_train / num_validation / num_test instead"
                 )
+        if kwargs.get("revision") is not None:  # datasets ignored it: silently another version
+            raise ValueError(
+                f"{DATASET_NAME} generates its data with the installed package: 'revision' "
+                f"{kwargs['revision']!r} is not accepted; install the attentionspan version "
+                "you want instead"
+            )
         return dataset_module()
 
     setattr(dataset_module_factory, _MARK, True)

@@ -103,7 +103,7 @@ def patch_task_manager(module: Any = None) -> None:
         if bound.arguments["include_defaults"]:
             bound.arguments["include_path"] = with_tasks_dir(bound.arguments["include_path"])
         metadata = bound.arguments.get("metadata")
-        if isinstance(metadata, dict) and "attention" in metadata:
+        if isinstance(metadata, dict) and ("attention" in metadata or "threads" in metadata):
             check_attention_model(metadata)  # also before the model is loaded
         if isinstance(metadata, dict) and "attnspan" in metadata:
             # Before lm-eval loads the model: a bad option costs a second, not a model load.
@@ -185,10 +185,16 @@ def check_attention_model(metadata: dict) -> None:
     from lm_eval_tasks.dataset import refuse
 
     try:
-        wanted = flag(metadata[MODEL_ARG])
+        wanted = flag(metadata.get(MODEL_ARG, False))
     except ValueError as error:
         refuse(str(error))
     model = command_model(sys.argv[1:]) if under_lm_eval_command() else None
+    if "threads" in metadata and model is not None and model != MODEL_NAME:
+        # `threads` is attnspan-hf's own key: hf hands it to the model class, a TypeError
+        refuse(
+            f"--model_args threads={metadata['threads']} needs --model {MODEL_NAME} (its own "
+            f"key), got --model {model}; for another model type set OMP_NUM_THREADS instead"
+        )
     if wanted and model is not None and model != MODEL_NAME:
         refuse(
             f"--model_args {MODEL_ARG}=true needs --model {MODEL_NAME} (the model type that "

@@ -939,6 +939,10 @@ README_MESSAGES = [
     "(see attentionspan COMMAND --help)",
     "is the current directory or holds it",
     "became a folder that is not empty while this process was writing it (another writer?)",
+    # round 4: the folders a command owns
+    "holds a finished run of attentionspan train: --overwrite to replace it",
+    "holds files attentionspan eval did not write",
+    "was written by attentionspan train",
     # round 3: output folders, foreign inputs, results_doc, lm-eval
     "cannot be written (",
     "cannot write PATH: no space left on the device",
@@ -1484,3 +1488,359 @@ def test_a_foreign_input_to_the_api_is_one_value_error_line(row_id):
     rows = {row[0]: row[1:] for row in _foreign_api_rows()}
     assert list(rows) == FOREIGN_API_IDS
     assert_one_value_error_line(*rows[row_id])
+
+
+# --- issue 46: folders the tool owns (the manifest rule), and the fourth round -------------
+# Every command that writes an --output folder: (arguments without --output, a file it writes
+# there, whether a rerun into its own folder continues without a flag).
+OWNED_FOLDERS = {
+    "train": (["train", "--model", "scratch", "--max-steps", "1"], "log.jsonl", False),
+    "eval": (EVAL, "results.json", False),
+    "attention": (ATTENTION, "attention.md", False),
+    "reproduce": (REPRODUCE[:-2], "report.md", True),
+    "supervision": (["supervision", "--tasks", "reversal"], "report.md", True),
+}
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _claimed(command: str, folder: Path, *names: str) -> None:
+    """`folder` as `command` leaves it: its files and its manifest."""
+    from attentionspan_datasets.ownership import write_manifest
+
+    folder.mkdir(parents=True)
+    for name in names:
+        (folder / name).write_text(f"{command} wrote this\n")
+    write_manifest(folder, command, names)
+
+
+def _run_until_the_work(args: list[str]) -> tuple[int | None, list[str]]:
+    """(status, stderr) of a refusal; (None, []) when the command reached its work (the
+    `no_work` fixture's AssertionError)."""
+    try:
+        status, err, _ = run_cli(args)
+    except AssertionError as error:
+        assert "the work started" in str(error), error
+        return None, []
+    return status, err
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+@pytest.mark.parametrize("command", list(OWNED_FOLDERS))
+def test_a_users_folder_is_refused_and_kept_byte_identical(
+    command, overwrite, harness_places, no_work, tmp_path
+):
+    """A folder of a user's files, one of them named as the command names its own: refused
+    in one line naming the folder, before any work, even with --overwrite; nothing changes."""
+    base, own_file, _ = OWNED_FOLDERS[command]
+    folder = tmp_path / "mine"
+    (folder / "sub").mkdir(parents=True)
+    (folder / own_file).write_text("the user's, not the tool's\n")
+    (folder / "notes.txt").write_text("notes\n")
+    (folder / "sub" / "data.csv").write_text("1,2\n")
+    before = _snapshot(folder)
+    args = [a.format(**harness_places) for a in base] + ["--output", str(folder)]
+    status, err = _run_until_the_work(args + ["--overwrite"] * overwrite)
+    assert status == 2 and len(err) == 1, (status, err)
+    assert f"--output {str(folder)!r} holds files attentionspan {command} did not write" in err[0]
+    assert "notes.txt" in err[0] and "new or empty folder" in err[0]
+    assert _snapshot(folder) == before
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["notes.txt", own_file, "sub"])
+
+
+@pytest.mark.parametrize("command", list(OWNED_FOLDERS))
+def test_a_folder_of_another_command_is_refused(command, harness_places, no_work, tmp_path):
+    base, _, _ = OWNED_FOLDERS[command]
+    other = "eval" if command != "eval" else "train"
+    folder = tmp_path / "other"
+    _claimed(other, folder, "results.json")
+    before = _snapshot(folder)
+    for extra in ([], ["--overwrite"]):
+        args = [a.format(**harness_places) for a in base] + ["--output", str(folder), *extra]
+        status, err = _run_until_the_work(args)
+        assert status == 2 and len(err) == 1, (status, err)
+        assert f"was written by attentionspan {other}; give another --output" in err[0]
+        assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("command", list(OWNED_FOLDERS))
+def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no_work, tmp_path):
+    """Its own folder: reproduce and supervision continue (a rerun resumes); train, eval and
+    attention refuse without --overwrite, naming the ways out. --overwrite removes what the
+    command wrote, and only that: a file the user put there stays."""
+    base, own_file, continues = OWNED_FOLDERS[command]
+    folder = tmp_path / "own"
+    _claimed(command, folder, own_file)
+    (folder / "notes.txt").write_text("the user's\n")
+    args = [a.format(**harness_places) for a in base] + ["--output", str(folder)]
+    before = _snapshot(folder)
+    status, err = _run_until_the_work(args)
+    if continues:
+        assert status is None, err  # the work started: the folder was its own
+    else:
+        assert status == 2 and len(err) == 1, (status, err)
+        assert f"--output {str(folder)!r} holds" in err[0], err[0]
+        assert "--overwrite to replace it, or another --output" in err[0]
+        if command == "train":
+            assert "an interrupted run" in err[0] and "--resume to continue it" in err[0]
+        assert _snapshot(folder) == before
+    status, err = _run_until_the_work(args + ["--overwrite"])
+    assert status is None, err
+    assert not (folder / own_file).exists()  # what the command wrote went first
+    assert (folder / "notes.txt").read_text() == "the user's\n"
+
+
+def test_a_finished_train_run_is_not_replaced_by_a_plain_train(places, tmp_path):
+    """The issue's first case: a second `train` into a finished run (another --seed)."""
+    run = Path(shutil.copytree(places["run"], tmp_path / "run"))
+    (run / "final").mkdir()
+    shutil.copy(run / "checkpoint-1" / "attentionspan_run.json", run / "final")
+    before = _snapshot(run)
+    status, err, _ = run_cli([*TRAIN[:4], str(run), "--max-steps", "2", "--seed", "8"])
+    assert status == 2 and len(err) == 1, err
+    assert "holds a finished run of attentionspan train: --overwrite to replace it" in err[0]
+    assert _snapshot(run) == before
+
+
+def test_resume_continues_a_run_made_before_manifests(places, tmp_path):
+    """A run folder from before the manifest (a checkpoint's run file says whose) resumes."""
+    run = Path(shutil.copytree(places["run"], tmp_path / "run"))
+    assert not (run / ".attentionspan.json").exists()
+    status, err, out = run_cli(["train", "--output", str(run), "--resume", "--no-progress"])
+    assert status == 0, err
+    assert (run / "final").is_dir() and (run / ".attentionspan.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "command,args,own",
+    [
+        ("heads", HEADS, '{"scores": [], "per_row": [], "order": []}'),
+        ("baselines", BASELINES[:-2], '{"settings": {}, "runs": []}'),
+    ],
+)
+def test_an_output_file_of_a_user_is_refused_and_its_own_replaced(
+    command, args, own, harness_places, no_work, tmp_path
+):
+    """heads and baselines write one file: a user's file there is refused (it would be
+    replaced), byte-identical; the command's own (a ranking, a baselines record) is not."""
+    target = tmp_path / "out.json"
+    target.write_text("my own notes\n")
+    argv = [a.format(**harness_places) for a in args] + ["--output", str(target)]
+    status, err = _run_until_the_work(argv)
+    assert status == 2 and len(err) == 1, err
+    assert f"--output {str(target)!r} is a file attentionspan {command} did not write" in err[0]
+    assert target.read_text() == "my own notes\n"
+    target.write_text(own)
+    assert _run_until_the_work(argv)[0] is None
+
+
+def test_a_refused_claim_leaves_no_folder(harness_places, tmp_path):
+    """A new --output whose run is refused after the claim (the model cannot serve): no
+    folder, no manifest is left behind."""
+    folder = tmp_path / "new" / "eval"
+    args = [*EVAL, "--model", "{bert}", "--output", str(folder)]
+    status, err, _ = run_cli([a.format(**harness_places) for a in args])
+    assert status == 2 and len(err) == 1
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.fixture(scope="module")
+def round4_places(harness_places):
+    """A model folder whose config gives a negative head count, and one without weights."""
+    import json
+
+    root, model = harness_places["tmp"], harness_places["model"]
+    negative = Path(shutil.copytree(model, root / "negative_heads"))
+    config = json.loads((negative / "config.json").read_text())
+    (negative / "config.json").write_text(json.dumps({**config, "num_key_value_heads": -1}))
+    no_weights = Path(shutil.copytree(model, root / "no_weights"))
+    (no_weights / "model.safetensors").unlink()
+    return {**harness_places, "negative_heads": negative, "no_weights": no_weights}
+
+
+# (id, arguments, fragments, a folder that must not exist afterwards). Each refused in one
+# line before the work, nothing written.
+ROUND4_CLI_ROWS = [
+    (
+        "eval-max-memory-400-nines",
+        [*EVAL, "--device-map", "auto", "--max-memory", "cpu=" + "9" * 400],
+        ["--max-memory cpu must be at most 1PiB"],
+        None,
+    ),
+    (
+        "reproduce-train-steps-below-the-curriculum",
+        ["reproduce", "--quick", "--tasks", "value_assignment", "--train-steps", "3"],
+        ["--train-steps 3 is fewer than the 1500 steps", "value_assignment", ">= 1500"],
+        "{tmp}/r4-quick",
+    ),
+    (
+        "train-curriculum-superscript-steps",
+        [*TRAIN, "--config", "value_assignment_id", "--curriculum", "³:min_table_size=1"],
+        ["'curriculum' expects STEPS:KEY=VALUE", "³"],
+        "{tmp}/train",
+    ),
+    (
+        "eval-negative-heads-in-config",
+        [*EVAL, "--model", "{negative_heads}", "--output", "{tmp}/r4-neg"],
+        ["negative_heads", "config.json's 'num_key_value_heads' is -1", ">= 1"],
+        "{tmp}/r4-neg",
+    ),
+    (
+        "reproduce-pretrained-without-weights",
+        ["reproduce", "--pretrained", "{no_weights}", "--tasks", "reversal"],
+        ["--pretrained", "no_weights", "model.safetensors"],
+        "{tmp}/r4-pretrained",
+    ),
+    (
+        "reproduce-pretrained-bert",
+        ["reproduce", "--pretrained", "{bert}", "--tasks", "reversal"],
+        ["--pretrained", "bert"],
+        "{tmp}/r4-pretrained",
+    ),
+    (
+        "train-resume-and-overwrite",
+        [*TRAIN, "--resume", "--overwrite"],
+        ["--resume continues the run", "--overwrite replaces it: give one of them"],
+        "{tmp}/train",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args,fragments,absent",
+    [r[1:] for r in ROUND4_CLI_ROWS],
+    ids=[r[0] for r in ROUND4_CLI_ROWS],
+)
+def test_the_fourth_round_is_refused_in_one_line(args, fragments, absent, round4_places):
+    args = [a.format(**round4_places) for a in args]
+    if args[0] == "reproduce":
+        args += ["--output", absent.format(**round4_places)]
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1, (status, err)
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+    if absent:
+        assert not Path(absent.format(**round4_places)).exists()  # no settings.json, nothing
+
+
+def _round4_api_rows():
+    import datasets
+    import torch
+
+    import attentionspan_datasets  # noqa: F401  (registers "attentionspan")
+    from harness.attention.setting import Setting
+    from harness.engine.capture import Intervention
+
+    def load(**kwargs):
+        return lambda: datasets.load_dataset("attentionspan", "reversal_id", **kwargs)
+
+    sizes = {"num_train": 0, "num_validation": 2, "num_test": 2}
+    return [
+        ("setting-unknown-key", lambda: Setting.from_dict({"colour": 1}), ["no field 'colour'"]),
+        (
+            "intervention-levels-text",
+            lambda: Intervention(torch.ones(1, 1, dtype=torch.bool), mode="restore", levels="high"),
+            ["Intervention.levels must be a tensor of numbers", "'high'"],
+        ),
+        ("load-revision", load(revision="v1"), ["'revision' 'v1' is not accepted"]),
+        ("load-num-proc-0", load(num_proc=0), ["'num_proc' must be an integer >= 1", "got 0"]),
+        (
+            "load-train-split-of-no-rows",
+            load(split="train", **sizes),
+            ["split 'train' was asked for, but 'num_train' is 0", "num_train >= 1"],
+        ),
+    ]
+
+
+ROUND4_API_IDS = [
+    "setting-unknown-key",
+    "intervention-levels-text",
+    "load-revision",
+    "load-num-proc-0",
+    "load-train-split-of-no-rows",
+]
+
+
+@pytest.mark.parametrize("row_id", ROUND4_API_IDS)
+def test_the_fourth_round_of_the_api_is_one_value_error_line(row_id, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    rows = {row[0]: row[1:] for row in _round4_api_rows()}
+    assert list(rows) == ROUND4_API_IDS
+    assert_one_value_error_line(*rows[row_id])
+
+
+def test_resume_refuses_a_broken_log_line_before_the_checkpoint(places, tmp_path):
+    run = Path(shutil.copytree(places["run"], tmp_path / "run"))
+    log = run / "log.jsonl"
+    log.write_text('{"step": 0, "lo\n{"step": 1}\n')  # a broken line, a whole one after
+    before = _snapshot(run)
+    status, err, _ = run_cli(["train", "--output", str(run), "--resume", "--no-progress"])
+    assert status == 2 and len(err) == 1, err
+    assert f"{log} line 1 is not a JSON record, and whole lines follow it" in err[0]
+    assert _snapshot(run) == before
+
+
+def test_results_doc_check_with_versions_a_number_is_one_line(tmp_path, capsys):
+    import json
+
+    from harness.commands import results_doc
+
+    digest = tmp_path / "d.json"
+    digest.write_text(json.dumps({"meta": {"versions": 3}, "tasks": {"reversal": {}}}))
+    assert results_doc.main([str(tmp_path), "--check", str(digest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'meta.versions' must be a JSON object, got 3" in err[0], err
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        ([], "the following arguments are required: {{run,check,render}}"),
+        (["run", "--output", "x"], "required: --date, --machine"),
+        (["render", "--digest", "{torn}"], "--digest '{torn}': not valid JSON (torn or cut"),
+        (["check", "--output", "{tmp}/sc", "--digest", "{torn}"], "--digest '{torn}'"),
+    ],
+    ids=["no-action", "run-missing-options", "render-torn-digest", "check-torn-digest"],
+)
+def test_scratch_doc_refuses_in_one_line(argv, fragment, tmp_path, capsys):
+    from harness.commands import scratch_doc
+
+    torn = tmp_path / "torn.json"
+    torn.write_text('{"meta": {}, "figu')
+    places = {"torn": torn, "tmp": tmp_path}
+    try:
+        status = scratch_doc.main([a.format(**places) for a in argv])
+    except SystemExit as done:
+        status = done.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith("attentionspan scratch-doc") and "error:" in err[0]
+    assert fragment.format(**places) in err[0], err[0]
+    assert not (tmp_path / "sc").exists()  # no step ran
+
+
+def test_scratch_doc_render_without_the_pages_is_one_line(tmp_path, monkeypatch):
+    """From an installed package the pages are not there: said before anything is read."""
+    from harness.report import scratch_doc
+
+    monkeypatch.setattr(scratch_doc, "REPO", tmp_path)
+    with pytest.raises(ValueError, match="README.md, docs/results.md, docs/usage_analysis.md"):
+        scratch_doc.check_pages(tmp_path)
+
+
+def test_a_refusal_in_a_launch_is_printed_by_the_main_process_alone(monkeypatch):
+    """The other processes of an `accelerate launch` refuse alike, with the same status and
+    no line (after a grace that lets the main process print first)."""
+    from attentionspan_datasets import guard
+
+    monkeypatch.setattr(guard, "OTHER_RANK_GRACE_S", 0.0)
+    args = ["train", "--model", "scratch", "--lr", "nan", "--output", "unused"]
+    monkeypatch.setenv("RANK", "1")
+    assert run_cli(args)[:2] == (2, [])
+    monkeypatch.setenv("RANK", "0")
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1 and "'lr' must be a finite number" in err[0]

@@ -60,3 +60,22 @@ def test_the_data_commands_and_the_harness_share_one_copy():
     # mistake is the same one line, and the wrapper keeps no second copy of the handling.
     status = harness.foundation.options.run_guarded("eval", fail_with(ValueError("bad -n")), None)
     assert status == 2
+
+
+def test_a_sigint_ignored_at_start_still_interrupts(capsys):
+    """A script's background job starts with SIGINT ignored; train's loop answered it anyway
+    and the rest of a command did not (a lost Ctrl-C, exit 0). Every command answers it."""
+    import signal
+
+    from attentionspan_datasets import guard
+
+    def work(args):
+        signal.raise_signal(signal.SIGINT)
+        return 0
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert guard.run_guarded("x", work, None) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert capsys.readouterr().err.strip() == "attentionspan x: interrupted"

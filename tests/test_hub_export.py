@@ -33,7 +33,8 @@ def exported(tmp_path_factory):
 def test_layout_is_the_push_to_hub_layout(exported):
     root, out = exported
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    expected = ["README.md"] + [
+    # the manifest says an export wrote the folder (--overwrite); it is never uploaded
+    expected = [".attentionspan.json", "README.md"] + [
         f"{config}/{split}-00000-of-00001.parquet"
         for config in CONFIGS
         for split in ("test", "train", "validation")
@@ -179,12 +180,26 @@ def test_a_non_empty_folder_is_refused_unless_overwrite(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    with pytest.raises(FileExistsError, match="not empty; pass --overwrite"):
+    # a user's folder: refused, even with overwrite (it would delete keep.txt)
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="holds files no export wrote"):
+            export(["reversal_ood"], out, overwrite=overwrite, cache_dir=str(tmp_path / "c"))
+        assert (out / "keep.txt").read_text() == "mine"
+    (out / "keep.txt").unlink()
+    export(["reversal_ood"], out, cache_dir=str(tmp_path / "cache"), **SIZES)
+    with pytest.raises(FileExistsError, match="not empty: it holds an earlier export"):
         export(["reversal_ood"], out, cache_dir=str(tmp_path / "cache"), **SIZES)
-    assert (out / "keep.txt").read_text() == "mine"
     export(["reversal_ood"], out, overwrite=True, cache_dir=str(tmp_path / "cache"), **SIZES)
-    assert not (out / "keep.txt").exists() and (out / "README.md").exists()
+    assert (out / "README.md").exists() and (out / ".attentionspan.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "out"]
+
+
+def test_an_export_from_before_manifests_is_replaced_with_overwrite(tmp_path):
+    out = tmp_path / "out"
+    export(["reversal_ood"], out, cache_dir=str(tmp_path / "cache"), **SIZES)
+    (out / ".attentionspan.json").unlink()  # as exports wrote it before the manifest
+    export(["reversal_ood"], out, overwrite=True, cache_dir=str(tmp_path / "cache"), **SIZES)
+    assert (out / ".attentionspan.json").exists()
 
 
 def test_an_interrupted_export_leaves_nothing_that_looks_complete(tmp_path, monkeypatch):
@@ -280,3 +295,31 @@ def test_bad_input(tmp_path, configs, kwargs, message):
     with pytest.raises(ValueError, match=message):
         export(configs, tmp_path / "out", **kwargs)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_full_disk_is_refused_before_the_build(tmp_path, monkeypatch):
+    """A full disk still creates an empty file: the probe writes bytes, so the refusal
+    comes before any split is built (issue 46: it came after the progress lines)."""
+    import errno
+    import tempfile
+
+    real = tempfile.TemporaryFile
+
+    class Full:
+        def __init__(self, *args, **kwargs):
+            self.file = real(*args, **kwargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(hub_export.tempfile, "TemporaryFile", Full)
+    monkeypatch.setattr(hub_export, "build_config", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(ValueError, match="No space left on device"):
+        export(["reversal_ood"], tmp_path / "out", cache_dir=str(tmp_path / "cache"), **SIZES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -144,6 +144,15 @@ class Setting:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Setting:
+        """ValueError naming an unknown key (a TypeError from the constructor before)."""
+        if not isinstance(values, dict):
+            raise ValueError(f"a setting must be a dict of its fields, got {values!r}")
+        fields = [f.name for f in dataclasses.fields(cls)]
+        unknown = [key for key in values if key not in fields]
+        if unknown:
+            raise ValueError(
+                f"a setting has no field {unknown[0]!r}; its fields: {', '.join(fields)}"
+            )
         return cls(**values)
 
 

@@ -60,13 +60,14 @@ class AttentionOutput:
 
 def add_arguments(parser) -> None:
     """The shared --model, AnalysisConfig's options, --output and --viewer-num, and the shared
-    prompt options, --no-progress and --threads."""
+    prompt options, --no-progress and --threads, and --overwrite."""
     from harness.attention.analysis import AnalysisConfig
 
     add_model_arguments(parser, "model", model={"required": True})
     add_config_arguments(parser, AnalysisConfig, defaults=True)
     add_config_arguments(parser, AttentionOutput, defaults=True)
     add_model_arguments(parser, "prompt", "no_progress", "threads", prompt={"saved_default": True})
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:
@@ -113,6 +114,7 @@ def run_command(args) -> int:
     from harness.foundation.dispatch import Placement
     from harness.foundation.models import resolve_model
     from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.ownership import claim_output
 
     quiet_transformers()
     resolve_model(args.model)  # a missing folder or an encoder is named before loading
@@ -129,9 +131,11 @@ def run_command(args) -> int:
     config = AnalysisConfig(**{**values, "configs": configs, "modes": tuple(values["modes"])})
     prompt = resolve_prompt(args, saved, configs)
     check_output_folder("--output", args.output)  # a file, read-only, full: before the model
+    # an earlier analysis, another command's folder, a user's files: refused here
+    claim = claim_output("--output", args.output, "attention", overwrite=args.overwrite)
     # a write that fails is one line, and a folder this run made goes with it (its files
     # are written at the end)
-    with writing(args.output, discard=True):
+    with writing(args.output, discard=True), claim:
         run(args, config, prompt)
     return 0
 
@@ -230,7 +234,7 @@ def write_viewer_for(args, config, model, tokenizer, prompt, meta):
 def command_line(args, config) -> str:
     """The command that reproduces this analysis (written into attention.md): the settings
     as resolved (configs, seed), every one written out."""
-    values = {k: v for k, v in vars(args).items() if k not in ("no_progress", "argv")}
+    values = {k: v for k, v in vars(args).items() if k not in ("no_progress", "argv", "overwrite")}
     values |= {"configs": config.configs, "seed": config.seed, "modes": list(config.modes)}
     always = ("model", "configs", "num", "seed", "split", "batch_size", "modes", "score_convention")
     return shlex.join(["attentionspan", "attention", *parser_words(add_arguments, values, always)])

@@ -230,6 +230,7 @@ def check_baseline_sizes(settings: dict, args) -> None:
         check_unique,
     )
     from harness.foundation.outputs import check_output_file
+    from harness.foundation.ownership import check_own_file, json_with
 
     for name in ("num_train", "num_validation", "num_test"):
         check_int(f"--{name.replace('_', '-')}", settings[name], 1, MAX_TRAIN_INSTANCES)
@@ -239,6 +240,8 @@ def check_baseline_sizes(settings: dict, args) -> None:
     check_int("--seeds", args.seeds, 1, MAX_SEEDS)
     check_unique("--models", args.models)
     check_output_file("--output", args.output)  # also: read-only, a full disk
+    # its own record is resumed (same settings) or replaced; a user's file is not
+    check_own_file("--output", args.output, "baselines", json_with("settings", "runs"))
 
 
 def summarise(runs: list[dict]) -> dict:

@@ -26,11 +26,13 @@ from harness.foundation.options import (
 
 
 def add_arguments(parser) -> None:
-    """EvalConfig's options, and the shared --no-progress, --threads and prompt options."""
+    """EvalConfig's options, the shared --no-progress, --threads and prompt options, and
+    --overwrite."""
     from harness.evaluation.evaluate import EvalConfig
 
     add_config_arguments(parser, EvalConfig, defaults=True)
     add_model_arguments(parser, "no_progress", "threads", "prompt", prompt={"saved_default": True})
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:
@@ -46,7 +48,8 @@ def add_parser(subparsers) -> None:
 
 def run_command(args) -> int:
     from harness.evaluation.evaluate import EvalConfig, default_configs, saved_run_config
-    from harness.foundation.outputs import writing
+    from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.ownership import claim_output
     from harness.foundation.runs import saved_prompt
 
     quiet_transformers()
@@ -68,9 +71,12 @@ def run_command(args) -> int:
             },
         )
     config = EvalConfig(**config_values(args, EvalConfig), prompt=prompt)
+    # an earlier eval's results, another command's folder, a user's files: refused here
+    check_output_folder("--output", config.output)  # read-only, full: before the claim
+    claim = claim_output("--output", config.output, "eval", overwrite=args.overwrite)
     # a write that fails is one line, and a folder this run made goes with it (its files
     # are written at the end, all of them or none)
-    with writing(config.output, discard=True):
+    with writing(config.output, discard=True), claim:
         run(config, progress=not args.no_progress)
     return 0
 

@@ -146,12 +146,15 @@ def check_heads_options(args) -> None:
     """Every option value that can be judged without the model, before it is loaded."""
     from harness.foundation.caps import MAX_BATCH, MAX_INSTANCES, check_fraction, check_int
     from harness.foundation.outputs import check_output_file
+    from harness.foundation.ownership import check_own_file, json_with
 
     check_int("-n/--num", args.num, 1, MAX_INSTANCES)
     check_int("--batch-size", args.batch_size, 1, MAX_BATCH)
     check_int("--top", args.top, 1, MAX_INSTANCES)
     check_fraction("--threshold", args.threshold)
     check_output_file("--output", args.output)  # also: a read-only folder, a full disk
+    # a ranking is replaced; a user's file of the same name is not
+    check_own_file("--output", args.output, "heads", json_with("scores", "per_row", "order"))
 
 
 def main(argv: list[str] | None = None) -> int:

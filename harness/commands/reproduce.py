@@ -34,11 +34,12 @@ def ood_pair(text: str) -> tuple[str, str]:
 
 
 def add_arguments(parser) -> None:
-    """The options declared on `ReproduceConfig`'s fields, and --no-progress."""
+    """The options declared on `ReproduceConfig`'s fields, --no-progress and --overwrite."""
     from harness.pipeline.settings import ReproduceConfig
 
     add_config_arguments(parser, ReproduceConfig)
     add_model_arguments(parser, "no_progress", no_progress={"help": "no progress bars"})
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:
@@ -112,15 +113,18 @@ def run_command(args) -> int:
     config = config_from_args(args)
     from harness.foundation.models import check_head_counts, resolve_model
     from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.ownership import claim_output
 
     if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work
     if not config.pretrained:  # --pretrained: checked once its model is there (fetched)
         check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch
     check_output_folder("--output", config.output)  # read-only, full: before any work
+    # another command's folder, a user's files: refused here (its own: a rerun resumes)
+    claim = claim_output("--output", config.output, "reproduce", overwrite=args.overwrite)
     # a write that fails is one line (the finished stages stay: a rerun resumes); SIGTERM
     # removes the temporary file of the figure or stage being written
-    with writing(config.output):
+    with writing(config.output), claim:
         report = reproduce(config, pipeline_writers())
     if report is not None:  # the main process only
         print(report)

@@ -54,7 +54,7 @@ ACTIONS = {
 
 
 def add_arguments(parser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub = parser.add_subparsers(dest="action", metavar="{" + ",".join(ACTIONS) + "}", required=True)
     for action, (options, text) in ACTIONS.items():
         add_config_arguments(sub.add_parser(action, help=text), options, defaults=True)
 
@@ -71,22 +71,32 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args) -> int:
-    import json
     from pathlib import Path
 
     from harness.report import scratch_doc
 
     args.digest = args.digest or str(scratch_doc.REPO / scratch_doc.DIGEST)
-    # a bad file, a missing figure or a failed step: one line, status 2
+    # a bad file, a missing figure or a failed step: one line, status 2; every input is
+    # checked before a step runs (a step can take an hour)
     with one_line(OSError, ValueError, KeyError, RuntimeError):
+        if args.action in ("run", "check"):
+            from harness.foundation.caps import check_output_dir
+
+            check_output_dir("--output", args.output)
+        if args.action in ("run", "render"):
+            scratch_doc.check_pages()
         if args.action == "check":
+            scratch_doc.read_digest(Path(args.digest))
             scratch_doc.run_steps(Path(args.output))
             problems = scratch_doc.check(Path(args.output), Path(args.digest))
             print("\n".join(problems) or f"{args.output} reproduces {args.digest}")
             return 1 if problems else 0
         if args.action == "render":
-            data = json.loads(Path(args.digest).read_text())
+            data = scratch_doc.read_digest(Path(args.digest))
         else:
+            from harness.foundation.caps import check_output_file
+
+            check_output_file("--digest", args.digest)
             data = scratch_doc.run_digest(Path(args.output), args.date, args.machine)
         pages = scratch_doc.write_pages(data)
         if args.action == "run":

@@ -25,11 +25,12 @@ from harness.foundation.options import (
 
 
 def add_arguments(parser) -> None:
-    """The options declared on `SupervisionConfig`'s fields, and --no-progress."""
+    """The options declared on `SupervisionConfig`'s fields, --no-progress and --overwrite."""
     from harness.pipeline.supervision_settings import SupervisionConfig
 
     add_config_arguments(parser, SupervisionConfig)
     add_model_arguments(parser, "no_progress", no_progress={"help": "no progress bars"})
+    add_model_arguments(parser, "overwrite")
 
 
 def add_parser(subparsers) -> None:
@@ -58,13 +59,16 @@ def config_from_args(args):
 
 def run_command(args) -> int:
     from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.ownership import claim_output
     from harness.pipeline.supervision_study import run_study
     from harness.report.supervision_report import write_report
 
     quiet_transformers()
     config = config_from_args(args)
     check_output_folder("--output", config.output)  # read-only, full: before any work
-    with writing(config.output):
+    # another command's folder, a user's files: refused here (its own: a rerun resumes)
+    claim = claim_output("--output", config.output, "supervision", overwrite=args.overwrite)
+    with writing(config.output), claim:
         report = run_study(config, write_report)
     print(report)
     return 0

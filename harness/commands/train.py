@@ -38,6 +38,13 @@ class TrainCommand:
             "continue the run in --output from its latest checkpoint (its saved options are used)"
         ),
     )
+    overwrite: bool = field(
+        default=False,
+        metadata=cli(
+            "replace the run in --output: remove what attentionspan train wrote there first "
+            "(nothing else)"
+        ),
+    )
 
 
 def add_arguments(parser) -> None:
@@ -81,18 +88,26 @@ def config_from_args(args):
 
 
 def run_command(args) -> int:
-    from harness.foundation.outputs import writing
+    from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.ownership import claim_output
+    from harness.foundation.runs import check_not_in_use
     from harness.training.train import flat_options, train
 
     quiet_transformers()
     config = config_from_args(args)
+    check_output_folder("'output'", config.output)  # read-only, full: before the claim
+    check_not_in_use(config.output)  # a run going on there: said as such
+    # a finished or interrupted run, or a user's files: refused unless --resume / --overwrite
+    claim = claim_output(
+        "--output", config.output, "train", resume=args.resume, overwrite=args.overwrite
+    )
     requested = None
     if args.resume and hasattr(args, "argv"):
         given = explicit_options(add_arguments, args.argv)
         requested = {k: v for k, v in flat_options(config).items() if k in given}
     # the folder is checked before any work (harness.training.train.set_up); a write that fails
     # later is one line, and a refused run leaves no folder behind
-    with writing(config.output):
+    with writing(config.output), claim:
         final = train(
             config, resume=args.resume, progress=not args.no_progress, requested=requested
         )

@@ -144,7 +144,13 @@ class Intervention:
         check_parameter("Intervention.strength", "strength", self.strength)
         check_parameter("Intervention.threshold", "threshold", self.threshold)
         if self.levels is not None:
-            self.levels = torch.as_tensor(self.levels, dtype=torch.float32)
+            try:
+                self.levels = torch.as_tensor(self.levels, dtype=torch.float32)
+            except (TypeError, ValueError, RuntimeError):  # levels="high": a TypeError before
+                raise ValueError(
+                    "Intervention.levels must be a tensor of numbers in [0, 1] [layers, heads], "
+                    f"got {self.levels!r}"
+                ) from None
             shapes = {tuple(self.heads.shape), tuple(self.heads.shape[-2:])}
             if tuple(self.levels.shape) not in shapes:
                 wanted = "[batch, layers, heads] or " if self.per_row else ""

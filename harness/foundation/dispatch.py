@@ -121,16 +121,23 @@ def _check_map(value: Any, where: str) -> dict[str, int | str]:
     return out
 
 
+MAX_SIZE = 1 << 50  # bytes (1 PiB): past every machine's memory, and a finite float
+
+
 def parse_size(text: Any, name: str) -> int:
     """Bytes of a size such as 20GiB, 500MB, 1.5GB or 1048576 (ValueError naming `name`)."""
     if isinstance(text, int) and not isinstance(text, bool) and text > 0:
-        return text
-    match = _SIZE.match(str(text))
-    size = float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()] if match else 0
+        size = text
+    else:
+        match = _SIZE.match(str(text))
+        size = float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()] if match else 0
     if size < 1:
         raise ValueError(
             f"{name} must be a size such as 20GiB, 500MB or a number of bytes, got {text!r}"
         )
+    if size > MAX_SIZE:  # 400 nines is inf as a float: int() of it overflowed
+        shown = str(text) if len(str(text)) <= 40 else str(text)[:37] + "..."
+        raise ValueError(f"{name} must be at most 1PiB (the cap), got {shown!r}")
     return int(size)
 
 

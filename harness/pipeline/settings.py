@@ -436,6 +436,8 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
                 f"'seed' {cfg.seed} + 'seeds' {cfg.seeds} - 1 = {last} is outside the data "
                 f"seeds [{SEED_RANGE[0]}, {SEED_RANGE[1]}]"
             )
+    if cfg.train_steps and cfg.trains_models:
+        check_train_steps(cfg)
     for name in ("counts", "strengths", "thresholds", "control_seeds", "tasks"):
         values = getattr(cfg, name)
         if len(values) > MAX_LIST:
@@ -451,6 +453,23 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
     for value in cfg.thresholds:
         check_fraction("'thresholds'", value)
     check_output_dir("'output'", cfg.output)
+
+
+def check_train_steps(cfg: ReproduceConfig) -> None:
+    """--train-steps below the steps of a task's curriculum (its recipe trains easier stages
+    first: value_assignment, ffml, t6): one line naming the option, the task and the least
+    it takes, not the recipe's fields the user never typed."""
+    from harness.training.train import parse_curriculum
+
+    for task in cfg.tasks:
+        recipe = pretrained_recipe(task) if cfg.pretrained else quick_recipe(task)
+        staged = sum(steps for steps, _ in parse_curriculum(recipe.get("curriculum", "")))
+        if cfg.train_steps < staged:
+            raise ValueError(
+                f"--train-steps {cfg.train_steps} is fewer than the {staged} steps of "
+                f"{task_short_name(task)}'s curriculum (its recipe trains easier stages first): "
+                f"give --train-steps >= {staged}, or 0 for the recipe's own steps"
+            )
 
 
 def pretrained_recipe(task: str) -> dict[str, Any]:

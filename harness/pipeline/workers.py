@@ -27,11 +27,32 @@ def in_workers(calls: Sequence[tuple[Callable, tuple]], jobs: int) -> Iterator[t
     waiting = list(enumerate(calls))
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         running: dict[Any, int] = {}
-        while waiting or running:
-            while waiting and len(running) < jobs:
-                i, (function, args) = waiting.pop(0)
-                running[pool.submit(function, *args)] = i
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                i = running.pop(future)
-                yield i, future.result()  # a call's error: nothing more is submitted
+        try:
+            while waiting or running:
+                while waiting and len(running) < jobs:
+                    i, (function, args) = waiting.pop(0)
+                    running[pool.submit(function, *args)] = i
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    i = running.pop(future)
+                    yield i, future.result()  # a call's error: nothing more is submitted
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the workers with the terminal's process group; `kill -INT` of
+            # this process alone does not, and the pool would wait for their whole calls:
+            # pass it on, so that they too checkpoint and stop before the pool is shut.
+            interrupt(pool, running)
+            raise
+
+
+def interrupt(pool, running) -> None:
+    """SIGINT to the workers still running a call (each stops as Ctrl-C stops it)."""
+    import contextlib
+    import os
+    import signal
+
+    if not running:
+        return
+    for process in list(getattr(pool, "_processes", {}).values()):
+        if process.is_alive():
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGINT)

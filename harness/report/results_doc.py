@@ -261,7 +261,8 @@ def run_settings(out: Path) -> dict[str, Any]:
 
 def run_versions(out: Path) -> dict[str, str]:
     """The package versions a reproduce run recorded in its settings.json ({} if none)."""
-    return run_settings(out).get("versions") or {}
+    versions = run_settings(out).get("versions")
+    return versions if isinstance(versions, dict) else {}  # a hand-edited number: none
 
 
 def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
@@ -367,7 +368,15 @@ def read_digest(path: Path) -> dict[str, Any]:
         )
     for name, task in data["tasks"].items():
         _object(task, f"{where}: task {name!r}")
-    return {"meta": _object(data.get("meta"), f"{where}: 'meta'"), "tasks": data["tasks"]}
+    meta = _object(data.get("meta"), f"{where}: 'meta'")
+    versions = _object(meta.get("versions"), f"{where}: 'meta.versions'")
+    for package, version in versions.items():
+        if not isinstance(version, str):
+            raise ValueError(
+                f"{where}: 'meta.versions' maps package names to version strings; "
+                f"{package!r} is {_short(version)}"
+            )
+    return {"meta": meta, "tasks": data["tasks"]}
 
 
 def check_output(path: Path, option: str) -> None:

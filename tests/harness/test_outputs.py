@@ -318,7 +318,13 @@ def test_a_full_disk_after_a_checkpoint_keeps_it_and_says_how_to_go_on(
         f"room, then continue with: attentionspan train --output {output} --resume"
     )
     names = sorted(os.listdir(output))
-    assert names == [".lock", "checkpoint-2", "log.jsonl", "train_config.json"]
+    assert names == [
+        ".attentionspan.json",
+        ".lock",
+        "checkpoint-2",
+        "log.jsonl",
+        "train_config.json",
+    ]
 
 
 def test_a_log_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):

@@ -91,6 +91,12 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
         json.loads((d / "attentionspan_run.json").read_text())["state"] for d in (straight, resumed)
     ]
     assert states[0]["tokens"] == states[1]["tokens"] == logs[0][-1]["tokens"] > 0
+    # the tokenizer and config files too: a resumed tokenizer is loaded from a folder, and
+    # transformers recorded that ("is_local": true) in its tokenizer_config.json (issue 46)
+    names = sorted(p.name for p in straight.iterdir() if p.suffix == ".json")
+    assert names == sorted(p.name for p in resumed.iterdir() if p.suffix == ".json")
+    for name in set(names) - {"attentionspan_run.json"}:  # that one holds times and ids
+        assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
 
 
 def test_the_data_are_the_train_split_and_validation_the_validation_split(tmp_path):
@@ -340,6 +346,30 @@ def test_fine_tunes_a_local_folder(kind, tmp_path, tiny_model_dirs):
 
 
 # --- resume: the same log, finished runs, checkpoints whose parts disagree
+
+
+def test_ctrl_c_in_the_last_step_is_an_interruption_not_a_finished_run(tmp_path, monkeypatch):
+    """SIGINT during the last step set the stop flag after the loop had stopped reading it:
+    the run wrote final/ and exited 0 (issue 46, one of four Ctrl-C of supervision --jobs).
+    Now it ends as any interruption: KeyboardInterrupt (130), a checkpoint, no final/."""
+    import signal
+
+    import harness.training.train
+
+    real_step = harness.training.train.train_step
+
+    def last_step_interrupted(run, stop_requested):
+        result = real_step(run, stop_requested)
+        if run.state.step == run.state.total_steps:
+            signal.raise_signal(signal.SIGINT)  # the handler only sets the flag
+        return result
+
+    monkeypatch.setattr(harness.training.train, "train_step", last_step_interrupted)
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        train(tiny_config(tmp_path, save_every=4), progress=False)
+    assert getattr(interrupted.value, "exit_status", 130) == 130
+    assert not (tmp_path / "final").exists()
+    assert (tmp_path / "checkpoint-6").is_dir()  # the trained steps are kept, resumable
 
 
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])

@@ -333,5 +333,12 @@ def test_attention_with_another_model_type_is_refused_before_the_model_loads(mon
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "needs --model attnspan-hf" in err and "--model hf" in err
     registration.check_attention_model({"attention": "false"})  # nothing asked: no refusal
+    # threads= is attnspan-hf's own key too (issue 46: a TypeError from the model class)
+    with pytest.raises(SystemExit) as stop:
+        registration.check_attention_model({"threads": "2", "pretrained": "m"})
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and err.count("\n") == 0, err
+    assert "threads=2 needs --model attnspan-hf" in err and "OMP_NUM_THREADS" in err
     monkeypatch.setattr("sys.argv", ["lm_eval", "--model", "attnspan-hf"])
     registration.check_attention_model({"attention": "true"})
+    registration.check_attention_model({"threads": "2"})

@@ -25,3 +25,23 @@ def test_a_failed_call_starts_no_call_still_waiting(tmp_path):
     with pytest.raises(ValueError, match="not a number"):
         list(in_workers(calls, jobs=2))
     assert not any(path.exists() for path in later)
+
+
+def test_an_interrupt_of_the_main_process_reaches_the_running_workers():
+    """`kill -INT` of the main process alone (not the terminal's process group): the workers
+    are sent SIGINT too, so their calls stop now instead of the pool waiting them out."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    started = time.perf_counter()
+    try:
+        signal.alarm(8)  # the spawned workers are running their 60 s sleeps by then
+        with pytest.raises(KeyboardInterrupt):
+            list(in_workers([(time.sleep, (60.0,)), (time.sleep, (60.0,))], jobs=2))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.perf_counter() - started < 40
