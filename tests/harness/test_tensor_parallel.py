@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.cli import main
 from harness.foundation.dispatch import (
     Placement,
     TensorShard,
@@ -100,12 +101,10 @@ QUIET = ["--no-progress", "--threads", "1"]
 
 @pytest.mark.slow
 def test_heads_under_torchrun_gives_the_single_process_ranking(folders, tmp_path):
-    from harness.commands.heads import main
-
     options = ["--model", folders["qwen2"], "--config", "reversal_id", "-n", "6", *QUIET]
-    assert main([*options, "--output", str(tmp_path / "one.json")]) == 0
+    assert main(["heads", *options, "--output", str(tmp_path / "one.json")]) == 0
     done = torchrun(
-        "-m", "harness.commands.heads", *options, "--tp-plan", "auto",
+        "-m", "harness.cli", "heads", *options, "--tp-plan", "auto",
         "--output", str(tmp_path / "two.json"),
     )  # fmt: skip
     one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
@@ -116,13 +115,11 @@ def test_heads_under_torchrun_gives_the_single_process_ranking(folders, tmp_path
 
 @pytest.mark.slow
 def test_attention_under_torchrun_gives_the_single_process_records(folders, tmp_path):
-    from harness.commands.attention import main
-
     options = ["--model", folders["gemma3"], "--configs", "reversal_id", "reversal_ood"]
     options += ["-n", "4", "--batch-size", "4", "--viewer-num", "2", *QUIET]
-    assert main([*options, "--output", str(tmp_path / "one")]) == 0
+    assert main(["attention", *options, "--output", str(tmp_path / "one")]) == 0
     torchrun(
-        "-m", "harness.commands.attention", *options, "--tp-plan", "auto",
+        "-m", "harness.cli", "attention", *options, "--tp-plan", "auto",
         "--output", str(tmp_path / "two"),
     )  # fmt: skip
     one, two = (json.loads((tmp_path / n / "attention.json").read_text()) for n in ("one", "two"))
@@ -133,15 +130,13 @@ def test_attention_under_torchrun_gives_the_single_process_records(folders, tmp_
 
 @pytest.mark.slow
 def test_reproduce_under_torchrun_gives_the_single_process_results(folders, tmp_path):
-    from harness.commands.reproduce import main
-
     options = ["--model", folders["llama"], "--config", "reversal", "--num-heads", "4"]
     options += ["--num-validation", "4", "--num-test", "4", "--num-attention", "3"]
     options += ["--batch-size", "4", "--counts", "1", "2", "--strengths", "1.0"]
     options += ["--control-seeds", "0", "--ood", "max_length=12", *QUIET]
-    assert main([*options, "--output", str(tmp_path / "one")]) == 0
+    assert main(["reproduce", *options, "--output", str(tmp_path / "one")]) == 0
     torchrun(
-        "-m", "harness.commands.reproduce", *options, "--tp-plan", "auto",
+        "-m", "harness.cli", "reproduce", *options, "--tp-plan", "auto",
         "--output", str(tmp_path / "two"),
     )  # fmt: skip
     one, two = (
@@ -194,10 +189,9 @@ def test_load_model_refuses_before_reading_the_weights(tmp_path, monkeypatch):
 
 
 def test_commands_refuse_in_one_line(tmp_path, capsys):
-    from harness.commands.heads import main as heads
     from harness.pipeline.settings import ReproduceConfig
 
-    code = heads(["--model", "scratch", "--config", "reversal_id", "--tp-plan", "auto",
+    code = main(["heads", "--model", "scratch", "--config", "reversal_id", "--tp-plan", "auto",
                   "--device-map", "auto", "--output", str(tmp_path / "h.json")])  # fmt: skip
     assert code == 2
     assert "--tp-plan and --device-map exclude each other" in capsys.readouterr().err
