@@ -347,7 +347,7 @@ def load_model(
         if type(error).__name__ == "UnpicklingError":
             raise  # harness.foundation.runs.load_model_checked names pickled weights
         text = str(error).lower()
-        if dispatch and ("device" in text or "offload" in text):
+        if placement.dispatched and ("device" in text or "offload" in text):
             # a map that leaves a weight without a device, a device torch does not know, ...
             raise ValueError(f"{where}: --device-map: {_first_line(error)}") from None
         raise ValueError(

@@ -155,6 +155,18 @@ def compare(a: Any, b: Any, where: str = "", atol: float = ATOL) -> list[str]:
     return [] if a == b else [f"{where}: {a!r} vs {b!r}"]
 
 
+def refusal(model) -> str:
+    """What capture says to a plan with readers (training's supervision) on a sharded model."""
+    from harness.engine.capture import AttentionCaptureError, AttentionPlan, capture_attention
+
+    try:
+        with capture_attention(model, AttentionPlan(readers=[lambda *a: None])):
+            pass
+    except AttentionCaptureError as error:
+        return str(error)
+    return ""
+
+
 def main(argv: list[str]) -> int:
     """Under torchrun: the battery of each model folder, loaded with `--tp-plan auto`."""
     import torch
@@ -169,6 +181,7 @@ def main(argv: list[str]) -> int:
         shard = tensor_parallel_of(model)
         assert shard is not None and shard.size == int(os.environ["WORLD_SIZE"])
         results[folder] = battery(model, tokenizer)
+        results[folder]["readers"] = refusal(model)
     torch.save(results, out / f"rank{os.environ['RANK']}.pt")
     return 0
 

@@ -2,8 +2,8 @@
 auto` gives each process half of every layer's heads, and the analysis gives what one
 process gives on the whole model: capture records, the head ranking, every intervention
 mode, the dose ladder's rows, the diagnosis and the verdict (a Llama, a grouped-query
-Qwen2, Gemma 3), and the `heads`, `attention` and `reproduce` commands' records. The
-refusals come before any weight is read.
+Qwen2, Gemma 3), and the `heads`, `attention`, `eval` and `reproduce` commands' records.
+The refusals come before any weight is read.
 
 Not bit for bit: each process multiplies by its half of every projection (a smaller
 matmul, whose kernel may sum in another order), and the row-parallel output projections
@@ -74,6 +74,9 @@ def test_two_processes_measure_what_one_does(kind, folders, sharded):
     folder = folders[kind]
     # both processes hold the whole record (gathered), the same to the bit
     assert compare(sharded[0][folder], sharded[1][folder], atol=0.0) == []
+    assert "readers (training's supervision) see one process's heads" in sharded[0][folder].pop(
+        "readers"
+    )
     model, tokenizer = load_model(folder)
     alone = battery(model, tokenizer)
     assert compare(alone, sharded[0][folder]) == []
@@ -126,6 +129,21 @@ def test_attention_under_torchrun_gives_the_single_process_records(folders, tmp_
     skip = ("seconds", "time_s", "command", "processes")
     assert _close_json(one, two, skip) == []
     assert (tmp_path / "two" / "attention.html").is_file()
+
+
+@pytest.mark.slow
+def test_eval_under_torchrun_gives_the_single_process_answers(folders, tmp_path):
+    options = ["--model", folders["qwen2"], "--configs", "reversal_id", "reversal_ood"]
+    options += ["-n", "6", "--batch-size", "4", *QUIET]
+    assert main(["eval", *options, "--output", str(tmp_path / "one")]) == 0
+    torchrun(
+        "-m", "harness.cli", "eval", *options, "--tp-plan", "auto",
+        "--output", str(tmp_path / "two"),
+    )  # fmt: skip
+    for name in ("predictions-reversal_id.jsonl", "predictions-reversal_ood.jsonl"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
+    one, two = (json.loads((tmp_path / n / "results.json").read_text()) for n in ("one", "two"))
+    assert one["results"] == two["results"]
 
 
 @pytest.mark.slow
