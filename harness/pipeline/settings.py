@@ -321,6 +321,9 @@ class ReproduceConfig:
             raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if Placement.of(self).dispatched and self.device != "auto":
             raise ValueError(f"give --device {self.device} or --device-map, not both")
+        if self.tp_plan is not None and self.device != "auto":
+            # each process's shard goes to its own device (cuda:LOCAL_RANK, or the CPU)
+            raise ValueError(f"give --device {self.device} or --tp-plan, not both")
         if self.tp_plan is not None and not self.model:
             # --quick and --pretrained train first, and training does not shard by heads
             raise ValueError("--tp-plan needs --model (a trained model to analyse)")

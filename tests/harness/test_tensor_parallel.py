@@ -215,6 +215,11 @@ def test_commands_refuse_in_one_line(tmp_path, capsys):
     assert "--tp-plan and --device-map exclude each other" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--tp-plan needs --model"):
         ReproduceConfig(quick=True, tp_plan="auto", output=str(tmp_path / "r"))
+    with pytest.raises(ValueError, match="give --device cpu or --tp-plan, not both"):
+        ReproduceConfig(model="m", tp_plan="auto", device="cpu", output=str(tmp_path / "r"))
+    code = main(["heads", "--model", "scratch", "--config", "reversal_id", "--tp-plan", "auto",
+                 "--device", "cpu", "--output", str(tmp_path / "h.json")])  # fmt: skip
+    assert code == 2 and "give --device cpu or --tp-plan, not both" in capsys.readouterr().err
 
 
 def test_one_process_holds_no_shard():
