@@ -29,6 +29,15 @@ a strategy or a .json file, `max_memory_per_gpu`, `max_cpu_memory`, `offload_fol
 the input embeddings run (`harness.foundation.dispatch`), and keys HFLM would ignore without it are
 refused (`placement_args`).
 
+    torchrun --nproc-per-node 2 -m lm_eval --model attnspan-hf \
+        --model_args pretrained=DIR,tp_plan=auto,attention=true --tasks 'attnspan_*'
+
+`tp_plan=auto` is lm-eval's own tensor parallelism (HFLM's `tp_plan`): every process holds
+half of each layer's heads and runs every request; the attention capture records and
+gathers each process's heads (`harness.engine.capture`), so the metrics are the whole
+model's. A family without a plan, heads the processes do not divide, or a plan other than
+`auto` are refused in one line before the weights load (`tensor_parallel_args`).
+
 Threads: the harness's rule (`harness.foundation.threads`): torch's default of one thread per core
 ran
 `attnspan_ffml_ood` at 3.7-4.7 s a request on a shared 2-core machine, against 12.7 requests
@@ -154,6 +163,26 @@ def placement_args(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def tensor_parallel_args(kwargs: dict[str, Any]) -> None:
+    """With `tp_plan` (lm-eval's tensor parallelism under torchrun): the harness's refusals
+    (`harness.foundation.dispatch`), one line naming the key, before the weights are read:
+    a plan other than auto (capture maps heads by the family's own plan), a family without
+    one, query or key/value heads the processes do not divide."""
+    from harness.foundation.dispatch import Placement
+    from harness.foundation.models import check_tensor_parallel_spec
+    from lm_eval_tasks.dataset import refuse
+
+    plan = kwargs.get("tp_plan")
+    if plan is None:
+        return
+    try:
+        Placement(tp_plan=plan)
+        if isinstance(kwargs.get("pretrained"), str):
+            check_tensor_parallel_spec(kwargs["pretrained"])
+    except ValueError as error:
+        refuse(f"attnspan-hf: {str(error).replace('--tp-plan', 'tp_plan')}")
+
+
 def use_threads(requested: Any = None) -> int:
     """Set torch's CPU thread count by the harness's rule (`threads=N` from --model_args
     wins, capped at the cores) and return it; logs the choice and why."""
@@ -187,6 +216,7 @@ class AttnspanHFLM(HFLM):
     ) -> None:
         check_model_args(kwargs)  # before loading anything: a bad key stops at once
         kwargs = placement_args(kwargs)
+        tensor_parallel_args(kwargs)
         attention = flag(attention)
         self.threads = use_threads(threads)  # before the model loads and runs
         super().__init__(*args, **kwargs)

@@ -5,6 +5,7 @@
     attentionspan attention --model runs/rev/final --score-convention authors ...
     attentionspan attention --model BIG --device-map auto --max-memory 0=20GiB,cpu=60GiB ...
     accelerate launch --num_processes 2 -m harness.commands.attention --model ... --output ...
+    torchrun --nproc-per-node 2 -m harness.commands.attention --model M --tp-plan auto ...
 
 Writes, in --output: `attention.json` (per config: `rollout.correct.mean`, `.n`,
 `rollout.error.mean`, `.n`, `rollout.welch_t`, `rollout.welch_p`, `rollout.hedges_g`,
@@ -56,6 +57,7 @@ class AttentionOutput:
     device_map: str | None = placement_field("device_map")
     max_memory: str | None = placement_field("max_memory")
     offload_folder: str | None = placement_field("offload_folder")
+    tp_plan: str | None = placement_field("tp_plan")
 
 
 def add_arguments(parser) -> None:
@@ -157,11 +159,22 @@ def run(args, config, prompt) -> dict:
     model, tokenizer = load_model_checked(args.model, config.configs, prompt, placement=placement)
     place_model(model, accelerator.device)  # a dispatched model stays where its map put it
     check_capture_placement(model, f"model {args.model!r}")
+    # Tensor parallelism splits the heads, not the instances: every process analyses all of
+    # them (no data-parallel accelerator), and only the main one writes.
+    sharded = placement.tensor_parallel
     start = time.perf_counter()
     results, plots_data = analyse_model(
-        model, tokenizer, config, prompt, accelerator, progress=not args.no_progress
+        model,
+        tokenizer,
+        config,
+        prompt,
+        None if sharded else accelerator,
+        progress=not args.no_progress and accelerator.is_main_process,
     )
     elapsed = time.perf_counter() - start
+    if sharded and not accelerator.is_main_process and args.output and args.viewer_num:
+        # the viewer's forwards need every process's heads; the main process writes it
+        viewer_forwards(args, config, model, tokenizer, prompt)
     if accelerator.is_main_process:
         name = args.model.rstrip("/")
         meta = {
@@ -193,19 +206,35 @@ def run(args, config, prompt) -> dict:
     return results
 
 
+def viewer_instances(args, config) -> list:
+    """The viewer's instances: the first --viewer-num of each config (also the analysis's
+    first)."""
+    from harness.attention.analysis import load_instances
+
+    num = min(args.viewer_num, config.num)
+    return [
+        x for name in config.configs for x in load_instances(name, num, config.seed, config.split)
+    ]
+
+
+def viewer_forwards(args, config, model, tokenizer, prompt) -> None:
+    """The viewer's measurement without writing it: a tensor-parallel process other than the
+    main one runs the same forwards (`write_viewer`'s defaults) so the heads it holds join."""
+    from harness.attention.viewer_data import build_viewer_data
+
+    build_viewer_data(model, tokenizer, viewer_instances(args, config), prompt)
+
+
 def write_viewer_for(args, config, model, tokenizer, prompt, meta):
     """attention.html beside attention.md (the first --viewer-num instances of each config,
     which are also the first of the analysis), and a link to it at the end of attention.md."""
     from pathlib import Path
 
     from attentionspan_datasets.atomic import atomic_write_text
-    from harness.attention.analysis import load_instances
     from harness.report.viewer import VIEWER_FILE, write_viewer
 
     num = min(args.viewer_num, config.num)
-    instances = [
-        x for name in config.configs for x in load_instances(name, num, config.seed, config.split)
-    ]
+    instances = viewer_instances(args, config)
     path = write_viewer(
         args.output,
         model,

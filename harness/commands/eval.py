@@ -3,6 +3,7 @@
     attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
     attentionspan eval --model BIG --device-map map.json --offload-folder /scratch/offload ...
     accelerate launch --multi_gpu --num_processes 2 -m harness.commands.eval --model ...
+    torchrun --nproc-per-node 2 -m harness.commands.eval --model M --tp-plan auto ...
 
 The measurement is `harness.evaluation.evaluate` (`evaluate_model`); the files (`results.json`,
 `results.md`, `predictions-<config>.jsonl` in --output) are `harness.report.eval_report`'s.
@@ -114,6 +115,9 @@ def run(config, progress: bool = True) -> dict[str, Any]:
         config.model, config.configs, config.prompt, placement=placement
     )
     place_model(model, accelerator.device)  # a dispatched model stays where its map put it
+    # Tensor parallelism splits the heads, not the instances: every process scores all of
+    # them (no data-parallel accelerator), and only the main one writes.
+    sharded = placement.tensor_parallel
     start = time.perf_counter()
     results, records = evaluate_model(
         model,
@@ -125,8 +129,8 @@ def run(config, progress: bool = True) -> dict[str, Any]:
         config.batch_size,
         config.prompt,
         config.mixed_precision,
-        accelerator,
-        progress=progress,
+        None if sharded else accelerator,
+        progress=progress and accelerator.is_main_process,
     )
     elapsed = time.perf_counter() - start
     if accelerator.is_main_process:

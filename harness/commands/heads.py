@@ -3,6 +3,7 @@
     attentionspan heads --model runs/rev/final --config reversal_id -n 30
     attentionspan heads --model runs/rev/final --config reversal_id --shift 1 --output ref1.json
     attentionspan heads --model BIG --config reversal_id --device-map auto --max-memory 0=20GiB
+    torchrun --nproc-per-node 2 -m harness.commands.heads --model M --tp-plan auto ...
 
 Prints the top heads with their offset profiles (mean weight per target row at ref-2 ..
 ref+2) and writes the ranking to --output (default: `heads.json` in the current folder;
@@ -59,11 +60,12 @@ class HeadsOptions:
     device_map: str | None = placement_field("device_map")
     max_memory: str | None = placement_field("max_memory")
     offload_folder: str | None = placement_field("offload_folder")
+    tp_plan: str | None = placement_field("tp_plan")
 
 
 def add_arguments(parser) -> None:
-    """HeadsOptions' options (with --device-map, --max-memory, --offload-folder), and the
-    shared --device, --no-progress and --threads."""
+    """HeadsOptions' options (with --device-map, --max-memory, --offload-folder, --tp-plan),
+    and the shared --device, --no-progress and --threads."""
     add_config_arguments(parser, HeadsOptions, defaults=True)
     add_model_arguments(parser, "device", "no_progress", "threads", device={"default": "auto"})
 
@@ -80,6 +82,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args) -> int:
+    import os
     from pathlib import Path
 
     import torch
@@ -99,6 +102,9 @@ def run_command(args) -> int:
     placement = Placement.of(args)
     if placement.dispatched and args.device != "auto":
         raise ValueError(f"give --device {args.device} or --device-map, not both")
+    if placement.tensor_parallel and args.device != "auto":
+        # transformers puts each process's shard on its own device (cuda:LOCAL_RANK or cpu)
+        raise ValueError(f"give --device {args.device} or --tp-plan, not both")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but no CUDA device is available")
     resolve_model(args.model)  # a missing folder is named before its missing saved config
@@ -114,6 +120,9 @@ def run_command(args) -> int:
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     place_model(model, "cuda" if cuda else "cpu")  # a dispatched model stays where it is
     check_capture_placement(model, f"model {args.model!r}")
+    # Tensor parallelism: every process ranks every instance with its heads (capture gathers
+    # them), so every process holds the whole ranking; the main one writes and prints it.
+    main = int(os.environ.get("RANK", "0")) == 0
     ranking = rank_heads(
         model,
         tokenizer,
@@ -129,8 +138,10 @@ def run_command(args) -> int:
             "seed": seed,
             "indices": [0, args.num],
         },
-        progress=not args.no_progress,
+        progress=not args.no_progress and main,
     )
+    if not main:
+        return 0
     output = Path(args.output)
     with writing(output, file=True):  # a full disk by now: one line naming the file
         path = ranking.save(output)

@@ -75,6 +75,17 @@ Cells are changed only where the attention mask lets attention through (a refere
 a sliding window or on padding is left alone; recorded mass there is 0), which keeps
 KV-cached generation equal to one full forward.
 Recorded weights are those the model used (after any intervention).
+
+Tensor parallelism (a model loaded with transformers' `tp_plan`, under `torchrun`): each
+process's attention function sees only its own heads, global query heads `r * local ..
+(r + 1) * local - 1` on process r (`harness.foundation.dispatch.tensor_parallel_of`; the
+key/value heads are split alike, so a local query head reads its own group's key/value
+head). Each process changes only the heads it holds (the plan's [layers, heads] masks and
+levels are global, sliced to its block) and records only them; when the block ends the
+records are gathered once over the tensor-parallel group (`all_gather_object`) into global
+head order, so every process holds the whole record. Every process must run the same
+forwards (they do: generation is the same in each). Readers (training's supervision) are
+refused under tensor parallelism.
 """
 
 from __future__ import annotations
@@ -90,7 +101,7 @@ import torch
 
 from harness.engine.inference import given_cache, model_shape, text_config
 from harness.engine.modes import MODES, ModeArgs, check_parameter
-from harness.foundation.dispatch import input_device
+from harness.foundation.dispatch import TensorShard, input_device, tensor_parallel_of
 
 ATTENTION_NAME = "attentionspan"
 PATTERN_NAME = "blocks.{layer}.attn.hook_pattern"
@@ -354,10 +365,13 @@ class _Rows:
     """An Intervention on the model's device as per-row tensors, one row per setting: the
     batch's rows, or for one setting a single row that broadcasts over the batch. Per
     layer: each mode present with its selected heads ([rows, heads, 1, 1]), the modes'
-    arguments and the heads to renormalise."""
+    arguments and the heads to renormalise. `heads` (offset, count): the block of global
+    heads this process holds (tensor parallelism; default all of them)."""
 
-    def __init__(self, iv: Intervention, device):
-        heads = iv.heads.to(device)
+    def __init__(self, iv: Intervention, device, heads: tuple[int, int] | None = None):
+        first, count = heads if heads is not None else (0, iv.heads.shape[-1])
+        block = slice(first, first + count)
+        heads = iv.heads[..., block].to(device)
         heads = heads if iv.per_row else heads[None]  # [rows, layers, heads]
         rows = heads.shape[0]
         modes = (iv.mode,) * rows if isinstance(iv.mode, str) else tuple(iv.mode)
@@ -371,7 +385,7 @@ class _Rows:
         self.layer_active = [bool(a) for a in heads.any(-1).any(0).tolist()]
         levels = None
         if iv.levels is not None:  # [layers, heads] is every row's
-            levels = iv.levels.to(device).expand(rows, *heads.shape[1:])
+            levels = iv.levels[..., block].to(device).expand(rows, *heads.shape[1:])
         strength = column(iv.strength, torch.float32)
         threshold = column(iv.threshold, torch.float32)
         self.args = [
@@ -396,11 +410,21 @@ class _Rows:
 class _State:
     """Per-context state: the plan on the model's device, and what has been recorded."""
 
-    def __init__(self, plan: AttentionPlan, num_layers: int, num_heads: int, device):
+    def __init__(
+        self,
+        plan: AttentionPlan,
+        num_layers: int,
+        num_heads: int,
+        device,
+        shard: TensorShard | None = None,
+    ):
         self.plan = plan
         self.num_layers = num_layers
         self.num_heads = num_heads
         self.device = device
+        # tensor parallelism: this process's block of heads, recorded and changed here
+        self.shard = shard
+        self.offset, self.local_heads = shard.heads(num_heads) if shard else (0, num_heads)
         self.past = 0
         self.cached = False  # the current forward got a cache object
         self.calls = 0
@@ -419,13 +443,14 @@ class _State:
                 )
             cells = iv.positions if iv.positions is not None else plan.reference
             self.cell_mask = cells.to(device)
-            self.rows = _Rows(iv, device)
+            self.rows = _Rows(iv, device, (self.offset, self.local_heads))
             self.layer_active = self.rows.layer_active
         self.masses: dict[str | None, _Mass] = {}
+        local = self.local_heads
         if plan.head_mass:
-            self.masses[None] = _Mass(plan.reference, 0.0, num_layers, num_heads, device)
+            self.masses[None] = _Mass(plan.reference, 0.0, num_layers, local, device)
         for name, ref in plan.references.items():
-            self.masses[name] = _Mass(ref.mask, ref.threshold, num_layers, num_heads, device)
+            self.masses[name] = _Mass(ref.mask, ref.threshold, num_layers, local, device)
         self.map_chunks: list[list[tuple[int, int, torch.Tensor]]] = [[] for _ in range(num_layers)]
         self.pattern_chunks: list[list[tuple[int, int, torch.Tensor]]] = [
             [] for _ in range(num_layers)
@@ -462,18 +487,46 @@ class _State:
             for layer, chunks in enumerate(self.pattern_chunks)
             if chunks
         }
+        head_rows = main.rows.float().cpu() if main is not None else None
+        named_rows = {
+            name: m.rows.float().cpu() for name, m in self.masses.items() if name is not None
+        }
+        if self.shard is not None:
+            head_rows, named_rows, patterns, maps = _gather_heads(
+                self.shard, self.num_heads, head_rows, named_rows, patterns, maps
+            )
         return AttentionRecord(
             self.num_layers,
             self.num_heads,
-            head_rows=main.rows.float().cpu() if main is not None else None,
+            head_rows=head_rows,
             layer_maps=maps,
             patterns=patterns,
             calls=self.calls,
             length=length,
-            named_rows={
-                name: m.rows.float().cpu() for name, m in self.masses.items() if name is not None
-            },
+            named_rows=named_rows,
         )
+
+
+def _gather_heads(shard: TensorShard, num_heads: int, head_rows, named_rows, patterns, maps):
+    """Every tensor-parallel process's records, gathered once (one `all_gather_object` over
+    the tensor-parallel group) and joined in rank order, which is global head order: per-head
+    rows [.., heads] and patterns [n, heads, T, T] concatenated along their head axis; the
+    head-mean maps from each process's sum over its own heads, summed in rank order and
+    divided by the heads of the layer."""
+    import torch.distributed as dist
+
+    mine = {"head_rows": head_rows, "named": named_rows, "patterns": patterns, "maps": maps}
+    parts: list[Any] = [None] * shard.size
+    dist.all_gather_object(parts, mine, group=shard.group)
+    if head_rows is not None:
+        head_rows = torch.cat([p["head_rows"] for p in parts], dim=-1)
+    named_rows = {name: torch.cat([p["named"][name] for p in parts], dim=-1) for name in named_rows}
+    patterns = {name: torch.cat([p["patterns"][name] for p in parts], dim=1) for name in patterns}
+    if maps is not None:
+        maps = [
+            torch.stack([p["maps"][i] for p in parts]).sum(0) / num_heads for i in range(len(maps))
+        ]
+    return head_rows, named_rows, patterns, maps
 
 
 def _assemble(chunks: list[tuple[int, int, torch.Tensor]], length: int) -> torch.Tensor:
@@ -564,6 +617,12 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
         )
     layer = int(layer)
     batch, heads, q, kv = weights.shape
+    if heads != state.local_heads:
+        raise AttentionCaptureError(
+            f"layer {layer} computed {heads} heads, capture expected {state.local_heads} "
+            f"of the model's {state.num_heads}"
+            + (f" on tensor-parallel process {state.shard.rank}" if state.shard else "")
+        )
     state.calls += 1
     state.forward_calls += 1
     if state.batch != batch:
@@ -593,7 +652,9 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
     for reader in state.plan.readers:
         reader(layer, weights, q0, k0, mask)
     if state.plan.rollout:
-        state.map_chunks[layer].append((q0, k0, weights.float().mean(1)))
+        # tensor parallelism: this process's heads' sum; the mean is taken once gathered
+        local = weights.float().sum(1) if state.shard else weights.float().mean(1)
+        state.map_chunks[layer].append((q0, k0, local))
     if len(state.pattern_rows):
         state.pattern_chunks[layer].append((q0, k0, weights[state.pattern_rows].float()))
     return weights
@@ -685,7 +746,13 @@ def capture_attention(model, plan: AttentionPlan | None = None) -> Iterator[Atte
     # where the input embeddings run: a dispatched model's first weight may be offloaded
     # (on `meta` between forwards), and its masks must not land there
     device = input_device(model)
-    state = _State(plan, layers, heads, device)
+    shard = tensor_parallel_of(model)
+    if shard is not None and plan.readers:
+        raise AttentionCaptureError(
+            "attention readers (training's supervision) see one process's heads under tensor "
+            "parallelism: not supported; load the model without --tp-plan"
+        )
+    state = _State(plan, layers, heads, device, shard)
     record = AttentionRecord(layers, heads)
 
     def pre_hook(_module, args, kwargs):

@@ -19,7 +19,11 @@ A `Scorer` owns what every pass shares:
   mates) and the length rule (the task's own `length_bucket`, as lm-eval reports it).
 
 `Processes` is a process's share of the work and the gathering of everyone's records
-(`accelerate launch`); `Processes.of(accelerator)` wraps one a caller already has.
+(`accelerate launch`); `Processes.of(accelerator)` wraps one a caller already has. Under
+tensor parallelism (`Processes(tensor_parallel=True)`, a model loaded with `--tp-plan`) the
+processes split every layer's heads, not the data: each runs every instance, the same
+generation in each, so there is no share to take and nothing to gather (capture gathers
+the heads); only the main process writes.
 """
 
 from __future__ import annotations
@@ -217,14 +221,18 @@ def token_accuracy(correct: Sequence[bool]) -> float:
 # --- processes ----------------------------------------------------------------------------
 class Processes:
     """This process's share of the evaluation work, and the gathering of it. Without
-    `accelerate launch` there is one process and nothing to gather."""
+    `accelerate launch` there is one process and nothing to gather. With `tensor_parallel`
+    the launched processes share one model by heads: `accelerator` (the data-parallel
+    one, which the measurements shard by) is None, every process takes every instance,
+    and `main`, `barrier` and `device` are the launch's."""
 
-    def __init__(self, device: str = "auto"):
+    def __init__(self, device: str = "auto", tensor_parallel: bool = False):
         import os
 
         import torch
 
         self.accelerator = None
+        self._launch = None  # the processes' own accelerator under tensor parallelism
         world = int(os.environ.get("WORLD_SIZE", "1"))
         want_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
         if device == "cuda" and not torch.cuda.is_available():
@@ -232,8 +240,12 @@ class Processes:
         if world > 1:
             from accelerate import Accelerator
 
-            self.accelerator = Accelerator(cpu=want_cpu)
-            self.device = self.accelerator.device
+            launch = Accelerator(cpu=want_cpu)  # the process group (gloo on CPU)
+            self.device = launch.device
+            if tensor_parallel:
+                self._launch = launch
+            else:
+                self.accelerator = launch
         else:
             self.device = torch.device("cpu" if want_cpu else "cuda")
 
@@ -242,9 +254,15 @@ class Processes:
         """The processes of an accelerator a caller already made (None: this one alone)."""
         procs = cls.__new__(cls)
         procs.accelerator = accelerator
+        procs._launch = None
         # Alone, the device is wherever the caller put the model: nothing to choose here.
         procs.device = accelerator.device if accelerator is not None else None
         return procs
+
+    @property
+    def tensor_parallel(self) -> bool:
+        """The launched processes share one model by heads (each runs every instance)."""
+        return self._launch is not None
 
     @property
     def world(self) -> int:
@@ -256,6 +274,8 @@ class Processes:
 
     @property
     def main(self) -> bool:
+        if self._launch is not None:
+            return self._launch.is_main_process
         return self.rank == 0
 
     def share(self, count: int) -> range:
@@ -282,5 +302,6 @@ class Processes:
         return merged
 
     def barrier(self) -> None:
-        if self.accelerator is not None:
-            self.accelerator.wait_for_everyone()
+        for launch in (self.accelerator, self._launch):
+            if launch is not None:
+                launch.wait_for_everyone()

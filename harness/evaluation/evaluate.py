@@ -73,6 +73,7 @@ class EvalConfig:
     device_map: str | None = placement_field("device_map")
     max_memory: str | None = placement_field("max_memory")
     offload_folder: str | None = placement_field("offload_folder")
+    tp_plan: str | None = placement_field("tp_plan")
 
     def __post_init__(self) -> None:
         Placement.of(self)  # ValueError naming --device-map, --max-memory, --offload-folder

@@ -19,7 +19,14 @@ Attention capture (`harness.engine.capture`) keeps its masks and per-row setting
 device, where the input embeddings run (`input_device`); `check_capture_placement` refuses,
 in one line, a placement it cannot serve yet: layers running on another device (two GPUs).
 Once capture follows each layer's device (`.to(weights.device)` per layer), that check has
-nothing left to refuse. Nothing here
+nothing left to refuse.
+
+Tensor parallelism, as transformers and lm-eval shard a model (`tp_plan="auto"`), is the
+other way past one device: `--tp-plan auto` under `torchrun --nproc-per-node N` loads the
+family's own plan (`base_model_tp_plan`), each process holding 1/N of every layer's heads;
+`check_tensor_parallel` refuses, before the weights are read, a family without a plan, heads
+(query or key/value) that N does not divide, and `--device-map` beside it (`Placement`).
+`tensor_parallel_of(model)` says which heads this process holds. Nothing here
 imports torch at module level, nor anything of the harness above the data layer.
 """
 
@@ -49,6 +56,8 @@ DEVICE_MAP_FORM = (
 )
 MAX_MEMORY_FORM = "DEVICE=SIZE,... with DEVICE a GPU index, cpu or disk (e.g. 0=20GiB,cpu=60GiB)"
 PLACEMENT_GROUP = "model placement (accelerate's big-model dispatch; docs/usage_analysis.md)"
+# transformers' own value for "the family's plan" (lm-eval's `tp_plan` model argument too)
+TP_PLANS = ("auto",)
 
 
 def placement_field(name: str):
@@ -68,6 +77,11 @@ def placement_field(name: str):
             "with --device-map: folder for weights offloaded to disk that cannot be read "
             "from the model's own safetensors files",
             "FOLDER",
+        ),
+        "tp_plan": (
+            "tensor parallelism under torchrun --nproc-per-node N: each process holds 1/N of "
+            "every layer's heads (transformers' tp_plan; 'auto': the family's own plan)",
+            "auto",
         ),
     }
     text, metavar = helps[name]
@@ -182,8 +196,18 @@ class Placement:
     device_map: str | None = None
     max_memory: str | None = None
     offload_folder: str | None = None
+    tp_plan: str | None = None  # "auto": tensor parallelism over the launched processes
 
     def __post_init__(self) -> None:
+        if self.tp_plan is not None:
+            if self.tp_plan not in TP_PLANS:
+                raise ValueError(f"--tp-plan must be one of {TP_PLANS}, got {self.tp_plan!r}")
+            if self.device_map is not None:
+                raise ValueError(
+                    "--tp-plan and --device-map exclude each other: tensor parallelism "
+                    "splits every layer's heads over the processes, a device map splits the "
+                    "layers of one process"
+                )
         if self.device_map is None:
             for name in ("max_memory", "offload_folder"):
                 if getattr(self, name) is not None:
@@ -212,15 +236,29 @@ class Placement:
             getattr(config, "device_map", None),
             getattr(config, "max_memory", None),
             getattr(config, "offload_folder", None),
+            getattr(config, "tp_plan", None),
         )
 
     @property
     def dispatched(self) -> bool:
         return self.device_map is not None
 
+    @property
+    def tensor_parallel(self) -> bool:
+        """Tensor parallelism asked for (`--tp-plan`); it shards only over several processes."""
+        return self.tp_plan is not None
+
     def load_kwargs(self) -> dict[str, Any]:
         """Keywords of `from_pretrained` (none for one device), checked against the devices
-        this machine has (a GPU index with no such GPU: one line, not torch's error)."""
+        this machine has (a GPU index with no such GPU: one line, not torch's error). Under
+        `--tp-plan` with several processes: transformers' DistributedConfig (one process:
+        nothing to shard, the model loads whole)."""
+        if self.tensor_parallel:
+            if launched_processes() < 2:
+                return {}
+            from transformers.distributed import DistributedConfig
+
+            return {"distributed_config": DistributedConfig(tp_plan=self.tp_plan)}
         if not self.dispatched:
             return {}
         device_map = parse_device_map(self.device_map)
@@ -243,6 +281,65 @@ class Placement:
                 f"--device-map splits one model across devices, but {world} processes were "
                 "launched (accelerate launch): run it as one process"
             )
+
+
+def launched_processes() -> int:
+    """Processes of this run (torchrun's and accelerate launch's WORLD_SIZE; 1 alone)."""
+    import os
+
+    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+
+def check_tensor_parallel(config: Any, processes: int, where: str = "the model") -> None:
+    """ValueError (one line) before the weights are read when `processes` cannot shard the
+    model of `config` (its text config) by heads: a family without a tensor-parallel plan in
+    transformers (`base_model_tp_plan`), or query or key/value heads that the processes do
+    not divide (each process must hold whole heads, and the same share of each)."""
+    plan = getattr(config, "base_model_tp_plan", None)
+    if not plan:
+        raise ValueError(
+            f"{where}: model_type {getattr(config, 'model_type', '?')!r} has no tensor-parallel "
+            "plan in transformers (base_model_tp_plan); run it without --tp-plan"
+        )
+    if processes < 2:
+        return
+    heads = int(config.num_attention_heads)
+    kv = int(getattr(config, "num_key_value_heads", None) or heads)
+    for name, count in (("attention heads", heads), ("key/value heads", kv)):
+        if count % processes:
+            raise ValueError(
+                f"{where}: its {count} {name} per layer cannot be split over {processes} "
+                f"processes (--tp-plan needs a process count that divides {count})"
+            )
+
+
+@dataclass(frozen=True)
+class TensorShard:
+    """The heads one process of a tensor-parallel model holds: global query heads
+    `offset .. offset + local - 1` (key/value heads alike, `offset // groups ..`), rank
+    `rank` of `size` in `group` (the tensor-parallel process group)."""
+
+    rank: int
+    size: int
+    group: Any = field(default=None, compare=False)
+
+    def heads(self, total: int) -> tuple[int, int]:
+        """(offset, local) of this process among `total` heads per layer."""
+        local = total // self.size
+        return self.rank * local, local
+
+
+def tensor_parallel_of(model) -> TensorShard | None:
+    """This process's shard of a model loaded with a tensor-parallel plan over several
+    processes (transformers' `_tp_size` and the `tp` dimension of its device mesh), else
+    None. transformers' colwise plan splits q/k/v projections into contiguous blocks of
+    heads in rank order: head h of process r is global head r * local + h."""
+    size = getattr(model, "_tp_size", None)
+    mesh = getattr(model, "_device_mesh", None)
+    if not size or int(size) < 2 or mesh is None:
+        return None
+    tp = mesh["tp"] if mesh.mesh_dim_names and len(mesh.mesh_dim_names) > 1 else mesh
+    return TensorShard(int(tp.get_local_rank()), int(tp.size()), tp.get_group())
 
 
 def check_devices_exist(devices) -> None:
@@ -280,9 +377,10 @@ def device_map_of(model) -> dict[str, Any]:
 
 
 def place_model(model, device) -> Any:
-    """`model.to(device)`, unless the model is dispatched: its hooks already place every
-    module, and moving it would gather all of it onto one device."""
-    if not is_dispatched(model):
+    """`model.to(device)`, unless the model is dispatched (its hooks already place every
+    module, and moving it would gather all of it onto one device) or sharded by tensor
+    parallelism (transformers put each process's shard on its own device)."""
+    if not is_dispatched(model) and tensor_parallel_of(model) is None:
         model.to(device)
     return model
 

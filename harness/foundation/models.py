@@ -313,7 +313,11 @@ def load_model(
     if kind == "scratch":
         if placement.dispatched:
             raise ValueError("--device-map needs a model folder or name, not scratch")
+        if placement.tensor_parallel:
+            raise ValueError("--tp-plan needs a model folder or name, not scratch")
         return build_scratch(scratch or ScratchConfig())
+    if placement.tensor_parallel:  # a family without a plan, heads N does not divide: now
+        check_tensor_parallel_spec(spec, location)
     dispatch = placement.load_kwargs()  # a GPU this machine lacks: before reading anything
     torch_dtype = getattr(torch, dtype)
     where = f"model {spec!r}" if kind == "known" else f"model folder {spec!r}"
@@ -344,7 +348,7 @@ def load_model(
         if type(error).__name__ == "UnpicklingError":
             raise  # harness.foundation.runs.load_model_checked names pickled weights
         text = str(error).lower()
-        if dispatch and ("device" in text or "offload" in text):
+        if placement.dispatched and ("device" in text or "offload" in text):
             # a map that leaves a weight without a device, a device torch does not know, ...
             raise ValueError(f"{where}: --device-map: {_first_line(error)}") from None
         raise ValueError(
@@ -392,6 +396,22 @@ def check_config_sizes(where: str, location) -> None:
                 raise ValueError(
                     f"{where}: config.json's {key!r} is {value!r}; it must be an integer >= 1"
                 )
+
+
+def check_tensor_parallel_spec(spec: str, location: str | None = None) -> None:
+    """`harness.foundation.dispatch.check_tensor_parallel` on the config of the model `spec`
+    names, over the processes launched (config.json alone: nothing else is read)."""
+    from transformers import AutoConfig
+
+    from harness.foundation.dispatch import check_tensor_parallel, launched_processes
+
+    if location is None:
+        kind, location = resolve_model(spec)
+        if kind == "scratch":
+            raise ValueError("--tp-plan needs a model folder or name, not scratch")
+    config = AutoConfig.from_pretrained(location)
+    config = getattr(config, "text_config", None) or config
+    check_tensor_parallel(config, launched_processes(), f"model {spec!r}")
 
 
 def _first_line(error: BaseException) -> str:

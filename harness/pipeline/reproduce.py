@@ -554,6 +554,19 @@ class TaskRun:
                     intervention=Setting.from_dict(chosen),
                     meta={"model": str(self.model_dir), "task": self.task},
                 )
+            elif self.procs.tensor_parallel:
+                # the viewer's forwards need every process's heads (tensor parallelism):
+                # the same measurement (`write_viewer`'s defaults), written by the main one
+                from harness.attention.viewer_data import build_viewer_data
+
+                build_viewer_data(
+                    self.model,
+                    self.tokenizer,
+                    instances,
+                    self.prompt,
+                    ranking=ranking,
+                    setting=Setting.from_dict(chosen),
+                )
             return {"file": str(path.relative_to(self.dir.parent)), "instances": len(instances)}
 
         return self.stages.run(f"{self.label}-viewer", settings, compute)
@@ -854,7 +867,7 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     out = Path(cfg.output)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    procs = Processes(cfg.device)
+    procs = Processes(cfg.device, tensor_parallel=Placement.of(cfg).tensor_parallel)
     Placement.of(cfg).check_processes(procs.world)
 
     def log(message: str) -> None:

@@ -283,6 +283,8 @@ class ReproduceConfig:
     device_map: str | None = placement_field("device_map")
     max_memory: str | None = placement_field("max_memory")
     offload_folder: str | None = placement_field("offload_folder")
+    # or sharded by heads over torchrun's processes (harness.foundation.dispatch)
+    tp_plan: str | None = placement_field("tp_plan")
     threads: int = field(
         default=0,
         metadata=cli(
@@ -319,6 +321,12 @@ class ReproduceConfig:
             raise ValueError(f"'device' must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if Placement.of(self).dispatched and self.device != "auto":
             raise ValueError(f"give --device {self.device} or --device-map, not both")
+        if self.tp_plan is not None and self.device != "auto":
+            # each process's shard goes to its own device (cuda:LOCAL_RANK, or the CPU)
+            raise ValueError(f"give --device {self.device} or --tp-plan, not both")
+        if self.tp_plan is not None and not self.model:
+            # --quick and --pretrained train first, and training does not shard by heads
+            raise ValueError("--tp-plan needs --model (a trained model to analyse)")
         if not self.strengths:
             raise ValueError("'strengths' must list at least one C")
         if any(not 0 <= c <= MAX_STRENGTH for c in self.strengths):
