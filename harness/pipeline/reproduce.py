@@ -26,7 +26,7 @@ finishes (a rerun with the same settings skips it; scoring is saved per setting 
 6. `diagnosis`: where the ladder's heads look on each wrong answer token, without
    intervention, on ID and OOD test (`harness.attention.diagnosis`);
 7. `verdict`: the calibrated verdict, read from the dose curves and the diagnosis
-   (`harness.attention.verdict`; computed from the two stages above, not saved apart);
+   (`harness.attention.verdicts.calibrated`; computed from the two stages above, not saved apart);
 8. `at_dose`: the verdict's dose scored free-running on OOD and ID test, paired per
    instance over the baseline (its scoring files);
 9. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
