@@ -131,6 +131,7 @@ sys.exit(main(["models", "fetch", "smollm2-135m-instruct"]))
 """
 
 
+@pytest.mark.slow
 def test_the_commands_run_without_the_extras(tmp_path):
     """A base install: every module of the data layer and the harness imports, the main
     job draws, every command's --help works, and `models fetch` names its extra in one

@@ -16,7 +16,7 @@ def setup_commands() -> list[str]:
 def test_readme_opens_with_two_setup_commands():
     main_job, tests = setup_commands()
     assert main_job.endswith("attentionspan show")
-    assert tests.endswith("python -m pytest -q")
+    assert tests.endswith("python -m pytest -q -n 2")
 
 
 def test_the_main_job_needs_no_extra():
@@ -32,3 +32,12 @@ def test_ci_runs_the_readme_test_command():
     assert tests.startswith(venv_part)
     ci = (REPO / ".ci" / "run").read_text()
     assert tests[len(venv_part) :] in ci
+
+
+def test_the_quick_command_leaves_out_the_slow_tests_and_ci_runs_them():
+    """issue 43: command 2 deselects the tests marked slow (pyproject's addopts); CI runs the
+    slow set after it, so every test still runs there."""
+    config = (REPO / "pyproject.toml").read_text()  # text: tomllib is not in Python 3.10
+    assert "addopts = \"-ra -m 'not slow'\"" in config
+    assert '    "slow: ' in config  # registered, so any test may carry it
+    assert "python -m pytest -q -n 2 -m slow" in (REPO / ".ci" / "run").read_text()

@@ -235,6 +235,7 @@ def test_python_m_the_train_command_gives_the_same_one_line_error(tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["harness.commands.eval", "harness.commands.heads"])
 def test_python_m_a_command_module_gives_the_one_line_error(module, tmp_path):
     """The command modules run alone (as `accelerate launch -m` runs them)."""

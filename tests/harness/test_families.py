@@ -98,6 +98,7 @@ def save_digit_model(kind: str, folder) -> str:
     return str(folder)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", LM_EVAL_FAMILIES)
 def test_lm_eval_attention_equals_attentionspan_attention(kind, tmp_path):
     """test_lm_eval_attention's check (same instances, answers and metrics as `attentionspan

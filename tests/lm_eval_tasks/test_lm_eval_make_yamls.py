@@ -5,12 +5,15 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
+import pytest
+
 from attentionspan_datasets.metrics import bucket_metric_name
 from attentionspan_datasets.presets import PRESETS
 from lm_eval_tasks import TASKS_DIR, attention, make_yamls
 from lm_eval_tasks.dataset import default_bins
 
 
+@pytest.mark.slow
 def test_committed_files_equal_the_generator_output():
     expected = make_yamls.expected_files()
     on_disk = make_yamls.generated_on_disk(Path(TASKS_DIR))
@@ -19,6 +22,7 @@ def test_committed_files_equal_the_generator_output():
     assert make_yamls.main(["--check"]) == 0
 
 
+@pytest.mark.slow
 def test_one_task_per_preset_and_a_group_the_glob_does_not_match():
     names = make_yamls.presets()
     assert names == list(PRESETS)  # every preset's task is registered

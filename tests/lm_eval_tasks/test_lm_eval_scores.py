@@ -85,6 +85,7 @@ def expected_scores(task: str, mode: str) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["right", "last_wrong", "empty", "too_long", "noisy"])
 def test_scores_are_exact(task_manager, mode):
     results = lm_eval.simple_evaluate(
@@ -107,6 +108,7 @@ def test_scores_are_exact(task_manager, mode):
         assert expected["exact_match"] != expected["partial_acc"] or mode != "last_wrong"
 
 
+@pytest.mark.slow
 def test_prompt_layout_zero_and_few_shot(task_manager):
     model = StandIn("right")
     lm_eval.simple_evaluate(

@@ -75,6 +75,7 @@ def same(a: dict[str, float], b: dict[str, float]) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_a_split_model_gives_the_whole_models_attention_metrics(model_dir, tmp_path):
     from harness.foundation.dispatch import is_dispatched
 
@@ -148,6 +149,7 @@ def test_the_older_name_and_sizes_are_read():
     }
 
 
+@pytest.mark.slow
 def test_attention_on_a_model_all_on_disk_equals_the_whole_model(model_dir):
     """Every weight on disk, the input embeddings too: the attention metrics are still the
     whole model's (capture keeps its masks where the embeddings run)."""
