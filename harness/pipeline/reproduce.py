@@ -316,8 +316,8 @@ class TaskRun:
         return ranking
 
     def run_sweep(self, ranking) -> dict[str, Any]:
-        from harness.attention.controls import assess
         from harness.attention.sweep import grid, head_counts, run_sweep
+        from harness.attention.verdicts.repair_or_pointer import assess
 
         counts = self.cfg.counts or head_counts(ranking.total)
         counts = [n for n in counts if n <= ranking.total]
@@ -381,7 +381,8 @@ class TaskRun:
     def ladder_heads(self, ranking) -> list[tuple[int, int]]:
         """The heads the diagnosis, the dose ladder and the verdict's free-running pass
         read: the top N, N chosen on OOD validation by the ladder itself (`run_dose`,
-        `harness.attention.verdict.choose_count`), never from the grid's chosen setting."""
+        `harness.attention.verdicts.calibrated.choose_count`), never from the grid's chosen
+        setting."""
         return ranking.top(self.results["dose"]["n"])
 
     def run_diagnosis(self, ranking) -> dict[str, Any]:
@@ -423,7 +424,7 @@ class TaskRun:
         dose), with its ID stream for ID exact match; teacher-forced, every process on every
         instance (it is a few forwards)."""
         from harness.attention.dose import DEFAULT_DOSES, run_dose_ladder
-        from harness.attention.verdict import choose_count
+        from harness.attention.verdicts.calibrated import choose_count
 
         counts = self.ladder_counts(ranking)
         thresholds = _swept_thresholds(self.cfg)
@@ -474,8 +475,9 @@ class TaskRun:
 
     def calibrated_verdict(self) -> dict[str, Any]:
         """The verdict read from the dose curves and the OOD errors' diagnosis
-        (`harness.attention.verdict`; docs/usage_analysis.md, "The calibrated verdict")."""
-        from harness.attention.verdict import calibrated_verdict
+        (`harness.attention.verdicts.calibrated`; docs/usage_analysis.md, "The calibrated
+        verdict")."""
+        from harness.attention.verdicts.calibrated import calibrated_verdict
 
         dose = self.results["dose"]
         return calibrated_verdict(

@@ -21,7 +21,8 @@ model by --quick's recipe (`harness.pipeline.supervision_settings`):
    test records, Table 2 (`TaskRun.run_attention`), its own head ranking, the supervised
    heads' reference mass per instance, and where the supervised heads look when the model
    errs (`harness.attention.diagnosis.where_errors_look`);
-then the numbers over seeds and the verdict (`harness.pipeline.supervision_verdict`) go to
+then the numbers over seeds (`harness.pipeline.supervision_stats`) and the verdict
+(`harness.attention.verdicts.supervision`) go to
 OUT/<task>/results.json, and the report writer the command hands in writes OUT/report.md.
 A rerun with the same options reuses every finished model and stage (a model whose run file
 records other options is refused, as reproduce refuses).
@@ -35,11 +36,12 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.metrics import METRICS
+from harness.attention.verdicts.supervision import study_verdict
 from harness.pipeline.reproduce import (
     STREAMS,
     TaskRun,
@@ -61,17 +63,16 @@ from harness.pipeline.supervision_settings import (
     control_arms,
     ladder_arms,
 )
-from harness.pipeline.supervision_verdict import (
+from harness.pipeline.supervision_stats import (
     STREAMS as SUMMARY_STREAMS,
 )
-from harness.pipeline.supervision_verdict import (
+from harness.pipeline.supervision_stats import (
     accuracy,
     gains,
     length_bins,
     mass_gain,
     pooled_diagnosis,
     pooled_mean,
-    study_verdict,
     table2_row,
 )
 
@@ -449,7 +450,7 @@ class TaskStudy:
             analysed[arm.name] = [self.analyse(run, arm) for run in seeds]
         summary = summarise(arms, analysed, chosen, cfg.metric)
         summary["selection"] = selection
-        summary["verdict"] = study_verdict(summary)
+        summary["verdict"] = verdict_of(summary)
         return {
             "task": self.short,
             "id": self.id_name,
@@ -500,10 +501,28 @@ def choose_weight(
     }
 
 
+def verdict_of(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The study's verdict (`harness.attention.verdicts.supervision`) on `summarise`'s
+    figures: the values it reads, picked out of the summary."""
+    chosen, metric = summary["chosen"], summary["metric"]
+    looks = ((summary["diagnosis"].get(chosen) or {}).get("ood") or {}).get("shares", {})
+    return study_verdict(
+        chosen=chosen,
+        metric=metric,
+        gain=summary["gains"]["ood"][chosen][metric],
+        versus_controls={
+            name: summary["versus_controls"][name][metric] for name in summary["controls"]
+        },
+        mass_gain=summary["mass_gains"]["ood"][chosen],
+        on_reference=looks.get("on_reference"),
+        control_roles=summary.get("control_roles", {}),
+    )
+
+
 def summarise(
     arms: Sequence[Arm], analysed: dict[str, list[dict[str, Any]]], chosen: Arm, metric: str
 ) -> dict[str, Any]:
-    """The figures over seeds (`harness.pipeline.supervision_verdict`): accuracy and gains
+    """The figures over seeds (`harness.pipeline.supervision_stats`): accuracy and gains
     over the baseline per stream (overall and per length bin), the chosen arm against each
     control, the supervised heads' masses and their gains, the diagnosis, Table 2."""
     base = analysed[BASELINE]

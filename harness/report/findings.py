@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.attention.controls import roles_of
+from harness.attention.verdicts.vocabulary import ID_TOLERANCE
 from harness.foundation.stats import (
     MIN_KIND_INSTANCES,
     above_zero,
@@ -24,7 +25,8 @@ from harness.foundation.stats import (
 )
 from harness.foundation.stats import format_number as _n
 
-ID_COST = 0.05  # ID exact match falling more than this is reported as a cost
+# ID exact match falling more than the verdicts tolerate is reported as a cost
+ID_COST = ID_TOLERANCE
 ALPHA = 0.05
 
 

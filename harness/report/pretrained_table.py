@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.results_summary import read_digests, rewrite_block, role_scores
 
 BEGIN = (
@@ -28,7 +29,6 @@ BEGIN = (
     "by harness/report/pretrained_table.py; do not edit -->"
 )
 END = "<!-- /pretrained-table -->"
-REPAIRABLE = "nudge-repairable"
 
 # The paper's fine-tuned models (v2: Table 1, ID / OOD exact match and OOD partial accuracy
 # in percent; Table 2, the mean attention on the reference of correct and wrong tokens) on

@@ -425,7 +425,7 @@ def _count_choice(dose) -> str:
 
 def dose_section(task, folder: Path, command: str) -> list[str]:
     """The dose-response ladder on OOD test (its plot and table) and the calibrated verdict
-    read from it and from where the errors look (`harness.attention.verdict`)."""
+    read from it and from where the errors look (`harness.attention.verdicts.calibrated`)."""
     from harness.report import plots
 
     dose = task.get("dose")

@@ -20,12 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
+
 BEGIN = (
     "<!-- results-summary: generated from docs/quick-run*.json by "
     "harness/report/results_summary.py; do not edit -->"
 )
 END = "<!-- /results-summary -->"
-REPAIRABLE = "nudge-repairable"
 
 
 def read_digests(folder: Path) -> list[dict[str, Any]]:

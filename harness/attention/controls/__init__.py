@@ -1,10 +1,10 @@
-"""The controls of a chosen setting, one module each, listed once in `CONTROLS`; and the
-repair-or-pointer verdict they give (`harness.attention.controls.assessment`).
+"""The controls of a chosen setting, one module each, listed once in `CONTROLS`, and what
+the pointer control measures (`following`). The verdicts that read them live in
+`harness.attention.verdicts`.
 
-    from harness.attention.controls import control_settings, roles_of, assess
+    from harness.attention.controls import control_settings, roles_of
     control_settings(chosen, seeds=(0, 1))   # the settings scored beside the chosen one
     roles_of("top4-C2", names)["random4-C2-s0"]        # "random_heads"
-    assess(sweep, instances)["verdict"]                  # repair / pointer / inconclusive
 
     random_heads      the same N and C on random heads (one setting per seed)
     random_positions  the chosen heads at as many random non-reference keys per row
@@ -33,16 +33,8 @@ from harness.attention.controls import (
     random_positions,
     restore,
 )
-from harness.attention.controls.assessment import (
-    ID_TOLERANCE,
-    MIN_POINTER_TOKENS,
-    POINTER_EXCESS,
-    answer_at_reference,
-    assess,
-    pointer_following,
-    verdict,
-)
 from harness.attention.controls.base import Control, ControlOptions
+from harness.attention.controls.following import answer_at_reference, pointer_following
 from harness.attention.controls.knockout import knockout_of
 from harness.attention.controls.pointer import POINTER_SHIFTS, pointer_settings
 from harness.attention.controls.restore import restore_levels, restore_setting
@@ -114,14 +106,10 @@ def legend() -> str:
 
 __all__ = [
     "CONTROLS",
-    "ID_TOLERANCE",
-    "MIN_POINTER_TOKENS",
-    "POINTER_EXCESS",
     "POINTER_SHIFTS",
     "Control",
     "ControlOptions",
     "answer_at_reference",
-    "assess",
     "control_settings",
     "knockout_of",
     "legend",
@@ -130,5 +118,4 @@ __all__ = [
     "restore_levels",
     "restore_setting",
     "roles_of",
-    "verdict",
 ]

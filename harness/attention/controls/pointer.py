@@ -1,6 +1,6 @@
 """pointer: the chosen heads and C with their cells moved to ref + k for each pointer shift.
 A repaired lookup has no reason to copy what sits k keys away; a pointer does (the verdict
-reads how often the answer follows, `harness.attention.controls.assessment`)."""
+reads how often the answer follows, `harness.attention.controls.following`)."""
 
 import dataclasses
 

@@ -88,7 +88,7 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     assert "chosen setting: " in text and "reversal: The model" in text
     # The dose-response ladder on validation and test, and the calibrated verdict read from
     # it and from where the errors look, in the JSON and the report (with its plot).
-    from harness.attention.verdict import VERDICTS
+    from harness.attention.verdicts.calibrated import VERDICTS
 
     assert results["verdict"]["verdict"] in VERDICTS
     for stream in ("validation", "test"):
@@ -506,7 +506,7 @@ def test_quick_seed_runs_train_analyse_and_compare(tmp_path, tiny_training, caps
 def test_conditional_mode_ladders_every_threshold(tmp_path, model_dir):
     """--mode conditional: the dose ladder has a rung per threshold and C, the verdict
     picks one of them, and the report names each rung's threshold."""
-    from harness.attention.verdict import VERDICTS
+    from harness.attention.verdicts.calibrated import VERDICTS
 
     out = tmp_path / "out"
     cfg = ReproduceConfig(
@@ -525,7 +525,7 @@ def test_conditional_mode_ladders_every_threshold(tmp_path, model_dir):
 def test_the_verdicts_dose_is_scored_free_running(tmp_path, model_dir, monkeypatch):
     """When the verdict chose a dose, the push at it is scored as the model answers on its
     own (the ladder is teacher-forced), on OOD test and ID, and the report says so."""
-    import harness.attention.verdict as verdict_module
+    import harness.attention.verdicts.calibrated as verdict_module
 
     def chose_one(validation, test, diagnosis):
         return {"verdict": "inconclusive", "reasons": ["x"], "numbers": {"dose": {"C": 0.5}}}

@@ -8,17 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.attention.verdicts.supervision import RULES_OUT, VERDICTS
 from harness.pipeline.supervision_settings import (
     SupervisionConfig,
     control_arms,
     ladder_arms,
 )
-from harness.pipeline.supervision_verdict import (
-    RULES_OUT,
-    VERDICTS,
-    pooled_mean,
-    study_verdict,
-)
+from harness.pipeline.supervision_stats import pooled_mean
 
 TINY_TRAIN = {
     "max_steps": 2,
@@ -305,7 +301,7 @@ def test_bad_options_are_one_line(options, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-# --- statistics and the verdict -----------------------------------------------------------
+# --- statistics --------------------------------------------------------------------------
 def test_pooled_mean_averages_seed_means_and_resamples_within_seeds():
     pooled = pooled_mean([[0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
     assert pooled["mean"] == pytest.approx(0.75)  # each seed weighs the same, not each value
@@ -318,57 +314,31 @@ def test_pooled_mean_averages_seed_means_and_resamples_within_seeds():
     assert pooled_mean([[0.1, 0.9]] * 2, seed=3) == pooled_mean([[0.1, 0.9]] * 2, seed=3)
 
 
-def gain(low: float, high: float, seeds=(0.1, 0.1, 0.1)) -> dict:
-    return {"gain": (low + high) / 2, "low": low, "high": high, "n": 30, "seeds": list(seeds)}
+def test_the_study_hands_its_summary_to_the_verdict_as_plain_values():
+    """`verdict_of` picks the chosen arm's numbers out of `summarise`'s figures."""
+    from harness.attention.verdicts.supervision import study_verdict
+    from harness.pipeline.supervision_study import verdict_of
 
-
-def summary(ood_gain, versus=(0.05, 0.05, 0.05), mass=(0.02, 0.1), on_reference=0.2):
-    controls = ["wrong3-w1", "random-w1", "steps-x1.5"]
-    return {
+    gain = {"gain": 0.1, "low": 0.05, "high": 0.2, "n": 30, "seeds": [0.1, 0.1]}
+    worse = {"gain": -0.1, "low": -0.2, "high": -0.05, "n": 30, "seeds": [-0.1, -0.1]}
+    summary = {
         "chosen": "w1",
         "metric": "partial_acc",
-        "controls": controls,
-        "control_roles": dict(zip(controls, ("wrong_mask", "random_heads", "extra_steps"))),
-        "gains": {"ood": {"w1": {"partial_acc": ood_gain}}},
-        "versus_controls": {c: {"partial_acc": gain(v, v + 0.1)} for c, v in zip(controls, versus)},
-        "mass_gains": {"ood": {"w1": gain(*mass)}},
-        "diagnosis": {"w1": {"ood": {"shares": {"on_reference": on_reference}}}},
+        "controls": ["random-w1"],
+        "control_roles": {"random-w1": "random_heads"},
+        "gains": {"ood": {"w1": {"partial_acc": gain}}},
+        "versus_controls": {"random-w1": {"partial_acc": worse}},
+        "mass_gains": {"ood": {"w1": gain}},
+        "diagnosis": {"w1": {"ood": {"shares": {"on_reference": 0.3}}}},
     }
-
-
-@pytest.mark.parametrize(
-    "case,verdict",
-    [
-        (summary(gain(0.05, 0.2)), "supervision generalises"),
-        (summary(gain(0.05, 0.2), versus=(-0.02, 0.05, 0.05)), "not specific to the reference"),
-        (summary(gain(0.05, 0.2), versus=(0.05, 0.05, -0.02)), "not specific to the reference"),
-        # random heads pulled to the reference gain as much: the reference, not the heads
-        (summary(gain(0.05, 0.2), versus=(0.05, -0.02, 0.05)), "the reference, not these heads"),
-        (
-            summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01)), versus=(0.05, -0.02, 0.05)),
-            "inconclusive",
-        ),
-        (summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01))), "inconclusive"),
-        # a control that gains as much explains the gain, whatever the seeds say
-        (
-            summary(gain(0.05, 0.2, seeds=(0.2, 0.1, -0.01)), versus=(-0.02, 0.05, 0.05)),
-            "not specific to the reference",
-        ),
-        (summary(gain(-0.05, 0.1), on_reference=0.6), "attention is not the bottleneck"),
-        (summary(gain(-0.2, -0.1), mass=(-0.01, 0.03)), "supervision did not take"),
-        (summary(gain(-0.05, 0.1), mass=(0.02, 0.1), on_reference=0.3), "inconclusive"),
-    ],
-)
-def test_the_verdict_rules(case, verdict):
-    found = study_verdict(case)
-    assert found["verdict"] == verdict
-    assert found["rules_out"] == RULES_OUT[verdict]
-    assert found["numbers"]["chosen"] == "w1" and found["reason"].startswith("w1's OOD")
-    unbeaten = [name for name, d in found["numbers"]["versus_controls"].items() if d["low"] < 0]
-    if verdict == "not specific to the reference":
-        assert unbeaten[0] in found["reason"] and "random-w1" not in found["reason"]
-    if verdict == "the reference, not these heads":
-        assert "in every seed run, above wrong3-w1" in found["reason"]
-        assert "but not above random-w1" in found["reason"]
-    if verdict == "supervision did not take":
-        assert "(a loss)" in found["reason"]
+    found = verdict_of(summary)
+    assert found == study_verdict(
+        chosen="w1",
+        metric="partial_acc",
+        gain=gain,
+        versus_controls={"random-w1": worse},
+        mass_gain=gain,
+        on_reference=0.3,
+        control_roles={"random-w1": "random_heads"},
+    )
+    assert found["verdict"] == "the reference, not these heads"

@@ -1,24 +1,21 @@
-"""The repair-or-pointer verdict that the controls give, and what it reads.
+"""The repair-or-pointer verdict at the grid's chosen setting, and what it reads.
 
-    from harness.attention.controls import answer_at_reference, pointer_following, verdict
-    follow = pointer_following(instances, records["top4-C2-shift+3"], 3, records["baseline"])
-    follow["excess"]                                    # writes the pointed-at character more
+    from harness.attention.verdicts.repair_or_pointer import assess, verdict
     verdict(chosen_gain=..., restore_gain=..., follows={3: follow}, shift_gains={3: ...},
             id_exact=(1.0, 0.98), answer_at_reference=1.0)["verdict"]   # repair/pointer/...
+    assess(sweep, instances)["verdict"]         # the same, read from a finished sweep
 
 Why these controls (docs/usage_analysis.md, "Repair or pointer"): on string reversal the
 reference key holds the very character to write, so adding C there can hand the model the
 answer whether or not it repairs the lookup it learnt. Two controls separate the readings:
 - *pointer shift*: the same heads and C at `ref + k`. A repaired lookup has no reason to
   copy what sits k keys away; a pointer does, so the model writes the character at the
-  shifted key (the *pointer-following rate*, counted only on rows where that character
-  differs from the gold one, and compared with the same rows without intervention);
+  shifted key (`harness.attention.controls.following.pointer_following`);
 - *restore*: each chosen head's weight on the reference set to its mean in-distribution
   level (from the ranking instances), the rest of the row renormalised. This gives a head
   back what it had where the model works, and no more: a gain that survives it is a repair.
-`answer_at_reference` says how often the reference holds the answer at all: near 1 on
-copy tasks (reversal), low where the reference is not the answer (addition's operand
-digits), where a pointer cannot hand the answer over.
+`answer_at_reference` says how often the reference holds the answer at all, where a pointer
+could hand the answer over. The words and thresholds: `harness.attention.verdicts.vocabulary`.
 """
 
 from __future__ import annotations
@@ -27,100 +24,22 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.attention.controls.following import answer_at_reference, pointer_following
 from harness.attention.controls.pointer import pointer_settings
 from harness.attention.controls.restore import restore_setting
 from harness.attention.setting import Setting
+from harness.attention.verdicts.vocabulary import (
+    ID_TOLERANCE,
+    INCONCLUSIVE,
+    MIN_POINTER_ROWS,
+    POINTER,
+    POINTER_EXCESS,
+    REPAIR,
+    REPAIR_OR_POINTER,
+)
 from harness.foundation.stats import above_zero
 
-# The verdict rule (docs/usage_analysis.md states it; fixed before any measurement):
-POINTER_EXCESS = 0.2  # shifted pushes make the model write the pointed-at character this much
-# more often than without intervention, on the same rows
-MIN_POINTER_TOKENS = 20  # rows a following rate needs before it counts
-ID_TOLERANCE = 0.05  # ID exact match may fall this much under the chosen setting and "hold"
-
-
-def _pointed_rows(instance, shift: int) -> list[tuple[int, str]]:
-    """(target position i, the character at ref + shift) for every row whose reference is a
-    single key, whose shifted key is a real earlier character, and whose pointed-at character
-    differs from the gold one (where they agree, following and answering look the same)."""
-    text = instance.prompt + instance.target
-    first_query = len(instance.prompt) - 1  # the key before target[0] in text coordinates
-    rows = []
-    for i, keys in enumerate(instance.reference):
-        if len(keys) != 1:
-            continue
-        key = keys[0] + shift
-        if not 0 <= key <= first_query + i:  # the query predicting target[i] sits there
-            continue
-        if text[key] != instance.target[i]:
-            rows.append((i, text[key]))
-    return rows
-
-
-def pointer_following(
-    instances: Sequence[Any],
-    records: Sequence[Mapping[str, Any]],
-    shift: int,
-    baseline: Sequence[Mapping[str, Any]] | None = None,
-    field: str = "prediction",
-) -> dict[str, Any]:
-    """How often the answer holds the character at `ref + shift` instead of the gold one.
-
-    `records` (and `baseline`) are per-instance records with `index` and `field`, the
-    answer (free-running `prediction`, or teacher-forced `tf_prediction`). `rate`: the
-    share of eligible rows (see `_pointed_rows`) whose answer character is the pointed-at
-    one; `instance_rate`: the mean of per-instance rates (each instance counts once);
-    `baseline_rate` and `excess` (rate - baseline_rate) on the same rows when a baseline is
-    given. None where no row is eligible (e.g. every reference row has several keys).
-    """
-    by_index = {x.index: x for x in instances}
-    base = {r["index"]: r for r in baseline} if baseline is not None else None
-
-    def counts(rows_of):
-        hits = total = 0
-        per_instance = []
-        for record in rows_of:
-            instance = by_index.get(record["index"])
-            if instance is None:
-                raise ValueError(f"record index {record['index']} is not among the instances")
-            rows = _pointed_rows(instance, shift)
-            answer = record[field]
-            mine = sum(1 for i, char in rows if i < len(answer) and answer[i] == char)
-            hits += mine
-            total += len(rows)
-            if rows:
-                per_instance.append(mine / len(rows))
-        return hits, total, per_instance
-
-    hits, total, per_instance = counts(records)
-    out: dict[str, Any] = {
-        "shift": shift,
-        "tokens": total,
-        "instances": len(per_instance),
-        "rate": hits / total if total else None,
-        "instance_rate": sum(per_instance) / len(per_instance) if per_instance else None,
-    }
-    if base is not None:
-        missing = [r["index"] for r in records if r["index"] not in base]
-        if missing:
-            raise ValueError(f"baseline records lack instances {missing[:5]}")
-        b_hits, b_total, _ = counts([base[r["index"]] for r in records])
-        out["baseline_rate"] = b_hits / b_total if b_total else None
-        out["excess"] = out["rate"] - out["baseline_rate"] if total and b_total else None
-    return out
-
-
-def answer_at_reference(instances: Sequence[Any]) -> float | None:
-    """The share of target characters (with a reference) equal to a character at one of
-    their reference keys: 1.0 for reversal, where a pointer could hand the answer over."""
-    hits = total = 0
-    for x in instances:
-        text = x.prompt + x.target
-        for i, keys in enumerate(x.reference):
-            if keys:
-                total += 1
-                hits += any(text[k] == x.target[i] for k in keys)
-    return hits / total if total else None
+VERDICTS = tuple(REPAIR_OR_POINTER)  # the words it may say (`vocabulary.REPAIR_OR_POINTER`)
 
 
 def _is_number(value: Any) -> bool:
@@ -154,7 +73,7 @@ def verdict(
     match. The rule (docs/usage_analysis.md):
     - pointer: the chosen setting gains (interval above 0) and a shifted setting makes the
       model write the pointed-at character at least POINTER_EXCESS more often than without
-      intervention (on >= MIN_POINTER_TOKENS rows);
+      intervention (on >= MIN_POINTER_ROWS rows);
     - repair: the chosen setting gains (interval above 0), restore gains too (interval
       above 0), no shifted setting is followed, each shifted setting gains less than the
       chosen one (its interval's top under the chosen gain's bottom: the reference itself
@@ -181,7 +100,7 @@ def verdict(
         k: f["excess"]
         for k, f in follows.items()
         if f.get("excess") is not None
-        and f.get("tokens", 0) >= MIN_POINTER_TOKENS
+        and f.get("tokens", 0) >= MIN_POINTER_ROWS
         and f["excess"] >= POINTER_EXCESS
     }
     numbers = {
@@ -193,7 +112,7 @@ def verdict(
         "answer_at_reference": answer_at_reference,
         "rule": {
             "pointer_excess": POINTER_EXCESS,
-            "min_pointer_tokens": MIN_POINTER_TOKENS,
+            "min_pointer_tokens": MIN_POINTER_ROWS,
             "id_tolerance": ID_TOLERANCE,
         },
     }
@@ -204,11 +123,11 @@ def verdict(
                 "often than without intervention"
             )
         if above_zero(chosen_gain):
-            return {"verdict": "pointer", "reasons": reasons, "numbers": numbers}
+            return {"verdict": POINTER, "reasons": reasons, "numbers": numbers}
         # A pointer verdict says the gain comes from handing the answer over: with no
         # gain there is nothing to explain.
         reasons.append("but the chosen setting's gain is not above 0 (interval)")
-        return {"verdict": "inconclusive", "reasons": reasons, "numbers": numbers}
+        return {"verdict": INCONCLUSIVE, "reasons": reasons, "numbers": numbers}
     if not above_zero(chosen_gain):
         reasons.append("the chosen setting's gain is not above 0 (interval)")
     if not above_zero(restore_gain):
@@ -220,15 +139,15 @@ def verdict(
         reasons.append("ID exact match under the chosen setting was not measured")
     elif id_exact[1] < id_exact[0] - ID_TOLERANCE:
         reasons.append(f"ID exact match falls {id_exact[0]:.3f} -> {id_exact[1]:.3f}")
-    if not any(f.get("tokens", 0) >= MIN_POINTER_TOKENS for f in follows.values()):
+    if not any(f.get("tokens", 0) >= MIN_POINTER_ROWS for f in follows.values()):
         # No measurable pointer rows: only a task whose reference is not the answer may
         # still pass (there, a pointer cannot hand the answer over).
         if answer_at_reference is None or answer_at_reference >= 0.5:
             reasons.append("no row could measure pointer following")
     if reasons:
-        return {"verdict": "inconclusive", "reasons": reasons, "numbers": numbers}
+        return {"verdict": INCONCLUSIVE, "reasons": reasons, "numbers": numbers}
     return {
-        "verdict": "repair",
+        "verdict": REPAIR,
         "reasons": ["the gain survives restore, shifted pointers are not followed, ID holds"],
         "numbers": numbers,
     }

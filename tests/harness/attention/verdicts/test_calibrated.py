@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.attention import verdict as rule
-from harness.attention.verdict import calibrated_verdict, choose_count, choose_dose
+from harness.attention.verdicts import calibrated as rule
+from harness.attention.verdicts.calibrated import calibrated_verdict, choose_count, choose_dose
 
 GAIN = {"gain": 0.5, "low": 0.4, "high": 0.6}
 SMALL = {"gain": 0.05, "low": -0.02, "high": 0.1}

@@ -1,7 +1,7 @@
 """The calibrated verdict: read from the dose-response curve and from where the model looks
 when it errs, never from one chosen C.
 
-    from harness.attention.verdict import calibrated_verdict
+    from harness.attention.verdicts.calibrated import calibrated_verdict
     out = calibrated_verdict(validation_curve, test_curve, diagnosis)
     out["verdict"]      # nudge-repairable, misdirected lookup, no lookup, downstream, ...
     out["reasons"]      # the conditions it rests on, or those that failed
@@ -56,21 +56,23 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-# The thresholds are the repair-or-pointer rule's, one set for both verdicts.
-from harness.attention.controls.assessment import ID_TOLERANCE, POINTER_EXCESS
-from harness.attention.controls.assessment import MIN_POINTER_TOKENS as MIN_POINTER_ROWS
+from harness.attention.verdicts.vocabulary import (
+    CALIBRATED,
+    DOWNSTREAM,
+    ID_TOLERANCE,
+    INCONCLUSIVE,
+    MIN_POINTER_ROWS,
+    MISDIRECTED_LOOKUP,
+    MOSTLY,
+    NO_ATTENTION_EFFECT,
+    NO_FAILURE,
+    NO_LOOKUP,
+    NUDGE_REPAIRABLE,
+    POINTER_EXCESS,
+)
 from harness.foundation.stats import above_zero
 
-VERDICTS = (
-    "nudge-repairable",
-    "misdirected lookup",
-    "no lookup",
-    "downstream",
-    "no attention effect",
-    "no failure",
-    "inconclusive",
-)
-MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an error
+VERDICTS = tuple(CALIBRATED)  # the words it may say (`vocabulary.CALIBRATED`: what each means)
 
 
 def _finite(value: Any) -> bool:
@@ -214,12 +216,12 @@ def calibrated_verdict(
         return {"verdict": verdict, "reasons": reasons, "numbers": numbers}
 
     if kind is None or not diagnosis.get("instances"):
-        return out("no failure", ["no OOD test answer has a wrong token to look at"])
+        return out(NO_FAILURE, ["no OOD test answer has a wrong token to look at"])
     where = f"errors: {_share_text(shares)} (over {diagnosis['instances']} instances)"
     dose_text = f"at C = {chosen['strength']:g} (chosen on validation)" if chosen else "at no dose"
     if kind == "on_reference":
         return out(
-            "downstream",
+            DOWNSTREAM,
             [
                 f"{where}: the heads look at the reference as much as where the model works, "
                 "and it still writes wrong"
@@ -234,14 +236,14 @@ def calibrated_verdict(
             else f"no shifted push {dose_text} is followed"
         )
         return out(
-            "misdirected lookup",
+            MISDIRECTED_LOOKUP,
             [f"{where}: one wrong key holds the heads and the model writes its result", note],
         )
     if kind == "mixed":
-        return out("inconclusive", [f"{where}: no kind of error holds half the instances"])
+        return out(INCONCLUSIVE, [f"{where}: no kind of error holds half the instances"])
     if kind == "elsewhere":
         return out(
-            "inconclusive",
+            INCONCLUSIVE,
             [
                 f"{where}: one wrong key holds the heads, but the model does not write what "
                 "the task gives there: these heads' lookup does not decide the answer"
@@ -249,15 +251,15 @@ def calibrated_verdict(
         )
     if chosen is None:
         return out(
-            "no attention effect",
+            NO_ATTENTION_EFFECT,
             [f"{where}; no dose gains on validation with ID holding"],
         )
     if kind == "diluted":
         failed = repair_conditions(test, at) if at else ["the chosen dose is not on test"]
         if failed:
-            return out("inconclusive", [f"{where} (a diluted lookup)", *failed])
+            return out(INCONCLUSIVE, [f"{where} (a diluted lookup)", *failed])
         return out(
-            "nudge-repairable",
+            NUDGE_REPAIRABLE,
             [
                 f"{where}: the reference still leads, weaker than in distribution",
                 f"{dose_text} the reference push gains {_gain(at['reference'])}; no shifted "
@@ -267,7 +269,7 @@ def calibrated_verdict(
     # diffuse
     if followed(top):
         return out(
-            "no lookup",
+            NO_LOOKUP,
             [
                 f"{where}: no key stands out",
                 f"at C = {top['strength']:g} the shifted pushes are followed "
@@ -275,7 +277,7 @@ def calibrated_verdict(
             ],
         )
     return out(
-        "inconclusive",
+        INCONCLUSIVE,
         [f"{where}: no key stands out", "but no shifted push is followed, even at the top dose"],
     )
 

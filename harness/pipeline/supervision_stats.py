@@ -1,8 +1,7 @@
-"""The supervision study's numbers over seeds, and its verdict by fixed rules.
+"""The supervision study's numbers over seeds: pooled means, paired gains and diagnoses.
 
     pooled_mean([[0.2, 0.5], [0.4, 0.1, 0.3]])       # {'mean': .., 'low': .., 'high': .., ...}
     summary = summarise_study(arms, by_seed, metric)   # accuracy, gains, masses, diagnosis
-    study_verdict(summary)["verdict"]                  # one of VERDICTS
 
 Combining seeds: within a seed run the instances are the independent unit (every arm of the
 run is scored on the same instances, so a gain is paired per instance); a figure over seeds
@@ -13,25 +12,7 @@ the per-seed means averaged again (percentile interval, as the cluster bootstrap
 little about the spread of the training itself), so the verdict also asks that the gain
 be positive in every seed run, and each seed's figure is kept beside the pooled one.
 
-The rules (docs/usage_analysis.md, "Does supervised attention generalise"), read on the
-arm the ladder chose on OOD validation, its gain on OOD test (`metric`):
-1. the gain's interval lies above 0:
-   - a control it does not beat (the chosen arm's paired gain over the control not above
-     0) that pulls no head to the reference (the wrong mask, or the extra steps): "not
-     specific to the reference", naming those controls (whatever the seeds say: such a
-     control helping as much explains the gain without attending right);
-   - else, random heads pulled to the reference gain as much, and every seed run gains:
-     "the reference, not these heads": attending to the reference helps, whichever heads
-     are made to (the wrong mask and the extra steps gain less);
-   - else, every seed run gains: "supervision generalises";
-   - else (some seeds only): "inconclusive";
-2. no such gain, and on at least ON_REFERENCE of the chosen arm's wrong OOD instances the
-   supervised heads looked at the reference as much as in distribution (the diagnosis'
-   on_reference share): "attention is not the bottleneck";
-3. no gain, and the supervised heads' OOD reference mass did not rise over the baseline's
-   (its interval not above 0): "supervision did not take";
-4. otherwise "inconclusive": the mass rose, but neither to the ID level on most errors nor
-   into a gain.
+The verdict these numbers feed: `harness.attention.verdicts.supervision`.
 """
 
 from __future__ import annotations
@@ -40,49 +21,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.foundation.stats import CONFIDENCE, N_RESAMPLES, above_zero, below_zero, format_gain
+from harness.foundation.stats import CONFIDENCE, N_RESAMPLES
 
-VERDICTS = (
-    "supervision generalises",
-    "not specific to the reference",
-    "the reference, not these heads",
-    "attention is not the bottleneck",
-    "supervision did not take",
-    "inconclusive",
-)
-# What each verdict rules out (and what it does not), written beside it in every report.
-RULES_OUT = {
-    "supervision generalises": (
-        "rules out that the OOD failure lies downstream of where the model looks, and that "
-        "the gain is training longer, supervising any heads or any attention target (each "
-        "control gains less); not that it holds past these tiny models and this task"
-    ),
-    "not specific to the reference": (
-        "rules out reading the gain as the reference's: a control that pulls no head to the "
-        "reference gains as much"
-    ),
-    "the reference, not these heads": (
-        "rules out that the gain is training longer or any attention target (the extra steps "
-        "and the wrong mask gain less); not that the ranked heads matter: random heads pulled "
-        "to the reference gain as much, nor that it holds past these tiny models"
-    ),
-    "attention is not the bottleneck": (
-        "rules out that the model fails OOD for not looking at the reference: on most wrong "
-        "instances its supervised heads look there as much as in distribution, and "
-        "supervision did not raise OOD accuracy; the failure is downstream of the lookup"
-    ),
-    "supervision did not take": (
-        "rules out nothing about the bottleneck: supervising the heads in distribution did "
-        "not raise their reference mass out of distribution, so the test did not happen at "
-        "these weights"
-    ),
-    "inconclusive": (
-        "rules out little: the supervised heads moved toward the reference out of "
-        "distribution, but neither to their ID level on most errors nor into a gain every "
-        "seed shares"
-    ),
-}
-ON_REFERENCE = 0.5  # "most wrong instances": the diagnosis' on_reference share at least this
 STREAMS = ("id", "ood")
 
 
@@ -256,83 +196,3 @@ def table2_row(result: Mapping[str, Any]) -> dict[str, Any]:
             "token_accuracy": block.get("token_accuracy"),
         }
     return out
-
-
-# --- the verdict ------------------------------------------------------------------------------
-def study_verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The verdict of one task (module docstring), with the numbers it read, the reason
-    in words and what it rules out."""
-    chosen, metric = summary["chosen"], summary["metric"]
-    gain = summary["gains"]["ood"][chosen][metric]
-    per_seed = [g for g in gain.get("seeds", []) if g is not None]
-    versus = {name: summary["versus_controls"][name][metric] for name in summary["controls"]}
-    mass = summary["mass_gains"]["ood"][chosen]
-    looks = ((summary["diagnosis"].get(chosen) or {}).get("ood") or {}).get("shares", {})
-    on_reference = looks.get("on_reference")
-    numbers = {
-        "chosen": chosen,
-        "metric": metric,
-        "gain": gain,
-        "versus_controls": versus,
-        "mass_gain": mass,
-        "on_reference": on_reference,
-    }
-    said = f"{chosen}'s OOD {metric} gain {format_gain(gain)} points"
-    if above_zero(gain):
-        unbeaten = [name for name, d in versus.items() if not above_zero(d)]
-        roles = summary.get("control_roles", {})
-        # random heads pulled to the reference attend right too: they question the heads
-        elsewhere = [name for name in unbeaten if roles.get(name) != "random_heads"]
-        every_seed = bool(per_seed) and min(per_seed) > 0
-
-        def listed(names) -> str:  # "wrong3-w1 (+10.2 [+8.8, +11.6]), ..."
-            return ", ".join(f"{name} ({format_gain(versus[name])})" for name in names)
-
-        if elsewhere:
-            verdict = "not specific to the reference"
-            reason = f"{said}, but not above {listed(elsewhere)}"
-        elif unbeaten and every_seed:
-            verdict = "the reference, not these heads"
-            beaten = [name for name in versus if name not in unbeaten]
-            reason = (
-                f"{said}, in every seed run, above {listed(beaten)}, "
-                f"but not above {listed(unbeaten)}"
-            )
-        elif not every_seed:
-            verdict = "inconclusive"
-            above = "above each control" if not unbeaten else "not above " + ", ".join(unbeaten)
-            reason = f"{said}, {above}, but not in every seed run ({_seeds(per_seed)})"
-        else:
-            verdict = "supervision generalises"
-            reason = f"{said}, in every seed run, above each control"
-    else:
-        hurt = " (a loss)" if below_zero(gain) else ""
-        if on_reference is not None and on_reference >= ON_REFERENCE:
-            verdict = "attention is not the bottleneck"
-            reason = (
-                f"{said}{hurt}, while on {on_reference:.2f} of its wrong OOD instances the "
-                "supervised heads looked at the reference as much as in distribution"
-            )
-        elif not above_zero(mass):
-            verdict = "supervision did not take"
-            reason = (
-                f"{said}{hurt}; the supervised heads' OOD reference mass moved "
-                f"{format_gain(mass)} points over the baseline's"
-            )
-        else:
-            verdict = "inconclusive"
-            shown = "n/a" if on_reference is None else f"{on_reference:.2f}"
-            reason = (
-                f"{said}{hurt}; the heads' OOD reference mass rose {format_gain(mass)} points, "
-                f"yet they looked there as in distribution on {shown} of the wrong instances"
-            )
-    return {
-        "verdict": verdict,
-        "reason": reason,
-        "rules_out": RULES_OUT[verdict],
-        "numbers": numbers,
-    }
-
-
-def _seeds(values: Sequence[float]) -> str:
-    return "per seed " + ", ".join(f"{v * 100:+.1f}" for v in values) if values else "none"

@@ -1,0 +1,17 @@
+"""The room for judgement: every verdict rule, its thresholds and its words, in one folder.
+
+    vocabulary         each verdict word, what it means, what it rules out; the thresholds
+                       (MOSTLY, POINTER_EXCESS, MIN_POINTER_ROWS, ID_TOLERANCE, ON_REFERENCE)
+    calibrated         the headline verdict: N and the dose chosen on OOD validation from the
+                       dose ladder, the kind of failure from where the errors look, the
+                       ladder's controls read at the chosen dose on OOD test
+    repair_or_pointer  repair or pointer at the grid's chosen setting (the sweep's controls)
+    supervision        the supervision study's verdict, from its numbers over seeds
+
+A rule takes measured values (curves, gains, diagnoses: plain data) and returns
+{"verdict", "reasons" or "reason", "numbers"}; it measures nothing and writes nothing.
+Reports import the words and thresholds from `vocabulary`, never restate them. A new rule
+is one module here speaking `vocabulary`'s words (a new word is one `Verdict` line there),
+and a test under tests/harness/attention/verdicts/ on inputs whose verdict is known.
+Nothing here is imported at package import: each module is imported by name.
+"""
