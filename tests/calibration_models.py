@@ -361,36 +361,50 @@ def _no_lookup(model, char_tok, layout, attn, source, spec, head):
 
 
 # --- the calls `attentionspan reproduce` makes --------------------------------------------------
-LADDER = {"doses": (0.05, 0.1, 0.3, 1.0, 2.0), "batch_size": 32}
+LADDER = {"doses": (0.1, 0.3, 1.0, 2.0), "batch_size": 32}
 DRAWS = 3
 
 
-def judge(built: p.Planted, counts=(1, 2, 4), seed: int = 0, every: int = 2) -> dict:
+def judge(
+    built: p.Planted,
+    counts=(1, 2, 4),
+    seed: int = 0,
+    every: int = 2,
+    shift: int | None = None,
+    count_sets=None,
+) -> dict:
     """The calibrated verdict of one model through the calls `reproduce` makes, in its order:
     rank on ID finding the lookup's offset (`rank_lookup`, no --shift), the dose ladder of
-    every count on OOD validation (reference and ID rungs), `choose_count` (ties go to the N
-    holding every lookup head in distribution), the chosen N's ladder with its controls on
-    OOD test, where the errors look (`where_errors_look`: the first wrong row of each
-    instance, at the found offset; with no gain, the lookup heads in distribution), the
-    verdict, then the push at the chosen dose free-running. `seed`: the OOD instances' seed
-    (validation and test are two other seeds); `every`: keep every k-th OOD instance."""
+    every count (the grid's, and the N that holds every lookup head) on OOD validation
+    (reference and ID rungs), `choose_count` (ties go to the N holding every lookup head in
+    distribution), the chosen N's ladder with its controls on OOD test, where the errors
+    look (`where_errors_look`: the first wrong row of each instance, at the found offset,
+    each lookup head against its own ID level; with no gain, the lookup heads in
+    distribution), the verdict, then the push at the chosen dose free-running. `seed`: the
+    OOD instances' seed (validation and test are two other seeds); `every`: keep every k-th
+    OOD instance; `shift`: --shift (None: found). `count_sets`: other sets of counts a grid
+    could sweep (each a subset of `counts`), judged from the same ladders: {"by_counts":
+    {set: the verdict's word}} is added."""
     from harness.attention import diagnosis
     from harness.attention.dose import run_dose_ladder
     from harness.attention.heads import rank_lookup
     from harness.attention.interventions import score_settings
     from harness.attention.sweep import BASELINE, Setting
-    from harness.attention.verdict_draft import calibrated_verdict, choose_count
+    from harness.attention.verdicts.calibrated import calibrated_verdict, choose_count
     from harness.engine.scoring import Scorer
 
     model, tokenizer = built.model, built.tokenizer
     ids = built.id_instances
     validation = p.ood_instances(seed=2 * seed + 1)[::every]
     test = p.ood_instances(seed=2 * seed + 2)[::every]
-    ranking, offset = rank_lookup(model, tokenizer, ids, batch_size=32)
+    ranking, offset = rank_lookup(model, tokenizer, ids, shift=shift, batch_size=32)
     shift = offset["offset"]
     lookup = ranking.lookup()
     covering = max((ranking.order.index(h) + 1 for h in lookup), default=0)
-    counts = sorted({min(n, ranking.total) for n in counts})
+
+    def capped(values):  # as reproduce: the grid's counts, and the N holding the lookup heads
+        return sorted({min(int(n), ranking.total) for n in (*values, covering) if n})
+
     by_count = {
         n: run_dose_ladder(
             model,
@@ -404,22 +418,34 @@ def judge(built: p.Planted, counts=(1, 2, 4), seed: int = 0, every: int = 2) -> 
             draws=0,
             **LADDER,
         )
-        for n in counts
+        for n in capped(counts)
     }
+    baseline = score_settings(model, tokenizer, test, [BASELINE], None, batch_size=32)
+    judged: dict[int, dict] = {}
+
+    def at_count(n: int, summary) -> dict:
+        if n in judged:
+            return judged[n]
+        curve = run_dose_ladder(
+            model, tokenizer, None, ranking, n, test, ids, draws=DRAWS, **LADDER
+        )
+        gains = any(v is not None for v in summary.values())
+        heads = ranking.top(n) if gains or not lookup else lookup
+        found = diagnosis.where_errors_look(
+            Scorer(model, tokenizer, batch_size=32),
+            test,
+            baseline["baseline"],
+            heads,
+            shift=shift,
+            level=diagnosis.id_levels(ranking, heads, shift),
+        )
+        verdict = calibrated_verdict(by_count[n], curve, found)
+        judged[n] = {"verdict": verdict, "diagnosis": found, "heads": heads}
+        return judged[n]
+
     n, summary = choose_count(by_count, lookup=covering)
-    curve = run_dose_ladder(model, tokenizer, None, ranking, n, test, ids, draws=DRAWS, **LADDER)
-    gains = any(v is not None for v in summary.values())
-    heads = ranking.top(n) if gains or not lookup else lookup
-    records = score_settings(model, tokenizer, test, [BASELINE], None, batch_size=32)
-    found = diagnosis.where_errors_look(
-        Scorer(model, tokenizer, batch_size=32),
-        test,
-        records["baseline"],
-        heads,
-        shift=shift,
-        level=diagnosis.id_levels(ranking, heads, shift),
-    )
-    verdict = calibrated_verdict(by_count[n], curve, found)
+    out = at_count(n, summary)
+    verdict = out["verdict"]
     repaired = None
     dose = verdict["numbers"]["dose"]
     if dose:
@@ -428,12 +454,19 @@ def judge(built: p.Planted, counts=(1, 2, 4), seed: int = 0, every: int = 2) -> 
         wrong = [i for i, r in enumerate(free["baseline"]) if not r["exact_match"]]
         fixed = [i for i in wrong if free[push.name][i]["exact_match"]]
         repaired = len(fixed) / len(wrong) if wrong else None
-    return {
+    result = {
         "verdict": verdict,
         "offset": offset,
         "n": n,
         "counts": summary,
         "lookup": lookup,
-        "diagnosis": found,
+        "diagnosis": out["diagnosis"],
         "repaired": repaired,
     }
+    if count_sets:
+        result["by_counts"] = {}
+        for chosen_set in count_sets:
+            curves = {k: by_count[k] for k in capped(chosen_set)}
+            k, sub = choose_count(curves, lookup=covering)
+            result["by_counts"][tuple(chosen_set)] = at_count(k, sub)["verdict"]["verdict"]
+    return result
