@@ -1,9 +1,10 @@
 """The dose-response ladder: the ranked heads pushed at every C of a ladder, with the
 controls measured at the same dose, from teacher-forced passes (one forward per batch).
 
-    from harness.attention.dose import dose_settings, dose_curve, run_dose_ladder
+    from harness.attention.dose import dose_ladder, dose_curve, run_dose_ladder
     curve = run_dose_ladder(model, tokenizer, prompt, ranking, 4, ood, id_instances)
     curve["doses"][3]["reference"]        # {'gain': .., 'low': .., 'high': .., 'n': ..}
+    ladder = dose_ladder(4, random_seeds=(0, 1))   # the settings, as values, by rung
 
 A verdict read at one chosen C says little: a repairable lookup gains from a small dose, a
 pointer follows wherever it is pushed, and any push large enough breaks the model. So the
@@ -11,41 +12,49 @@ ladder reads, at each dose C (and in conditional mode each threshold):
 - reference: the top-n heads pushed at the reference (moved by the ranking's `shift`): the
   paired gain in teacher-forced token accuracy over the baseline, per instance, with its
   bootstrap 95% interval (`harness.foundation.stats.paired_gain`);
-- pointers: the same push at ref + shift + k for each pointer shift k: its gain, and how
-  often the model *follows* it: over the rows where the task's function on the text moved
-  by k gives another character than the gold one (`harness.attention.diagnosis.
-  displaced_answer`, which applies the task's oracle, so it holds for tasks whose reference
-  is not the answer), the share whose teacher-forced argmax is that displaced answer, per
-  instance, minus the same share at baseline;
-- random heads: n heads drawn from the heads *other* than the top n (`Setting(heads=
-  "other")`), several distinct draws (all of them when a model has fewer distinct sets),
-  each draw's gain, their mean and range;
+- the controls of the registry that run on the ladder (`harness.attention.controls`, each
+  one module; its `AtDose` says what it makes and reads), today:
+  - pointers (`controls/pointer.py`): the same push at ref + shift + k for each pointer
+    shift k: its gain, and how often the model *follows* it: over the rows where the
+    task's function on the text moved by k gives another character than the gold one
+    (`harness.attention.diagnosis.displaced_answer`, which applies the task's oracle, so
+    it holds for tasks whose reference is not the answer), the share whose teacher-forced
+    argmax is that displaced answer, per instance, minus the same share at baseline;
+  - random heads (`controls/other_heads.py`): n heads drawn from the heads *other* than
+    the top n (`Setting(heads="other")`), several distinct draws (all of them when a model
+    has fewer distinct sets), each draw's gain, their mean and range;
 - ID: the same top-n push on ID instances, its teacher-forced exact match and token
   accuracy (a push that repairs OOD by breaking ID is no repair).
 
 Every statistic is over instances, not tokens. Everything is teacher-forced
 (`score_settings(..., generate=False)`): one forward per batch carries every setting of
-the ladder as a per-row intervention. This module returns data and writes nothing (the
-plot is `harness.report.plots.dose_response`).
+the ladder as a per-row intervention. The settings are carried as values (`Ladder`), never
+read back from their names. This module returns data and writes nothing (the plot is
+`harness.report.plots.dose_response`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from harness.attention.controls import (
+    POINTER_SHIFTS,
+    Control,
+    LadderContext,
+    LadderOptions,
+    ladder_controls,
+)
+from harness.attention.controls.base import mean_or_none, paired_means
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES
-from harness.foundation.stats import record_key
 
 DEFAULT_DOSES = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
-POINTER_SHIFTS = (-3, 3)
 DEFAULT_DRAWS = 8  # random other-heads draws per dose (fewer when fewer distinct sets exist)
 METRIC = "tf_token_acc"
-
-# Roles of the ladder's settings (`Setting.role`: not part of what a setting computes).
-ROLE_DOSE, ROLE_POINTER, ROLE_OTHER = "dose", "pointer", "other_heads"
+ROLE_DOSE = "dose"  # the top-n push of a rung (`Setting.role`); controls carry their own role
 
 
 def _rungs(mode: str, doses: Sequence[float], thresholds: Sequence[float]):
@@ -63,7 +72,46 @@ def _rungs(mode: str, doses: Sequence[float], thresholds: Sequence[float]):
     return [(float(c), 0.0) for c in doses]
 
 
-def dose_settings(
+@dataclass(frozen=True)
+class Rung:
+    """One dose: the top-n push, and each ladder control's settings beside it (in registry
+    order, by role)."""
+
+    top: Setting
+    controls: tuple[tuple[str, tuple[Setting, ...]], ...]
+
+    def of(self, role: str) -> list[Setting]:
+        return list(dict(self.controls).get(role, ()))
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The settings of a ladder, carried as values: every rung in order (per threshold, the
+    doses), the ranking's shift, and the controls that made their settings."""
+
+    n: int
+    shift: int
+    mode: str
+    rungs: tuple[Rung, ...]
+    controls: tuple[Control, ...]
+
+    @property
+    def settings(self) -> list[Setting]:
+        """The baseline, then per rung the push and its controls' settings: what is scored."""
+        out = [BASELINE]
+        for rung in self.rungs:
+            out.append(rung.top)
+            for _, made in rung.controls:
+                out += made
+        return out
+
+    @property
+    def id_settings(self) -> list[Setting]:
+        """The baseline and the pushes: what ID exact match is read under."""
+        return [BASELINE, *(rung.top for rung in self.rungs)]
+
+
+def dose_ladder(
     n: int,
     doses: Sequence[float] = DEFAULT_DOSES,
     shift: int = 0,
@@ -72,15 +120,18 @@ def dose_settings(
     thresholds: Sequence[float] = (),
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     random_seeds: Sequence[int] = (),
-) -> list[Setting]:
-    """The baseline, then per rung (each dose C; in a mode with a threshold, each threshold
-    x each dose): top-n at C at the ranking's `shift`, the same at shift + k for each
-    pointer shift k, and one `other` setting (n heads drawn outside the top n) per seed of
-    `random_seeds` (`harness.attention.interventions.other_seeds` gives seeds whose head
-    sets differ)."""
-    if any(int(k) == 0 for k in pointer_shifts):
-        raise ValueError(f"pointer shifts must be non-zero, got {list(pointer_shifts)}")
-    settings = [BASELINE]
+) -> Ladder:
+    """The ladder: per rung (each dose C; in a mode with a threshold, each threshold x each
+    dose) top-n at C at the ranking's `shift`, and beside it the settings of every control
+    of the registry that runs on the ladder (`harness.attention.controls.ladder_controls`:
+    the same push at shift + k for each pointer shift k, one `other` setting per seed of
+    `random_seeds`, ...), each carrying its control's role."""
+    options = LadderOptions(
+        pointer_shifts=tuple(int(k) for k in pointer_shifts),
+        random_seeds=tuple(int(s) for s in random_seeds),
+    )
+    controls = ladder_controls()
+    rungs = []
     for strength, threshold in _rungs(mode, doses, thresholds):
         top = Setting(
             heads="top",
@@ -91,94 +142,31 @@ def dose_settings(
             shift=shift,
             role=ROLE_DOSE,
         )
-        settings.append(top)
-        settings += [
-            dataclasses.replace(top, shift=shift + int(k), role=ROLE_POINTER)
-            for k in pointer_shifts
-        ]
-        settings += [
-            dataclasses.replace(top, heads="other", seed=int(s), role=ROLE_OTHER)
-            for s in random_seeds
-        ]
-    names = [s.name for s in settings]
+        made = tuple(
+            (
+                c.role,
+                tuple(dataclasses.replace(s, role=c.role) for s in c.ladder.make(top, options)),
+            )
+            for c in controls
+        )
+        rungs.append(Rung(top, made))
+    ladder = Ladder(n, shift, mode, tuple(rungs), controls)
+    names = [s.name for s in ladder.settings]
     if len(set(names)) != len(names):
         raise ValueError(f"the ladder's settings must be distinct, got {names}")
-    return settings
+    return ladder
+
+
+def dose_settings(n: int, doses: Sequence[float] = DEFAULT_DOSES, shift: int = 0, **options):
+    """`dose_ladder(...).settings`: the baseline, then per rung the push and its controls'."""
+    return dose_ladder(n, doses, shift, **options).settings
 
 
 # --- the curve ---------------------------------------------------------------------------
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _paired(baseline, treated, metric: str, **stats) -> dict[str, Any]:
-    """paired_gain of `metric` over instances, with both means beside it."""
-    from harness.foundation.stats import pair_records, paired_gain
-
-    pairs = pair_records(baseline, treated)
-    before = [float(a[metric]) for a, _ in pairs]
-    after = [float(b[metric]) for _, b in pairs]
-    return {
-        **paired_gain(before, after, **stats),
-        "baseline": _mean(before),
-        "treated": _mean(after),
-    }
-
-
-def _displaced(instances, k: int) -> dict[tuple, dict[int, str]]:
-    """Per instance, the rows whose displaced answer (the task's function on the text moved
-    by k) exists and differs from the gold character: row -> that answer."""
-    from harness.attention.diagnosis import displaced_answer
-
-    out = {}
-    for x in instances:
-        rows = {}
-        for i, gold in enumerate(x.target):
-            answer = displaced_answer(x, x.text, i, k)
-            if answer is not None and answer != gold:
-                rows[i] = answer
-        out[record_key({"config": x.config, "index": x.index})] = rows
-    return out
-
-
-def _follow_share(record: Mapping[str, Any], rows: Mapping[int, str]) -> float:
-    """The share of `rows` whose teacher-forced argmax is the displaced answer."""
-    predicted = record["tf_prediction"]
-    hits = sum(1 for i, answer in rows.items() if i < len(predicted) and predicted[i] == answer)
-    return hits / len(rows)
-
-
-def _following(baseline, treated, displaced, **stats) -> dict[str, Any]:
-    from harness.foundation.stats import pair_records, paired_gain
-
-    before, after, rows = [], [], 0
-    for a, b in pair_records(baseline, treated):
-        wanted = displaced.get(record_key(a), {})
-        if not wanted:
-            continue
-        before.append(_follow_share(a, wanted))
-        after.append(_follow_share(b, wanted))
-        rows += len(wanted)
-    return {
-        "rate": _mean(after),
-        "baseline": _mean(before),
-        "gain": paired_gain(before, after, **stats),
-        "rows": rows,
-        "instances": len(after),
-    }
-
-
-def _draws_gain(baseline, treated, metric: str) -> float:
-    from harness.foundation.stats import pair_records
-
-    pairs = pair_records(baseline, treated)
-    return sum(float(b[metric]) - float(a[metric]) for a, b in pairs) / len(pairs)
-
-
 def dose_curve(
     instances: Sequence[Any],
+    ladder: Ladder,
     records_by_setting: Mapping[str, Sequence[Mapping[str, Any]]],
-    shift: int = 0,
     id_records: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     *,
     seed: int = 0,
@@ -186,11 +174,12 @@ def dose_curve(
     confidence: float | None = None,
 ) -> dict[str, Any]:
     """The ladder read from teacher-forced records (`score_settings(..., generate=False)`)
-    of `dose_settings`' settings on `instances` (OOD), keyed by setting name; `shift` is
-    the ranking's (the pointers are the top-n settings at any other shift);
-    `id_records`: the baseline and the top-n settings on ID instances (optional). Returns
-    a JSON-serialisable dict: {"n", "shift", "mode", "pointer_shifts", "instances",
-    "baseline": {...}, "doses": [one per rung, in the order of C within each threshold]}."""
+    of `ladder`'s settings on `instances` (OOD), keyed by setting name; `id_records`: the
+    baseline and the pushes on ID instances (optional). Every ladder control reads its own
+    settings (`AtDose.read`) into its field of each dose entry. Returns a
+    JSON-serialisable dict: {"n", "shift", "mode", "metric", the controls' curve fields
+    ("pointer_shifts"), "instances", "id_instances", "baseline": {...}, "doses": [one per
+    rung, in the order of C within each threshold]}."""
     from harness.foundation.stats import mean_interval
 
     stats: dict[str, Any] = {"seed": seed}
@@ -198,103 +187,57 @@ def dose_curve(
         stats["n_resamples"] = n_resamples
     if confidence is not None:
         stats["confidence"] = confidence
-    if BASELINE.name not in records_by_setting:
-        raise ValueError("dose_curve needs the baseline's records")
+    missing = [s.name for s in ladder.settings if s.name not in records_by_setting]
+    if missing:
+        raise ValueError(f"dose_curve needs the records of every setting, missing {missing[:5]}")
     base = records_by_setting[BASELINE.name]
-    parsed = [Setting.from_name(name) for name in records_by_setting if name != BASELINE.name]
-    tops = [s for s in parsed if s.heads == "top" and s.shift == shift]
-    if not tops:
-        raise ValueError(f"no top-n setting at shift {shift} among the records")
-    modes = {s.mode for s in tops}
-    counts = {s.n for s in tops}
-    if len(modes) != 1 or len(counts) != 1:
-        raise ValueError(f"one mode and one n per ladder, got {sorted(modes)}, {sorted(counts)}")
-
-    def rung(s: Setting) -> tuple[float, float]:
-        return (s.threshold, s.strength)
-
-    tops.sort(key=rung)
-    pointer_shifts = sorted({s.shift - shift for s in parsed if s.heads == "top"} - {0})
-    displaced = {k: _displaced(instances, k) for k in pointer_shifts}
+    context = LadderContext(instances, base, records_by_setting, ladder.shift, METRIC, stats)
+    made = {c.role: [s for rung in ladder.rungs for s in rung.of(c.role)] for c in ladder.controls}
     id_base = (id_records or {}).get(BASELINE.name)
-    uses_threshold = "threshold" in MODES[tops[0].mode].reads
+    uses_threshold = "threshold" in MODES[ladder.mode].reads
     doses = []
-    for top in tops:
-        treated = records_by_setting[top.name]
+    for rung in sorted(ladder.rungs, key=lambda r: (r.top.threshold, r.top.strength)):
+        top = rung.top
         entry: dict[str, Any] = {
             "strength": top.strength,
             "threshold": top.threshold if uses_threshold else None,
             "setting": top.name,
-            "reference": _paired(base, treated, METRIC, **stats),
-            "pointers": {},
+            "reference": paired_means(base, records_by_setting[top.name], METRIC, **stats),
         }
-        for k in pointer_shifts:
-            moved = dataclasses.replace(top, shift=shift + k)
-            if moved.name not in records_by_setting:
-                continue
-            records = records_by_setting[moved.name]
-            entry["pointers"][f"{k:+d}"] = {
-                "setting": moved.name,
-                "gain": _paired(base, records, METRIC, **stats),
-                "following": _following(base, records, displaced[k], **stats),
-            }
-        draws = [
-            s
-            for s in parsed
-            if s.heads == "other" and dataclasses.replace(s, heads="top", seed=0) == top
-        ]
-        gains = [
-            {
-                "setting": s.name,
-                "seed": s.seed,
-                "gain": _draws_gain(base, records_by_setting[s.name], METRIC),
-            }
-            for s in sorted(draws, key=lambda s: s.seed)
-        ]
-        values = [g["gain"] for g in gains]
-        entry["random_heads"] = {
-            "draws": gains,
-            "count": len(values),
-            "mean": _mean(values),
-            "min": min(values) if values else None,
-            "max": max(values) if values else None,
-        }
+        for c in ladder.controls:
+            entry[c.ladder.key] = c.ladder.read(context, top, rung.of(c.role))
         entry["id"] = None
         if id_base is not None and top.name in id_records:
             id_top = id_records[top.name]
             entry["id"] = {
                 "n": len(id_top),
-                "tf_exact": _mean([float(r["tf_exact"]) for r in id_top]),
-                "tf_token_acc": _mean([float(r["tf_token_acc"]) for r in id_top]),
-                "tf_token_acc_gain": _paired(id_base, id_top, METRIC, **stats),
+                "tf_exact": mean_or_none([float(r["tf_exact"]) for r in id_top]),
+                "tf_token_acc": mean_or_none([float(r["tf_token_acc"]) for r in id_top]),
+                "tf_token_acc_gain": paired_means(id_base, id_top, METRIC, **stats),
             }
         doses.append(entry)
     baseline: dict[str, Any] = {
         "tf_token_acc": mean_interval([float(r[METRIC]) for r in base], **stats),
-        "tf_exact": _mean([float(r["tf_exact"]) for r in base]),
-        "following": {
-            f"{k:+d}": _mean(
-                [
-                    _follow_share(r, displaced[k][record_key(r)])
-                    for r in base
-                    if displaced[k].get(record_key(r))
-                ]
-            )
-            for k in pointer_shifts
-        },
+        "tf_exact": mean_or_none([float(r["tf_exact"]) for r in base]),
     }
+    fields: dict[str, Any] = {}
+    for c in ladder.controls:
+        if c.ladder.baseline_fields:
+            baseline |= c.ladder.baseline_fields(context, made[c.role])
+        if c.ladder.curve_fields:
+            fields |= c.ladder.curve_fields(context, made[c.role])
     if id_base is not None:
         baseline["id"] = {
             "n": len(id_base),
-            "tf_exact": _mean([float(r["tf_exact"]) for r in id_base]),
-            "tf_token_acc": _mean([float(r["tf_token_acc"]) for r in id_base]),
+            "tf_exact": mean_or_none([float(r["tf_exact"]) for r in id_base]),
+            "tf_token_acc": mean_or_none([float(r["tf_token_acc"]) for r in id_base]),
         }
     return {
-        "n": tops[0].n,
-        "shift": shift,
-        "mode": tops[0].mode,
+        "n": ladder.n,
+        "shift": ladder.shift,
+        "mode": ladder.mode,
         "metric": METRIC,
-        "pointer_shifts": pointer_shifts,
+        **fields,
         "instances": len(base),
         "id_instances": len(id_base) if id_base is not None else 0,
         "baseline": baseline,
@@ -334,7 +277,7 @@ def run_dose_ladder(
     if shift is None:
         shift = int(ranking.source.get("shift", 0))
     drawn = other_seeds(ranking.total, n, draws)
-    settings = dose_settings(
+    ladder = dose_ladder(
         n,
         doses,
         shift,
@@ -357,12 +300,10 @@ def run_dose_ladder(
             generate=False,
         )
 
-    records = score(ood_instances, settings)
-    id_records = None
-    if id_instances:
-        id_records = score(id_instances, [s for s in settings if s.role in ("baseline", ROLE_DOSE)])
+    records = score(ood_instances, ladder.settings)
+    id_records = score(id_instances, ladder.id_settings) if id_instances else None
     curve = dose_curve(
-        ood_instances, records, shift, id_records, seed=seed, n_resamples=n_resamples
+        ood_instances, ladder, records, id_records, seed=seed, n_resamples=n_resamples
     )
     curve["heads"] = [list(h) for h in ranking.top(n)]
     drawn["draws"] = [

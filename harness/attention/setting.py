@@ -4,9 +4,10 @@
     s = Setting(heads="top", n=4, strength=1.0)
     s.name, Setting.from_name("random4-C1-s2").seed      # "top4-C1", 2
 
-The sweep (`harness.attention.sweep`) makes the grid of them and the controls
-(`harness.attention.controls`) theirs; `harness.attention.interventions` turns one into a
-capture `Intervention`. Its own module so that both the sweep and the controls can read it.
+The sweep (`harness.attention.sweep`) makes the grid of them, the dose ladder
+(`harness.attention.dose`) its rungs, and the controls (`harness.attention.controls`)
+theirs; `harness.attention.interventions` turns one into a capture `Intervention`. Its own
+module so that the sweep, the ladder and the controls can all read it.
 """
 
 from __future__ import annotations
@@ -97,8 +98,10 @@ class Setting:
 
     @classmethod
     def from_name(cls, name: str) -> Setting:
-        """The setting that `name` names (`name` read back), for reports that kept only
-        names (the digests) and must still find the controls. ValueError for a name that no
+        """The setting that `name` names (`name` read back), only for reports of stored
+        digests, which kept names alone and must still find the controls
+        (`harness.attention.controls.roles_of`). Code that made the settings carries them
+        as values instead (the dose ladder's `Ladder`). ValueError for a name that no
         setting has."""
         if name == BASELINE.name:
             return BASELINE

@@ -426,10 +426,13 @@ def dose_response(
 ) -> Path:
     """One task's dose-response ladder (`harness.attention.dose.dose_curve`) against C on a
     log scale. Top panel: the gain in teacher-forced token accuracy at the reference with
-    its interval band, each pointer shift's gain, and the random other-heads' mean with
-    their min-max band (0 marked); bottom panel: how often the answer follows each pointer
-    shift, and ID exact match (teacher-forced) under the same push. In a mode with a
+    its interval band (0 marked), and the ladder controls' gain lines (`Series`, each
+    control's own: each pointer shift's gain, the random other-heads' mean with their
+    min-max band); bottom panel: their rates (how often the answer follows each pointer
+    shift), and ID exact match (teacher-forced) under the same push. In a mode with a
     threshold, one set of lines per threshold (line styles)."""
+    from harness.attention.controls import ladder_controls
+
     if not isinstance(curve, Mapping) or not curve.get("doses"):
         raise ValueError("'curve' must be a dose curve with a non-empty 'doses' list")
     doses = curve["doses"]
@@ -440,7 +443,6 @@ def dose_response(
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for entry in doses:
         groups.setdefault(entry.get("threshold"), []).append(entry)
-    shifts = [f"{int(k):+d}" for k in curve.get("pointer_shifts", [])]
     styles = ("-", "--", ":", "-.")
 
     def values(rows, get):
@@ -465,39 +467,24 @@ def dose_response(
             color="C0",
             alpha=0.2,
         )
-        for i, k in enumerate(shifts):
-            pointers = [r["pointers"].get(k) or {} for r in rows]
-            gain = values(pointers, lambda p: (p.get("gain") or {}).get("gain"))
-            rate = values(pointers, lambda p: (p.get("following") or {}).get("rate"))
-            for axis, ys, what in ((top, gain, "pointer"), (bottom, rate, "follows")):
+        # every control of the registry that runs on the ladder draws its own lines
+        for control in ladder_controls():
+            for line in control.ladder.series(curve, rows):
+                axis = top if line.panel == "gain" else bottom
                 axis.plot(
                     xs,
-                    ys,
+                    values(rows, line.value),
                     style,
-                    marker="s",
+                    marker=line.marker,
                     markersize=3,
-                    color=f"C{2 + i}",
-                    label=f"{what} ref{k}{suffix}",
+                    color=line.colour,
+                    label=f"{line.label}{suffix}",
                 )
-        randoms = [r.get("random_heads") or {} for r in rows]
-        if any(x.get("count") for x in randoms):
-            count = max(int(x.get("count") or 0) for x in randoms)
-            top.plot(
-                xs,
-                values(randoms, lambda x: x.get("mean")),
-                style,
-                marker="^",
-                markersize=3,
-                color="C7",
-                label=f"random other heads ({count} draws){suffix}",
-            )
-            top.fill_between(
-                xs,
-                values(randoms, lambda x: x.get("min")),
-                values(randoms, lambda x: x.get("max")),
-                color="C7",
-                alpha=0.2,
-            )
+                if line.band:
+                    low, high = line.band
+                    axis.fill_between(
+                        xs, values(rows, low), values(rows, high), color=line.colour, alpha=0.2
+                    )
         if any(r.get("id") for r in rows):
             bottom.plot(
                 xs,

@@ -437,6 +437,7 @@ def _count_choice(dose) -> str:
 def dose_section(task, folder: Path, command: str) -> list[str]:
     """The dose-response ladder on OOD test (its plot and table) and the calibrated verdict
     read from it and from where the errors look (`harness.attention.verdicts.calibrated`)."""
+    from harness.attention.controls import ladder_controls
     from harness.report import plots
 
     dose = task.get("dose")
@@ -449,8 +450,9 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
     )
     chosen = (verdict["numbers"].get("dose") or {}).get("C")
     heads = ", ".join(f"L{layer}H{head}" for layer, head in test.get("heads", []))
-    shifts = [f"{k}" for k in (test.get("pointer_shifts") or [])]
-    header = " | ".join(f"push at ref{k}: gain, following" for k in shifts)
+    # each control of the registry that runs on the ladder brings its own columns
+    columns = [column for c in ladder_controls() for column in c.ladder.columns(test)]
+    header = " | ".join(column.heading for column in columns)
     lines = [
         f"The top {test['n']} heads ({heads}) pushed at each C, with the controls at the same "
         f"dose, teacher-forced on {test['instances']} OOD test instances (gain: teacher-forced "
@@ -462,8 +464,8 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
         "",
         f"![dose-response]({path.relative_to(folder.parent)})",
         "",
-        f"| C | reference gain | {header} | random other heads: mean (max) | ID exact |",
-        "|---|---|" + "---|" * len(shifts) + "---|---|",
+        f"| C | reference gain | {header} | ID exact |",
+        "|---|---|" + "---|" * len(columns) + "---|",
     ]
     for entry in test["doses"]:
         threshold = entry.get("threshold")
@@ -474,18 +476,11 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
             else ""
         )
         rung = f"{entry['strength']:g}" + (f", thr {threshold:g}" if threshold is not None else "")
-        cells = []
-        for k in shifts:
-            p = entry["pointers"].get(k) or {}
-            follow = (p.get("following") or {}).get("gain") or {}
-            gain = format_gain(p["gain"]) if p.get("gain") else "-"
-            cells.append(f"{gain}, {_n(follow.get('gain'))}")
-        rand = entry.get("random_heads") or {}
+        cells = [column.cell(entry) for column in columns]
         ident = (entry.get("id") or {}).get("tf_exact")
         lines.append(
             f"| {rung}{mark} | {format_gain(entry['reference'])} | "
-            f"{' | '.join(cells)} | {_n(rand.get('mean'))} ({_n(rand.get('max'))}) | "
-            f"{_n(ident)} |"
+            f"{' | '.join(cells)} | {_n(ident)} |"
         )
     note = (test.get("random_draws") or {}).get("note")
     lines += ["", *([note + ".", ""] if note else [])]

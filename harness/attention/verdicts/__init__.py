@@ -2,9 +2,12 @@
 
     vocabulary         each verdict word, what it means, what it rules out; the thresholds
                        (MOSTLY, POINTER_EXCESS, MIN_POINTER_ROWS, ID_TOLERANCE, ON_REFERENCE)
+    evidence           what counts as evidence at one dose (a shifted push `followed`), which
+                       the controls name in the numbers they hand the calibrated verdict
     calibrated         the headline verdict: N and the dose chosen on OOD validation from the
                        dose ladder, the kind of failure from where the errors look, the
-                       ladder's controls read at the chosen dose on OOD test
+                       ladder's controls read at the chosen dose on OOD test (its numbers
+                       include what each ladder control of the registry declares)
     repair_or_pointer  repair or pointer at the grid's chosen setting (the sweep's controls)
     supervision        the supervision study's verdict, from its numbers over seeds
 

@@ -66,6 +66,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from harness.attention.controls import ladder_readings
+from harness.attention.verdicts.evidence import finite, followed
 from harness.attention.verdicts.vocabulary import (
     CALIBRATED,
     CONFLICTING_EVIDENCE,
@@ -95,10 +97,6 @@ KIND_WORDS = {
 }
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 def id_holds(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> bool | None:
     """ID exact match under the dose within ID_TOLERANCE of the baseline's (None: not
     measured)."""
@@ -107,17 +105,6 @@ def id_holds(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> bool | None:
     if not base or not at or base.get("tf_exact") is None or at.get("tf_exact") is None:
         return None
     return at["tf_exact"] >= base["tf_exact"] - ID_TOLERANCE
-
-
-def followed(dose: Mapping[str, Any]) -> dict[str, float]:
-    """{pointer shift: following gain} of the shifted pushes the model follows at a dose."""
-    out = {}
-    for k, pointer in (dose.get("pointers") or {}).items():
-        follow = pointer.get("following") or {}
-        gain = (follow.get("gain") or {}).get("gain")
-        if follow.get("rows", 0) >= MIN_POINTER_ROWS and _finite(gain) and gain >= POINTER_EXCESS:
-            out[k] = gain
-    return out
 
 
 def choose_dose(validation: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -168,10 +155,23 @@ def choose_count(
         holding = [n for n in counts if n >= lookup]
         return (holding[0] if holding else counts[-1]), summary
     best = max(gaining, key=lambda n: (round(gaining[n]["gain"], 12), -n))
-    floor = gaining[best]["low"] if _finite(gaining[best].get("low")) else gaining[best]["gain"]
+    floor = gaining[best]["low"] if finite(gaining[best].get("low")) else gaining[best]["gain"]
     tied = sorted(n for n, d in gaining.items() if d["gain"] >= floor)
     holding = [n for n in tied if n >= lookup]
     return (holding[0] if holding else tied[0]), summary
+
+
+def control_numbers(at: Mapping[str, Any] | None, top: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The numbers every ladder control of the registry declares (`Reading`), read from the
+    test curve's entry at the chosen dose (`at`) and at the top dose (`top`, reported only:
+    no condition is read there)."""
+    entries = {"chosen": at, "top": top}
+    return {
+        reading.name: reading.read(entries[where])
+        for where in ("chosen", "top")
+        for reading in ladder_readings()
+        if reading.at == where
+    }
 
 
 def _at(curve: Mapping[str, Any], chosen: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -212,7 +212,7 @@ def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list
     low = reference.get("low", math.nan)
     for k, pointer in (dose.get("pointers") or {}).items():
         high = (pointer.get("gain") or {}).get("high", math.nan)
-        if not (_finite(high) and _finite(low) and high < low):
+        if not (finite(high) and finite(low) and high < low):
             failed.append(f"the push at ref{k} gains about as much as at the reference")
     if not dose.get("pointers"):
         failed.append("no shifted push was measured")
@@ -220,7 +220,7 @@ def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list
     if best is None:
         if not _no_random_heads(curve):
             failed.append("random other heads were not measured")
-    elif not (_finite(low) and best < low):
+    elif not (finite(low) and best < low):
         failed.append(f"random other heads gain as much ({best:+.3f})")
     holds = id_holds(curve, dose)
     if holds is None:
@@ -322,8 +322,9 @@ def calibrated_verdict(
         if chosen is None
         else {"C": chosen["strength"], "threshold": chosen.get("threshold")},
         "reference_gain": at.get("reference") if at else None,
-        "followed": followed(at) if at else {},
-        "random_heads_max": (at.get("random_heads") or {}).get("max") if at else None,
+        # what each ladder control declares the verdict reads (`controls.Reading`): at the
+        # chosen dose, and for the reader at the top dose
+        **control_numbers(at, (test.get("doses") or [None])[-1]),
         "errors": shares,
         "kinds": named,
         "error_instances": diagnosis.get("instances"),

@@ -10,13 +10,14 @@ from fractions import Fraction
 import pytest
 
 from attentionspan_datasets.tasks.base import Instance
+from harness.attention.controls import POINTER_SHIFTS, ladder_controls
 from harness.attention.dose import (
     DEFAULT_DOSES,
-    POINTER_SHIFTS,
     ROLE_DOSE,
-    ROLE_OTHER,
-    ROLE_POINTER,
+    Ladder,
+    Rung,
     dose_curve,
+    dose_ladder,
     dose_settings,
     run_dose_ladder,
 )
@@ -52,9 +53,13 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
         "other2-C1-shift+1-s3",
     ]
     roles = [s.role for s in settings]
-    assert roles[:6] == ["baseline", ROLE_DOSE, ROLE_POINTER, ROLE_POINTER, ROLE_OTHER, ROLE_OTHER]
-    for s in settings:  # every name reads back (the digests keep names only)
-        assert Setting.from_name(s.name) == s
+    # each control's settings carry its role (`harness.attention.controls`)
+    assert roles[:6] == ["baseline", ROLE_DOSE, "pointer", "pointer", "other_heads", "other_heads"]
+    # the values are carried by rung: the curve never reads a name back
+    ladder = dose_ladder(2, (0.1, 1.0), shift=1, random_seeds=(0, 3))
+    assert ladder.settings == settings and [r.top.strength for r in ladder.rungs] == [0.1, 1.0]
+    assert [s.seed for s in ladder.rungs[0].of("other_heads")] == [0, 3]
+    assert ladder.id_settings == [BASELINE, *(r.top for r in ladder.rungs)]
     # Conditional: each threshold x each dose; a threshold is required.
     conditional = dose_settings(
         4, (0.5, 2.0), mode="conditional", thresholds=(0.1, 0.2), pointer_shifts=(3,)
@@ -159,7 +164,9 @@ def test_the_curve_on_records_whose_answer_is_known():
         "baseline": [record(id_x[0], "nm"), record(id_x[1], "vu")],
         "top2-C0.1": [record(id_x[0], "nm"), record(id_x[1], "vx")],
     }
-    curve = dose_curve(xs, records, shift=0, id_records=id_records)
+    ladder = hand_ladder()
+    assert {s.name for s in ladder.settings} == set(records)
+    curve = dose_curve(xs, ladder, records, id_records=id_records)
     json.dumps(curve)  # serialisable
     assert curve["n"] == 2 and curve["mode"] == "standard" and curve["pointer_shifts"] == [-1, 1]
     assert curve["instances"] == 3 and curve["id_instances"] == 2
@@ -205,10 +212,27 @@ def test_the_curve_on_records_whose_answer_is_known():
     assert curve["baseline"]["id"] == {"n": 2, "tf_exact": 1.0, "tf_token_acc": 1.0}
     assert high["id"] is None and high["pointers"] == {} and high["random_heads"]["count"] == 0
     close(high["reference"]["gain"], "2/9")
-    with pytest.raises(ValueError, match="baseline"):
-        dose_curve(xs, {k: v for k, v in records.items() if k != "baseline"})
-    with pytest.raises(ValueError, match="no top-n setting at shift 2"):
-        dose_curve(xs, records, shift=2)
+    with pytest.raises(ValueError, match="missing \\['baseline'\\]"):
+        dose_curve(xs, ladder, {k: v for k, v in records.items() if k != "baseline"})
+
+
+def hand_ladder() -> Ladder:
+    """The ladder of the hand-made records: at C = 0.1 the push, pointers at -1 and +1 and
+    two draws; at C = 1 the push alone (a control may make nothing at a dose)."""
+    low = Setting(heads="top", n=2, strength=0.1, role=ROLE_DOSE)
+    high = Setting(heads="top", n=2, strength=1.0, role=ROLE_DOSE)
+    pointers = tuple(Setting(heads="top", n=2, strength=0.1, shift=k) for k in (-1, 1))
+    draws = tuple(Setting(heads="other", n=2, strength=0.1, seed=s) for s in (0, 5))
+    return Ladder(
+        n=2,
+        shift=0,
+        mode="standard",
+        rungs=(
+            Rung(low, (("pointer", pointers), ("other_heads", draws))),
+            Rung(high, (("pointer", ()), ("other_heads", ()))),
+        ),
+        controls=ladder_controls(),
+    )
 
 
 # --- the teacher-forced-only path ----------------------------------------------------------
