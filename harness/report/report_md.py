@@ -85,7 +85,14 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
         f"{source.get('seed')}), teacher-forced; shift {source.get('shift')}, threshold "
         f"{source.get('threshold')}; {heads['rows']} target rows. Offset profile: the mean "
         "weight per target row at ref-2 .. ref+2 (a head that reads ref+1 is a shallow "
-        "model's lookup through a previous-token head; docs/results.md).",
+        "model's lookup through a previous-token head; docs/results.md)."
+        + (
+            f" Offset: {source['lookup_offset']['text']} (the top "
+            f"{source['lookup_offset'].get('heads', 4)} heads' mean; every later stage reads "
+            "there)."
+            if source.get("lookup_offset")
+            else ""
+        ),
         "",
         "| rank | layer | head | score (sum) | per row | "
         + " | ".join(f"ref{int(k):+d}" if k != "0" else "ref" for k in OFFSET_KEYS)
