@@ -23,6 +23,9 @@ unembedding reads with gain g against a default token) and add what real models 
   length, and writes nothing;
 - a model that does not fail; a model whose OOD failures are half dilution and half a broken
   readout (which one depends on the variant of the character due at the first OOD name);
+- a dilution on a task whose reference never holds the answer: the answer is the other
+  variant of the referenced character (a task of its own, `partner_task`, registered only
+  while its model is judged);
 - a lookup that reads ref+1 (shift 1), which the tool must find without being told.
 
 Every model is built in well under a second; `tests/harness/test_calibration.py` runs each
@@ -31,6 +34,7 @@ through the calls `attentionspan reproduce` makes and checks the verdict against
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -62,6 +66,7 @@ class Spec:
     redundant: bool = False
     decoy: bool = False
     kinds: tuple[str, ...] = ()  # for a mixed failure: the kinds the verdict must name
+    partner: bool = False  # the answer is the other variant of the referenced character
 
 
 def _specs() -> dict[str, Spec]:
@@ -134,6 +139,15 @@ def _specs() -> dict[str, Spec]:
             keep_writing=True,
             redundant=True,
             decoy=True,
+        ),
+        Spec(
+            "dilution_answer_not_at_the_reference",
+            "dilution",
+            "nudge-repairable",
+            repair + "; the task's answer is the other variant of the referenced character, so "
+            "the reference never holds the answer: a push there cannot hand the answer over, "
+            "and a shifted push is followed only by writing the other variant of what is there",
+            partner=True,
         ),
         Spec("slip", "slip", "misdirected lookup", slip),
         Spec("slip_ref+1", "slip", "misdirected lookup", slip + " (at ref+1)", shift=1),
@@ -269,6 +283,8 @@ def build(spec: Spec | str) -> p.Planted:
         if spec.decoy:
             # same keys, a sharper query, and an output nobody reads (o_proj stays 0)
             _lookup(attn, layout, decoy_head[1], source, slot_of, weight, DECOY_KAPPA, 0.0)
+        if spec.partner:  # every character written as its other variant
+            crossed = 0
         _readout(model, layout, p.COPY_GAIN, p.COPY_GAIN * tau, crossed, spec.mechanism)
         if spec.keep_writing:
             _junk_mlp(model, layout, model.model.layers[layer], tau, p.COPY_GAIN)
@@ -281,7 +297,58 @@ def build(spec: Spec | str) -> p.Planted:
         tau=tau,
         repairable=spec.verdict == "nudge-repairable",
     )
-    return p.Planted(model, char_tok, p.id_instances(), p.ood_instances(), truth)
+    ids, oods = p.id_instances(), p.ood_instances()
+    if spec.partner:
+        ids, oods = partner_instances(ids), partner_instances(oods)
+    return p.Planted(model, char_tok, ids, oods, truth)
+
+
+# --- a task whose reference never holds the answer ---------------------------------------------
+PARTNER_TASK = "calibration_partner_reversal"
+
+
+def partner_oracle(visible: list, params: dict, i: int) -> str:
+    """The partner task's function: the other variant of the referenced character (string
+    reversal's reference, a name character)."""
+    char = visible[params["length"] - 1 - i]
+    if char is None or char == p.SEPARATOR:
+        raise ValueError("no name character there")
+    return p.partner(char)
+
+
+def partner_instances(instances):
+    """The instances with the partner task's answers: each target character's other
+    variant (the reference is unchanged, and never holds the answer)."""
+    import dataclasses
+
+    return [
+        dataclasses.replace(x, task=PARTNER_TASK, target="".join(map(p.partner, x.target)))
+        for x in instances
+    ]
+
+
+@contextlib.contextmanager
+def partner_task():
+    """The partner task registered while the block runs (the oracle the ladder's pointers
+    and the diagnosis read), and removed after it: no other test sees it."""
+    from dataclasses import dataclass as make_dataclass
+
+    from attentionspan_datasets.tasks import base
+    from attentionspan_datasets.tasks.string_reversal import ReversalConfig, generate
+
+    if PARTNER_TASK in base.TASKS:
+        yield
+        return
+
+    @make_dataclass
+    class PartnerConfig(ReversalConfig):
+        pass
+
+    base.register_task(PARTNER_TASK, PartnerConfig, generate, partner_oracle)
+    try:
+        yield
+    finally:
+        del base.TASKS[PARTNER_TASK]
 
 
 def _blank(char_tok, layout, layers: int, mlp: bool):
@@ -385,6 +452,17 @@ def judge(
     OOD instance; `shift`: --shift (None: found). `count_sets`: other sets of counts a grid
     could sweep (each a subset of `counts`), judged from the same ladders: {"by_counts":
     {set: the verdict's word}} is added."""
+    ids = built.id_instances
+    validation = p.ood_instances(seed=2 * seed + 1)[::every]
+    test = p.ood_instances(seed=2 * seed + 2)[::every]
+    if ids[0].task == PARTNER_TASK:
+        validation, test = partner_instances(validation), partner_instances(test)
+        with partner_task():
+            return _judge(built, ids, validation, test, counts, shift, count_sets)
+    return _judge(built, ids, validation, test, counts, shift, count_sets)
+
+
+def _judge(built, ids, validation, test, counts, shift, count_sets) -> dict:
     from harness.attention import diagnosis
     from harness.attention.dose import run_dose_ladder
     from harness.attention.heads import rank_lookup
@@ -394,9 +472,6 @@ def judge(
     from harness.engine.scoring import Scorer
 
     model, tokenizer = built.model, built.tokenizer
-    ids = built.id_instances
-    validation = p.ood_instances(seed=2 * seed + 1)[::every]
-    test = p.ood_instances(seed=2 * seed + 2)[::every]
     ranking, offset = rank_lookup(model, tokenizer, ids, shift=shift, batch_size=32)
     shift = offset["offset"]
     lookup = ranking.lookup()

@@ -69,3 +69,16 @@ def test_a_repairable_dilution_is_repaired_free_running_and_a_mixed_one_partly(j
     assert judged("dilution", 0)["repaired"] == 1.0
     mixed = judged("dilution_and_downstream", 0)
     assert 0 <= mixed["repaired"] < 0.5
+
+
+@pytest.mark.slow
+def test_the_task_whose_reference_never_holds_the_answer_is_registered_only_while_judged(judged):
+    """The partner task (the other variant of the referenced character) exists for its
+    model's judging alone; the ladder's pointers and the diagnosis read its oracle."""
+    from attentionspan_datasets.tasks.base import TASKS
+    from tests.calibration_models import PARTNER_TASK
+
+    out = judged("dilution_answer_not_at_the_reference", 0)
+    assert PARTNER_TASK not in TASKS
+    assert out["verdict"]["verdict"] == "nudge-repairable"
+    assert out["diagnosis"]["shares"]["diluted"] == 1.0
