@@ -272,7 +272,13 @@ def offset_text(offset: int, masses: dict[int, float], how: str = "") -> str:
         others = {k: v for k, v in masses.items() if k != 0}
         if others:
             k = max(others, key=lambda j: (others[j], -abs(j)))
-            text += f", next ref{k:+d} {others[k]:.2f}"
+            if others[k] > masses[0]:  # kept by the margin: say so
+                text += (
+                    f"; ref{k:+d} {others[k]:.2f} is within {OFFSET_MARGIN:.0%} of it, too "
+                    "close to move the lookup away from the reference"
+                )
+            else:
+                text += f", next ref{k:+d} {others[k]:.2f}"
     return text
 
 

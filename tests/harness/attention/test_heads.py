@@ -155,7 +155,10 @@ def test_the_offset_is_where_the_top_heads_weigh_most_and_the_reference_wins_nea
     # a near tie (within 10% of the reference's mass) stays at the reference
     near = profile_ranking({0: [0.436], 1: [0.455], 2: [0.26]})
     assert lookup_offset(near, n=1)["offset"] == 0
-    assert lookup_offset(near, n=1)["text"].startswith("the lookup reads the reference: ID mass")
+    assert lookup_offset(near, n=1)["text"] == (
+        "the lookup reads the reference: ID mass 0.44; ref+1 0.46 is within 10% of it, too "
+        "close to move the lookup away from the reference"
+    )
 
 
 def test_lookup_heads_are_those_with_half_the_top_heads_weight_at_the_offset():
