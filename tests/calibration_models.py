@@ -436,7 +436,7 @@ def judge(
     built: p.Planted,
     counts=(1, 2, 4),
     seed: int = 0,
-    every: int = 2,
+    every: int = 3,
     shift: int | None = None,
     count_sets=None,
 ) -> dict:
