@@ -28,7 +28,9 @@ a lookup between two heads, rank a decoy first, read ref+1, fail in two ways at 
    wrong row of each instance: later rows read the model's own wrong characters) gives each
    instance a kind. Every kind holding NAMED of the instances or more is named:
    - two kinds or more: *mixed failure*, each kind with its share and its own reading
-     below (the report adds the share of OOD answers the dose repairs free-running);
+     below (the report adds the share of OOD answers the dose repairs free-running); when
+     every named kind reads the same verdict (diluted and diffuse errors no dose helps:
+     *no attention effect*), that verdict, each kind named with its share;
    - one kind, holding MOSTLY or more, is read:
      - on the reference: *downstream* (the heads look there as much as where the model
        works, and it still writes wrong; a push that gains supplies the answer);
@@ -347,6 +349,16 @@ def calibrated_verdict(
     basis = diagnosis.get("basis") or "every wrong row"
     where = f"errors ({basis}): {_share_text(shares)} (over {diagnosis['instances']} instances)"
     readings = {k: read_kind(k, test, chosen, at) for k in named}
+    words = {readings[k][0] for k in named}
+    if len(named) >= 2 and len(words) == 1 and MIXED_FAILURE not in words:
+        # kinds that read alike (a diluted and a diffuse failure no dose helps): one verdict,
+        # every kind named with its share
+        (word,) = words
+        parts = [f"{KIND_WORDS[k]} {v:.2f}" for k, v in named.items()]
+        reasons = [f"{where}: {' and '.join(parts)} both read {word}"]
+        for k in named:
+            reasons += [f"{KIND_WORDS[k]}: {r}" for r in readings[k][1]]
+        return out(word, reasons)
     if len(named) >= 2:
         parts = [f"{KIND_WORDS[k]} {v:.2f}: {readings[k][0]}" for k, v in named.items()]
         reasons = [f"{where}: kinds holding a quarter or more: {'; '.join(parts)}"]

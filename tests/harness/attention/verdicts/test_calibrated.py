@@ -111,6 +111,11 @@ def test_every_kind_holding_a_quarter_is_named_with_its_share_and_reading():
     assert out["verdict"] == "mixed failure"
     out = calibrated_verdict(ladder, ladder, errors(diluted=0.8, on_reference=0.2))
     assert out["verdict"] == "nudge-repairable"
+    # kinds that read alike are one verdict, each named: no dose helps either
+    flat = curve(dose(0.3, NONE))
+    out = calibrated_verdict(flat, flat, errors(diluted=0.53, diffuse=0.47))
+    assert out["verdict"] == "no attention effect"
+    assert "diluted 0.53 and diffuse 0.47 both read no attention effect" in out["reasons"][0]
 
 
 def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
