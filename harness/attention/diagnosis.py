@@ -4,6 +4,8 @@ token, with no intervention at all.
     from harness.attention.diagnosis import where_errors_look
     found = where_errors_look(scorer, instances, records, heads=ranking.top(4), shift=0)
     found["shares"]      # {"on_reference": .., "misdirected": .., "diffuse": .., "elsewhere": ..}
+    found["basis"]       # "first wrong row of each instance"
+    found["all_rows"]    # the same over every wrong row, for the reader
 
 A push at the reference gains on a model whose failure is elsewhere too (a push supplies the
 position), so the gain alone cannot say where the failure is. This reads it from the model's
@@ -13,6 +15,11 @@ own attention instead, as it wrote its answer:
   before it, the model's own);
 - a wrong token is a wrong character, or the end of an answer that stops short (the model
   wrote its end-of-sequence where a character was due);
+- the verdict reads the *first* wrong row of each instance (BASIS): every row after it reads
+  the model's own wrong characters, and where the lookup is keyed by what was just written
+  such rows have nothing to look up; they would swamp the errors the model made on its own
+  (a model that keeps writing after its first error has many of them per instance). The
+  classes of every wrong row are kept beside it (`all_rows`), for the reader;
 - for each wrong token i the chosen heads' weights on its query row (the token before it)
   are averaged over the heads and taken over the task-text columns as shares (instruction,
   chat template and BOS left out, as the rollout score does);
@@ -20,24 +27,31 @@ own attention instead, as it wrote its answer:
   `level` the heads' own mean weight on R per row where the model works (the ID level of
   the head ranking, `ranking.offsets`), checked in this order:
 
-  misdirected   one key outside R holds at least `dominance` of the row (more than R), and
-                the model wrote what the task's function gives on the keys moved there
-                (the task's oracle on the text displaced by that key's offset from the
-                nearest reference key): the lookup found the wrong key and the rest of the
-                model computed on it;
-  elsewhere     such a key dominates, but the written character is not its result;
+  misdirected   the keys outside R that would make the model write what it wrote hold at
+                least `dominance` of the row together (and more than R): for each key, the
+                task's function on the keys moved there (the task's oracle on the text
+                displaced by that key's offset from the nearest reference key), and the keys
+                whose result is the written character counted together, so that a character
+                that sits twice in the text (in the prompt and in the answer already
+                written, usual in reversal) is one target split over two keys: the lookup
+                found the wrong key and the rest of the model computed on it;
+  elsewhere     one key outside R dominates, but the written character is not its result;
   on_reference  the heads' weight on R is at least (1 - `tolerance`) x `level`: they looked
                 at the right keys as much as where the model works, and it still wrote
-                wrong (a failure downstream of the lookup); without a level, a share of at
+                wrong (a failure downstream of the lookup). With a level per head
+                (`id_levels`), *each* head that looks up in distribution (a level at least
+                half the largest) must: a decoy that looks at the reference sharply and
+                writes nothing cannot hide the dilution of the head that is read; without a
+                level, a share of at
                 least `dominance` on R;
   diluted       less than that, but R still holds more than any other key: a lookup that
                 prefers the right key, too weakly (what a small push can mend);
   diffuse       nothing stands out and R is not first: no lookup to speak of.
 
-Shares are over instances (each instance with a wrong token counts once: the mean of its
-rows' classes), with the token counts beside them. No oracle push, so this answers the
-objection that reinforcement needs the true pattern where it applies: it needs the reference
-only to name the keys, not to change the model.
+Shares are over instances: the class of each instance's first wrong row (`all_rows`: the
+mean of the classes of all its wrong rows, with their token counts). No oracle push, so
+this answers the objection that reinforcement needs the true pattern where it applies: it
+needs the reference only to name the keys, not to change the model.
 """
 
 from __future__ import annotations
@@ -52,6 +66,10 @@ DEFAULT_DOMINANCE = 0.5  # a key (or the reference set) "stands out" with half t
 # "as much as where the model works": within 5% of the ID level (the planted dilution errs
 # at 0.88 of its 0.93 ID mass, the planted downstream failure at 0.995 of 0.999)
 DEFAULT_TOLERANCE = 0.05
+# A key holding less than this share of a row is not asked what it would make the model
+# write (it cannot matter to a group that needs half the row; it keeps the oracle calls few).
+MIN_KEY_SHARE = 0.01
+BASIS = "first wrong row of each instance"
 
 
 def check_dominance(value: float) -> float:
@@ -107,9 +125,19 @@ def classify_row(
     others = {k: v for k, v in shares.items() if k not in keys}
     top = max(others, key=lambda k: (others[k], -k)) if others else None
     top_share = others[top] if top is not None else 0.0
+
+    def gives_written(key: int) -> bool:
+        nearest = min(keys, key=lambda k: (abs(key - k), k)) if keys else key
+        return answer_at(key - nearest) == written
+
+    # the keys that would make the model write what it wrote, counted together
+    group = 0.0
+    if written and sum(others.values()) >= dominance:  # else no group can reach it
+        group = sum(v for k, v in others.items() if v >= MIN_KEY_SHARE and gives_written(k))
+    if group >= dominance and group > on:
+        return "misdirected"
     if top is not None and top_share >= dominance and top_share > on:
-        nearest = min(keys, key=lambda k: (abs(top - k), k)) if keys else top
-        return "misdirected" if answer_at(top - nearest) == written else "elsewhere"
+        return "elsewhere"
     if level is not None and mass is not None:
         looked = mass >= (1 - tolerance) * level
     else:
@@ -127,14 +155,16 @@ def where_errors_look(
     heads: Sequence[tuple[int, int]],
     shift: int = 0,
     dominance: float = DEFAULT_DOMINANCE,
-    level: float | None = None,
+    level: float | Sequence[float] | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> dict[str, Any]:
     """Classify every wrong answer token of `records` (free-running records with `index`
     and `prediction`) by where `heads` looked as the model wrote it (module docstring),
     one forward per batch of `scorer`'s. `level`: the heads' mean weight per row on the
-    (shifted) reference where the model works (`id_level(ranking, heads, shift)`); None
-    compares shares with `dominance`."""
+    (shifted) reference where the model works (`id_level(ranking, heads, shift)`), or one
+    level per head (`id_levels`: each head that looks up in distribution is compared with
+    its own level, the row on the reference only when every one of them is); None compares
+    shares with `dominance`."""
     import torch
 
     from harness.engine.capture import PATTERN_NAME, AttentionPlan
@@ -142,8 +172,15 @@ def where_errors_look(
     from harness.engine.scoring import collate_left
 
     dominance = check_dominance(dominance)
-    if level is not None and not 0 <= level <= 1:
-        raise ValueError(f"level must be in [0, 1], got {level}")
+    per_head = level is not None and not isinstance(level, (int, float))
+    levels = [float(v) for v in level] if per_head else []
+    if per_head and len(levels) != len(heads):
+        raise ValueError(f"level needs one value per head ({len(heads)}), got {len(levels)}")
+    for value in levels if per_head else ([] if level is None else [level]):
+        if not 0 <= value <= 1:
+            raise ValueError(f"level must be in [0, 1], got {value}")
+    # with a level per head: the heads that look up in distribution, each against its own
+    looking = [j for j, v in enumerate(levels) if v > 0 and v >= 0.5 * max(levels)]
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
     if not heads:
@@ -172,17 +209,31 @@ def where_errors_look(
             cols = columns[b].nonzero().flatten().tolist()
             char_of = {c: _char_position(enc, c - batch.shifts[b]) for c in cols}
             counts = dict.fromkeys(CLASSES, 0)
+            first = None
             for i in rows:
                 query = batch.shifts[b] + enc.target_offset + i - 1
                 weights = torch.stack([maps[la][b, h, query] for la, h in heads]).mean(0)
                 total = float(weights[cols].sum()) or 1.0
                 shares = {char_of[c]: float(weights[c]) / total for c in cols if c <= query}
                 keys = [p + shift for p in instance.reference[i]]
-                mass = sum(
-                    float(weights[batch.shifts[b] + enc.position(k)])
+                cells = [
+                    batch.shifts[b] + enc.position(k)
                     for k in keys
                     if 0 <= k < len(forced.text) and batch.shifts[b] + enc.position(k) <= query
-                )
+                ]
+                mass = sum(float(weights[c]) for c in cells)
+                row_level = level
+                if per_head:  # the least a lookup head keeps of its own level
+                    row_level = 1.0
+                    mass = (
+                        min(
+                            sum(float(maps[heads[j][0]][b, heads[j][1], query, c]) for c in cells)
+                            / levels[j]
+                            for j in looking
+                        )
+                        if looking
+                        else None
+                    )
                 kind = classify_row(
                     shares,
                     instance.reference[i],
@@ -191,15 +242,18 @@ def where_errors_look(
                     functools.partial(displaced_answer, instance, forced.text, i),
                     dominance,
                     mass=mass,
-                    level=level,
+                    level=row_level,
                     tolerance=tolerance,
                 )
                 counts[kind] += 1
-            out.append(counts)
+                first = first or kind
+            out.append((first, counts))
         return out
 
     forced = [forced_instance(x, prediction) for x, prediction, _ in wrong.values()]
-    per_instance = [c for counts in scorer.run(forced, classify_batch) for c in counts]
+    found = [c for counts in scorer.run(forced, classify_batch) for c in counts]
+    firsts = [first for first, _ in found]
+    per_instance = [c for _, c in found]
     tokens = {k: sum(c[k] for c in per_instance) for k in CLASSES}
     shares = [{k: v / sum(c.values()) for k, v in c.items()} for c in per_instance]
     n = len(shares)
@@ -207,12 +261,20 @@ def where_errors_look(
         "heads": [list(h) for h in heads],
         "shift": shift,
         "dominance": dominance,
-        "level": level,
+        "level": levels if per_head else level,
         "tolerance": tolerance,
+        "basis": BASIS,
         "instances": n,
-        "tokens": sum(tokens.values()),
-        "shares": {k: (sum(p[k] for p in shares) / n if n else None) for k in CLASSES},
-        "token_counts": tokens,
+        "tokens": n,
+        # the verdict's basis: each instance's first wrong row, so a share of instances
+        "shares": {k: (firsts.count(k) / n if n else None) for k in CLASSES},
+        "token_counts": {k: firsts.count(k) for k in CLASSES},
+        "all_rows": {
+            "basis": "every wrong row (an instance counts once: the mean of its rows)",
+            "tokens": sum(tokens.values()),
+            "shares": {k: (sum(p[k] for p in shares) / n if n else None) for k in CLASSES},
+            "token_counts": tokens,
+        },
     }
 
 
@@ -224,6 +286,16 @@ def id_level(ranking, heads: Sequence[tuple[int, int]], shift: int = 0) -> float
     if values is None or not heads:
         return None
     return sum(values[layer][head] for layer, head in heads) / len(heads)
+
+
+def id_levels(ranking, heads: Sequence[tuple[int, int]], shift: int = 0) -> list[float] | None:
+    """Each head's mean weight per row on `ref + shift` over the ranking's ID instances (the
+    per-head levels `where_errors_look` compares each lookup head with); None when the
+    ranking has no profile at that offset."""
+    values = ranking.offsets.get(str(shift))
+    if values is None or not heads:
+        return None
+    return [values[layer][head] for layer, head in heads]
 
 
 def _wrong_rows(target: str, prediction: str) -> list[int]:

@@ -272,11 +272,17 @@ def run_dose_ladder(
     the ranking's own (`ranking.source["shift"]`) unless given. The curve gains "heads"
     (the top n) and "random_draws" (`other_seeds`: seeds, requested, available, exhausted,
     each draw's heads, and a note when every distinct set is used)."""
-    from harness.attention.interventions import other_seeds, score_settings, select_heads
+    from harness.attention.interventions import (
+        other_pool,
+        other_seeds,
+        score_settings,
+        select_heads,
+    )
 
     if shift is None:
         shift = int(ranking.source.get("shift", 0))
-    drawn = other_seeds(ranking.total, n, draws)
+    # drawn from the heads outside the top n that do not look up in distribution
+    drawn = other_seeds(ranking.total, n, draws, pool=len(other_pool(ranking, n)))
     ladder = dose_ladder(
         n,
         doses,
@@ -315,7 +321,8 @@ def run_dose_ladder(
     ]
     if drawn["exhausted"]:
         drawn["note"] = (
-            f"only {drawn['available']} distinct sets of {n} heads lie outside the top {n}: "
+            f"only {drawn['available']} distinct sets of {n} heads lie outside the top {n} "
+            "and the lookup heads: "
             f"all of them are used ({len(drawn['seeds'])} of {drawn['requested']} draws asked)"
         )
     curve["random_draws"] = drawn

@@ -11,7 +11,17 @@ on the reference keys of every target row (`capture`'s `head_mass`), and heads a
 descending order. Options: `threshold` counts only weights above it (the authors' variant),
 `shift` ranks by the weight on key `ref + shift` instead (docs/results.md: a shallow model's lookup
 heads read the token after the reference). Each head's offset profile, its mean weight per
-target row at ref-2 .. ref+2, tells which case a model is in.
+target row at ref-2 .. ref+2, tells which case a model is in: `lookup_offset` reads it
+and `rank_lookup` ranks at the offset where the top heads look most (unless told one).
+
+Ties are broken by a measured quantity, not by where a head sits: heads with the same score
+are ordered by their whole offset profile's mass (the weight they put near the reference at
+any offset), and only heads equal on both keep (layer, head) order.
+
+Lookup heads in distribution (`lookup_heads`): the heads whose ID weight per row at the
+ranking's offset is at least LOOKUP_SHARE of the top head's. They are the heads the verdict
+must push together (a redundant partner is one of them), never draw as "random other heads",
+and read when no push gains.
 """
 
 from __future__ import annotations
@@ -28,6 +38,12 @@ from harness.engine.positions import causal_valid, shift_mask  # noqa: F401  (re
 HEADS_FILE = "heads.json"
 OFFSETS = (-2, -1, 0, 1, 2)
 DEFAULT_NUM = 30  # ID instances, as in the paper
+OFFSET_HEADS = 4  # lookup_offset compares the mean ID mass of the top 4 heads at each offset
+# the lookup is read away from the reference only when the top heads weigh that offset more
+# than 10% above the reference: the reference is the hypothesis the task states, and a near
+# tie (SmolLM2 fine-tuned on reversal: 0.455 at ref+1, 0.436 at the reference) is no evidence
+OFFSET_MARGIN = 0.10
+LOOKUP_SHARE = 0.5  # a head looks up in distribution with half the top head's weight or more
 
 
 @dataclass
@@ -64,6 +80,10 @@ class HeadRanking:
 
     def bottom(self, n: int) -> list[tuple[int, int]]:
         return [tuple(x) for x in self.order[::-1][:n]]
+
+    def lookup(self, share: float = LOOKUP_SHARE) -> list[tuple[int, int]]:
+        """`lookup_heads(self, share)`: the heads that look up in distribution."""
+        return lookup_heads(self, share)
 
     def profile(self, layer: int, head: int) -> dict[str, float]:
         """Mean weight per target row at each offset from the reference."""
@@ -122,9 +142,15 @@ def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float
     are the heads' levels (the offset profile, restore's ID level), whatever the ranking
     counts."""
     from harness.engine.capture import AttentionPlan, Reference
+    from harness.engine.positions import task_columns
 
+    # a moved reference keeps to the task text: ref-1 of the first prompt character is BOS
+    # (or the chat template), where attention sinks put their weight whatever they look up
+    text = task_columns(batch, reference.shape[-1])[:, None, :].to(reference.device)
     references = {
-        str(k): Reference(causal_valid(shift_mask(reference, k), batch.attention_mask))
+        str(k): Reference(
+            causal_valid(shift_mask(reference, k) & (text if k else True), batch.attention_mask)
+        )
         for k in wanted
     }
     if threshold > 0:
@@ -179,8 +205,10 @@ def rank_heads(
         scorer.run(instances, one_batch, lambda _n: bar.update(1))
     scores = sums[ranked]
     flat = scores.flatten()
-    # Stable order: ties (e.g. all zero) keep (layer, head) order.
-    order = sorted(range(flat.numel()), key=lambda i: (-float(flat[i]), i))
+    # Ties are broken by the head's whole offset profile (its weight near the reference at
+    # any offset), then by (layer, head) where that is equal too (e.g. all zero).
+    near = sum(sums[str(k)] for k in wanted).flatten()
+    order = sorted(range(flat.numel()), key=lambda i: (-float(flat[i]), -float(near[i]), i))
     per_row = scores / max(rows, 1)
     return HeadRanking(
         scores=scores.tolist(),
@@ -198,3 +226,96 @@ def rank_heads(
             "time_s": round(time.perf_counter() - start, 2),
         },
     )
+
+
+# --- where the lookup reads ------------------------------------------------------------------
+def offset_masses(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[int, float]:
+    """{offset k: the mean ID weight per row at ref + k of the n heads that weigh it most}
+    from the ranking's offset profile."""
+    out = {}
+    for k, values in ranking.offsets.items():
+        flat = sorted((v for layer in values for v in layer), reverse=True)
+        top = flat[: max(1, min(n, len(flat)))]
+        out[int(k)] = sum(top) / len(top)
+    return dict(sorted(out.items()))
+
+
+def lookup_offset(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[str, Any]:
+    """Where the lookup reads: the offset k whose top-n heads' ID mass at ref + k is largest
+    (`offset_masses`; on a tie the offset nearest the reference, then the smaller), unless
+    it is within OFFSET_MARGIN of the reference's (then the reference), with
+    the masses and a sentence ("the lookup reads ref+1: ID mass 0.81, at the reference
+    0.17"). ValueError when the ranking has no offset profile."""
+    masses = offset_masses(ranking, n)
+    if not masses:
+        raise ValueError("the ranking has no offset profile (rank_heads measures one)")
+    best = max(masses, key=lambda k: (round(masses[k], 12), -abs(k), -k))
+    if 0 in masses and masses[best] <= (1 + OFFSET_MARGIN) * masses[0]:
+        best = 0
+    return {
+        "offset": best,
+        "mass": masses[best],
+        "masses": {f"{k:+d}" if k else "0": v for k, v in masses.items()},
+        "heads": n,
+        "text": offset_text(best, masses),
+    }
+
+
+def offset_text(offset: int, masses: dict[int, float], how: str = "") -> str:
+    """ "the lookup reads ref+1: ID mass 0.81, at the reference 0.17" (`how`, e.g. "(--shift)",
+    follows the offset)."""
+    where = "the reference" if offset == 0 else f"ref{offset:+d}"
+    text = f"the lookup reads {where}{' ' + how if how else ''}: ID mass {masses[offset]:.2f}"
+    if offset != 0 and 0 in masses:
+        text += f", at the reference {masses[0]:.2f}"
+    elif offset == 0:
+        others = {k: v for k, v in masses.items() if k != 0}
+        if others:
+            k = max(others, key=lambda j: (others[j], -abs(j)))
+            if others[k] > masses[0]:  # kept by the margin: say so
+                text += (
+                    f"; ref{k:+d} {others[k]:.2f} is within {OFFSET_MARGIN:.0%} of it, too "
+                    "close to move the lookup away from the reference"
+                )
+            else:
+                text += f", next ref{k:+d} {others[k]:.2f}"
+    return text
+
+
+def lookup_heads(ranking: HeadRanking, share: float = LOOKUP_SHARE) -> list[tuple[int, int]]:
+    """The heads that look up in distribution, in ranking order: ID weight per row at the
+    ranking's offset at least `share` of the top head's (none when no head weighs anything
+    there)."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    values = ranking.offsets.get(str(ranking.source.get("shift", 0))) or ranking.per_row
+    top = max((v for layer in values for v in layer), default=0.0)
+    if top <= 0:
+        return []
+    return [(la, h) for la, h in ranking.top(ranking.total) if values[la][h] >= share * top]
+
+
+def rank_lookup(
+    model, tokenizer, instances, prompt=None, shift: int | None = None, **options
+) -> tuple[HeadRanking, dict[str, Any]]:
+    """The ranking at the offset where the lookup reads: `rank_heads` at the reference, then,
+    unless `shift` is given (--shift overrides), again at `lookup_offset`'s offset when it is
+    not 0. Returns (ranking, offset: `lookup_offset`'s dict with "found" False when given)."""
+    first = rank_heads(model, tokenizer, instances, prompt, shift=shift or 0, **options)
+    found = lookup_offset(first)
+    if shift is not None:
+        masses = {int(k): v for k, v in found["masses"].items()}
+        chosen = {
+            **found,
+            "offset": shift,
+            "mass": masses.get(shift),
+            "found": False,
+            "text": offset_text(shift, masses, "(given by --shift)")
+            if shift in masses
+            else f"the lookup is read at ref{shift:+d} (given by --shift)",
+        }
+        return first, chosen
+    found["found"] = True
+    if found["offset"] == 0:
+        return first, found
+    return rank_heads(model, tokenizer, instances, prompt, shift=found["offset"], **options), found

@@ -19,7 +19,8 @@ to `MAX_ROWS` rows; `batched=False` runs one generation per setting instead, wit
 records. `generate=False` runs the teacher-forced forward alone (teacher-forced records: the
 dose ladder, `harness.attention.dose`), continuing the same shared prefill: each row
 forwards only its last prompt column and its answer. The `other` heads are drawn outside the
-top n (`other_seeds` gives seeds whose head sets differ).
+top n (`other_seeds` gives seeds whose head sets differ), and never from the heads that look
+up in distribution (`other_pool`).
 """
 
 from __future__ import annotations
@@ -48,16 +49,29 @@ def select_heads(setting: Setting, ranking: HeadRanking) -> list[tuple[int, int]
         return ranking.bottom(setting.n)
     every = [(la, h) for la in range(ranking.num_layers) for h in range(ranking.num_heads)]
     if setting.heads == "other":
-        chosen = set(ranking.top(setting.n))
-        others = [pair for pair in every if pair not in chosen]
+        others = other_pool(ranking, setting.n)
         if setting.n > len(others):
             raise ValueError(
                 f"n must be <= {len(others)} for heads='other' (the heads outside the top "
-                f"{setting.n}), got {setting.n}"
+                f"{setting.n} that do not look up in distribution), got {setting.n}"
             )
         return sorted(others[i] for i in _other_draw(len(others), setting.n, setting.seed))
     # A string seed is hashed the same way in every process (random's SHA-512 path).
     return sorted(random.Random(f"heads/{setting.seed}").sample(every, setting.n))
+
+
+def other_pool(ranking: HeadRanking, n: int) -> list[tuple[int, int]]:
+    """The heads an `other` setting draws from, in (layer, head) order: outside the top n,
+    and not among the heads that look up in distribution (`HeadRanking.lookup`: a redundant
+    partner of a lookup head would gain as much as the ranked one, so it is no control).
+    Where fewer than n heads would be left (a model whose heads all weigh the reference
+    alike, such as an untrained one, has no lookup heads to set apart), the heads outside the
+    top n."""
+    every = [(la, h) for la in range(ranking.num_layers) for h in range(ranking.num_heads)]
+    outside = [pair for pair in every if pair not in set(ranking.top(n))]
+    lookup = set(ranking.lookup())
+    kept = [pair for pair in outside if pair not in lookup]
+    return kept if len(kept) >= n else outside
 
 
 def _other_draw(count: int, n: int, seed: int) -> list[int]:
@@ -66,10 +80,12 @@ def _other_draw(count: int, n: int, seed: int) -> list[int]:
     return sorted(random.Random(f"other/{seed}").sample(range(count), n))
 
 
-def other_seeds(total: int, n: int, draws: int, max_tries: int = 10_000) -> dict[str, Any]:
+def other_seeds(
+    total: int, n: int, draws: int, max_tries: int = 10_000, pool: int | None = None
+) -> dict[str, Any]:
     """Seeds of `draws` `other` settings (heads drawn outside the top n of a model with
     `total` heads) whose head sets all differ: the first seeds 0, 1, ... that give a new
-    set. When fewer distinct sets exist (C(total - n, n) < draws, a model with few heads),
+    set. When fewer distinct sets exist (C(pool, n) < draws, a model with few heads),
     all of them: {"seeds", "requested", "available" (how many distinct sets exist),
     "exhausted" (True when every distinct set is used and that is fewer than requested)}."""
     import math
@@ -78,14 +94,15 @@ def other_seeds(total: int, n: int, draws: int, max_tries: int = 10_000) -> dict
         raise ValueError(f"draws must be >= 0, got {draws}")
     if not 1 <= n <= total:
         raise ValueError(f"n must be in 1..{total} (the model's heads), got {n}")
-    available = math.comb(total - n, n)  # 0 when fewer than n heads lie outside the top n
+    pool = total - n if pool is None else pool  # the heads drawn from (`other_pool`)
+    available = math.comb(pool, n)  # 0 when fewer than n heads are left to draw from
     wanted = min(draws, available)
     seeds: list[int] = []
     seen: set[tuple[int, ...]] = set()
     for seed in range(max_tries):
         if len(seeds) == wanted:
             break
-        drawn = tuple(_other_draw(total - n, n, seed))
+        drawn = tuple(_other_draw(pool, n, seed))
         if drawn not in seen:
             seen.add(drawn)
             seeds.append(seed)

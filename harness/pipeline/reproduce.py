@@ -284,7 +284,11 @@ class TaskRun:
         return self.stages.run(f"{self.label}-attention", settings, compute)
 
     def run_heads(self):
-        from harness.attention.heads import HeadRanking, rank_heads
+        """The Appendix G ranking on ID instances, at the offset where the lookup reads
+        (`harness.attention.heads.rank_lookup`: the offset profile's largest top-heads ID
+        mass, unless --shift gives one); the offset found lands in `self.shift`, which every
+        later stage reads, and in the ranking's source ("lookup_offset")."""
+        from harness.attention.heads import HeadRanking, rank_lookup
 
         settings = self.base_settings() | {
             "n": self.cfg.num_heads,
@@ -302,13 +306,13 @@ class TaskRun:
                 split_instance(self.id_name, self.cfg.seed, "validation", i)
                 for i in range(self.cfg.num_heads)
             ]
-            ranking = rank_heads(
+            ranking, offset = rank_lookup(
                 self.model,
                 self.tokenizer,
                 instances,
                 self.prompt,
-                threshold=self.cfg.head_threshold,
                 shift=self.cfg.shift,
+                threshold=self.cfg.head_threshold,
                 batch_size=self.cfg.batch_size,
                 source={
                     "model": str(self.model_dir),
@@ -318,10 +322,13 @@ class TaskRun:
                     "indices": [0, self.cfg.num_heads],
                 },
             )
+            ranking.source["lookup_offset"] = offset
+            ranking.source["lookup_heads"] = [list(h) for h in ranking.lookup()]
             return ranking.to_dict()
 
         data = self.stages.run(f"{self.label}-heads", settings, compute)
         ranking = HeadRanking.from_dict(data)
+        self.shift = int(ranking.source.get("shift", 0))
         if self.procs.main:
             ranking.save(self.dir / "heads.json")
         self.results["heads_key"] = [list(x) for x in ranking.order]
@@ -339,7 +346,7 @@ class TaskRun:
             strengths=self.cfg.strengths,
             mode=self.cfg.mode,
             thresholds=self.cfg.thresholds,
-            shift=self.cfg.shift,
+            shift=self.shift,
         )
         result = run_sweep(
             lambda todo, stream: self.score(todo, stream, ranking),
@@ -377,6 +384,7 @@ class TaskRun:
         self.results["diagnosis"] = self.run_diagnosis(ranking)
         self.results["verdict"] = self.calibrated_verdict()
         self.results["at_dose"] = self.run_at_dose(ranking)
+        _note_repaired(self.results["verdict"], self.results["at_dose"])
         self.log("attention.html (baseline beside the chosen setting)")
         self.results["viewer"] = self.run_viewer(ranking)
         self.results["seconds"] = round(time.perf_counter() - started, 1)
@@ -388,30 +396,42 @@ class TaskRun:
         from harness.attention.sweep import head_counts
 
         counts = self.cfg.counts or head_counts(ranking.total)
-        return sorted({min(int(n), ranking.total) for n in counts})
+        covering = _covering(ranking)
+        return sorted({min(int(n), ranking.total) for n in (*counts, covering) if n})
 
     def ladder_heads(self, ranking) -> list[tuple[int, int]]:
-        """The heads the diagnosis, the dose ladder and the verdict's free-running pass
-        read: the top N, N chosen on OOD validation by the ladder itself (`run_dose`,
+        """The heads the dose ladder and the verdict's free-running pass push: the top N, N
+        chosen on OOD validation by the ladder itself (`run_dose`,
         `harness.attention.verdicts.calibrated.choose_count`), never from the grid's chosen
         setting."""
         return ranking.top(self.results["dose"]["n"])
 
+    def diagnosis_heads(self, ranking) -> list[tuple[int, int]]:
+        """The heads the diagnosis reads: the ladder's N when some count gains; with no gain
+        the heads that look up in distribution (`HeadRanking.lookup`), not the largest N."""
+        counts = self.results["dose"].get("counts") or {}
+        lookup = ranking.lookup()
+        if any(v is not None for v in counts.values()) or not lookup:
+            return self.ladder_heads(ranking)
+        return lookup
+
     def run_diagnosis(self, ranking) -> dict[str, Any]:
         """Where the ranked heads look on each wrong answer token, without intervention, on
         the ID and the OOD test streams (`harness.attention.diagnosis`), at the ranking's
-        shift, against the heads' own ID level there (the ranking's offset profile)."""
-        from harness.attention.diagnosis import id_level, where_errors_look
+        shift, each lookup head against its own ID level there (the ranking's offset
+        profile); the verdict reads each instance's first wrong row (`diagnosis.BASIS`)."""
+        from harness.attention.diagnosis import BASIS, id_levels, where_errors_look
         from harness.attention.sweep import BASELINE
         from harness.engine.scoring import Scorer
 
-        heads = self.ladder_heads(ranking)
-        level = id_level(ranking, heads, self.cfg.shift)
+        heads = self.diagnosis_heads(ranking)
+        level = id_levels(ranking, heads, self.shift)
         settings = self.base_settings() | {
             "n": self.cfg.num_test,
             "heads": [list(h) for h in heads],
-            "shift": self.cfg.shift,
+            "shift": self.shift,
             "level": level,
+            "basis": BASIS,
         }
 
         def compute():
@@ -422,7 +442,7 @@ class TaskRun:
                 records = self.score([BASELINE], stream)[BASELINE.name]
                 instances = self.instances(stream, share=False)
                 out[name] = where_errors_look(
-                    scorer, instances, records, heads, shift=self.cfg.shift, level=level
+                    scorer, instances, records, heads, shift=self.shift, level=level
                 )
             return out
 
@@ -445,7 +465,8 @@ class TaskRun:
             "n_test": self.cfg.num_test,
             "counts": counts,
             "ranking": self.results.get("heads_key"),
-            "shift": self.cfg.shift,
+            "shift": self.shift,
+            "lookup": _covering(ranking),
             "mode": self.cfg.mode,
             "thresholds": thresholds,
             "doses": list(DEFAULT_DOSES),
@@ -461,7 +482,7 @@ class TaskRun:
                 self.instances(stream, share=False),
                 self.instances(id_stream, share=False),
                 self.cfg.batch_size,
-                shift=self.cfg.shift,
+                shift=self.shift,
                 mode=self.cfg.mode,
                 thresholds=thresholds,
                 **controls,
@@ -473,7 +494,7 @@ class TaskRun:
                 n: ladder(n, "validation", "id_validation", pointer_shifts=(), draws=0)
                 for n in counts
             }
-            n, summary = choose_count(by_count)
+            n, summary = choose_count(by_count, lookup=_covering(ranking))
             # the verdict reads validation's reference and ID rungs only (to choose the
             # dose): the chosen N's are already scored; the controls run on test alone
             return {
@@ -492,9 +513,15 @@ class TaskRun:
         from harness.attention.verdicts.calibrated import calibrated_verdict
 
         dose = self.results["dose"]
-        return calibrated_verdict(
+        out = calibrated_verdict(
             dose["validation"], dose["test"], self.results["diagnosis"][self.ood_name]
         )
+        # where the lookup was read, said first: every number below depends on it
+        offset = (self.results["heads"].get("source") or {}).get("lookup_offset")
+        if offset:
+            out["reasons"].insert(0, offset["text"])
+            out["numbers"]["offset"] = offset
+        return out
 
     def run_at_dose(self, ranking) -> dict[str, Any] | None:
         """The verdict's dose free-running: the ladder reads teacher-forced gains, so the
@@ -512,7 +539,7 @@ class TaskRun:
             strength=dose["C"],
             mode=self.cfg.mode,
             threshold=dose.get("threshold") or 0.0,
-            shift=self.cfg.shift,
+            shift=self.shift,
         )
         out: dict[str, Any] = {"setting": setting.name}
         for stream in ("test", "id"):
@@ -523,6 +550,8 @@ class TaskRun:
                 "treated": overall(summarise(treated)),
                 "gains": gain_table(base, treated, per_length=False),
             }
+            if stream == "test":
+                out["repaired"] = repaired_share(base, treated)
         return out
 
     def run_viewer(self, ranking) -> dict[str, Any]:
@@ -570,6 +599,37 @@ class TaskRun:
             return {"file": str(path.relative_to(self.dir.parent)), "instances": len(instances)}
 
         return self.stages.run(f"{self.label}-viewer", settings, compute)
+
+
+def _note_repaired(verdict: dict[str, Any], at_dose: dict[str, Any] | None) -> None:
+    """The verdict says what share of the wrong OOD answers its dose repairs free-running
+    (a mixed failure's repair is partial)."""
+    repaired = (at_dose or {}).get("repaired")
+    if not repaired or repaired.get("share") is None:
+        return
+    dose = verdict["numbers"]["dose"]
+    verdict["numbers"]["repaired"] = repaired
+    verdict["reasons"].append(
+        f"free-running at C = {dose['C']:g} the push repairs {repaired['repaired']} of the "
+        f"{repaired['wrong']} wrong OOD test answers ({repaired['share']:.2f})"
+    )
+
+
+def repaired_share(baseline, treated) -> dict[str, Any]:
+    """The share of the answers wrong at baseline that the push makes exact, free-running
+    (paired per instance): what the verdict's dose repairs, all of it or part."""
+    from harness.foundation.stats import pair_records
+
+    wrong = [(a, b) for a, b in pair_records(baseline, treated) if not a["exact_match"]]
+    fixed = sum(1 for _, b in wrong if b["exact_match"])
+    return {"wrong": len(wrong), "repaired": fixed, "share": fixed / len(wrong) if wrong else None}
+
+
+def _covering(ranking) -> int:
+    """How many of the top ranked heads it takes to hold every lookup head in distribution
+    (`HeadRanking.lookup`): the count the ladder always sweeps and a tie goes to."""
+    order = [tuple(h) for h in ranking.order]
+    return max((order.index(tuple(h)) + 1 for h in ranking.lookup()), default=0)
 
 
 def _swept_thresholds(cfg: ReproduceConfig) -> list[float]:

@@ -252,7 +252,14 @@ class ReproduceConfig:
         default_factory=lambda: [0.01, 0.05, 0.1],
         metadata=cli("conditional thresholds", group="sweep"),
     )
-    shift: int = field(default=0, metadata=cli("rank and reinforce at ref+k", group="sweep"))
+    shift: int | None = field(  # None: found (the offset profile's largest top-heads mass)
+        default=None,
+        metadata=cli(
+            "rank and reinforce at ref+k (default: where the lookup reads, found from the "
+            "heads' offset profile)",
+            group="sweep",
+        ),
+    )
     head_threshold: float = field(
         default=0.0, metadata=cli("ranking counts weights above this", group="sweep")
     )
@@ -358,7 +365,8 @@ class ReproduceConfig:
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
             id_name = task_presets(task)[0]
-            check_shift("'shift'", self.shift, {id_name: longest_text(id_name)})
+            if self.shift is not None:
+                check_shift("'shift'", self.shift, {id_name: longest_text(id_name)})
 
     @property
     def trains_models(self) -> bool:

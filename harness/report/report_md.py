@@ -85,7 +85,14 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
         f"{source.get('seed')}), teacher-forced; shift {source.get('shift')}, threshold "
         f"{source.get('threshold')}; {heads['rows']} target rows. Offset profile: the mean "
         "weight per target row at ref-2 .. ref+2 (a head that reads ref+1 is a shallow "
-        "model's lookup through a previous-token head; docs/results.md).",
+        "model's lookup through a previous-token head; docs/results.md)."
+        + (
+            f" Offset: {source['lookup_offset']['text']} (the top "
+            f"{source['lookup_offset'].get('heads', 4)} heads' mean; every later stage reads "
+            "there)."
+            if source.get("lookup_offset")
+            else ""
+        ),
         "",
         "| rank | layer | head | score (sum) | per row | "
         + " | ".join(f"ref{int(k):+d}" if k != "0" else "ref" for k in OFFSET_KEYS)
@@ -379,22 +386,33 @@ def diagnosis_section(task, command: str) -> list[str]:
     first = next(iter(found.values()))
     heads = ", ".join(f"L{layer}H{head}" for layer, head in first["heads"])
     level = first.get("level")
-    enough = (
-        f"at least {1 - first.get('tolerance', 0):g} x their ID level ({_n(level)})"
-        if level is not None
-        else f"at least {first['dominance']:g} of the row"
-    )
+    tolerance = 1 - first.get("tolerance", 0)
+    if isinstance(level, list):
+        levels = ", ".join(_n(v) for v in level)
+        enough = f"for each lookup head at least {tolerance:g} x its own ID level ({levels})"
+    elif level is not None:
+        enough = f"at least {tolerance:g} x their ID level ({_n(level)})"
+    else:
+        enough = f"at least {first['dominance']:g} of the row"
     rule = (
-        f"a wrong row is *misdirected* when one key outside the reference holds at least "
-        f"{first['dominance']:g} of the heads' task-text weight and the model wrote what "
-        "the task gives on the keys moved there, *elsewhere* when such a key's result was "
+        f"a wrong row is *misdirected* when the keys outside the reference that would make "
+        f"the model write what it wrote hold at least {first['dominance']:g} of the heads' "
+        "task-text weight together, *elsewhere* when one other key does and its result was "
         f"not written, *on the reference* when the heads' weight there is {enough} (a "
         "failure downstream of the lookup), *diluted* when less but the reference still "
         "holds more than any other key, *diffuse* when nothing stands out."
     )
+    basis = first.get("basis")
+    counted = (
+        f"Shares are over the instances with a wrong token, each read at its {basis} (later "
+        "rows read the model's own wrong characters); the JSON keeps every wrong row's "
+        "classes (`all_rows`)."
+        if basis
+        else "Shares are means over the instances with a wrong token (each counts once)."
+    )
     lines = [
-        f"Heads {heads} (the chosen setting's top N), at ref{first['shift']:+d}; {rule} Shares "
-        "are means over the instances with a wrong token (each counts once).",
+        f"Heads {heads} (the ladder's top N, or with no gain the lookup heads), at "
+        f"ref{first['shift']:+d}; {rule} {counted}",
         "",
         "| config | instances with a wrong token | wrong tokens | "
         + " | ".join(c.replace("_", " ") for c in CLASSES)

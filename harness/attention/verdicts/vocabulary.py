@@ -23,6 +23,7 @@ POINTER_EXCESS = 0.2  # a shifted push is "followed": the model writes what it p
 # much more often than without intervention, on the same rows
 MIN_POINTER_ROWS = 20  # rows a following rate needs before it counts
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under a push and still "hold"
+NAMED = 0.25  # a kind of error holding this share of the instances or more is named
 ON_REFERENCE = 0.5  # the supervision study's "most wrong instances": on_reference share >= this
 
 
@@ -33,6 +34,8 @@ NUDGE_REPAIRABLE = "nudge-repairable"
 MISDIRECTED_LOOKUP = "misdirected lookup"
 NO_LOOKUP = "no lookup"
 DOWNSTREAM = "downstream"
+MIXED_FAILURE = "mixed failure"
+CONFLICTING_EVIDENCE = "conflicting evidence"
 NO_ATTENTION_EFFECT = "no attention effect"
 NO_FAILURE = "no failure"
 # repair or pointer
@@ -82,8 +85,9 @@ CALIBRATED: dict[str, Verdict] = _family(
     Verdict(
         NO_LOOKUP,
         "the OOD errors are mostly diffuse (nothing stands out, the reference not first), and "
-        "at the ladder's top dose a shifted push is followed",
-        "rules out reading a gain as a mended lookup: any push anywhere is followed",
+        "at the dose chosen on validation a shifted push is followed",
+        "rules out reading a gain as a mended lookup: a push anywhere is followed at the "
+        "dose that gains",
     ),
     Verdict(
         DOWNSTREAM,
@@ -91,6 +95,20 @@ CALIBRATED: dict[str, Verdict] = _family(
         "the model works, and it still writes wrong",
         "rules out that the model fails for not looking at the reference; a push that gains "
         "then supplies the answer",
+    ),
+    Verdict(
+        MIXED_FAILURE,
+        "two kinds of error or more each hold NAMED of the instances or more: each is named "
+        "with its share and the reading its kind gets at the chosen dose",
+        "rules out one explanation for every failure; a repair, where one kind allows it, is "
+        "partial (the report gives the share of OOD answers the dose repairs free-running)",
+    ),
+    Verdict(
+        CONFLICTING_EVIDENCE,
+        "the errors are mostly diffuse (no lookup), but at the chosen dose every condition of "
+        "a repair holds (the reference push gains, no shifted push is followed, each gains "
+        "less, random other heads gain less, ID holds): both lines are named",
+        "rules out neither reading: where the model looks and what a push does disagree",
     ),
     Verdict(
         NO_ATTENTION_EFFECT,

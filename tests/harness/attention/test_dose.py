@@ -22,7 +22,7 @@ from harness.attention.dose import (
     run_dose_ladder,
 )
 from harness.attention.heads import HeadRanking
-from harness.attention.interventions import other_seeds, score_settings, select_heads
+from harness.attention.interventions import other_pool, other_seeds, score_settings, select_heads
 from harness.attention.setting import BASELINE, Setting
 from harness.foundation.stats import paired_gain
 
@@ -32,7 +32,10 @@ def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:
     order = sorted(
         ((la, h) for la in range(layers) for h in range(heads)), key=lambda x: -scores[x[0]][x[1]]
     )
-    return HeadRanking(scores=scores, per_row=scores, order=order)
+    # one head looks up in distribution (the top one): the others weigh the reference little
+    top = order[0]
+    level = [[0.9 if (la, h) == top else 0.01 for h in range(heads)] for la in range(layers)]
+    return HeadRanking(scores=scores, per_row=scores, order=order, offsets={"0": level})
 
 
 # --- settings ----------------------------------------------------------------------------
@@ -114,6 +117,16 @@ def test_other_heads_are_never_the_chosen_ones_and_draws_differ():
     assert other_seeds(small.total, 3, 4)["available"] == 0  # 1 head outside the top 3
     with pytest.raises(ValueError, match="heads outside the top 3"):
         select_heads(Setting(heads="other", n=3, seed=0), small)
+    # Two heads look up in distribution: with n = 1 the partner of the top head is never
+    # drawn (it would gain as much), and the pool is one head smaller.
+    twins = fake_ranking(1, 4)
+    twins.offsets = {"0": [[0.0, 0.0, 0.45, 0.9]]}  # (0, 3) ranks first, (0, 2) is its twin
+    assert twins.lookup() == [(0, 3), (0, 2)]
+    assert other_pool(twins, 1) == [(0, 0), (0, 1)]
+    drawn = other_seeds(twins.total, 1, 8, pool=len(other_pool(twins, 1)))
+    assert drawn["available"] == 2
+    picks = {select_heads(Setting(heads="other", n=1, seed=s), twins)[0] for s in drawn["seeds"]}
+    assert picks == {(0, 0), (0, 1)}
     # The random-heads control of before is unchanged: it draws from every head.
     assert Setting(heads="random", n=4, strength=1.0, seed=2).name == "random4-C1-s2"
 

@@ -126,3 +126,80 @@ def test_every_offset_and_the_threshold_cost_one_forward_per_batch(attn_tokenize
         )
     thresholded = rank_heads(model, attn_tokenizer, instances, threshold=0.05, offsets=())
     assert torch.allclose(torch.tensor(ranking.scores), torch.tensor(thresholded.scores))
+
+
+# --- where the lookup reads ------------------------------------------------------------------
+def profile_ranking(offsets, shift=0):
+    """A ranking over 1 x len(heads) heads with the given offset profile {k: [per head]}."""
+    from harness.attention.heads import HeadRanking
+
+    values = offsets[shift]
+    order = sorted(range(len(values)), key=lambda h: -values[h])
+    return HeadRanking(
+        scores=[values],
+        per_row=[values],
+        order=[(0, h) for h in order],
+        offsets={str(k): [v] for k, v in offsets.items()},
+        source={"shift": shift},
+    )
+
+
+def test_the_offset_is_where_the_top_heads_weigh_most_and_the_reference_wins_near_ties():
+    from harness.attention.heads import lookup_offset
+
+    # the quick reversal model's case: the top heads read ref+1
+    ranking = profile_ranking({-1: [0.1, 0.0], 0: [0.2, 0.14], 1: [0.9, 0.72], 2: [0.0, 0.1]})
+    found = lookup_offset(ranking, n=2)
+    assert found["offset"] == 1 and found["mass"] == pytest.approx(0.81)
+    assert found["text"] == "the lookup reads ref+1: ID mass 0.81, at the reference 0.17"
+    # a near tie (within 10% of the reference's mass) stays at the reference
+    near = profile_ranking({0: [0.436], 1: [0.455], 2: [0.26]})
+    assert lookup_offset(near, n=1)["offset"] == 0
+    assert lookup_offset(near, n=1)["text"] == (
+        "the lookup reads the reference: ID mass 0.44; ref+1 0.46 is within 10% of it, too "
+        "close to move the lookup away from the reference"
+    )
+
+
+def test_lookup_heads_are_those_with_half_the_top_heads_weight_at_the_offset():
+    ranking = profile_ranking({0: [0.9, 0.5, 0.44, 0.0]})
+    assert ranking.lookup() == [(0, 0), (0, 1)]
+    assert profile_ranking({0: [0.0, 0.0]}).lookup() == []
+    with pytest.raises(ValueError, match="share"):
+        ranking.lookup(0)
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_rank_lookup_finds_the_planted_offset_and_shift_overrides(shift):
+    from harness.attention.heads import rank_lookup
+    from tests.planted import build
+
+    model, tokenizer, ids, _, truth = build("dilution", shift)
+    ranking, found = rank_lookup(model, tokenizer, ids, batch_size=16)
+    assert found["offset"] == shift and found["found"]
+    assert ranking.source["shift"] == shift and ranking.top(1) == [truth.lookup_heads[0]]
+    given, told = rank_lookup(model, tokenizer, ids, shift=1 - shift, batch_size=16)
+    assert told["offset"] == 1 - shift and not told["found"] and "--shift" in told["text"]
+    assert given.source["shift"] == 1 - shift
+
+
+def test_ties_are_broken_by_the_offset_profile_not_the_index(
+    monkeypatch, attn_tokenizer, instances
+):
+    """Heads with the same score at the reference: the one that weighs more near it (its
+    whole offset profile) ranks first, whatever its index; equal on both, index order."""
+    from harness.engine.scoring import model_shape
+
+    model = build_tiny("llama", attn_tokenizer)
+    layers, heads = model_shape(model)
+
+    def masses(scorer, batch, reference, wanted, shift, threshold):
+        out = {str(k): torch.zeros(layers, heads) for k in wanted}
+        out["0"][0, 0] = out["0"][0, 1] = 1.0  # a tie at the reference
+        out["1"][0, 1] = 0.5  # head 1 weighs ref+1 too
+        return out
+
+    monkeypatch.setattr(heads_module, "_batch_masses", masses)
+    ranking = rank_heads(model, attn_tokenizer, instances[:2])
+    assert ranking.order[:2] == [(0, 1), (0, 0)]
+    assert ranking.order[2:] == sorted(ranking.order[2:])  # equal on both: index order

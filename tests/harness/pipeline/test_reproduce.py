@@ -102,11 +102,19 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
             2.0,
         ]
     assert "**Calibrated verdict: " in text and (folder / "dose-response.png").is_file()
-    # N is the ladder's own choice on validation among the grid's counts, not the grid's
+    # N is the ladder's own choice on validation among the grid's counts and the count that
+    # holds every lookup head in distribution, not the grid's chosen setting's
     dose = results["dose"]
-    assert set(dose["counts"]) == {str(n) for n in sweep["grid"]["counts"]}
+    lookup = results["heads"]["source"]["lookup_heads"]
+    covering = max(results["heads_key"].index(h) + 1 for h in lookup)
+    grid_counts = {str(n) for n in sweep["grid"]["counts"]}
+    assert set(dose["counts"]) == grid_counts | {str(covering)}
     assert dose["n"] == dose["test"]["n"] == dose["validation"]["n"]
-    assert dose["n"] in sweep["grid"]["counts"] and "the best dose of each N: N = " in text
+    assert str(dose["n"]) in dose["counts"] and "the best dose of each N: N = " in text
+    # the offset it read at, found from the ranking's profile, is said first
+    offset = results["heads"]["source"]["lookup_offset"]
+    assert offset["found"] and results["verdict"]["reasons"][0] == offset["text"]
+    assert results["diagnosis"]["reversal_ood"]["basis"] == "first wrong row of each instance"
     # the verdict's dose scored free-running too, when it chose one
     chosen_dose = results["verdict"]["numbers"]["dose"]
     if chosen_dose:
@@ -491,7 +499,7 @@ def test_quick_seed_runs_train_analyse_and_compare(tmp_path, tiny_training, caps
     assert "| 0 (`reversal`) | 0 | 7 |" in text and "| 1 (`reversal-seed1`) | 1 | 8 |" in text
     assert "## reversal-seed1: seed run 1 (init seed 1, data seed 8)" in text
     agreement = seed_agreement("reversal", seed_groups(runs)["reversal"])
-    verdicts = {r["sweep"]["verdict"]["verdict"] for r in runs.values()}
+    verdicts = {r["verdict"]["verdict"] for r in runs.values()}  # the calibrated ones
     assert ("verdicts agree" in agreement) == (len(verdicts) == 1)
     assert text.count(agreement) == 2  # the seed table's line and the findings' sentence
 

@@ -48,34 +48,74 @@ def test_the_dose_is_the_largest_validated_gain_with_id_holding_smallest_on_a_ti
     assert choose_dose(curve(dose(0.1, SMALL))) is None
 
 
-def test_n_is_the_count_whose_best_dose_gains_most_smaller_on_a_tie_largest_when_none_gains():
+def test_n_is_the_count_whose_best_dose_gains_most_and_a_tie_holds_every_lookup_head():
     big = {"gain": 0.7, "low": 0.6, "high": 0.8}
     n, summary = choose_count(
         {1: curve(dose(0.5, SMALL)), 2: curve(dose(0.3, GAIN)), 4: curve(dose(0.1, big))}
     )
     assert n == 4
     assert summary[1] is None and summary[2]["C"] == 0.3 and summary[4]["gain"] == 0.7
-    assert choose_count({1: curve(dose(0.3, GAIN)), 2: curve(dose(0.2, GAIN))})[0] == 1
-    assert choose_count({1: curve(dose(0.5, SMALL)), 4: curve(dose(0.5, SMALL))})[0] == 4
+    assert summary[4]["low"] == 0.6 and summary[4]["high"] == 0.8
+    # a tie (a gain inside the best one's interval): the smallest N ...
+    tie = {1: curve(dose(0.3, GAIN)), 2: curve(dose(0.2, GAIN)), 4: curve(dose(0.2, GAIN))}
+    assert choose_count(tie)[0] == 1
+    # ... that holds every lookup head in distribution (two redundant heads: N = 2)
+    assert choose_count(tie, lookup=2)[0] == 2
+    assert choose_count(tie, lookup=3)[0] == 4
+    # a gain under the best one's interval is no tie, lookup heads or not
+    apart = {1: curve(dose(0.3, {"gain": 0.3, "low": 0.2, "high": 0.4})), 2: curve(dose(0.3))}
+    assert choose_count(apart)[0] == 2
+    assert choose_count({1: curve(dose(0.3)), 2: curve(dose(0.3, SMALL))}, lookup=2)[0] == 1
+    # no count gains: the smallest holding the lookup heads (the largest when none does)
+    flat = {1: curve(dose(0.5, SMALL)), 2: curve(dose(0.5, SMALL)), 4: curve(dose(0.5, SMALL))}
+    assert choose_count(flat)[0] == 1
+    assert choose_count(flat, lookup=2)[0] == 2
+    assert choose_count(flat, lookup=8)[0] == 4
     with pytest.raises(ValueError, match="at least one curve"):
         choose_count({})
+    with pytest.raises(ValueError, match="lookup"):
+        choose_count(flat, lookup=-1)
 
 
 def test_the_kind_of_error_decides_first():
     ladder = curve(dose(0.3))
-    assert (
-        calibrated_verdict(ladder, ladder, errors(on_reference=0.7, diluted=0.3))["verdict"]
-        == "downstream"
-    )
-    out = calibrated_verdict(ladder, ladder, errors(misdirected=0.6, diffuse=0.4))
-    assert out["verdict"] == "misdirected lookup" and "no shifted push" in out["reasons"][1]
+    out = calibrated_verdict(ladder, ladder, errors(on_reference=0.8, diluted=0.2))
+    assert out["verdict"] == "downstream"
+    # a push that gains is named beside it: it supplies the answer
+    assert any("supplies the answer" in r for r in out["reasons"])
+    out = calibrated_verdict(ladder, ladder, errors(misdirected=0.8, diffuse=0.2))
+    assert out["verdict"] == "misdirected lookup" and "no shifted push" in out["reasons"][2]
     other = calibrated_verdict(ladder, ladder, errors(elsewhere=0.8, diffuse=0.2))
-    assert other["verdict"] == "inconclusive" and "does not decide" in other["reasons"][0]
-    mixed = calibrated_verdict(ladder, ladder, errors(diluted=0.4, diffuse=0.3, elsewhere=0.3))
-    assert mixed["verdict"] == "inconclusive" and "half" in mixed["reasons"][0]
+    assert other["verdict"] == "inconclusive" and "does not decide" in other["reasons"][1]
+    spread = {"diluted": 0.24, "diffuse": 0.24, "elsewhere": 0.24, "misdirected": 0.28}
+    out = calibrated_verdict(ladder, ladder, errors(**spread))
+    assert out["verdict"] == "inconclusive" and "half" in out["reasons"][0]
     assert calibrated_verdict(ladder, ladder, {"shares": {}, "instances": 0})["verdict"] == (
         "no failure"
     )
+
+
+def test_every_kind_holding_a_quarter_is_named_with_its_share_and_reading():
+    """Dilution in half the instances, a downstream failure in the other half: one verdict
+    would hide either; the mixed failure names both, each read at the chosen dose."""
+    ladder = curve(dose(0.3))
+    out = calibrated_verdict(ladder, ladder, errors(diluted=0.5, on_reference=0.5))
+    assert out["verdict"] == "mixed failure"
+    assert "diluted 0.50: nudge-repairable" in out["reasons"][0]
+    assert "on reference 0.50: downstream" in out["reasons"][0]
+    assert out["numbers"]["kinds"] == {"diluted": 0.5, "on_reference": 0.5}
+    readings = {m["kind"]: m["verdict"] for m in out["numbers"]["mixed"]}
+    assert readings == {"diluted": "nudge-repairable", "on_reference": "downstream"}
+    # 0.7 and 0.3: still both named (0.3 >= a quarter); 0.8 and 0.2: one verdict
+    out = calibrated_verdict(ladder, ladder, errors(diluted=0.7, on_reference=0.3))
+    assert out["verdict"] == "mixed failure"
+    out = calibrated_verdict(ladder, ladder, errors(diluted=0.8, on_reference=0.2))
+    assert out["verdict"] == "nudge-repairable"
+    # kinds that read alike are one verdict, each named: no dose helps either
+    flat = curve(dose(0.3, NONE))
+    out = calibrated_verdict(flat, flat, errors(diluted=0.53, diffuse=0.47))
+    assert out["verdict"] == "no attention effect"
+    assert "diluted 0.53 and diffuse 0.47 both read no attention effect" in out["reasons"][0]
 
 
 def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
@@ -86,6 +126,7 @@ def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
         "gains about as much": dose(0.3, pointers={"+3": pointer(gain=GAIN)}),
         "random other heads gain as much": dose(0.3, random_max=0.45),
         "ID exact match falls 1.000 -> 0.900": dose(0.3, id_exact=0.9),
+        "no shifted push was measured": dose(0.3, pointers={}),
     }
     for reason, failing in cases.items():
         out = calibrated_verdict(good, curve(failing), errors(diluted=0.9))
@@ -96,15 +137,47 @@ def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
     assert calibrated_verdict(good, curve(few), errors(diluted=0.9))["verdict"] == (
         "nudge-repairable"
     )
+    # N = all heads: no head is left to draw; the shifted pushes are the control
+    every = dose(0.3)
+    every["random_heads"] = {"max": None, "count": 0}
+    alone = curve(every) | {"random_draws": {"available": 0}}
+    out = calibrated_verdict(good, alone, errors(diluted=0.9))
+    assert out["verdict"] == "nudge-repairable"
+    assert "shifted pushes are the control" in out["reasons"][-1]
+    unmeasured = curve(every)  # draws were possible but none was measured
+    assert calibrated_verdict(good, unmeasured, errors(diluted=0.9))["verdict"] == "inconclusive"
 
 
-def test_diffuse_errors_are_no_lookup_when_pushes_anywhere_are_followed():
-    followed = dose(2.0, pointers={"-3": pointer(follow=0.6), "+3": pointer(follow=0.4)})
+def test_every_condition_is_read_at_the_chosen_dose_never_at_the_top():
+    """Every copying lookup follows a push at C = 2: a following at the top dose is no
+    evidence of anything. The chosen dose here is 0.3."""
+    followed = dose(2.0, {"gain": 0.1, "low": 0.05, "high": 0.15})
+    followed["pointers"] = {"-3": pointer(follow=0.6), "+3": pointer(follow=0.4)}
     ladder = curve(dose(0.3), followed)
+    assert calibrated_verdict(ladder, ladder, errors(diluted=0.9))["verdict"] == (
+        "nudge-repairable"
+    )
     out = calibrated_verdict(ladder, ladder, errors(diffuse=0.8))
-    assert out["verdict"] == "no lookup" and "C = 2" in out["reasons"][1]
-    quiet = curve(dose(0.3), dose(2.0))
+    assert out["verdict"] != "no lookup"
+
+
+def test_diffuse_errors_are_no_lookup_when_pushes_are_followed_at_the_chosen_dose():
+    followed = dose(0.3, pointers={"-3": pointer(follow=0.6), "+3": pointer(follow=0.4)})
+    ladder = curve(followed)
+    out = calibrated_verdict(ladder, ladder, errors(diffuse=0.8))
+    assert out["verdict"] == "no lookup" and "C = 0.3" in out["reasons"][2]
+    quiet = curve(dose(0.3, pointers={"-3": pointer(gain=GAIN), "+3": pointer()}))
     assert calibrated_verdict(quiet, quiet, errors(diffuse=0.8))["verdict"] == "inconclusive"
+
+
+def test_diffuse_errors_against_a_clean_repair_are_conflicting_evidence():
+    """The audit's case: at the chosen dose the reference push gains, no shifted push gains
+    or is followed, random heads gain nothing and ID holds, yet the errors read diffuse. A
+    verdict of either kind would be printed against the numbers beside it."""
+    ladder = curve(dose(0.3))
+    out = calibrated_verdict(ladder, ladder, errors(diffuse=0.8))
+    assert out["verdict"] == "conflicting evidence"
+    assert "no lookup" in out["reasons"][1] and "repairable lookup" in out["reasons"][2]
 
 
 def test_no_dose_that_gains_is_no_attention_effect():
@@ -113,6 +186,15 @@ def test_no_dose_that_gains_is_no_attention_effect():
         out = calibrated_verdict(flat, flat, errors(**{kind: 0.9}))
         assert out["verdict"] == "no attention effect"
     assert rule.VERDICTS[-1] == "inconclusive"
+
+
+def test_the_numbers_name_the_basis_and_the_offset_of_the_diagnosis():
+    ladder = curve(dose(0.3))
+    found = errors(diluted=0.9) | {"basis": "first wrong row of each instance", "shift": 1}
+    out = calibrated_verdict(ladder, ladder, found)
+    assert out["numbers"]["basis"] == "first wrong row of each instance"
+    assert out["numbers"]["shift"] == 1
+    assert "first wrong row of each instance" in out["reasons"][0]
 
 
 # --- calibration: the planted models --------------------------------------------------------
@@ -128,42 +210,20 @@ PLANTED = {
 @pytest.mark.parametrize("shift", [0, 1])
 @pytest.mark.parametrize("mechanism", sorted(PLANTED))
 def test_each_planted_mechanism_gets_the_verdict_its_construction_implies(mechanism, shift):
-    """Through the tool's own measurements: the head ranking on ID, the dose ladder on an
-    OOD validation and an OOD test stream (other seeds of the same lengths), and where the
-    errors look on test; with the top 1 head and the top 2 (the verdict must not change
-    with the number of heads pushed)."""
-    from harness.attention import diagnosis
-    from harness.attention.dose import run_dose_ladder
-    from harness.attention.heads import rank_heads
-    from harness.attention.interventions import score_settings
-    from harness.attention.sweep import BASELINE
-    from harness.engine.scoring import Scorer
-    from tests.planted import build, ood_instances
+    """Through the calls `reproduce` makes (tests/calibration_models.py's `judge`: the
+    ranking finding the offset by itself, the ladder of each count on OOD validation, N
+    chosen, the chosen N's ladder with controls on OOD test, where the errors look), with
+    the counts 1, 2 and 4: the verdict must not change with the counts a grid sweeps."""
+    from tests.calibration_models import judge
+    from tests.planted import build
 
-    model, tokenizer, ids, test, _ = build(mechanism, shift)
-    validation = ood_instances(seed=1)[::2]
-    test = test[::2]
-    ranking = rank_heads(model, tokenizer, ids, shift=shift, batch_size=16)
-    records = score_settings(model, tokenizer, test, [BASELINE], None, batch_size=16)
-    verdicts, validation_curves = {}, {}
-    for n in (1, 2):
-        heads = ranking.top(n)
-        ladder = {"doses": (0.05, 0.3, 1.0, 2.0), "draws": 3, "batch_size": 16}
-        val = run_dose_ladder(model, tokenizer, None, ranking, n, validation, ids, **ladder)
-        tst = run_dose_ladder(model, tokenizer, None, ranking, n, test, ids, **ladder)
-        found = diagnosis.where_errors_look(
-            Scorer(model, tokenizer, batch_size=16),
-            test,
-            records["baseline"],
-            heads,
-            shift=shift,
-            level=diagnosis.id_level(ranking, heads, shift),
-        )
-        out = calibrated_verdict(val, tst, found)
-        assert out["verdict"] == PLANTED[mechanism], (n, out)
-        verdicts[n], validation_curves[n] = out["verdict"], val
-    # as reproduce does: N chosen on validation among the counts a grid sweeps; whichever
-    # counts it sweeps, the verdict read at the chosen N is the same
-    for counts in ((1,), (2,), (1, 2)):
-        n, _ = choose_count({k: validation_curves[k] for k in counts})
-        assert verdicts[n] == PLANTED[mechanism], (counts, n)
+    built = build(mechanism, shift)
+    # A model with no lookup has no offset to find: the two-layer one's previous-token head
+    # weighs the reference on row 0 only (its query is the separator, the key before it row
+    # 0's reference) and ranks first at the reference on that alone; it is judged where it
+    # was built to be read, as --shift 1 does. Every model with a lookup finds its offset.
+    given = shift if mechanism == "no_lookup" and shift else None
+    for counts in ((1,), (2,), (1, 2, 4)):
+        out = judge(built, counts=counts, shift=given)
+        assert out["offset"]["offset"] == shift, out["offset"]
+        assert out["verdict"]["verdict"] == PLANTED[mechanism], (counts, out["verdict"])
