@@ -25,6 +25,7 @@ from harness.attention.heads import HeadRanking
 from harness.attention.interventions import other_pool, other_seeds, score_settings, select_heads
 from harness.attention.setting import BASELINE, Setting
 from harness.foundation.stats import paired_gain
+from tests.harness.attention.ladder_records import record
 
 
 def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:
@@ -139,19 +140,6 @@ def instance(prompt: str, index: int) -> Instance:
     return Instance(
         "string_reversal", prompt, chars[::-1], reference, {"length": length}, "rev", index
     )
-
-
-def record(x: Instance, prediction: str) -> dict:
-    right = [p == g for p, g in zip(prediction, x.target)]
-    return {
-        "config": x.config,
-        "index": x.index,
-        "length": len(x.target),
-        "target_len": len(x.target),
-        "tf_token_acc": sum(right) / len(right),
-        "tf_exact": all(right),
-        "tf_prediction": list(prediction),
-    }
 
 
 def test_the_curve_on_records_whose_answer_is_known():

@@ -14,6 +14,7 @@ from harness.attention.verdicts.calibrated import calibrated_verdict
 from harness.report import plots
 from harness.report.report_md import dose_section
 from tests.harness.attention import toy_control
+from tests.harness.attention.ladder_records import record
 
 
 @pytest.fixture
@@ -46,19 +47,6 @@ def reversal(chars: str, index: int) -> Instance:
     return Instance(
         "string_reversal", chars + "=", chars[::-1], [[n - 1 - i] for i in range(n)], {}, "r", index
     )
-
-
-def record(x: Instance, prediction: str) -> dict:
-    right = [p == g for p, g in zip(prediction, x.target)]
-    return {
-        "config": x.config,
-        "index": x.index,
-        "length": len(x.target),
-        "target_len": len(x.target),
-        "tf_token_acc": sum(right) / len(right),
-        "tf_exact": all(right),
-        "tf_prediction": list(prediction),
-    }
 
 
 def test_a_toy_control_reaches_the_dose_table_the_figure_and_the_verdict(
