@@ -11,7 +11,8 @@ them refuses (its one line, status 2) torch elastic's launcher adds its ERROR li
    before any work, writing nothing) in this process, so `--lr nan` or a user's files in
    --output are one line and status 2 before any process starts;
 2. accelerate's launcher starts the processes (`launch_command`, what `accelerate launch`
-   runs), with torch elastic's log lines off (`--debug` keeps them, and the traceback);
+   runs), with its log lines off: torch elastic's, and accelerate's note of the defaults it
+   used (`--debug` keeps them, and the traceback);
 3. a process that fails after all has printed its one line (the main process does: the
    others exit alike, quietly), and this exits with its status, adding nothing.
 """
@@ -120,8 +121,8 @@ def launch(words: list[str]) -> int:
     args = launcher_parser().parse_args(words)
     if args.training_script not in COMMANDS:
         raise UsageError(
-            f"unknown command {args.training_script!r}: give one of {', '.join(COMMANDS)} "
-            "after the launcher options"
+            f"unknown command {args.training_script!r}: launch runs "
+            f"{', '.join(COMMANDS[:-1])} or {COMMANDS[-1]}, given after the launcher options"
         )
     status = check(args.training_script, args.training_script_args)
     if status:

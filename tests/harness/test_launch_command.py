@@ -82,8 +82,8 @@ def test_a_users_file_in_output_is_refused_and_kept(no_processes, tmp_path, caps
     [
         (
             ["--num_processes", "2", "trian"],
-            "attentionspan launch: error: unknown command 'trian': give one of train, eval, "
-            "attention, reproduce after the launcher options",
+            "attentionspan launch: error: unknown command 'trian': launch runs train, eval, "
+            "attention or reproduce, given after the launcher options",
         ),
         (
             ["--num_processes", "2"],
