@@ -42,6 +42,8 @@ COMMAND_MODULES = {
     "harness.commands.baselines": ("baselines",),
     "harness.commands.heads": ("heads",),
     "harness.commands.supervision": ("supervision",),
+    # several processes (accelerate launch) of train, eval, attention or reproduce
+    "harness.commands.launch": ("launch",),
     # the committed documents: digests of runs, and the blocks of the pages made from them
     "harness.commands.results_doc": ("results-doc",),
     "harness.commands.supervision_doc": ("supervision-doc",),

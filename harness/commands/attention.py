@@ -4,7 +4,7 @@
         -n 200 --output runs/rev/attention
     attentionspan attention --model runs/rev/final --score-convention authors ...
     attentionspan attention --model BIG --device-map auto --max-memory 0=20GiB,cpu=60GiB ...
-    accelerate launch --num_processes 2 -m harness.commands.attention --model ... --output ...
+    attentionspan launch --multi_gpu --num_processes 2 attention --model ... --output ...
     torchrun --nproc-per-node 2 -m harness.commands.attention --model M --tp-plan auto ...
 
 Writes, in --output: `attention.json` (per config: `rollout.correct.mean`, `.n`,
@@ -78,8 +78,8 @@ def add_parser(subparsers) -> None:
         help="attention rollout on reference tokens, correct vs wrong tokens (Table 2)",
         description="Measure how much of each target token's attention goes to its reference "
         "positions (rollout share and per head), teacher-forced and free-running, and compare "
-        "correct with wrong tokens (Welch's t-test). Also: accelerate launch -m "
-        "harness.commands.attention ...",
+        "correct with wrong tokens (Welch's t-test). Also: attentionspan launch "
+        "[launcher options] attention ...",
     )
     add_arguments(parser)
     parser.set_defaults(func=run_command)
@@ -109,16 +109,18 @@ def describe_prompt(prompt) -> str:
     return ", ".join(parts)
 
 
-def run_command(args) -> int:
+def check(args):
+    """What attention refuses before any work, writing nothing (`attentionspan launch` runs
+    it before it starts processes): the analysis's config, the prompt and the claim on
+    --output."""
     from attentionspan_datasets.generation import resolve_config
     from harness.attention.analysis import AnalysisConfig
     from harness.evaluation.evaluate import default_configs, saved_run_config
     from harness.foundation.dispatch import Placement
     from harness.foundation.models import resolve_model
-    from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
 
-    quiet_transformers()
     resolve_model(args.model)  # a missing folder or an encoder is named before loading
     saved = saved_run_config(args.model)
     configs = args.configs or default_configs(saved)
@@ -135,6 +137,14 @@ def run_command(args) -> int:
     check_output_folder("--output", args.output)  # a file, read-only, full: before the model
     # an earlier analysis, another command's folder, a user's files: refused here
     claim = claim_output("--output", args.output, "attention", overwrite=args.overwrite)
+    return config, prompt, claim
+
+
+def run_command(args) -> int:
+    from harness.foundation.outputs import writing
+
+    quiet_transformers()
+    config, prompt, claim = check(args)
     # a write that fails is one line, and a folder this run made goes with it (its files
     # are written at the end)
     with writing(args.output, discard=True), claim:

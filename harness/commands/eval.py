@@ -2,7 +2,7 @@
 
     attentionspan eval --model runs/rev/final --configs reversal_id reversal_ood -n 500
     attentionspan eval --model BIG --device-map map.json --offload-folder /scratch/offload ...
-    accelerate launch --multi_gpu --num_processes 2 -m harness.commands.eval --model ...
+    attentionspan launch --multi_gpu --num_processes 2 eval --model ...
     torchrun --nproc-per-node 2 -m harness.commands.eval --model M --tp-plan auto ...
 
 The measurement is `harness.evaluation.evaluate` (`evaluate_model`); the files (`results.json`,
@@ -41,19 +41,20 @@ def add_parser(subparsers) -> None:
         "eval",
         help="exact match, partial and teacher-forced accuracy on ID/OOD presets",
         description="Evaluate a model with batched greedy generation and teacher forcing. "
-        "Also: accelerate launch -m harness.commands.eval ...",
+        "Also: attentionspan launch [launcher options] eval ...",
     )
     add_arguments(parser)
     parser.set_defaults(func=run_command)
 
 
-def run_command(args) -> int:
+def check(args):
+    """What eval refuses before any work, writing nothing (`attentionspan launch` runs it
+    before it starts processes): the config and the claim on --output."""
     from harness.evaluation.evaluate import EvalConfig, default_configs, saved_run_config
-    from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
     from harness.foundation.runs import saved_prompt
 
-    quiet_transformers()
     prompt = None
     if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
         saved = saved_run_config(args.model)
@@ -75,6 +76,14 @@ def run_command(args) -> int:
     # an earlier eval's results, another command's folder, a user's files: refused here
     check_output_folder("--output", config.output)  # read-only, full: before the claim
     claim = claim_output("--output", config.output, "eval", overwrite=args.overwrite)
+    return config, claim
+
+
+def run_command(args) -> int:
+    from harness.foundation.outputs import writing
+
+    quiet_transformers()
+    config, claim = check(args)
     # a write that fails is one line, and a folder this run made goes with it (its files
     # are written at the end, all of them or none)
     with writing(config.output, discard=True), claim:

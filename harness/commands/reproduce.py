@@ -5,7 +5,7 @@ sweep and its controls for a trained model, written up as OUT/report.md.
     attentionspan reproduce --quick --output runs/quick     # trains tiny models first (CPU)
     attentionspan reproduce --pretrained smollm2-135m-instruct --tasks reversal --output runs/smol
     python -m harness.commands.reproduce --model runs/rev/final --config reversal --output OUT
-    accelerate launch -m harness.commands.reproduce --model ... --output OUT   # sharded
+    attentionspan launch --multi_gpu --num_processes 2 reproduce --model ... --output OUT
 
 Run it again with the same options to resume: finished stages (OUT/stages/*.json) are
 reused. The pipeline is `harness.pipeline.reproduce`.
@@ -48,8 +48,8 @@ def add_parser(subparsers) -> None:
         help="the paper's analysis end to end: accuracy, attention, heads, interventions",
         description="ID/OOD accuracy, attention on reference tokens (Table 2), head ranking "
         "(Appendix G), the intervention sweep chosen on validation and reported on test with "
-        "controls, written to OUT/report.md. Resumable. Also: accelerate launch -m "
-        "harness.commands.reproduce ...",
+        "controls, written to OUT/report.md. Resumable. Also: attentionspan launch "
+        "[launcher options] reproduce ...",
     )
     add_arguments(parser)
     parser.set_defaults(func=run_command)
@@ -105,16 +105,14 @@ def _refuse_ignored(given) -> None:
         )
 
 
-def run_command(args) -> int:
-    from harness.pipeline.reproduce import reproduce
-    from harness.report.report_md import pipeline_writers
-
-    quiet_transformers()
-    config = config_from_args(args)
+def check(args):
+    """What reproduce refuses before any work, writing nothing (`attentionspan launch` runs
+    it before it starts processes): the config and the claim on --output."""
     from harness.foundation.models import check_head_counts, resolve_model
-    from harness.foundation.outputs import check_output_folder, writing
+    from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
 
+    config = config_from_args(args)
     if config.model:
         resolve_model(config.model)  # a missing folder: one line, before any work
     if not config.pretrained:  # --pretrained: checked once its model is there (fetched)
@@ -122,6 +120,16 @@ def run_command(args) -> int:
     check_output_folder("--output", config.output)  # read-only, full: before any work
     # another command's folder, a user's files: refused here (its own: a rerun resumes)
     claim = claim_output("--output", config.output, "reproduce", overwrite=args.overwrite)
+    return config, claim
+
+
+def run_command(args) -> int:
+    from harness.foundation.outputs import writing
+    from harness.pipeline.reproduce import reproduce
+    from harness.report.report_md import pipeline_writers
+
+    quiet_transformers()
+    config, claim = check(args)
     # a write that fails is one line (the finished stages stay: a rerun resumes); SIGTERM
     # removes the temporary file of the figure or stage being written
     with writing(config.output), claim:

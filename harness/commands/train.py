@@ -2,7 +2,7 @@
 
     attentionspan train --model scratch --config reversal_id --output runs/rev --lr 1e-3
     attentionspan train --output runs/rev --resume          # after an interruption
-    accelerate launch --multi_gpu --num_processes 2 -m harness.commands.train --model scratch ...
+    attentionspan launch --multi_gpu --num_processes 2 train --model scratch ...
 
 One flag per field of `harness.training.train.TrainConfig` (and of `ScratchConfig`, prefixed
 `--scratch-`), each declared with its help on the field (`harness.foundation.options.cli`), the
@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from attentionspan_datasets.guard import main_process
 from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
@@ -66,7 +67,7 @@ def add_parser(subparsers) -> None:
         "train",
         help="train a model on a task, one token per character",
         description="Train (or fine-tune) a causal LM on a task preset with AdamW; defaults "
-        "are the paper's. Also: accelerate launch -m harness.commands.train ...",
+        "are the paper's. Also: attentionspan launch [launcher options] train ...",
     )
     add_arguments(parser)
     parser.set_defaults(func=run_command)
@@ -87,13 +88,13 @@ def config_from_args(args):
     return TrainConfig(**values)
 
 
-def run_command(args) -> int:
-    from harness.foundation.outputs import check_output_folder, writing
+def check(args):
+    """What train refuses before any work, writing nothing (`attentionspan launch` runs it
+    before it starts processes): the config and the claim on --output."""
+    from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
     from harness.foundation.runs import check_not_in_use
-    from harness.training.train import flat_options, train
 
-    quiet_transformers()
     config = config_from_args(args)
     check_output_folder("'output'", config.output)  # read-only, full: before the claim
     check_not_in_use(config.output)  # a run going on there: said as such
@@ -101,6 +102,15 @@ def run_command(args) -> int:
     claim = claim_output(
         "--output", config.output, "train", resume=args.resume, overwrite=args.overwrite
     )
+    return config, claim
+
+
+def run_command(args) -> int:
+    from harness.foundation.outputs import writing
+    from harness.training.train import flat_options, train
+
+    quiet_transformers()
+    config, claim = check(args)
     requested = None
     if args.resume and hasattr(args, "argv"):
         given = explicit_options(add_arguments, args.argv)
@@ -111,7 +121,8 @@ def run_command(args) -> int:
         final = train(
             config, resume=args.resume, progress=not args.no_progress, requested=requested
         )
-    print(final)
+    if main_process():  # every process of a launch returns the folder: it is said once
+        print(final)
     return 0
 
 
