@@ -637,6 +637,8 @@ class TaskRun:
 
         chosen = self.results["sweep"]["chosen"]
         settings = self.base_settings() | {"n": VIEWER_NUM, "chosen": chosen}
+        if self.cfg.num_test < VIEWER_NUM:  # it shows fewer: another --num-test shows others
+            settings["num_test"] = self.cfg.num_test
 
         def compute():
             self.load()
@@ -1023,7 +1025,7 @@ def cpu_totals(
     if trains:
         out = {"fine_tune": (fine_tune or {}).get("cpu_s"), **steps}
     parts = list(out.values())
-    out["total"] = None if None in parts else round(sum(parts), 3)
+    out["total"] = None if None in parts else round(float(sum(parts)), 3)
     return out
 
 

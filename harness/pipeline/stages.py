@@ -116,4 +116,4 @@ class Stages:
     def cpu_of(self, names: list[str]) -> float | None:
         """The CPU seconds of these stages together (None when any has none recorded)."""
         values = [self.cpu.get(name) for name in names]
-        return None if any(v is None for v in values) else round(sum(values), 3)
+        return None if any(v is None for v in values) else round(float(sum(values)), 3)
