@@ -31,7 +31,12 @@ finishes (a rerun with the same settings skips it; scoring is saved per setting 
    instance over the baseline (its scoring files);
 9. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
-`OUT/settings.json`.
+`OUT/settings.json`. Where another offset's top heads weigh within OFFSET_MARGIN of the
+largest (a near tie, `harness.attention.heads.second_lookup`), stages 3 and 5-8 run again at
+that second candidate lookup, in stage files of their own (`<task>-lookup+1-heads`, ...),
+and `results["lookups"]` holds both judgements (the first is the run's own, unchanged).
+Every step's CPU seconds, as measured when its stage files were computed, are in
+`results["cpu_s"]` (the fine-tune's too, `<task>-fine-tune`).
 
 With --quick each task's model is trained first from scratch into `OUT/models/<task>/`, with
 --pretrained the given model is fine-tuned there (one function, `task_model`, from the task's

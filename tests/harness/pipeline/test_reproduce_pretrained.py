@@ -277,3 +277,7 @@ def test_reproduce_pretrained_end_to_end(tmp_path, pretrained, tiny_recipe, caps
     assert tiny_recipe == []  # reused, not trained again
     assert f"model for reversal: reusing {final}" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in (out / "stages").iterdir()} == stages
+    # the fine-tune's CPU time, measured when it trained, read back when it is reused
+    again = json.loads((out / "reversal" / "results.json").read_text())
+    assert again["cpu_s"]["fine_tune"] == results["cpu_s"]["fine_tune"] > 0
+    assert again["cpu_s"]["total"] == results["cpu_s"]["total"]
