@@ -6,12 +6,18 @@
     text = render_table(REPO / "docs")          # from every digest of a --pretrained run
     write_table(REPO / "docs" / "results.md")   # replace the block between its markers
 
-One row per model, task and seed run (a digest whose meta names a `model`: a pretrained
-model fine-tuned by `reproduce --pretrained`): ID and OOD accuracy, the Table 2 difference
-(correct minus wrong tokens' attention on the reference, free-running, with its 95% interval
-over instances), the calibrated verdict and the numbers it rests on. Beside it the paper's
-values for its fine-tuned models (typed from the paper, v2 Tables 1 and 2), and a count of
-the verdicts. A test renders it from the committed digests and compares it with the doc.
+Two tables, one row per model, task and seed run (a digest whose meta names a `model`: a
+pretrained model fine-tuned by `reproduce --pretrained`). The first: ID and OOD accuracy and
+the Table 2 difference (correct minus wrong tokens' attention on the reference,
+free-running, with its 95% interval over instances). The second: what the calibrated
+verdict read: the offset where the lookup was read (a near tie: both candidate lookups, the
+second in a row of its own), which errors the diagnosis read, the verdict with its shares
+(a mixed failure's kinds each with its reading), the dose (N, C), the controls at that dose
+(`results_doc.controls_at_dose`) and the share of wrong OOD answers the push repairs
+free-running. A round-1 digest lacks most of these fields: its cells say "predates round
+2", never a guess. Beside them the paper's values for its fine-tuned models (typed from the
+paper, v2 Tables 1 and 2), and a count of the verdicts. A test renders the block from the
+committed digests and compares it with the doc.
 """
 
 from __future__ import annotations
