@@ -261,6 +261,42 @@ def lookup_offset(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[str, Any]
     }
 
 
+def second_lookup(
+    ranking: HeadRanking, chosen: int, n: int = OFFSET_HEADS
+) -> dict[str, Any] | None:
+    """The second candidate lookup of a near tie, or None. The offsets *near-tied* are those
+    whose top-n heads' ID mass (`offset_masses`) is within OFFSET_MARGIN of the largest one
+    (largest <= (1 + OFFSET_MARGIN) x theirs, and above 0); at most two lookups are judged:
+    `chosen` (`lookup_offset`'s offset, the first) and the near-tied offset other than it
+    with the largest mass (on a tie the nearest the reference, then the smaller). None when
+    no other offset is near-tied (one lookup). SmolLM2 fine-tuned on reversal: 0.436 at
+    the reference (chosen, by the margin) and 0.455 at ref+1: ref+1 is the second."""
+    masses = offset_masses(ranking, n)
+    best = max(masses.values(), default=0.0)
+    if best <= 0:
+        return None
+    tied = [
+        k for k, v in masses.items() if k != chosen and v > 0 and best <= (1 + OFFSET_MARGIN) * v
+    ]
+    if not tied:
+        return None
+    k = max(tied, key=lambda j: (round(masses[j], 12), -abs(j), -j))
+    where = "the reference" if chosen == 0 else f"ref{chosen:+d}"
+    here = "the reference" if k == 0 else f"ref{k:+d}"
+    return {
+        "offset": k,
+        "mass": masses[k],
+        "masses": {f"{j:+d}" if j else "0": v for j, v in masses.items()},
+        "heads": n,
+        "found": True,
+        "candidate": 2,
+        "text": (
+            f"two candidate lookups: {where} (ID mass {masses.get(chosen, 0):.2f}) and {here} "
+            f"({masses[k]:.2f}), both within {OFFSET_MARGIN:.0%} of the largest: both are judged"
+        ),
+    }
+
+
 def offset_text(offset: int, masses: dict[int, float], how: str = "") -> str:
     """ "the lookup reads ref+1: ID mass 0.81, at the reference 0.17" (`how`, e.g. "(--shift)",
     follows the offset)."""

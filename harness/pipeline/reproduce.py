@@ -31,7 +31,12 @@ finishes (a rerun with the same settings skips it; scoring is saved per setting 
    instance over the baseline (its scoring files);
 9. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
-`OUT/settings.json`.
+`OUT/settings.json`. Where another offset's top heads weigh within OFFSET_MARGIN of the
+largest (a near tie, `harness.attention.heads.second_lookup`), stages 3 and 5-8 run again at
+that second candidate lookup, in stage files of their own (`<task>-lookup+1-heads`, ...),
+and `results["lookups"]` holds both judgements (the first is the run's own, unchanged).
+Every step's CPU seconds, as measured when its stage files were computed, are in
+`results["cpu_s"]` (the fine-tune's too, `<task>-fine-tune`).
 
 With --quick each task's model is trained first from scratch into `OUT/models/<task>/`, with
 --pretrained the given model is fine-tuned there (one function, `task_model`, from the task's
@@ -131,6 +136,13 @@ class TaskRun:
         self.ood = cfg.ood_for(task)
         self.dir = out / (label or task_short_name(task))
         self.stages = Stages(out, log=self.log, write=procs.main)
+        # a second candidate lookup (`lookup_view`) names its own stages from `stage_label`
+        # (the baseline's scoring stays the task's), ranks at `offset` and loads the model
+        # through `parent`; the run's own lookup: the label, the offset found, no parent
+        self.stage_label = self.label
+        self.candidate: dict[str, Any] | None = None
+        self.parent: TaskRun | None = None
+        self.cpu_counted: set[str] = set()  # stage files whose CPU time a step already holds
         self.model = self.tokenizer = self.prompt = None
         self.results: dict[str, Any] = {
             "task": self.label,
@@ -146,6 +158,10 @@ class TaskRun:
 
     # the model and its prompt layout, loaded on first use (a fully cached run needs neither)
     def load(self):
+        if self.parent is not None:  # a second candidate lookup: the run's model
+            self.model = self.parent.load()
+            self.tokenizer, self.prompt = self.parent.tokenizer, self.parent.prompt
+            return self.model
         if self.model is None:
             from harness.foundation.dispatch import Placement, check_capture_placement, place_model
             from harness.foundation.models import load_model
@@ -214,6 +230,7 @@ class TaskRun:
             else:
                 todo.append(setting)
         if todo:
+            cpu_start = time.process_time()
             self.load()
             instances = self.instances(stream)
             bar = tqdm(
@@ -234,14 +251,18 @@ class TaskRun:
             )
             bar.close()
             records = self.procs.gather(records)
+            # settings scored together share their forwards: each gets an equal part
+            cpu = (time.process_time() - cpu_start) / len(todo)
             for setting in todo:
                 rows = records[setting.name]
-                self.stages.save(self.stage_name(stream, setting), settings_of(setting), rows)
+                name = self.stage_name(stream, setting)
+                self.stages.save(name, settings_of(setting), rows, cpu_s=cpu)
                 out[setting.name] = rows
         return out
 
     def stage_name(self, stream: str, setting) -> str:
-        return f"{self.label}-sweep-{stream}-{setting.name}"
+        label = self.label if setting.is_baseline else self.stage_label
+        return f"{label}-sweep-{stream}-{setting.name}"
 
     def run_eval(self) -> dict[str, Any]:
         from attentionspan_datasets.metrics import ALL_METRICS
@@ -288,12 +309,14 @@ class TaskRun:
         (`harness.attention.heads.rank_lookup`: the offset profile's largest top-heads ID
         mass, unless --shift gives one); the offset found lands in `self.shift`, which every
         later stage reads, and in the ranking's source ("lookup_offset")."""
-        from harness.attention.heads import HeadRanking, rank_lookup
+        from harness.attention.heads import HeadRanking, offset_text, rank_lookup
 
+        candidate = self.candidate  # a second candidate lookup: ranked at its offset
+        shift = self.cfg.shift if candidate is None else candidate["offset"]
         settings = self.base_settings() | {
             "n": self.cfg.num_heads,
             "threshold": self.cfg.head_threshold,
-            "shift": self.cfg.shift,
+            "shift": shift,
         }
 
         def compute():
@@ -311,7 +334,7 @@ class TaskRun:
                 self.tokenizer,
                 instances,
                 self.prompt,
-                shift=self.cfg.shift,
+                shift=shift,
                 threshold=self.cfg.head_threshold,
                 batch_size=self.cfg.batch_size,
                 source={
@@ -322,15 +345,20 @@ class TaskRun:
                     "indices": [0, self.cfg.num_heads],
                 },
             )
+            if candidate is not None:  # found as the second of a near tie, not given
+                masses = {int(k): v for k, v in candidate["masses"].items()}
+                how = "(the second candidate lookup)"
+                offset = {**candidate, "text": offset_text(shift, masses, how)}
             ranking.source["lookup_offset"] = offset
             ranking.source["lookup_heads"] = [list(h) for h in ranking.lookup()]
             return ranking.to_dict()
 
-        data = self.stages.run(f"{self.label}-heads", settings, compute)
+        data = self.stages.run(f"{self.stage_label}-heads", settings, compute)
         ranking = HeadRanking.from_dict(data)
         self.shift = int(ranking.source.get("shift", 0))
         if self.procs.main:
-            ranking.save(self.dir / "heads.json")
+            suffix = "" if candidate is None else f"-lookup{shift:+d}"
+            ranking.save(self.dir / f"heads{suffix}.json")
         self.results["heads_key"] = [list(x) for x in ranking.order]
         return ranking
 
@@ -369,26 +397,78 @@ class TaskRun:
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
+        step = self.timed
         self.log("evaluation (Table 1)")
-        self.results["eval"] = self.run_eval()
+        self.results["eval"] = step("eval", self.run_eval)
         self.log("attention on reference tokens (Table 2)")
-        self.results["attention"] = self.run_attention()
+        self.results["attention"] = step("attention", self.run_attention)
         self.log("head ranking")
-        ranking = self.run_heads()
+        ranking = step("heads", self.run_heads)
         self.results["heads"] = ranking.to_dict()
         self.log("sweep and controls")
-        self.results["sweep"] = self.run_sweep(ranking)
-        self.log("dose-response ladder (N and C chosen on validation; test)")
-        self.results["dose"] = self.run_dose(ranking)
-        self.log("where the model looks when it errs, and the calibrated verdict")
-        self.results["diagnosis"] = self.run_diagnosis(ranking)
-        self.results["verdict"] = self.calibrated_verdict()
-        self.results["at_dose"] = self.run_at_dose(ranking)
-        _note_repaired(self.results["verdict"], self.results["at_dose"])
+        self.results["sweep"] = step("sweep", self.run_sweep, ranking)
+        self.judge(ranking)
         self.log("attention.html (baseline beside the chosen setting)")
-        self.results["viewer"] = self.run_viewer(ranking)
+        self.results["viewer"] = step("viewer", self.run_viewer, ranking)
+        second = self.second_candidate(ranking)
+        if second is not None:
+            self.log(f"{second['text']}: judging ref{second['offset']:+d} too")
+            view = self.lookup_view(second)
+            other = view.timed("heads", view.run_heads)
+            view.results["heads"] = other.to_dict()
+            view.judge(other)
+            spent = list(view.results["cpu_s"].values())
+            self.results["cpu_s"]["second_lookup"] = None if None in spent else round(sum(spent), 3)
+            self.results["lookups"] = [
+                lookup_entry(self.results, self.label),
+                lookup_entry(view.results, view.stage_label, second["text"]),
+            ]
         self.results["seconds"] = round(time.perf_counter() - started, 1)
         return self.results
+
+    def judge(self, ranking) -> None:
+        """At the ranking's offset: the dose ladder, the diagnosis, the calibrated verdict
+        and its dose free-running, into `self.results`."""
+        step = self.timed
+        self.log("dose-response ladder (N and C chosen on validation; test)")
+        self.results["dose"] = step("dose", self.run_dose, ranking)
+        self.log("where the model looks when it errs, and the calibrated verdict")
+        self.results["diagnosis"] = step("diagnosis", self.run_diagnosis, ranking)
+        self.results["verdict"] = self.calibrated_verdict()
+        self.results["at_dose"] = step("at_dose", self.run_at_dose, ranking)
+        _note_repaired(self.results["verdict"], self.results["at_dose"])
+
+    def timed(self, name: str, compute: Callable[..., Any], *args) -> Any:
+        """`compute(*args)`, its CPU seconds (those of the stage files it made or reused:
+        `Stages.cpu`, as measured when each was computed) in `results["cpu_s"][name]`; a
+        file an earlier step already counted (the baseline's scoring) is not counted again."""
+        start = len(self.stages.touched)
+        out = compute(*args)
+        names = [n for n in self.stages.touched[start:] if n not in self.cpu_counted]
+        self.cpu_counted.update(names)
+        self.results.setdefault("cpu_s", {})[name] = self.stages.cpu_of(names)
+        return out
+
+    def second_candidate(self, ranking) -> dict[str, Any] | None:
+        """The second candidate lookup of a near tie (`heads.second_lookup`), or None: with
+        --shift (one lookup, the one given), or when no other offset is near-tied."""
+        from harness.attention.heads import second_lookup
+
+        if self.cfg.shift is not None or self.candidate is not None:
+            return None
+        return second_lookup(ranking, self.shift)
+
+    def lookup_view(self, candidate: dict[str, Any]) -> TaskRun:
+        """This run judged at a second candidate lookup: the same model, task, streams and
+        baseline scoring, its ranking, ladder, diagnosis, verdict and free-running dose in
+        stage files of their own (`<label>-lookup+1-heads`, ...), so the first lookup's
+        stages keep their names and settings."""
+        view = copy.copy(self)
+        view.candidate = candidate
+        view.parent = self
+        view.stage_label = f"{self.label}-lookup{candidate['offset']:+d}"
+        view.results = {k: self.results[k] for k in ("task", "model", "model_sha256", "ood")}
+        return view
 
     def ladder_counts(self, ranking) -> list[int]:
         """The head counts N the dose ladder chooses among: the grid's (`--counts`, or
@@ -446,7 +526,7 @@ class TaskRun:
                 )
             return out
 
-        return self.stages.run(f"{self.label}-diagnosis", settings, compute)
+        return self.stages.run(f"{self.stage_label}-diagnosis", settings, compute)
 
     def run_dose(self, ranking) -> dict[str, Any]:
         """The dose-response ladder (`harness.attention.dose`). On the OOD validation stream
@@ -504,7 +584,7 @@ class TaskRun:
                 "test": ladder(n, "test", "id"),
             }
 
-        return self.stages.run(f"{self.label}-dose", settings, compute)
+        return self.stages.run(f"{self.stage_label}-dose", settings, compute)
 
     def calibrated_verdict(self) -> dict[str, Any]:
         """The verdict read from the dose curves and the OOD errors' diagnosis
@@ -562,6 +642,8 @@ class TaskRun:
 
         chosen = self.results["sweep"]["chosen"]
         settings = self.base_settings() | {"n": VIEWER_NUM, "chosen": chosen}
+        if self.cfg.num_test < VIEWER_NUM:  # it shows fewer: another --num-test shows others
+            settings["num_test"] = self.cfg.num_test
 
         def compute():
             self.load()
@@ -599,6 +681,30 @@ class TaskRun:
             return {"file": str(path.relative_to(self.dir.parent)), "instances": len(instances)}
 
         return self.stages.run(f"{self.label}-viewer", settings, compute)
+
+
+def lookup_entry(results: dict[str, Any], stage: str, text: str = "") -> dict[str, Any]:
+    """One candidate lookup's judgement, as `results["lookups"]` lists them (the run's own
+    first): its offset and ID mass, where its stages are, its ranking's top heads, the
+    ladder's N, the diagnosis, the verdict and the dose free-running."""
+    source = (results.get("heads") or {}).get("source") or {}
+    found = source.get("lookup_offset") or {}
+    dose = results.get("dose") or {}
+    entry = {
+        "offset": int(source.get("shift", 0)),
+        "mass": found.get("mass"),
+        "stage": stage,
+        "heads": [list(h) for h in (results.get("heads") or {}).get("order", [])[:8]],
+        "n": dose.get("n"),
+        "verdict": results.get("verdict"),
+        "diagnosis": results.get("diagnosis"),
+        "at_dose": results.get("at_dose"),
+    }
+    if text:  # the second: the sentence naming both candidates, and its whole ladder
+        entry["text"] = text
+        entry["dose"] = dose
+        entry["cpu_s"] = results.get("cpu_s")
+    return entry
 
 
 def _note_repaired(verdict: dict[str, Any], at_dose: dict[str, Any] | None) -> None:
@@ -881,6 +987,53 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     return str(final)
 
 
+FINE_TUNE_STAGE = "fine-tune"  # OUT/stages/<task or seed run>-fine-tune.json: its CPU time
+
+
+def timed_task_model(
+    cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0, write: bool = True
+) -> tuple[str, dict[str, Any] | None]:
+    """`task_model`, and the CPU seconds (user + system, this process's) training it took:
+    measured when it trains or resumes here and kept in a stage file keyed by its train
+    options (`<task>-fine-tune`), read back when the model is reused; None when a reused
+    model was trained before they were recorded. A resumed model's time is this call's
+    only ("resumed": True)."""
+    from harness.foundation.runs import FINAL
+
+    folder = task_model_folder(out, task, run)
+    settings = task_train_config(cfg, task, folder, run).to_dict()
+    stages = Stages(out, write=write)
+    name = f"{seed_run_name(task, run)}-{FINE_TUNE_STAGE}"
+    saved = _saved_model(folder)
+    reused = (
+        saved is not None
+        and saved.name == FINAL
+        and task_model_mismatch(cfg, task, out, run) is None
+    )
+    start = time.process_time()
+    model_dir = task_model(cfg, task, out, log, run)
+    if reused:
+        return model_dir, stages.load(name, settings)
+    cpu = time.process_time() - start
+    record = {"cpu_s": round(cpu, 3), "steps": settings["max_steps"], "resumed": saved is not None}
+    stages.save(name, settings, record, cpu_s=cpu)
+    return model_dir, record
+
+
+def cpu_totals(
+    steps: dict[str, Any], fine_tune: dict[str, Any] | None, trains: bool
+) -> dict[str, Any]:
+    """A task run's CPU seconds per step (`TaskRun.timed`), first the training's where the
+    run trains its model (--quick, --pretrained; None when unknown), and their total (None
+    when any part is unknown)."""
+    out = dict(steps)
+    if trains:
+        out = {"fine_tune": (fine_tune or {}).get("cpu_s"), **steps}
+    parts = list(out.values())
+    out["total"] = None if None in parts else round(float(sum(parts)), 3)
+    return out
+
+
 # --- the run -------------------------------------------------------------------------------
 def _pretrained_for_run(cfg: ReproduceConfig, procs, log) -> dict[str, Any]:
     """--pretrained's model made ready for the run (fetched by the main process alone, if it
@@ -960,10 +1113,15 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
             if run:  # the same options on this run's data seed (its stages, its data)
                 run_cfg = copy.copy(cfg)
                 run_cfg.seed = data_seed
-            model_dir = cfg.model if cfg.model else task_model(cfg, task, out, log, run)
+            fine_tune = None
+            if cfg.model:
+                model_dir = cfg.model
+            else:
+                model_dir, fine_tune = timed_task_model(cfg, task, out, log, run, procs.main)
             label = None if run == 0 else seed_run_name(task, run)
             task_run = TaskRun(run_cfg, task, model_dir, out, procs, writers, label=label)
             results = task_run.run()
+            results["cpu_s"] = cpu_totals(results["cpu_s"], fine_tune, not cfg.model)
             if provenance is not None:
                 results["pretrained"] = provenance
             if cfg.seeds > 1:

@@ -174,7 +174,14 @@ def pooled_diagnosis(found: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         )
         for k in classes
     }
-    return {"instances": instances, "tokens": tokens, "shares": shares}
+    # which rows the shares read (`diagnosis.BASIS`); None for a diagnosis made before it
+    bases = {d.get("basis") for d in found}
+    return {
+        "instances": instances,
+        "tokens": tokens,
+        "shares": shares,
+        "basis": bases.pop() if len(bases) == 1 else None,
+    }
 
 
 def table2_row(result: Mapping[str, Any]) -> dict[str, Any]:

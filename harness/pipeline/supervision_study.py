@@ -357,7 +357,7 @@ class TaskStudy:
     def diagnosis(self, task_run: TaskRun, run: int, level: float | None) -> dict[str, Any]:
         """Where the supervised heads look on each wrong answer token (ID and OOD test),
         against their ID level in this arm's model."""
-        from harness.attention.diagnosis import where_errors_look
+        from harness.attention.diagnosis import BASIS, where_errors_look
         from harness.engine.scoring import Scorer
 
         heads = self.heads[run]["supervised"]
@@ -366,6 +366,9 @@ class TaskStudy:
             "heads": heads,
             "shift": self.cfg.shift,
             "level": level,
+            # which rows it reads: a kept run diagnosed under the older rule (every wrong
+            # row) is diagnosed again, and only that, under this one
+            "basis": BASIS,
         }
 
         def compute():

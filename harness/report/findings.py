@@ -179,12 +179,63 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
             f"**{verdict['verdict']}**: " + "; ".join(verdict["reasons"]) + "."
         )
     calibrated = task.get("verdict")
-    if calibrated:
+    lookups = task.get("lookups") or []
+    if calibrated and len(lookups) >= 2:
+        # a near tie: both candidate lookups judged, both verdicts said, none picked
+        out.append(f"{two_lookups_headline(task)}.")
+        for entry in lookups:
+            verdict = entry.get("verdict") or {}
+            out.append(
+                f"Calibrated verdict at {where(entry.get('offset'))} (dose-response and where "
+                f"the errors look): **{verdict.get('verdict', 'none')}**: "
+                + "; ".join(verdict.get("reasons") or [])
+                + "."
+            )
+    elif calibrated:
         out.append(
             f"Calibrated verdict (dose-response and where the errors look): "
             f"**{calibrated['verdict']}**: " + "; ".join(calibrated["reasons"]) + "."
         )
     return out
+
+
+def where(offset: int | None) -> str:
+    """ "the reference", "ref+1": where a lookup reads."""
+    return "the reference" if not offset else f"ref{int(offset):+d}"
+
+
+def lookup_verdicts(task: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """[(offset, calibrated verdict)] of each candidate lookup a near tie made the run judge
+    (the run's own first); [] when it judged one."""
+    lookups = task.get("lookups") or []
+    if len(lookups) < 2:
+        return []
+    # the first is the run's own lookup: its verdict is the run's where the entry has none
+    verdicts = [
+        e.get("verdict") or (task.get("verdict") if not i else None) for i, e in enumerate(lookups)
+    ]
+    return [
+        (int(e.get("offset") or 0), (v or {}).get("verdict") or "none")
+        for e, v in zip(lookups, verdicts)
+    ]
+
+
+def two_lookups_headline(task: Mapping[str, Any]) -> str:
+    """The headline of a run that judged two candidate lookups: both offsets with their ID
+    mass, and whether the verdicts agree (never one of them picked)."""
+    lookups = task["lookups"]
+    masses = " and ".join(
+        f"{where(e.get('offset'))} (ID mass {e['mass']:.2f})"
+        if e.get("mass") is not None
+        else where(e.get("offset"))
+        for e in lookups
+    )
+    judged = lookup_verdicts(task)
+    words = {v for _, v in judged}
+    if len(words) == 1:
+        return f"Two candidate lookups, {masses}: both read **{next(iter(words))}**"
+    said = ", ".join(f"**{v}** at {where(k)}" for k, v in judged)
+    return f"Two candidate lookups, {masses}: the verdicts differ: {said}"
 
 
 # --- seed runs (`reproduce --quick --seeds K`) ------------------------------------------------
@@ -206,7 +257,12 @@ def seed_groups(
 
 def verdict_name(task: Mapping[str, Any]) -> str:
     """The run's calibrated verdict (or, in a run made before it, the repair-or-pointer
-    verdict of the grid's chosen setting), or `none` where it has none."""
+    verdict of the grid's chosen setting), or `none` where it has none. Two candidate
+    lookups whose verdicts differ: both, each with its offset ("no lookup at the reference
+    / no attention effect at ref+1")."""
+    judged = lookup_verdicts(task)
+    if len({v for _, v in judged}) > 1:
+        return " / ".join(f"{v} at {where(k)}" for k, v in judged)
     verdict = task.get("verdict") or (task.get("sweep") or {}).get("verdict") or {}
     return verdict.get("verdict") or "none"
 

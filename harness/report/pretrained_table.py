@@ -6,12 +6,18 @@
     text = render_table(REPO / "docs")          # from every digest of a --pretrained run
     write_table(REPO / "docs" / "results.md")   # replace the block between its markers
 
-One row per model, task and seed run (a digest whose meta names a `model`: a pretrained
-model fine-tuned by `reproduce --pretrained`): ID and OOD accuracy, the Table 2 difference
-(correct minus wrong tokens' attention on the reference, free-running, with its 95% interval
-over instances), the calibrated verdict and the numbers it rests on. Beside it the paper's
-values for its fine-tuned models (typed from the paper, v2 Tables 1 and 2), and a count of
-the verdicts. A test renders it from the committed digests and compares it with the doc.
+Two tables, one row per model, task and seed run (a digest whose meta names a `model`: a
+pretrained model fine-tuned by `reproduce --pretrained`). The first: ID and OOD accuracy and
+the Table 2 difference (correct minus wrong tokens' attention on the reference,
+free-running, with its 95% interval over instances). The second: what the calibrated
+verdict read: the offset where the lookup was read (a near tie: both candidate lookups, the
+second in a row of its own), which errors the diagnosis read, the verdict with its shares
+(a mixed failure's kinds each with its reading), the dose (N, C), the controls at that dose
+(`results_doc.controls_at_dose`) and the share of wrong OOD answers the push repairs
+free-running. A round-1 digest lacks most of these fields: its cells say "predates round
+2", never a guess. Beside them the paper's values for its fine-tuned models (typed from the
+paper, v2 Tables 1 and 2), and a count of the verdicts. A test renders the block from the
+committed digests and compares it with the doc.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import rewrite_block
+from harness.report.findings import verdict_name, where
 from harness.report.results_summary import read_digests, role_scores
 
 BEGIN = (
@@ -83,45 +90,178 @@ def _points(gain: Mapping[str, Any] | None) -> str:
     return text
 
 
-def rests_on(verdict: Mapping[str, Any]) -> str:
-    """The numbers the calibrated verdict reads, in one cell: the dose, the reference push's
-    teacher-forced gain on OOD test, how often the shifted pushes are followed, the best
-    random draw's gain, and the largest kind of OOD error."""
+PREDATES = "predates round 2"  # a cell a round-1 digest has no field for (never guessed)
+
+
+def round_two(verdict: Mapping[str, Any]) -> bool:
+    """Whether a digest's verdict was made under the round-2 rule (first errors, the offset
+    found): its numbers say which errors the diagnosis read (`basis`)."""
+    return bool((verdict.get("numbers") or {}).get("basis"))
+
+
+def _kind(kind: str) -> str:
+    return kind.replace("_", " ")
+
+
+def offset_cell(task: Mapping[str, Any]) -> str:
+    """Where the analysis read the lookup and its top heads' ID mass ("ref+1 (0.81)"), with
+    "given" for --shift; with two candidate lookups both ("the reference (0.44); 2nd
+    candidate ref+1 (0.46)")."""
+    verdict = task.get("verdict") or {}
+    if not round_two(verdict):
+        return PREDATES
+    lookups = task.get("lookups") or []
+    if len(lookups) >= 2:
+        first, second = lookups[0], lookups[1]
+        return (
+            f"{where(first.get('offset'))} ({_fmt(first.get('mass'), 2)}); 2nd candidate "
+            f"{where(second.get('offset'))} ({_fmt(second.get('mass'), 2)})"
+        )
     numbers = verdict.get("numbers") or {}
-    parts = []
-    dose = numbers.get("dose") or {}
-    if dose.get("C") is not None:
-        thr = f", T {dose['threshold']:g}" if dose.get("threshold") else ""
-        parts.append(f"C {dose['C']:g}{thr}")
-    if numbers.get("reference_gain"):
-        parts.append(f"gain {_points(numbers['reference_gain'])}")
-    followed = numbers.get("followed") or {}
-    if followed:
-        shown = " / ".join(f"{k} {v:.2f}" for k, v in followed.items() if v is not None)
-        parts.append(f"followed {shown}")
-    if numbers.get("random_heads_max") is not None:
-        parts.append(f"random heads {100 * numbers['random_heads_max']:+.1f}")
-    errors = numbers.get("errors") or {}
-    if errors:
-        kind, share = max(errors.items(), key=lambda item: item[1] or 0)
-        parts.append(f"errors {share:.0%} {kind.replace('_', ' ')}")
-    return "; ".join(parts) or "-"
+    offset = numbers.get("offset") or {}
+    shift = offset.get("offset", numbers.get("shift"))
+    mass = f" ({_fmt(offset.get('mass'), 2)})" if offset.get("mass") is not None else ""
+    given = ", given" if offset and offset.get("found") is False else ""
+    return f"{where(shift)}{mass}{given}"
 
 
-def model_rows(digests: list[Mapping[str, Any]]) -> list[str]:
-    rows = []
+def basis_cell(verdict: Mapping[str, Any]) -> str:
+    """Which errors the diagnosis read, over how many instances."""
+    if not round_two(verdict):
+        return PREDATES
+    numbers = verdict.get("numbers") or {}
+    basis = numbers["basis"].replace("first wrong row of each instance", "first error per instance")
+    count = numbers.get("error_instances")
+    return f"{basis} ({count})" if count is not None else basis
+
+
+def verdict_cell(verdict: Mapping[str, Any]) -> str:
+    """The verdict with the shares it read: a mixed failure's kinds each with its share and
+    reading; otherwise the kinds named (a quarter of the instances or more), or the largest."""
+    word = verdict.get("verdict", "-")
+    numbers = verdict.get("numbers") or {}
+    if not round_two(verdict):
+        return f"{word} (round 1)"
+    mixed = numbers.get("mixed") or []
+    if mixed:
+        parts = [f"{_kind(m['kind'])} {m['share']:.2f}: {m['verdict']}" for m in mixed]
+        return f"{word}: {'; '.join(parts)}"
+    kinds = numbers.get("kinds") or {}
+    if not kinds:
+        errors = {k: v for k, v in (numbers.get("errors") or {}).items() if v is not None}
+        if errors:
+            top = max(errors, key=lambda k: errors[k])
+            kinds = {top: errors[top]}
+    shown = ", ".join(f"{_kind(k)} {v:.2f}" for k, v in kinds.items())
+    return f"{word} ({shown})" if shown else word
+
+
+def dose_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
+    """The chosen dose: N heads at C (and the threshold); "none gains" without a dose."""
+    controls = task.get("controls_at_dose") or {}
+    dose = (verdict.get("numbers") or {}).get("dose") or {}
+    n = controls.get("n")
+    if n is None and not round_two(verdict):
+        head = f"N {PREDATES}"
+    else:
+        head = f"N {n}" if n is not None else "N -"
+    if dose.get("C") is None:
+        return f"{head}; no dose gains"
+    thr = f", T {dose['threshold']:g}" if dose.get("threshold") else ""
+    return f"{head}, C {dose['C']:g}{thr}"
+
+
+def controls_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
+    """The controls at the chosen dose (OOD test, teacher-forced): the reference push's
+    gain; each shifted push's gain and following gain; the best random other heads' gain;
+    ID exact match baseline -> at the dose. Older digests: what their verdict numbers hold."""
+    numbers = verdict.get("numbers") or {}
+    controls = task.get("controls_at_dose")
+    if not controls:
+        # a digest made before the controls were kept: what its verdict's numbers hold (the
+        # shifted pushes' gains and ID at the dose are not among them)
+        parts = []
+        if numbers.get("reference_gain"):
+            parts.append(f"ref {_points(numbers['reference_gain'])}")
+        followed = {k: v for k, v in (numbers.get("followed") or {}).items() if v is not None}
+        if followed:
+            parts.append("followed " + " / ".join(f"ref{k} {v:+.2f}" for k, v in followed.items()))
+        if numbers.get("random_heads_max") is not None:
+            parts.append(f"random heads {100 * numbers['random_heads_max']:+.1f}")
+        return "; ".join(parts + [f"shifted gains, ID: {PREDATES}"]) if parts else PREDATES
+    if controls.get("C") is None:
+        return "no dose chosen"
+    parts = [f"ref {_points(controls.get('reference'))}"]
+    for k, push in (controls.get("pointers") or {}).items():
+        follow = push.get("following") or {}
+        followed = f"{follow['gain']:+.2f}" if follow.get("gain") is not None else "-"
+        gain = push.get("gain") or {}
+        shown = f"{100 * gain['gain']:+.1f}" if gain.get("gain") is not None else "-"
+        parts.append(f"ref{k} {shown}, followed {followed}")
+    drawn = controls.get("random_heads") or {}
+    if drawn.get("max") is not None:
+        parts.append(f"random heads {100 * drawn['max']:+.1f}")
+    elif controls.get("random_heads_available") == 0:
+        parts.append("no random heads (N = all)")
+    ident = controls.get("id") or {}
+    if ident.get("baseline") is not None and ident.get("at_dose") is not None:
+        parts.append(f"ID {ident['baseline']:.2f} -> {ident['at_dose']:.2f}")
+    return "; ".join(parts)
+
+
+def repaired_cell(verdict: Mapping[str, Any]) -> str:
+    """The share of wrong OOD test answers the push at the dose makes exact, free-running."""
+    numbers = verdict.get("numbers") or {}
+    repaired = numbers.get("repaired") or {}
+    if repaired.get("share") is not None:
+        return f"{repaired['repaired']} of {repaired['wrong']} ({repaired['share']:.2f})"
+    if not round_two(verdict):
+        return PREDATES
+    return "-" if numbers.get("dose") else "no dose"
+
+
+def _rows_of(digests: list[Mapping[str, Any]]):
+    """(model, task name, seed cell, task digest) per model, task and seed run."""
     for d in digests:
         model = d["meta"]["model"]
         for name, task in d["tasks"].items():
             run = task.get("seed_run") or {}
-            task_name = run.get("task") or name
             seed = f"{run.get('run', 0)} ({run['data_seed']})" if run else "0"
-            ident, ood = role_scores(task, "id"), role_scores(task, "ood")
-            verdict = task.get("verdict") or {}
+            yield model, run.get("task") or name, seed, task
+
+
+def model_rows(digests: list[Mapping[str, Any]]) -> list[str]:
+    """The accuracy table: ID and OOD exact match, Table 2's difference."""
+    rows = []
+    for model, task_name, seed, task in _rows_of(digests):
+        ident, ood = role_scores(task, "id"), role_scores(task, "ood")
+        rows.append(
+            f"| {model} | {task_name} | {seed} | {_fmt(ident.get('exact_match'))} | "
+            f"{_fmt(ood.get('exact_match'))} ({_fmt(ood.get('partial_acc'))}) | "
+            f"{table2_cell(task)} |"
+        )
+    return rows
+
+
+def verdict_rows(digests: list[Mapping[str, Any]]) -> list[str]:
+    """The verdict table: per model, task and seed run the offset read, the errors the
+    diagnosis read, the verdict with its shares, the dose, the controls at that dose and the
+    share repaired free-running; a second candidate lookup gets a row of its own under it."""
+    rows = []
+    for model, task_name, seed, task in _rows_of(digests):
+        lookups = task.get("lookups") or []
+        judged = [(task, task.get("verdict") or {})]
+        if len(lookups) >= 2:  # the second candidate: its own verdict and controls
+            judged.append((lookups[1], lookups[1].get("verdict") or {}))
+        for i, (source, verdict) in enumerate(judged):
+            head = f"| {model} | {task_name} | {seed} | "
+            if i:
+                head = f"| | | {seed}, 2nd lookup | "
+            offset = offset_cell(task) if not i else f"{where(source.get('offset'))} (2nd)"
             rows.append(
-                f"| {model} | {task_name} | {seed} | {_fmt(ident.get('exact_match'))} | "
-                f"{_fmt(ood.get('exact_match'))} ({_fmt(ood.get('partial_acc'))}) | "
-                f"{table2_cell(task)} | {verdict.get('verdict', '-')} | {rests_on(verdict)} |"
+                f"{head}{offset} | {basis_cell(verdict)} | {verdict_cell(verdict)} | "
+                f"{dose_cell(source, verdict)} | {controls_cell(source, verdict)} | "
+                f"{repaired_cell(verdict)} |"
             )
     return rows
 
@@ -139,19 +279,46 @@ def paper_rows() -> list[str]:
 
 def verdict_counts(digests: list[Mapping[str, Any]]) -> str:
     counts: dict[str, int] = {}
+    older = 0
     for d in digests:
         for task in d["tasks"].values():
-            v = (task.get("verdict") or {}).get("verdict", "none")
+            v = verdict_name(task) if task.get("verdict") else "none"
             counts[v] = counts.get(v, 0) + 1
+            older += not round_two(task.get("verdict") or {})
     total = sum(counts.values())
     listed = ", ".join(f"*{v}* {n}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     repairable = counts.get(REPAIRABLE, 0)
+    rounds = (
+        f" ({older} of them under the round-1 rule: every wrong row, the offset assumed)"
+        if older
+        else ""
+    )
     return (
         f"{total} fine-tuned model{'s' if total != 1 else ''} (model x task x seed run); "
-        f"calibrated verdicts: {listed}. "
+        f"calibrated verdicts{rounds}: {listed}. "
         f"{repairable} of {total} {'is' if repairable == 1 else 'are'} *{REPAIRABLE}*, the "
         "reading the paper's causal claim needs."
     )
+
+
+def instances_text(digests: list[Mapping[str, Any]]) -> str:
+    """ "32 test instances a model" (or "32-64 ..."), from the reference gain's pairs."""
+    counts = sorted(
+        {
+            n
+            for d in digests
+            for task in d["tasks"].values()
+            if (
+                n := (
+                    ((task.get("verdict") or {}).get("numbers") or {}).get("reference_gain") or {}
+                ).get("n")
+            )
+        }
+    )
+    if not counts:
+        return "test instances: see the digests"
+    span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return f"{span} test instances a model"
 
 
 def render_table(folder: Path) -> str:
@@ -164,9 +331,25 @@ def render_table(folder: Path) -> str:
         return "\n".join([*lines, "No --pretrained digest yet.", "", END])
     lines += [
         "| model | task | seed run (data seed) | ID exact | OOD exact (partial) | Table 2: "
-        "correct / wrong (difference [95% CI]) | calibrated verdict | what it rests on |",
-        "|---|---|---|---|---|---|---|---|",
+        "correct / wrong (difference [95% CI]) |",
+        "|---|---|---|---|---|---|",
         *model_rows(digests),
+        "",
+        textwrap.fill(
+            "What the calibrated verdict read, per model: where the lookup was read (the "
+            "offset and its top heads' ID mass; a near tie judges two candidate lookups, "
+            "the second in a row of its own), which errors the diagnosis read, the verdict "
+            "with the shares of its kinds, the dose (N heads, C), the controls at that dose "
+            "and the share of wrong OOD answers the push repairs free-running:",
+            width=92,
+            break_on_hyphens=False,
+        ),
+        "",
+        "| model | task | seed run | lookup read at (ID mass) | errors read (instances) | "
+        "calibrated verdict (shares) | dose | controls at the dose (OOD test, points) | "
+        "repaired free-running |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *verdict_rows(digests),
         "",
         textwrap.fill(verdict_counts(digests), width=92, break_on_hyphens=False),
         "",
@@ -185,12 +368,16 @@ def render_table(folder: Path) -> str:
         "",
         textwrap.fill(
             "Ours: OOD test stream (reversal 11-20 characters, addition 5-10 digits, successor "
-            "5-6 numbers from 100-900), 32 test instances a model; *gain*: the reference "
+            f"5-6 numbers from 100-900), {instances_text(digests)}; *ref*: the reference "
             "push's teacher-forced OOD gain at the chosen dose, points, bootstrap 95% "
-            "interval over instances; *followed*: how often the model writes what the task "
-            "gives on the text moved by k under the push at ref+k; *random heads*: the best "
-            "draw of as many heads outside the top N at the same dose; *errors*: the largest "
-            'kind of OOD error (docs/usage_analysis.md, "The calibrated verdict"). '
+            "interval over instances; *ref-3*, *ref+3*: the same push moved three keys, its "
+            "gain and how much more often the model then writes what the task gives on the "
+            "moved text (*followed*); *random heads*: the best draw of as many heads outside "
+            "the top N at the same dose; *ID*: ID teacher-forced exact match without and "
+            "with the push; *repaired*: wrong OOD test answers made exact by the push at "
+            "the dose, free-running; *predates round 2*: a digest made under the round-1 "
+            "rule, which read every wrong row and assumed the reference, has no such field "
+            '(docs/usage_analysis.md, "The calibrated verdict"). '
             f"Measured {', '.join(dates)}; the commands, machines and versions are in the "
             "digests.",
             width=92,

@@ -23,7 +23,14 @@ from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
 from harness.foundation.stats import format_gain, mean_interval
 from harness.foundation.stats import format_number as _n
-from harness.report.findings import findings_section, seed_agreement, seed_groups, verdict_name
+from harness.report.findings import (
+    findings_section,
+    seed_agreement,
+    seed_groups,
+    two_lookups_headline,
+    verdict_name,
+    where,
+)
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
 PAPER = (
@@ -511,6 +518,59 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
     return lines + _made_by(command, f"stage `{task['task']}-dose`")
 
 
+def lookups_section(task, command: str) -> list[str]:
+    """Where two offsets' top heads weigh within OFFSET_MARGIN of each other (a near tie,
+    `harness.attention.heads.second_lookup`), both lookups judged: one row each (offset, ID
+    mass, N, dose, errors, verdict, share repaired free-running), both verdicts' reasons."""
+    from harness.attention.heads import OFFSET_MARGIN
+
+    lookups = task.get("lookups") or []
+    if len(lookups) < 2:
+        return []
+    lines = [
+        f"{two_lookups_headline(task)} (their top heads' ID mass lies within "
+        f"{OFFSET_MARGIN:.0%} of the largest offset's: a near tie, so both are judged). The "
+        "first is the offset the sections above read (the reference when it is near-tied); "
+        "the second's "
+        "ranking, ladder, diagnosis, verdict and free-running dose have stage files of their "
+        f"own (`{lookups[1].get('stage')}-*`).",
+        "",
+        "| lookup | ID mass | N | dose C | OOD errors (first wrong row) | calibrated verdict | "
+        "wrong OOD answers repaired free-running |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for entry in lookups:
+        verdict = entry.get("verdict") or {}
+        numbers = verdict.get("numbers") or {}
+        dose = (numbers.get("dose") or {}).get("C")
+        errors = ", ".join(
+            f"{k.replace('_', ' ')} {v:.2f}" for k, v in (numbers.get("errors") or {}).items() if v
+        )
+        repaired = numbers.get("repaired") or {}
+        fixed = (
+            f"{repaired['repaired']} of {repaired['wrong']} ({repaired['share']:.2f})"
+            if repaired.get("share") is not None
+            else "-"
+        )
+        lines.append(
+            f"| {where(entry.get('offset'))} | {_n(entry.get('mass'))} | {entry.get('n', '-')} "
+            f"| {'-' if dose is None else f'{dose:g}'} | {errors or '-'} | "
+            f"**{verdict.get('verdict', '-')}** | {fixed} |"
+        )
+    lines.append("")
+    for entry in lookups:
+        verdict = entry.get("verdict") or {}
+        lines += [
+            f"At {where(entry.get('offset'))}: **{verdict.get('verdict', '-')}**: "
+            + "; ".join(verdict.get("reasons") or [])
+            + ".",
+            "",
+        ]
+    return lines + _made_by(
+        command, f"stages `{lookups[1].get('stage')}-heads`, `-dose`, `-diagnosis`"
+    )
+
+
 def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
     """One row per task: the chosen setting against the baseline and the random-head control."""
     lines = [
@@ -534,7 +594,7 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
             f"{_n(test[chosen]['partial_acc'])} | {format_gain(gains[chosen]['partial_acc'])} | "
             f"{', '.join(randoms) or '-'} | {_n(ident.get('baseline', {}).get('exact_match'))} "
             f"-> {_n(ident.get(chosen, {}).get('exact_match'))} | "
-            f"{(task.get('verdict') or {}).get('verdict', '-')} |"
+            f"{verdict_name(task) if task.get('verdict') else '-'} |"
         )
     return lines + [""]
 
@@ -674,6 +734,9 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         dose = dose_section(task, folder, command)
         if dose:  # runs made before the ladder existed have none
             lines += ["### Dose-response and the calibrated verdict", "", *dose]
+        lookups = lookups_section(task, command)
+        if lookups:  # a near tie: the second candidate lookup judged too
+            lines += ["### Two candidate lookups", "", *lookups]
         lines += ["### OOD accuracy by length (Figure 2 analog)", ""]
         lines += figure2(task, folder, command)
         saved = {k: v for k, v in task.items() if k not in ("attention",)}

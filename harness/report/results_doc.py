@@ -29,7 +29,7 @@ from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.metrics import METRICS
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
-from harness.report.findings import seed_agreement, seed_groups, task_findings
+from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
 from harness.report.results_summary import write_summary
 
 BEGIN = (
@@ -74,15 +74,17 @@ def digest(out: Path) -> dict[str, Any]:
         sweep = finished_sweep(result, path)
         test = _object(sweep.get("test"), f"{path}: 'sweep.test'")
         kept = set(test) & {"baseline", sweep.get("chosen_name")}
+        lookups = _lookups(result, path)
         tasks[name] = {
             "model_sha256": result.get("model_sha256"),
             "seed_run": result.get("seed_run"),  # --seeds: task, run, init and data seed
             # the calibrated verdict with the numbers it read (dose, gains, error shares)
             "verdict": result.get("verdict"),
-            "diagnosis": {
-                key: {k: _object(v, f"{path}: 'diagnosis.{key}'").get(k) for k in DIAGNOSIS}
-                for key, v in _object(result.get("diagnosis"), f"{path}: 'diagnosis'").items()
-            },
+            "diagnosis": _diagnosis(result.get("diagnosis"), f"{path}: 'diagnosis'"),
+            # the ladder's N and every control at the verdict's dose (the table's row)
+            "controls_at_dose": controls_at_dose(result.get("dose"), result.get("verdict")),
+            # CPU seconds per stage (user + system), as measured when each was computed
+            "cpu_s": result.get("cpu_s"),
             "eval": result.get("eval"),
             "ood": result.get("ood"),
             "attention": {"results": _attention(path.parent / "attention" / "attention.json")},
@@ -104,12 +106,93 @@ def digest(out: Path) -> dict[str, Any]:
                 "verdict": sweep.get("verdict"),
             },
         }
+        if lookups:  # a near tie: both candidate lookups' judgements
+            tasks[name]["lookups"] = lookups
     if not tasks:
         raise ValueError(f"{out} holds no <task>/results.json: is it a reproduce output folder?")
     return tasks
 
 
 DIAGNOSIS = ("instances", "tokens", "shares", "level")
+# fields a digest gained after some were committed: `check` compares them only where the
+# committed digest has them (a figure it never held is not a figure that moved); `cpu_s`
+# is how long a run took, never compared
+ADDED_FIELDS = ("controls_at_dose", "cpu_s", "lookups")
+UNCOMPARED = ("seed_run", "cpu_s")
+
+
+def _diagnosis(value: Any, where: str) -> dict[str, Any]:
+    return {
+        key: {k: _object(v, f"{where[:-1]}.{key}'").get(k) for k in DIAGNOSIS}
+        for key, v in _object(value, where).items()
+    }
+
+
+def controls_at_dose(dose: Any, verdict: Any) -> dict[str, Any] | None:
+    """The ladder's N, and at the calibrated verdict's dose on the OOD test curve the
+    reference push's gain, each shifted push's gain and following gain (and its rows), the
+    random other heads' draws (best, mean, how many) and ID teacher-forced exact match
+    against the baseline's; {"n", "C": None} when no dose was chosen; None when the run has
+    no ladder (made before it)."""
+    if not isinstance(dose, dict) or not isinstance(verdict, dict):
+        return None
+    chosen = (verdict.get("numbers") or {}).get("dose") or {}
+    out: dict[str, Any] = {"n": dose.get("n"), "C": chosen.get("C")}
+    if chosen.get("C") is None:
+        return out
+    test = dose.get("test") or {}
+    for entry in test.get("doses") or []:
+        if entry.get("strength") != chosen["C"] or entry.get("threshold") != chosen.get(
+            "threshold"
+        ):
+            continue
+        drawn = entry.get("random_heads") or {}
+        return out | {
+            "threshold": chosen.get("threshold"),
+            "reference": entry.get("reference"),
+            "pointers": {
+                k: {
+                    "gain": p.get("gain"),
+                    "following": ((p.get("following") or {}).get("gain")),
+                    "rows": (p.get("following") or {}).get("rows"),
+                }
+                for k, p in (entry.get("pointers") or {}).items()
+            },
+            "random_heads": {k: drawn.get(k) for k in ("max", "mean", "count")},
+            "random_heads_available": (test.get("random_draws") or {}).get("available"),
+            "id": {
+                "baseline": ((test.get("baseline") or {}).get("id") or {}).get("tf_exact"),
+                "at_dose": (entry.get("id") or {}).get("tf_exact"),
+            },
+        }
+    return out
+
+
+def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
+    """Each candidate lookup a near tie made the run judge (the run's own first): offset, ID
+    mass, stages, N, verdict, OOD diagnosis and controls at its dose; None with one."""
+    lookups = result.get("lookups")
+    if not isinstance(lookups, list) or len(lookups) < 2:
+        return None
+    out = []
+    for i, entry in enumerate(lookups):
+        entry = _object(entry, f"{path}: 'lookups[{i}]'")
+        dose = entry.get("dose") if i else result.get("dose")
+        out.append(
+            {
+                "offset": entry.get("offset"),
+                "mass": entry.get("mass"),
+                "stage": entry.get("stage"),
+                **({"text": entry["text"]} if entry.get("text") else {}),
+                "verdict": entry.get("verdict"),
+                "diagnosis": _diagnosis(
+                    entry.get("diagnosis"), f"{path}: 'lookups[{i}].diagnosis'"
+                ),
+                "controls_at_dose": controls_at_dose(dose, entry.get("verdict")),
+                **({"cpu_s": entry["cpu_s"]} if entry.get("cpu_s") else {}),
+            }
+        )
+    return out
 
 
 def read_json(path: Path, what: str = "") -> Any:
@@ -237,7 +320,8 @@ def render(
         lines.append(
             f"| {name} | {chosen} | {format_gain(sweep['test_gains'][chosen][metric])} | "
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
-            f"{verdict.get('verdict', '-')} | {(task.get('verdict') or {}).get('verdict', '-')} |"
+            f"{verdict.get('verdict', '-')} | "
+            f"{verdict_name(task) if task.get('verdict') else '-'} |"
         )
     lines += [
         "",
@@ -302,8 +386,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _figures(task: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in task.items() if k != "seed_run"}
+def _figures(task: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The figures `check` compares: not how the run was run or how long it took, and of
+    the fields added later (ADDED_FIELDS) only those the committed digest `saved` holds."""
+    return {
+        k: v
+        for k, v in task.items()
+        if k not in UNCOMPARED and (saved is None or k in saved or k not in ADDED_FIELDS)
+    }
 
 
 def moved_lines(moved: list[str], digest_file) -> list[str]:
@@ -334,7 +424,7 @@ def check(out: Path, digest_file: Path) -> list[str]:
     # which seed run of how many a task was is how it was run, not what it measured
     moved = differences(
         {name: _figures(task) for name, task in wanted.items()},
-        {name: _figures(tasks[name]) for name in wanted},
+        {name: _figures(tasks[name], wanted[name]) for name in wanted},
     )
     if not moved:
         return []

@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
+from harness.report.findings import verdict_name
 
 BEGIN = (
     "<!-- results-summary: generated from docs/quick-run*.json by "
@@ -80,7 +81,8 @@ def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, l
     for task, results in runs.items():
         ids = [x for x in (_exact(r, "id") for r in results) if x is not None]
         oods = [x for x in (_exact(r, "ood") for r in results) if x is not None]
-        called = [(r.get("verdict") or {}).get("verdict") for r in results]
+        # two candidate lookups whose verdicts differ: both, each with its offset
+        called = [verdict_name(r) if r.get("verdict") else None for r in results]
         models = f"{len(results)} model{'s' if len(results) > 1 else ''}"
         learnt = f"ID exact {_span(ids)}, OOD exact {_span(oods)}" if ids and oods else ""
         if all(called):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from harness.attention.verdicts.vocabulary import NOT_BOTTLENECK
 from harness.foundation.stats import format_gain, format_number
 from harness.report import blocks
 from harness.report.results_doc import check_output, read_json, run_versions
@@ -46,9 +47,11 @@ def task_digest(results: dict[str, Any], path: Path) -> dict[str, Any]:
         )
     metric = results["metric"]
     arms = {}
+    bases = set()
     for name, arm in results["arms"].items():
         gain = results["gains"]["ood"].get(name, {}).get(metric)
         diagnosis = results["diagnosis"][name]["ood"]
+        bases.add(diagnosis.get("basis"))
         arms[name] = {
             "role": arm["role"],
             "weight": arm["weight"],
@@ -64,6 +67,9 @@ def task_digest(results: dict[str, Any], path: Path) -> dict[str, Any]:
         }
     return {
         "metric": metric,
+        # which wrong rows the diagnosis read ("first wrong row of each instance"); None:
+        # a study made before the round-2 rule, which read every wrong row
+        "basis": bases.pop() if len(bases) == 1 else None,
         "chosen": results["chosen"],
         "seeds": len(results["seeds"]),
         "verdict": results["verdict"],
@@ -89,6 +95,25 @@ def digest(out: Path) -> dict[str, Any]:
 
 def _mean(value: dict[str, Any] | None) -> str:
     return format_number(value.get("mean")) if value else "n/a"
+
+
+def basis_line(found: dict[str, Any]) -> str:
+    """Which wrong rows *errors on reference* read, from the digest's own `basis`; a digest
+    without one predates the round-2 rule and says so (its runs are not kept to re-read)."""
+    basis = found.get("basis")
+    if basis:
+        return (
+            f"*Errors on reference* (the diagnosis read the {basis}): the share of wrong OOD "
+            "instances on which the supervised heads looked at the reference as much as in "
+            "distribution."
+        )
+    return (
+        "*Errors on reference* predates the round-2 diagnosis rule: it reads every wrong row "
+        "of an instance (an instance counts once, the mean of its rows), later rows reading "
+        "the model's own wrong characters, not each instance's first error; this digest "
+        f"records no basis, so a *{NOT_BOTTLENECK}* verdict, which reads it, rests on the "
+        "older rule until the study is run again."
+    )
 
 
 def render(data: dict[str, Any], name: str) -> str:
@@ -130,6 +155,7 @@ def render(data: dict[str, Any], name: str) -> str:
             )
         versus = "; ".join(f"{k} {format_gain(v)}" for k, v in found["versus_controls"].items())
         lines += ["", f"{found['chosen']} minus each control (points): {versus}.", ""]
+        lines += [basis_line(found), ""]
     lines += [
         f"Gains in points, 95% intervals over seeds and instances (paired per instance within "
         f"a seed run, instances resampled within each seed); the digest is "

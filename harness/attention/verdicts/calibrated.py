@@ -13,7 +13,9 @@ a lookup between two heads, rank a decoy first, read ref+1, fail in two ways at 
 
 0. The lookup is read where it reads (`harness.attention.heads.rank_lookup`: the offset of
    the ranking's profile where the top heads weigh most, unless --shift gives one); the
-   ladder, the diagnosis and this verdict all use that offset.
+   ladder, the diagnosis and this verdict all use that offset. Where another offset's top
+   heads weigh within OFFSET_MARGIN of the largest (a near tie, `heads.second_lookup`), the
+   pipeline reads this verdict at both offsets and reports both; it never picks one.
 1. How many of the ranked heads are pushed (N) is chosen on OOD validation, from the ladder
    of every N the grid sweeps (`choose_count`): the N whose best dose gains the most; counts
    whose gain lies inside the best one's interval tie with it, and a tie goes to the

@@ -161,6 +161,41 @@ def test_the_offset_is_where_the_top_heads_weigh_most_and_the_reference_wins_nea
     )
 
 
+def test_a_near_tie_gives_a_second_candidate_lookup_and_only_one():
+    """Offsets whose top heads' ID mass is within OFFSET_MARGIN (10%) of the largest are
+    near-tied; the chosen offset is judged first and the near-tied one with the largest mass
+    other than it second; at most two."""
+    from harness.attention.heads import lookup_offset, second_lookup
+
+    # SmolLM2 on reversal: the reference chosen by the margin, ref+1 the second candidate
+    near = profile_ranking({0: [0.436], 1: [0.455], 2: [0.26]})
+    assert lookup_offset(near, n=1)["offset"] == 0
+    second = second_lookup(near, 0, n=1)
+    assert second["offset"] == 1 and second["mass"] == pytest.approx(0.455)
+    assert second["text"] == (
+        "two candidate lookups: the reference (ID mass 0.44) and ref+1 (0.46), both within "
+        "10% of the largest: both are judged"
+    )
+    # three near-tied offsets: the chosen one and the heaviest other (ref-1 0.44 beats ref+2)
+    three = profile_ranking({-1: [0.44], 0: [0.45], 1: [0.47], 2: [0.43]})
+    assert lookup_offset(three, n=1)["offset"] == 0
+    assert second_lookup(three, 0, n=1)["offset"] == 1
+    # the best offset chosen away from the reference: the next within 10% of it is second
+    moved = profile_ranking({0: [0.1], 1: [0.5], 2: [0.47], -1: [0.44]})
+    assert lookup_offset(moved, n=1)["offset"] == 1
+    assert second_lookup(moved, 1, n=1)["offset"] == 2
+    # equal masses: the nearer the reference, then the smaller offset
+    assert second_lookup(profile_ranking({-1: [0.5], 0: [0.5], 1: [0.5]}), 0, n=1)["offset"] == -1
+    # exactly at the margin counts (0.55 <= 1.1 x 0.5); just past it does not
+    assert second_lookup(profile_ranking({0: [0.5], 1: [0.55]}), 0, n=1)["offset"] == 1
+    assert second_lookup(profile_ranking({0: [0.5], 1: [0.5501]}), 1, n=1) is None
+    # no near tie (the quick reversal model: 0.81 at ref+1, 0.17 at the reference): one lookup
+    clear = profile_ranking({-1: [0.1, 0.0], 0: [0.2, 0.14], 1: [0.9, 0.72], 2: [0.0, 0.1]})
+    assert second_lookup(clear, 1, n=2) is None
+    # no weight anywhere: nothing to judge twice
+    assert second_lookup(profile_ranking({0: [0.0], 1: [0.0]}), 0, n=1) is None
+
+
 def test_lookup_heads_are_those_with_half_the_top_heads_weight_at_the_offset():
     ranking = profile_ranking({0: [0.9, 0.5, 0.44, 0.0]})
     assert ranking.lookup() == [(0, 0), (0, 1)]

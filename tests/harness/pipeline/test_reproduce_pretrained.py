@@ -124,6 +124,10 @@ def test_pretrained_sizes_and_exclusive_options(tmp_path, pretrained, capsys):
         if name != "num_test":
             assert getattr(cfg, name) == value, name
     assert cfg.num_test == 5  # given explicitly: wins
+    # issue 45's sizes: 64 test and 64 validation instances a model; --quick's unchanged
+    sizes, quick = settings.PRETRAINED_SIZES, settings.QUICK_SIZES
+    assert (sizes["num_test"], sizes["num_validation"]) == (64, 64)
+    assert (quick["num_test"], quick["num_validation"]) == (64, 48)
     assert cfg.task_list == ["reversal"] and cfg.trains_models
     assert cfg.ood_for("reversal") == {"max_length": 20}  # the quick OOD stream
     # --pretrained with --quick or --model: one line naming both
@@ -273,3 +277,7 @@ def test_reproduce_pretrained_end_to_end(tmp_path, pretrained, tiny_recipe, caps
     assert tiny_recipe == []  # reused, not trained again
     assert f"model for reversal: reusing {final}" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in (out / "stages").iterdir()} == stages
+    # the fine-tune's CPU time, measured when it trained, read back when it is reused
+    again = json.loads((out / "reversal" / "results.json").read_text())
+    assert again["cpu_s"]["fine_tune"] == results["cpu_s"]["fine_tune"] > 0
+    assert again["cpu_s"]["total"] == results["cpu_s"]["total"]

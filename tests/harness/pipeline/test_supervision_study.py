@@ -314,6 +314,26 @@ def test_pooled_mean_averages_seed_means_and_resamples_within_seeds():
     assert pooled_mean([[0.1, 0.9]] * 2, seed=3) == pooled_mean([[0.1, 0.9]] * 2, seed=3)
 
 
+def test_pooled_diagnosis_keeps_which_rows_it_read():
+    """Shares pooled over seeds weighted by instances, and the basis the seeds share (None
+    when they differ or predate it: a digest then says its diagnosis predates the rule)."""
+    from harness.pipeline.supervision_stats import pooled_diagnosis
+
+    first = "first wrong row of each instance"
+    found = [
+        {"instances": 1, "tokens": 1, "shares": {"on_reference": 1.0}, "basis": first},
+        {"instances": 3, "tokens": 3, "shares": {"on_reference": 0.0}, "basis": first},
+    ]
+    assert pooled_diagnosis(found) == {
+        "instances": 4,
+        "tokens": 4,
+        "shares": {"on_reference": 0.25},
+        "basis": first,
+    }
+    del found[1]["basis"]
+    assert pooled_diagnosis(found)["basis"] is None
+
+
 def test_the_study_hands_its_summary_to_the_verdict_as_plain_values():
     """`verdict_of` picks the chosen arm's numbers out of `summarise`'s figures."""
     from harness.attention.verdicts.supervision import study_verdict

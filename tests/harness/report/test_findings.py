@@ -189,3 +189,41 @@ def test_restore_that_breaks_the_in_distribution_task_is_said_to_say_little():
     assert "Restore is not neutral in distribution (top4-restore: ID exact 1.000 -> 0.234)" in text
     t["sweep"]["id"]["top4-restore"] = {"exact_match": 0.98}  # within the tolerance: silent
     assert "Restore is not neutral" not in "\n".join(findings.task_findings("addition", t))
+
+
+def test_two_candidate_lookups_are_both_said_and_never_one_picked():
+    """A near tie judged at two offsets: the headline names both offsets with their ID
+    mass and says whether the verdicts agree; where they differ, every verdict name (seed
+    agreement, tables) carries both."""
+
+    def judged(first: str, second: str) -> dict:
+        out = task()
+        out["verdict"] = {"verdict": first, "reasons": ["a"], "numbers": {}}
+        out["lookups"] = [
+            {"offset": 0, "mass": 0.436, "verdict": out["verdict"]},
+            {"offset": 1, "mass": 0.455, "verdict": {"verdict": second, "reasons": ["b"]}},
+        ]
+        return out
+
+    differ = judged("no lookup", "no attention effect")
+    assert findings.two_lookups_headline(differ) == (
+        "Two candidate lookups, the reference (ID mass 0.44) and ref+1 (ID mass 0.46): the "
+        "verdicts differ: **no lookup** at the reference, **no attention effect** at ref+1"
+    )
+    assert findings.verdict_name(differ) == (
+        "no lookup at the reference / no attention effect at ref+1"
+    )
+    lines = findings.intervention_findings(differ)
+    assert lines[-3].startswith("Two candidate lookups, ")
+    assert lines[-2] == (
+        "Calibrated verdict at the reference (dose-response and where the errors look): "
+        "**no lookup**: a."
+    )
+    assert lines[-1].startswith("Calibrated verdict at ref+1 ") and lines[-1].endswith(": b.")
+    agree = judged("downstream", "downstream")
+    assert findings.two_lookups_headline(agree).endswith("both read **downstream**")
+    assert findings.verdict_name(agree) == "downstream"
+    # one lookup (no near tie): as before
+    one = task()
+    one["verdict"] = {"verdict": "downstream", "reasons": ["c"], "numbers": {}}
+    assert findings.lookup_verdicts(one) == [] and findings.verdict_name(one) == "downstream"

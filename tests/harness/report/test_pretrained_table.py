@@ -49,7 +49,7 @@ def _task(verdict="no lookup", run=None):
             "verdict": verdict,
             "numbers": {
                 "dose": {"C": 2.0, "threshold": None},
-                "reference_gain": {"gain": 0.69, "low": 0.5655, "high": 0.7935},
+                "reference_gain": {"gain": 0.69, "low": 0.5655, "high": 0.7935, "n": 32},
                 "followed": {"-3": 0.848, "+3": 0.711},
                 "random_heads_max": 0.139,
                 "errors": {"on_reference": 0.07, "diffuse": 0.80, "diluted": 0.13},
@@ -59,6 +59,8 @@ def _task(verdict="no lookup", run=None):
 
 
 def test_a_row_reads_its_numbers_from_the_digest(tmp_path):
+    """A round-1 digest (no basis, no offset, no controls kept): its rows say which cells
+    predate round 2 and show only what its verdict numbers hold."""
     run1 = {"task": "reversal", "run": 1, "init_seed": "pretrained", "data_seed": 1235}
     digest = {
         "meta": {"model": "smollm2-135m-instruct", "date": "2026-11-27", "command": "cmd"},
@@ -69,25 +71,133 @@ def test_a_row_reads_its_numbers_from_the_digest(tmp_path):
     (tmp_path / "quick-run.json").write_text(json.dumps(scratch))
     block = pretrained_table.render_table(tmp_path)
     rows = [line for line in block.splitlines() if line.startswith("| smollm2")]
-    rests = (
-        "C 2; gain +69.0 [+56.5, +79.3]; followed -3 0.85 / +3 0.71; random heads +13.9; "
-        "errors 80% diffuse"
-    )
     table2 = "0.0220 / 0.0240 (-0.0020 [-0.0090, +0.0060])"
+    old = "predates round 2"
+    controls = (
+        "ref +69.0 [+56.5, +79.3]; followed ref-3 +0.85 / ref+3 +0.71; random heads +13.9; "
+        f"shifted gains, ID: {old}"
+    )
     assert rows == [
-        f"| smollm2-135m-instruct | reversal | 0 | 0.969 | 0.094 (0.156) | {table2} | "
-        f"no lookup | {rests} |",
-        f"| smollm2-135m-instruct | reversal | 1 (1235) | 0.969 | 0.094 (0.156) | {table2} | "
-        f"inconclusive | {rests} |",
+        f"| smollm2-135m-instruct | reversal | 0 | 0.969 | 0.094 (0.156) | {table2} |",
+        f"| smollm2-135m-instruct | reversal | 1 (1235) | 0.969 | 0.094 (0.156) | {table2} |",
+        f"| smollm2-135m-instruct | reversal | 0 | {old} | {old} | no lookup (round 1) | "
+        f"N {old}, C 2 | {controls} | {old} |",
+        f"| smollm2-135m-instruct | reversal | 1 (1235) | {old} | {old} | inconclusive (round 1) "
+        f"| N {old}, C 2 | {controls} | {old} |",
     ]
     assert "downstream" not in block  # a scratch run is not a row
     words = " ".join(block.split())
-    assert "calibrated verdicts: *no lookup* 1, *inconclusive* 1. 0 of 2 are" in words
+    assert (
+        "calibrated verdicts (2 of them under the round-1 rule: every wrong row, the offset "
+        "assumed): *no lookup* 1, *inconclusive* 1. 0 of 2 are"
+    ) in words
     assert "| Llama-3.2-1B-Instruct | reversal | 0.958 | 0.538 (0.962) | 0.0455 / 0.0236 |" in block
     assert "Measured 2026-11-27" in block and "\ncmd\n" in block
+    assert "32 test instances a model" in words  # the reference gain's pairs
     # too few instances for an interval: "-"
     del digest["tasks"]["reversal"]["attention"]["results"]["reversal_ood"]["generate"]
     assert pretrained_table.table2_cell(digest["tasks"]["reversal"]) == "-"
+
+
+def _round_two(verdict="mixed failure", lookups=None):
+    """A round-2 task digest: first errors, the offset found, the controls at the dose."""
+    task = _task(verdict)
+    numbers = task["verdict"]["numbers"]
+    numbers |= {
+        "basis": "first wrong row of each instance",
+        "error_instances": 58,
+        "shift": 1,
+        "offset": {"offset": 1, "mass": 0.812, "found": True},
+        "kinds": {"diluted": 0.5, "diffuse": 0.3},
+        "mixed": [
+            {"kind": "diluted", "share": 0.5, "verdict": "nudge-repairable"},
+            {"kind": "diffuse", "share": 0.3, "verdict": "no lookup"},
+        ],
+        "repaired": {"wrong": 58, "repaired": 12, "share": 12 / 58},
+    }
+    task["controls_at_dose"] = {
+        "n": 2,
+        "C": 2.0,
+        "threshold": None,
+        "reference": {"gain": 0.5, "low": 0.4, "high": 0.6},
+        "pointers": {
+            "-3": {"gain": {"gain": 0.1}, "following": {"gain": 0.05}, "rows": 40},
+            "+3": {"gain": {"gain": -0.02}, "following": {"gain": 0.3}, "rows": 40},
+        },
+        "random_heads": {"max": 0.04, "mean": 0.01, "count": 2},
+        "random_heads_available": 10,
+        "id": {"baseline": 0.97, "at_dose": 0.95},
+    }
+    if lookups:
+        task["lookups"] = lookups
+    return task
+
+
+def test_a_round_two_row_names_offset_basis_shares_dose_controls_and_repair(tmp_path):
+    digest = {
+        "meta": {"model": "smollm2-135m-instruct", "date": "2026-11-28", "command": "c"},
+        "tasks": {"reversal": _round_two()},
+    }
+    (tmp_path / "quick-run-smollm2-reversal.json").write_text(json.dumps(digest))
+    block = pretrained_table.render_table(tmp_path)
+    (row,) = [line for line in block.splitlines() if "first error" in line]
+    assert row == (
+        "| smollm2-135m-instruct | reversal | 0 | ref+1 (0.81) | first error per instance "
+        "(58) | mixed failure: diluted 0.50: nudge-repairable; diffuse 0.30: no lookup | "
+        "N 2, C 2 | ref +50.0 [+40.0, +60.0]; ref-3 +10.0, followed +0.05; ref+3 -2.0, "
+        "followed +0.30; random heads +4.0; ID 0.97 -> 0.95 | 12 of 58 (0.21) |"
+    )
+    assert "of them under the round-1 rule" not in " ".join(block.split())
+    # one kind named: its share beside the verdict; a --shift offset says "given"
+    task = _round_two("downstream")
+    numbers = task["verdict"]["numbers"]
+    numbers |= {"mixed": [], "kinds": {"on_reference": 0.6}}
+    numbers["offset"] = {"offset": 0, "mass": 0.3, "found": False}
+    assert pretrained_table.verdict_cell(task["verdict"]) == "downstream (on reference 0.60)"
+    assert pretrained_table.offset_cell(task) == "the reference (0.30), given"
+    # no dose gains: said, and no controls to read
+    task["verdict"]["numbers"]["dose"] = None
+    task["controls_at_dose"] = {"n": 4, "C": None}
+    assert pretrained_table.dose_cell(task, task["verdict"]) == "N 4; no dose gains"
+    assert pretrained_table.controls_cell(task, task["verdict"]) == "no dose chosen"
+
+
+def test_two_candidate_lookups_get_two_rows_and_a_headline_naming_both(tmp_path):
+    second = {
+        "offset": 1,
+        "mass": 0.455,
+        "stage": "reversal-lookup+1",
+        "verdict": {
+            "verdict": "no attention effect",
+            "numbers": {
+                "basis": "first wrong row of each instance",
+                "error_instances": 58,
+                "kinds": {"diffuse": 0.9},
+                "dose": None,
+            },
+        },
+        "controls_at_dose": {"n": 4, "C": None},
+    }
+    task = _round_two("no lookup", lookups=[{"offset": 0, "mass": 0.436}, second])
+    task["verdict"]["numbers"] |= {"mixed": [], "kinds": {"diffuse": 0.86}}
+    digest = {
+        "meta": {"model": "smollm2-135m-instruct", "date": "2026-11-28", "command": "c"},
+        "tasks": {"reversal": task},
+    }
+    (tmp_path / "quick-run-smollm2-reversal.json").write_text(json.dumps(digest))
+    block = pretrained_table.render_table(tmp_path)
+    rows = [line for line in block.splitlines() if "first error" in line]
+    assert rows[0].startswith(
+        "| smollm2-135m-instruct | reversal | 0 | the reference (0.44); 2nd candidate ref+1 "
+        "(0.46) | first error per instance (58) | no lookup (diffuse 0.86) | N 2, C 2 |"
+    )
+    assert rows[1] == (
+        "| | | 0, 2nd lookup | ref+1 (2nd) | first error per instance (58) | no attention "
+        "effect (diffuse 0.90) | N 4; no dose gains | no dose chosen | no dose |"
+    )
+    # the count names both verdicts: never one picked silently
+    words = " ".join(block.split())
+    assert "*no lookup at the reference / no attention effect at ref+1* 1" in words
 
 
 def test_results_doc_writes_a_pretrained_run_into_the_table(tmp_path, capsys):

@@ -105,6 +105,113 @@ def test_digest_reads_a_reproduce_folder(tmp_path):
         results_doc.digest(tmp_path / "empty")
 
 
+def _ladder_run(out: Path) -> None:
+    """_write_run's task with a dose ladder, its calibrated verdict at C = 1, a second
+    candidate lookup and CPU seconds."""
+    gain = {"gain": 0.3, "low": 0.2, "high": 0.4, "n": 4}
+    entry = {
+        "strength": 1.0,
+        "threshold": None,
+        "reference": gain,
+        "pointers": {
+            "-3": {
+                "setting": "s",
+                "gain": {"gain": 0.1},
+                "following": {"gain": {"gain": 0.05}, "rows": 30},
+            },
+        },
+        "random_heads": {"draws": [], "count": 2, "mean": 0.01, "max": 0.02, "min": 0.0},
+        "id": {"tf_exact": 0.9},
+    }
+    dose = {
+        "n": 2,
+        "test": {
+            "doses": [dict(entry, strength=0.5), entry],
+            "baseline": {"id": {"tf_exact": 1.0}},
+            "random_draws": {"available": 6},
+        },
+    }
+    verdict = {
+        "verdict": "downstream",
+        "reasons": ["r"],
+        "numbers": {"dose": {"C": 1.0, "threshold": None}},
+    }
+    second = {"verdict": "no lookup", "reasons": ["s"], "numbers": {"dose": None}}
+    path = out / "reversal" / "results.json"
+    result = json.loads(path.read_text())
+    result |= {
+        "dose": dose,
+        "verdict": verdict,
+        "diagnosis": {
+            "reversal_ood": {
+                "instances": 3,
+                "tokens": 5,
+                "shares": {},
+                "level": 0.5,
+                "all_rows": {},
+            }
+        },
+        "cpu_s": {"eval": 1.5, "total": 1.5},
+        "lookups": [
+            {"offset": 0, "mass": 0.44, "stage": "reversal", "verdict": verdict, "diagnosis": {}},
+            {
+                "offset": 1,
+                "mass": 0.46,
+                "stage": "reversal-lookup+1",
+                "text": "two",
+                "verdict": second,
+                "diagnosis": {},
+                "dose": {"n": 4},
+                "cpu_s": {"heads": 0.5},
+            },
+        ],
+    }
+    path.write_text(json.dumps(result))
+
+
+def test_the_digest_keeps_the_controls_at_the_dose_the_lookups_and_the_cpu_time(tmp_path):
+    _write_run(tmp_path)
+    _ladder_run(tmp_path)
+    task = results_doc.digest(tmp_path)["reversal"]
+    assert task["controls_at_dose"] == {
+        "n": 2,
+        "C": 1.0,
+        "threshold": None,
+        "reference": {"gain": 0.3, "low": 0.2, "high": 0.4, "n": 4},
+        "pointers": {"-3": {"gain": {"gain": 0.1}, "following": {"gain": 0.05}, "rows": 30}},
+        "random_heads": {"max": 0.02, "mean": 0.01, "count": 2},
+        "random_heads_available": 6,
+        "id": {"baseline": 1.0, "at_dose": 0.9},
+    }
+    assert task["cpu_s"] == {"eval": 1.5, "total": 1.5}
+    assert "all_rows" not in task["diagnosis"]["reversal_ood"]
+    first, second = task["lookups"]
+    assert (first["offset"], first["mass"], first["controls_at_dose"]["C"]) == (0, 0.44, 1.0)
+    assert second["controls_at_dose"] == {"n": 4, "C": None}  # its own ladder: no dose
+    assert (second["text"], second["cpu_s"]) == ("two", {"heads": 0.5})
+    # a run without a ladder (made before it): None
+    assert results_doc.controls_at_dose(None, {"verdict": "x"}) is None
+
+
+def test_check_compares_only_the_fields_a_digest_holds_and_never_the_time(tmp_path, capsys):
+    """A digest committed before a field existed reproduces on the fields it has; how long
+    a run took (cpu_s) is never a figure that moved."""
+    run = tmp_path / "run"
+    _write_run(run)
+    _ladder_run(run)
+    digest_file = tmp_path / "old.json"
+    tasks = results_doc.digest(run)
+    older = {k: v for k, v in tasks["reversal"].items() if k not in results_doc.ADDED_FIELDS}
+    digest_file.write_text(json.dumps({"meta": {}, "tasks": {"reversal": older}}))
+    assert results_doc.check(run, digest_file) == []
+    tasks["reversal"]["cpu_s"] = {"eval": 99.0, "total": 99.0}  # another run's time
+    digest_file.write_text(json.dumps({"meta": {}, "tasks": tasks}))
+    assert results_doc.check(run, digest_file) == []
+    tasks["reversal"]["lookups"][1]["offset"] = 2  # a figure it holds moved: said
+    digest_file.write_text(json.dumps({"meta": {}, "tasks": tasks}))
+    assert "reversal.lookups[1].offset: expected 2, got 1" in results_doc.check(run, digest_file)
+
+
 def test_differences_name_the_figures_that_moved():
     same = {"a": {"b": [1, 0.1 + 0.2], "c": "x"}, "n": None}
     assert results_doc.differences(same, {"a": {"b": [1, 0.3], "c": "x"}, "n": None}) == []

@@ -89,6 +89,24 @@ def test_render_a_digest():
     assert "| baseline | baseline | 0.400 | 0.400 | 0.600 | - | 0.500 | 0.25 |" in text
     assert "w0.3 minus each control (points): wrong3-w0.3 +5.0 [+3.0, +7.0]" in text
     assert "[supervision-reversal.json](supervision-reversal.json)" in text
+    # no basis in the digest (a study made before the round-2 rule): said plainly
+    assert data["tasks"]["reversal"]["basis"] is None
+    assert (
+        "*Errors on reference* predates the round-2 diagnosis rule: it reads every wrong row"
+    ) in text
+    assert "a *attention is not the bottleneck* verdict, which reads it, rests on" in text
+    # a study under the round-2 rule: its basis, from the results, and nothing predates
+    results = fake_results()
+    for arm in results["diagnosis"].values():
+        arm["ood"]["basis"] = "first wrong row of each instance"
+    data["tasks"]["reversal"] = digest_of(results)
+    assert data["tasks"]["reversal"]["basis"] == "first wrong row of each instance"
+    text = render(data, "supervision-reversal")
+    assert "predates" not in text
+    assert (
+        "*Errors on reference* (the diagnosis read the first wrong row of each instance): the "
+        "share of wrong OOD instances on which the supervised heads looked at the reference"
+    ) in text
     doc = f"intro\n{begin}\nold\n{end}\noutro\n"
     assert replace_block(doc, text, "supervision-reversal") == f"intro\n{text}\noutro\n"
     with pytest.raises(ValueError, match="no markers .*add both lines"):
