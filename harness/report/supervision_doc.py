@@ -111,7 +111,7 @@ def basis_line(found: dict[str, Any]) -> str:
         "*Errors on reference* predates the round-2 diagnosis rule: it reads every wrong row "
         "of an instance (an instance counts once, the mean of its rows), later rows reading "
         "the model's own wrong characters, not each instance's first error; this digest "
-        f"records no basis, so a *{NOT_BOTTLENECK}* verdict, which reads it, rests on the "
+        f"records no basis, so any *{NOT_BOTTLENECK}* verdict, which reads it, rests on the "
         "older rule until the study is run again."
     )
 
