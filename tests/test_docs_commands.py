@@ -96,6 +96,21 @@ def commands() -> dict[str, argparse.ArgumentParser]:
     return _subparsers(build_parser())
 
 
+def _launched(words, commands):
+    """(COMMAND, its words, a problem or None) of `attentionspan launch WORDS`: the launcher's
+    options are accelerate launch's own."""
+    from harness.commands.launch import COMMANDS, launcher_parser
+
+    at = next((i for i, word in enumerate(words) if word in COMMANDS), None)
+    if at is None:
+        return "", [], f"no command of {COMMANDS}"
+    known = {s for action in launcher_parser()._actions for s in action.option_strings}
+    unknown = [w for w in words[:at] if w.startswith("--") and w.split("=", 1)[0] not in known]
+    if unknown:
+        return "", [], f"no launcher option {unknown[0]}"
+    return words[at], words[at + 1 :], None
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=_ids(DOCS))
 def test_attentionspan_commands_and_options_exist(doc, commands):
     problems = []
@@ -107,6 +122,12 @@ def test_attentionspan_commands_and_options_exist(doc, commands):
             problems.append(f"attentionspan {name}: no such command")
             continue
         parser = commands[name]
+        if name == "launch":  # accelerate's options, then COMMAND and its own options
+            name, rest, problem = _launched(rest, commands)
+            if problem:
+                problems.append(f"attentionspan launch {' '.join(call[1:])}: {problem}")
+                continue
+            parser = commands[name]
         nested = _subparsers(parser)
         if nested and rest and not rest[0].startswith("-"):
             if rest[0] not in nested:

@@ -94,7 +94,7 @@ def test_render_a_digest():
     assert (
         "*Errors on reference* predates the round-2 diagnosis rule: it reads every wrong row"
     ) in text
-    assert "a *attention is not the bottleneck* verdict, which reads it, rests on" in text
+    assert "any *attention is not the bottleneck* verdict, which reads it, rests on" in text
     # a study under the round-2 rule: its basis, from the results, and nothing predates
     results = fake_results()
     for arm in results["diagnosis"].values():
