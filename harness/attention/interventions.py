@@ -297,8 +297,9 @@ def score_batch(
                 ]
             continue
         gen, _ = scorer.generate(rows, plan, max_new, **extra)
+        extra = {}  # the generation extended its copy: freed before the forced pass's own
         forced = None
-        if teacher_forced:  # the same prefill continued (the generation extended its copy)
+        if teacher_forced:  # the same prefill continued
             again = cache_copy(model, prefix, count) if prefix is not None else {}
             forced = scorer.teacher_force(rows, plan, **again)[0]
         for s, index in enumerate(chosen):
