@@ -14,6 +14,8 @@ model's forward (no caller is changed):
   does grows with it; a cached decode step forwards one column a row);
 - generated: tokens written by `generate` (rows x decode steps);
 - CPU s: this process's user + system seconds in the stage (one torch thread).
+The temporary folder is kept (its path is --json's "work"): two runs' stage files can be
+compared, as performance.md's before and after were.
 
 Without --model a tiny random Llama shaped as SmolLM2-135M's attention (30 layers x 9
 heads, hidden 72) is built in memory and saved to the temporary folder, with the task's
