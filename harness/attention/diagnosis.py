@@ -199,7 +199,10 @@ def where_errors_look(
     def classify_batch(chunk, encodings) -> list[dict[str, int]]:
         """Per instance of the batch (its answer teacher-forced), the count of each class."""
         batch = collate_left(encodings, scorer.char_tok.pad_id)
-        record = scorer.forward(batch, AttentionPlan(patterns=range(len(chunk))))
+        # only the attention is read: one column of logits (Gemma's 262k-word output
+        # layer would cost more than its layers over every column), the maps unchanged
+        plan = AttentionPlan(patterns=range(len(chunk)))
+        record = scorer.forward(batch, plan, attention_only=True)
         maps = {layer: record.patterns[PATTERN_NAME.format(layer=layer)] for layer in layers}
         columns = task_columns(batch)  # bool [batch, T]
         out = []

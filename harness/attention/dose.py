@@ -4,6 +4,7 @@ controls measured at the same dose, from teacher-forced passes (one forward per 
     from harness.attention.dose import dose_ladder, dose_curve, run_dose_ladder
     curve = run_dose_ladder(model, tokenizer, prompt, ranking, 4, ood, id_instances)
     curve["doses"][3]["reference"]        # {'gain': .., 'low': .., 'high': .., 'n': ..}
+    curves = run_dose_ladders(model, tokenizer, prompt, ranking, [1, 2, 4], ood, id_instances)
     ladder = dose_ladder(4, random_seeds=(0, 1))   # the settings, as values, by rung
 
 A verdict read at one chosen C says little: a repairable lookup gains from a small dose, a
@@ -28,8 +29,10 @@ ladder reads, at each dose C (and in conditional mode each threshold):
 
 Every statistic is over instances, not tokens. Everything is teacher-forced
 (`score_settings(..., generate=False)`): one forward per batch carries every setting of
-the ladder as a per-row intervention. The settings are carried as values (`Ladder`), never
-read back from their names. This module returns data and writes nothing (the plot is
+the ladder as a per-row intervention; the ladders of several counts
+(`run_dose_ladders`, the choice of N) share that forward, so each batch's prompt is prefilled
+and its baseline scored once for all of them. The settings are carried as values (`Ladder`),
+never read back from their names. This module returns data and writes nothing (the plot is
 `harness.report.plots.dose_response`).
 """
 
@@ -272,6 +275,53 @@ def run_dose_ladder(
     the ranking's own (`ranking.source["shift"]`) unless given. The curve gains "heads"
     (the top n) and "random_draws" (`other_seeds`: seeds, requested, available, exhausted,
     each draw's heads, and a note when every distinct set is used)."""
+    return run_dose_ladders(
+        model,
+        tokenizer,
+        prompt,
+        ranking,
+        [n],
+        ood_instances,
+        id_instances,
+        batch_size,
+        doses=doses,
+        shift=shift,
+        mode=mode,
+        thresholds=thresholds,
+        pointer_shifts=pointer_shifts,
+        draws=draws,
+        seed=seed,
+        n_resamples=n_resamples,
+        on_batch=on_batch,
+    )[n]
+
+
+def run_dose_ladders(
+    model,
+    tokenizer,
+    prompt,
+    ranking,
+    counts: Sequence[int],
+    ood_instances: Sequence[Any],
+    id_instances: Sequence[Any] = (),
+    batch_size: int = 16,
+    *,
+    doses: Sequence[float] = DEFAULT_DOSES,
+    shift: int | None = None,
+    mode: str = "standard",
+    thresholds: Sequence[float] = (),
+    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    n_resamples: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> dict[int, dict[str, Any]]:
+    """`run_dose_ladder` of every count in `counts` ({n: curve}), scored together: the
+    ladders' settings (the baseline once, a setting two ladders share once) in one pass
+    over the instances, so a batch's prompt is prefilled once for all of them and the
+    baseline scored once, not once per count (issue 45: the choice of N ladders every count
+    on validation). A setting's records do not depend on the settings beside it
+    (`score_settings`), so each curve is the one its ladder alone gives."""
     from harness.attention.interventions import (
         other_pool,
         other_seeds,
@@ -281,17 +331,29 @@ def run_dose_ladder(
 
     if shift is None:
         shift = int(ranking.source.get("shift", 0))
-    # drawn from the heads outside the top n that do not look up in distribution
-    drawn = other_seeds(ranking.total, n, draws, pool=len(other_pool(ranking, n)))
-    ladder = dose_ladder(
-        n,
-        doses,
-        shift,
-        mode=mode,
-        thresholds=thresholds,
-        pointer_shifts=pointer_shifts,
-        random_seeds=drawn["seeds"],
-    )
+    counts = list(dict.fromkeys(int(n) for n in counts))
+    if not counts:
+        raise ValueError("run_dose_ladders needs at least one head count")
+    drawn_of, ladders = {}, {}
+    for n in counts:
+        # drawn from the heads outside the top n that do not look up in distribution
+        drawn_of[n] = other_seeds(ranking.total, n, draws, pool=len(other_pool(ranking, n)))
+        ladders[n] = dose_ladder(
+            n,
+            doses,
+            shift,
+            mode=mode,
+            thresholds=thresholds,
+            pointer_shifts=pointer_shifts,
+            random_seeds=drawn_of[n]["seeds"],
+        )
+
+    def union(lists) -> list[Setting]:
+        out: dict[str, Setting] = {}
+        for setting in (s for settings in lists for s in settings):
+            if out.setdefault(setting.name, setting) != setting:  # a name says what it does
+                raise ValueError(f"two ladders name different settings {setting.name}")
+        return list(out.values())
 
     def score(instances, chosen):
         return score_settings(
@@ -306,24 +368,33 @@ def run_dose_ladder(
             generate=False,
         )
 
-    records = score(ood_instances, ladder.settings)
-    id_records = score(id_instances, ladder.id_settings) if id_instances else None
-    curve = dose_curve(
-        ood_instances, ladder, records, id_records, seed=seed, n_resamples=n_resamples
-    )
-    curve["heads"] = [list(h) for h in ranking.top(n)]
-    drawn["draws"] = [
-        {
-            "seed": s,
-            "heads": [list(h) for h in select_heads(Setting(heads="other", n=n, seed=s), ranking)],
-        }
-        for s in drawn["seeds"]
-    ]
-    if drawn["exhausted"]:
-        drawn["note"] = (
-            f"only {drawn['available']} distinct sets of {n} heads lie outside the top {n} "
-            "and the lookup heads: "
-            f"all of them are used ({len(drawn['seeds'])} of {drawn['requested']} draws asked)"
+    records = score(ood_instances, union(ladders[n].settings for n in counts))
+    id_records = None
+    if id_instances:
+        id_records = score(id_instances, union(ladders[n].id_settings for n in counts))
+    curves = {}
+    for n in counts:
+        ladder, drawn = ladders[n], drawn_of[n]
+        curve = dose_curve(
+            ood_instances, ladder, records, id_records, seed=seed, n_resamples=n_resamples
         )
-    curve["random_draws"] = drawn
-    return curve
+        curve["heads"] = [list(h) for h in ranking.top(n)]
+        drawn["draws"] = [
+            {
+                "seed": s,
+                "heads": [
+                    list(h) for h in select_heads(Setting(heads="other", n=n, seed=s), ranking)
+                ],
+            }
+            for s in drawn["seeds"]
+        ]
+        if drawn["exhausted"]:
+            drawn["note"] = (
+                f"only {drawn['available']} distinct sets of {n} heads lie outside the top "
+                f"{n} and the lookup heads: "
+                f"all of them are used ({len(drawn['seeds'])} of {drawn['requested']} draws "
+                "asked)"
+            )
+        curve["random_draws"] = drawn
+        curves[n] = curve
+    return curves

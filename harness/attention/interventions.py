@@ -12,15 +12,17 @@ intervention. The heads come from a `HeadRanking` (top, bottom) or are drawn at 
 cells are the reference (optionally `ref + shift`) or, for the positions control, as many
 random non-reference keys per row. One prefill of the prompt (all but its last token, a part
 no setting changes: no reference row lies there) is computed once per batch and copied for
-every setting (`harness.engine.prefill`). The settings of a batch run together, as nnsight
-batches its invokes: one generation (and one teacher-forced forward) whose rows are
-instances x settings, each row under its own setting (a per-row capture `Intervention`), up
-to `MAX_ROWS` rows; `batched=False` runs one generation per setting instead, with the same
-records. `generate=False` runs the teacher-forced forward alone (teacher-forced records: the
-dose ladder, `harness.attention.dose`), continuing the same shared prefill: each row
-forwards only its last prompt column and its answer. The `other` heads are drawn outside the
-top n (`other_seeds` gives seeds whose head sets differ), and never from the heads that look
-up in distribution (`other_pool`).
+every setting (`harness.engine.prefill`), and continued by both passes: the generation and
+the teacher-forced forward each forward only a row's last prompt column and its answer
+(issue 45: the forced pass used to forward every row's whole prompt again). The settings of
+a batch run together, as nnsight batches its invokes: one generation (and one
+teacher-forced forward) whose rows are instances x settings, each row under its own setting
+(a per-row capture `Intervention`), up to `MAX_ROWS` rows; `batched=False` runs one
+generation per setting instead, with the same records. `generate=False` runs the
+teacher-forced forward alone (teacher-forced records: the dose ladder,
+`harness.attention.dose`), continuing the same shared prefill. The `other` heads are drawn
+outside the top n (`other_seeds` gives seeds whose head sets differ), and never from the
+heads that look up in distribution (`other_pool`).
 """
 
 from __future__ import annotations
@@ -295,7 +297,11 @@ def score_batch(
                 ]
             continue
         gen, _ = scorer.generate(rows, plan, max_new, **extra)
-        forced = scorer.teacher_force(rows, plan)[0] if teacher_forced else None
+        extra = {}  # the generation extended its copy: freed before the forced pass's own
+        forced = None
+        if teacher_forced:  # the same prefill continued
+            again = cache_copy(model, prefix, count) if prefix is not None else {}
+            forced = scorer.teacher_force(rows, plan, **again)[0]
         for s, index in enumerate(chosen):
             records = []
             for b, (instance, enc) in enumerate(zip(chunk, encodings)):

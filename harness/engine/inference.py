@@ -283,7 +283,9 @@ def teacher_forced_batch(
     A KV cache among `forward_kwargs` (either name, `given_cache`) holding the first
     `prompt_width - 1` columns of this layout (`harness.attention.interventions`'s prefix
     cache, shared by the settings of one batch) is continued: the forward then reads only the
-    last prompt column and the answer, and the logits are the same."""
+    last prompt column and the answer, and the logits are the same. Without one, the logits
+    are computed from the last prompt column on (`logits_to_keep`, where the model takes it):
+    the prompt's other columns are never read."""
     import torch
 
     batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
@@ -301,12 +303,19 @@ def teacher_forced_batch(
         # The mask keeps every column (the cached keys' padding stays masked).
         inputs["input_ids"] = inputs["input_ids"][:, start:]
         inputs["position_ids"] = inputs["position_ids"][:, start:]
-    with torch.inference_mode(), autocast(mixed_precision, device):
-        logits = model(**inputs, **forward_kwargs).logits
-    longest = max(e.target_len for e in encodings)
     # Query q predicts the token at q + 1: target[i] sits at width + i, its query one before
     # (logit column q - start).
     first = width - 1 - start
+    options = dict(forward_kwargs)
+    if first > 0 and "logits_to_keep" not in options and last_logits_only(model):
+        # logits from that query on only: no prompt column's is read, and a large
+        # vocabulary's output layer (Gemma 3's 262k words) over them cost about as much as
+        # the layers (issue 45); the kept columns' logits are the same
+        options["logits_to_keep"] = int(inputs["input_ids"].shape[1]) - first
+        first = 0
+    with torch.inference_mode(), autocast(mixed_precision, device):
+        logits = model(**inputs, **options).logits
+    longest = max(e.target_len for e in encodings)
     predicted = logits[:, first : first + longest].argmax(-1).cpu()
     gold = batch.input_ids[:, width : width + longest]
     # The query after the answer's last character (column width - 1 + n) predicts its EOS.

@@ -535,7 +535,7 @@ class TaskRun:
         controls included, on the test stream (where the verdict reads the controls at that
         dose), with its ID stream for ID exact match; teacher-forced, every process on every
         instance (it is a few forwards)."""
-        from harness.attention.dose import DEFAULT_DOSES, run_dose_ladder
+        from harness.attention.dose import DEFAULT_DOSES, run_dose_ladders
         from harness.attention.verdicts.calibrated import choose_count
 
         counts = self.ladder_counts(ranking)
@@ -552,13 +552,15 @@ class TaskRun:
             "doses": list(DEFAULT_DOSES),
         }
 
-        def ladder(n, stream, id_stream, **controls):
-            return run_dose_ladder(
+        def ladders(ns, stream, id_stream, **controls):
+            # every count's ladder in one pass (issue 45): the baseline and each batch's
+            # prefill once, not once per count; each curve is the one its ladder alone gives
+            return run_dose_ladders(
                 self.model,
                 self.tokenizer,
                 self.prompt,
                 ranking,
-                n,
+                ns,
                 self.instances(stream, share=False),
                 self.instances(id_stream, share=False),
                 self.cfg.batch_size,
@@ -570,10 +572,7 @@ class TaskRun:
 
         def compute():
             self.load()
-            by_count = {
-                n: ladder(n, "validation", "id_validation", pointer_shifts=(), draws=0)
-                for n in counts
-            }
+            by_count = ladders(counts, "validation", "id_validation", pointer_shifts=(), draws=0)
             n, summary = choose_count(by_count, lookup=_covering(ranking))
             # the verdict reads validation's reference and ID rungs only (to choose the
             # dose): the chosen N's are already scored; the controls run on test alone
@@ -581,7 +580,7 @@ class TaskRun:
                 "n": n,
                 "counts": {str(k): v for k, v in summary.items()},
                 "validation": by_count[n],
-                "test": ladder(n, "test", "id"),
+                "test": ladders([n], "test", "id")[n],
             }
 
         return self.stages.run(f"{self.stage_label}-dose", settings, compute)

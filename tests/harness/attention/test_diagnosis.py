@@ -217,6 +217,28 @@ def test_where_errors_look_matches_attention_read_by_hand(attn_tokenizer, shift,
         assert every["shares"][c] == pytest.approx(mean)
 
 
+def test_the_diagnosis_forward_keeps_one_column_of_logits(attn_tokenizer, monkeypatch):
+    """Issue 45: the diagnosis reads attention only, so its forward computes one column of
+    logits (a large vocabulary's output layer over every column cost more than the layers),
+    and what it finds is what the forward with every column's logits finds."""
+    model = build_tiny("llama", attn_tokenizer)
+    instances = list(iter_split("reversal_ood", split="validation", stop=4, max_length=14))
+    records = [{"index": x.index, "prediction": "0" * len(x.target)} for x in instances]
+    scorer = Scorer(model, attn_tokenizer, batch_size=3)
+    kept = []
+    handle = model.register_forward_pre_hook(
+        lambda module, args, kwargs: kept.append(kwargs.get("logits_to_keep")), with_kwargs=True
+    )
+    try:
+        found = diagnosis.where_errors_look(scorer, instances, records, [(0, 1), (1, 2)])
+    finally:
+        handle.remove()
+    assert kept == [1, 1]  # two batches, one logit column each
+    plain = Scorer.forward
+    monkeypatch.setattr(Scorer, "forward", lambda self, b, plan, **_: plain(self, b, plan))
+    assert diagnosis.where_errors_look(scorer, instances, records, [(0, 1), (1, 2)]) == found
+
+
 def test_a_record_missing_for_an_instance_is_refused(attn_tokenizer):
     model = build_tiny("llama", attn_tokenizer)
     x = next(iter_split("reversal_ood", split="validation", stop=1))

@@ -20,6 +20,7 @@ from harness.attention.dose import (
     dose_ladder,
     dose_settings,
     run_dose_ladder,
+    run_dose_ladders,
 )
 from harness.attention.heads import HeadRanking
 from harness.attention.interventions import other_pool, other_seeds, score_settings, select_heads
@@ -305,6 +306,34 @@ def test_the_teacher_forced_path_scores_as_the_generate_path(attn_tokenizer, tin
             teacher_forced=False,
             generate=False,
         )
+
+
+def test_ladders_of_several_counts_scored_together_equal_each_alone(attn_tokenizer, tiny):
+    """Issue 45: the ladders of every N (the choice of N on validation) scored in one pass,
+    the baseline and each batch's prefill once for all of them, give each N the curve its
+    ladder alone gives, controls and ID included, in fewer forwards."""
+    model, instances, ranking = tiny
+    ids = instances[:3]
+    options = dict(doses=(0.3, 2.0), draws=2, batch_size=3)
+    forwards = []
+    handle = model.register_forward_pre_hook(lambda *args: forwards.append(1))
+    try:
+        together = run_dose_ladders(
+            model, attn_tokenizer, None, ranking, [1, 2, 4], instances, ids, **options
+        )
+        shared = len(forwards)
+        alone = {
+            n: run_dose_ladder(model, attn_tokenizer, None, ranking, n, instances, ids, **options)
+            for n in (1, 2, 4)
+        }
+    finally:
+        handle.remove()
+    assert list(together) == [1, 2, 4]
+    assert json.dumps(together, sort_keys=True) == json.dumps(alone, sort_keys=True)
+    assert together[1]["doses"] != together[4]["doses"]  # not vacuous
+    assert shared < len(forwards) - shared  # one prefill a batch, not one per count
+    with pytest.raises(ValueError, match="at least one head count"):
+        run_dose_ladders(model, attn_tokenizer, None, ranking, [], instances)
 
 
 # --- a planted dilution ----------------------------------------------------------------------

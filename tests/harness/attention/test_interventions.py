@@ -188,6 +188,41 @@ def test_settings_batched_per_row_equal_separate_generations(attn_tokenizer, kin
     assert together["top2-C1"] != together["baseline"]
 
 
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_the_forced_pass_beside_a_generation_continues_the_shared_prefill(attn_tokenizer, kind):
+    """Issue 45: the teacher-forced pass scored beside each generation continues the batch's
+    shared prefill instead of forwarding every row's whole prompt again. Every setting's
+    records (the teacher-forced token accuracy among them) equal those of passes with no
+    prefill at all, and the forced forward reads only each row's last prompt column and
+    its answer."""
+    model = build_tiny(kind, attn_tokenizer)
+    ids = list(iter_split("reversal_id", split="validation", stop=6))
+    ranking = rank_heads(model, attn_tokenizer, ids, batch_size=6)
+    instances = list(iter_split("reversal_ood", split="validation", stop=3))
+    shapes = []
+
+    def hook(module, args, kwargs):
+        shapes.append(tuple(kwargs["input_ids"].shape))
+
+    handle = model.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        shared = score_settings(model, attn_tokenizer, instances, SETTINGS, ranking, batch_size=3)
+    finally:
+        handle.remove()
+    alone = score_settings(
+        model, attn_tokenizer, instances, SETTINGS, ranking, batch_size=3, reuse_prefill=False
+    )
+    assert shared == alone
+    assert all("tf_token_acc" in r for rows in shared.values() for r in rows)
+    assert shared["top2-C1"] != shared["baseline"]  # not vacuous
+    char_tok = CharTokenizer(attn_tokenizer)
+    full = collate_left([encode_instance(char_tok, x) for x in instances], char_tok.pad_id)
+    rows = len(instances) * len(SETTINGS)
+    # the last forward is the forced pass: every row, from the last prompt column on
+    assert shapes[-1] == (rows, full.total_len - full.prompt_width + 1)
+    assert max(columns for n, columns in shapes if n == rows) < full.total_len
+
+
 def test_settings_split_into_groups_of_max_rows(attn_tokenizer, setup, monkeypatch):
     """A grid larger than MAX_ROWS rows runs in several batched generations, same records."""
     from harness.attention import interventions

@@ -129,6 +129,35 @@ def test_teacher_forcing_continues_a_prefix_cache(kind, models):
         teacher_forced_batch(model, char_tok, encodings, **{name: prefix(prompts.prompt_width - 2)})
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_teacher_forcing_computes_logits_from_the_last_prompt_column(kind, models):
+    """Issue 45: the forward asks for logits from the query before target[0] on (no prompt
+    column's is read; a 262k-word output layer over the prompt cost as much as the layers),
+    and gives the argmax and EOS rows of every column's logits."""
+    model, char_tok = models[kind]
+    encodings = encodings_for(char_tok, instruction="Reverse the string.")
+    asked = []
+    handle = model.register_forward_pre_hook(
+        lambda module, args, kwargs: asked.append(kwargs.get("logits_to_keep")), with_kwargs=True
+    )
+    try:
+        forced = teacher_forced_batch(model, char_tok, encodings)
+    finally:
+        handle.remove()
+    batch = forced.batch
+    assert asked == [batch.total_len - batch.prompt_width + 1]
+    with torch.inference_mode():
+        logits = model(**batch.model_inputs()).logits  # every column's
+    width = batch.prompt_width
+    for b, enc in enumerate(encodings):
+        n = enc.target_len
+        predicted = logits[b, width - 1 : width - 1 + n].argmax(-1).tolist()
+        assert forced.predicted[b] == predicted
+        assert forced.correct[b] == [p == t for p, t in zip(predicted, enc.input_ids[-n - 1 : -1])]
+        eos = int(logits[b, width - 1 + n].argmax()) == char_tok.eos_id
+        assert forced.eos_correct[b] == eos
+
+
 def test_teacher_forcing_reads_the_eos_row(char_tokenizer):
     """`eos_correct[b]`: the argmax of the row after row b's answer is EOS. Logits made by
     hand: EOS wins there for row 0 only (row 1's EOS wins one row later, past its answer)."""
