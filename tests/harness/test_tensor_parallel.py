@@ -88,7 +88,7 @@ def test_two_processes_measure_what_one_does(kind, folders, sharded):
     assert sharded[0][folder]["verdict"]["verdict"]
 
 
-def _close_json(a, b, skip=("seconds", "time_s")) -> list[str]:
+def _close_json(a, b, skip=("seconds", "time_s", "cpu_s")) -> list[str]:
     """Where two JSON values differ (floats by more than 1e-6, absolute or relative;
     timings left out)."""
     if isinstance(a, dict) and isinstance(b, dict):
