@@ -14,9 +14,11 @@ verdict read: the offset where the lookup was read (a near tie: both candidate l
 second in a row of its own), which errors the diagnosis read, the verdict with its shares
 (a mixed failure's kinds each with its reading), the dose (N, C), the controls at that dose
 (`results_doc.controls_at_dose`) and the share of wrong OOD answers the push repairs
-free-running. A round-1 digest lacks most of these fields: its cells say "predates round
-2", never a guess. Beside them the paper's values for its fine-tuned models (typed from the
-paper, v2 Tables 1 and 2), and a count of the verdicts. A test renders the block from the
+free-running. Then, per task and model, each seed run's verdict and whether the seeds
+agree (`task_statements`). A round-1 digest lacks most of these fields: its cells say
+"predates round 2", never a guess. Beside them the paper's values for its fine-tuned
+models (typed from the paper, v2 Tables 1 and 2), and a count of the verdicts. A test
+renders the block from the
 committed digests and compares it with the doc.
 """
 
@@ -301,6 +303,82 @@ def verdict_counts(digests: list[Mapping[str, Any]]) -> str:
     )
 
 
+def _agreement(verdicts: list[tuple[int, str]]) -> str:
+    """ "*no lookup* in all 3 seed runs (the seeds agree)", or each verdict with its runs."""
+    names = sorted({v for _, v in verdicts}, key=[v for _, v in verdicts].index)
+    if len(verdicts) == 1:
+        return f"*{names[0]}* (one seed run: agreement not tested)"
+    if len(names) == 1:
+        every = "both" if len(verdicts) == 2 else f"all {len(verdicts)}"
+        return f"*{names[0]}* in {every} seed runs (the seeds agree)"
+    parts = []
+    for name in names:
+        runs = [str(r) for r, v in verdicts if v == name]
+        parts.append(f"*{name}* (run{'s' if len(runs) > 1 else ''} {', '.join(runs)})")
+    return "the seeds disagree: " + ", ".join(parts)
+
+
+def _gain_span(tasks: list[Mapping[str, Any]]) -> str:
+    """The reference push's OOD gain at each run's chosen dose, as a span of points."""
+    gains = []
+    for task in tasks:
+        controls = task.get("controls_at_dose") or {}
+        numbers = (task.get("verdict") or {}).get("numbers") or {}
+        gain = (controls.get("reference") or numbers.get("reference_gain") or {}).get("gain")
+        if gain is not None and (controls.get("C") is not None or numbers.get("dose")):
+            gains.append(100 * gain)
+    if not gains:
+        return "no run chose a dose"
+    if len(gains) == 1:
+        return f"reference push {gains[0]:+.1f} points at its dose"
+    return f"reference push {min(gains):+.1f} to {max(gains):+.1f} points at the chosen doses"
+
+
+def _repaired_total(tasks: list[Mapping[str, Any]]) -> str | None:
+    """Wrong OOD answers the push made exact free-running, summed over the runs."""
+    counts = [((t.get("verdict") or {}).get("numbers") or {}).get("repaired") or {} for t in tasks]
+    counts = [c for c in counts if c.get("wrong") is not None]
+    if not counts:
+        return None
+    repaired, wrong = sum(c["repaired"] for c in counts), sum(c["wrong"] for c in counts)
+    return f"repaired free-running {repaired} of {wrong} wrong answers"
+
+
+def task_statements(digests: list[Mapping[str, Any]]) -> list[str]:
+    """Per task and model: the calibrated verdict of each seed run and whether the seeds
+    agree, the reference push's gain at the chosen doses and the wrong answers it repaired
+    free-running, all read from the digests (round-1 verdicts marked so)."""
+    grouped: dict[str, dict[str, list[tuple[int, Mapping[str, Any]]]]] = {}
+    for model, task_name, _, task in _rows_of(digests):
+        run = (task.get("seed_run") or {}).get("run", 0)
+        grouped.setdefault(task_name, {}).setdefault(model, []).append((run, task))
+    lines = []
+    for task_name in sorted(grouped):
+        parts = []
+        for model, runs in sorted(grouped[task_name].items()):
+            runs.sort(key=lambda rt: rt[0])
+            tasks = [t for _, t in runs]
+            older = not all(round_two(t.get("verdict") or {}) for t in tasks)
+            said = [
+                f"{model}, {len(runs)} seed run{'s' if len(runs) > 1 else ''}"
+                f"{' (round 1)' if older else ''}: "
+                + _agreement([(r, verdict_name(t)) for r, t in runs]),
+                _gain_span(tasks),
+            ]
+            if (repaired := _repaired_total(tasks)) is not None:
+                said.append(repaired)
+            parts.append("; ".join(said))
+        lines.append(
+            textwrap.fill(
+                f"- **{task_name}**: " + ". ".join(parts) + ".",
+                width=92,
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+            )
+        )
+    return lines
+
+
 def instances_text(digests: list[Mapping[str, Any]]) -> str:
     """ "32 test instances a model" (or "32-64 ..."), from the reference gain's pairs."""
     counts = sorted(
@@ -352,6 +430,10 @@ def render_table(folder: Path) -> str:
         *verdict_rows(digests),
         "",
         textwrap.fill(verdict_counts(digests), width=92, break_on_hyphens=False),
+        "",
+        "Per task, each model's verdicts over its seed runs:",
+        "",
+        *task_statements(digests),
         "",
         textwrap.fill(
             "The paper's fine-tuned models on the same tasks (v2, Table 1 in fractions; "

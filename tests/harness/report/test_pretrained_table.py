@@ -200,6 +200,50 @@ def test_two_candidate_lookups_get_two_rows_and_a_headline_naming_both(tmp_path)
     assert "*no lookup at the reference / no attention effect at ref+1* 1" in words
 
 
+def test_per_task_statements_say_whether_the_seeds_agree(tmp_path):
+    def run(k, verdict, gain, repaired, wrong):
+        task = _round_two(verdict)
+        task["seed_run"] = {"task": "reversal", "run": k, "data_seed": 1234 + k}
+        task["controls_at_dose"]["reference"] = {"gain": gain}
+        task["verdict"]["numbers"]["repaired"] = {
+            "repaired": repaired,
+            "wrong": wrong,
+            "share": repaired / wrong,
+        }
+        return task
+
+    agree = {
+        "meta": {"model": "smollm2-135m-instruct", "date": "2026-11-28", "command": "c"},
+        "tasks": {
+            "reversal": run(0, "no lookup", 0.5, 1, 50),
+            "reversal-seed1": run(1, "no lookup", 0.7, 0, 60),
+            "reversal-seed2": run(2, "no lookup", 0.6, 2, 40),
+        },
+    }
+    (tmp_path / "quick-run-smollm2-reversal.json").write_text(json.dumps(agree))
+    (line,) = pretrained_table.task_statements(pretrained_table.pretrained_digests(tmp_path))
+    assert " ".join(line.split()) == (
+        "- **reversal**: smollm2-135m-instruct, 3 seed runs: *no lookup* in all 3 seed runs "
+        "(the seeds agree); reference push +50.0 to +70.0 points at the chosen doses; "
+        "repaired free-running 3 of 150 wrong answers."
+    )
+    agree["tasks"]["reversal-seed2"] = run(2, "downstream", 0.6, 2, 40)
+    (tmp_path / "quick-run-smollm2-reversal.json").write_text(json.dumps(agree))
+    block = " ".join(pretrained_table.render_table(tmp_path).split())
+    assert "the seeds disagree: *no lookup* (runs 0, 1), *downstream* (run 2)" in block
+    # one seed run: agreement is not claimed; a round-1 digest is marked so
+    single = {
+        "meta": {"model": "gemma3-270m", "date": "2026-11-27", "command": "c"},
+        "tasks": {"reversal": _task("no lookup")},
+    }
+    (tmp_path / "quick-run-gemma3-reversal.json").write_text(json.dumps(single))
+    block = " ".join(pretrained_table.render_table(tmp_path).split())
+    assert (
+        "gemma3-270m, 1 seed run (round 1): *no lookup* (one seed run: agreement not tested); "
+        "reference push +69.0 points at its dose." in block
+    )
+
+
 def test_results_doc_writes_a_pretrained_run_into_the_table(tmp_path, capsys):
     """A --pretrained run's digest is written and the table rewritten from it; a doc without
     the table's markers is refused in one line and nothing is written."""
