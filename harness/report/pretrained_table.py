@@ -18,8 +18,7 @@ free-running. Then, per task and model, each seed run's verdict and whether the 
 agree (`task_statements`). A round-1 digest lacks most of these fields: its cells say
 "predates round 2", never a guess. Beside them the paper's values for its fine-tuned
 models (typed from the paper, v2 Tables 1 and 2), and a count of the verdicts. A test
-renders the block from the
-committed digests and compares it with the doc.
+renders the block from the committed digests and compares it with the doc.
 """
 
 from __future__ import annotations
