@@ -59,7 +59,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Algorithmic tasks with reference attention masks: generate and export "
         "the data, train models on it one token per character, and evaluate them.",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # its own dest: results-doc and supervision-doc have a --command option (the command that
+    # made the run), which must not replace the name their errors are printed under
+    subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
     modules = [m for m, names in COMMAND_MODULES.items() if command in names]
     for name in modules or COMMAND_MODULES:
         importlib.import_module(name).add_parser(subparsers)
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     args.argv = list(argv)  # for commands that need to know what was given explicitly
-    return run_guarded(args.command, args.func, args)
+    return run_guarded(args.command_name, args.func, args)
 
 
 if __name__ == "__main__":

@@ -192,6 +192,16 @@ def test_python_m_a_document_command_gives_the_one_line_error(module, argv, line
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("given", [["--command", "made it"], ["--check", "digest.json"]])
+def test_a_document_command_errs_under_its_own_name(given, tmp_path, capsys):
+    # results-doc's --command (the command that made the run) is not the command's name
+    argv = ["results-doc", str(tmp_path), *given, "--machine", "m", "--date", "2026-11-28"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attentionspan results-doc: error: "), err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_generate_starts_without_importing_the_harness_commands():
     import subprocess
     import sys
