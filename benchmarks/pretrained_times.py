@@ -1,0 +1,87 @@
+"""Where a `reproduce --pretrained` seed run's CPU goes, read from the committed digests.
+
+    python benchmarks/pretrained_times.py                        # every --pretrained digest
+    python benchmarks/pretrained_times.py docs/quick-run-smollm2-reversal.json
+
+Target (issue 45): at most 35 CPU-minutes a SmolLM2-135M-Instruct seed run and 60 a
+Gemma-3-270M one, at 64 validation and 64 test instances. Each stage's CPU seconds (user +
+system of the process, one thread) were measured when the stage was computed and kept in the
+run's results (`results["cpu_s"]`, the fine-tune's too), so this prints the run as it was
+measured, not a re-run: one row per model, task and seed run with the fine-tune, the analysis
+at the first lookup (its largest stage named), a second candidate lookup's analysis (a near
+tie), the total against the target and whether it was met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
+
+
+def seed_runs(digest: dict) -> list[tuple[str, str, int, dict]]:
+    """(model, task, seed run, its cpu_s by stage) of each task of a --pretrained digest."""
+    model = digest["meta"]["model"]
+    rows = []
+    for name, task in digest["tasks"].items():
+        run = task.get("seed_run") or {}
+        rows.append((model, run.get("task") or name, run.get("run", 0), task.get("cpu_s") or {}))
+    return rows
+
+
+def row(model: str, task: str, run: int, cpu: dict) -> str:
+    """One table row: minutes of CPU per part and the target's verdict."""
+    fine_tune = cpu.get("fine_tune")
+    second = cpu.get("second_lookup")
+    # `total` is the run's own sum of the others
+    stages = {k: v for k, v in cpu.items() if k not in ("fine_tune", "second_lookup", "total")}
+    if fine_tune is None or None in stages.values():
+        return f"| {model} | {task} | {run} | {NOT_KEPT} |||||"
+    analysis = sum(stages.values())
+    largest = max(stages, key=stages.get)
+    total = fine_tune + analysis + (second or 0)
+    target = TARGET_MINUTES.get(model)
+    met = "-" if target is None else ("met" if total <= 60 * target else "**missed**")
+    return (
+        f"| {model} | {task} | {run} | {fine_tune / 60:.1f} | {analysis / 60:.1f} "
+        f"({largest} {stages[largest] / 60:.1f}) | "
+        f"{'-' if second is None else f'{second / 60:.1f}'} | {total / 60:.1f} | "
+        f"{target if target is not None else '-'}: {met} |"
+    )
+
+
+def table(paths: list[Path]) -> list[str]:
+    """The table's lines for the --pretrained digests among `paths`."""
+    lines = [
+        "| model | task | seed run | fine-tune | analysis (largest stage) | 2nd lookup | "
+        "total | target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for path in paths:
+        digest = json.loads(path.read_text())
+        if not digest.get("meta", {}).get("model"):
+            continue  # a --quick run's digest: scratch models, no target here
+        lines += [row(*run) for run in seed_runs(digest)]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "digests", nargs="*", type=Path, help="digests (default: docs/quick-run-*.json)"
+    )
+    args = parser.parse_args()
+    print("\n".join(table(args.digests or sorted(DOCS.glob("quick-run-*.json")))))
+    print("\n(CPU minutes, user + system, one thread, as measured when each stage was computed)")
+
+
+if __name__ == "__main__":
+    main()

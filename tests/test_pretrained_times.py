@@ -1,0 +1,48 @@
+"""benchmarks/pretrained_times.py: a seed run's CPU by part, read from a digest, against its
+target; and docs/performance.md's table of it is the script's output on the committed
+digests (a figure checked against the command beside it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location(
+        "pretrained_times", REPO / "benchmarks" / "pretrained_times.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_row_sums_the_parts_and_names_the_largest_stage(tmp_path):
+    times = _script()
+    cpu = {"fine_tune": 900.0, "eval": 60.0, "dose": 840.0, "sweep": 300.0, "second_lookup": 600}
+    cpu["total"] = sum(cpu.values())
+    digest = {
+        "meta": {"model": "smollm2-135m-instruct"},
+        "tasks": {"reversal": {"seed_run": {"task": "reversal", "run": 2}, "cpu_s": cpu}},
+    }
+    (tmp_path / "d.json").write_text(json.dumps(digest))
+    (quick := tmp_path / "q.json").write_text(json.dumps({"meta": {}, "tasks": {}}))
+    lines = times.table([tmp_path / "d.json", quick])
+    assert lines[2:] == [
+        "| smollm2-135m-instruct | reversal | 2 | 15.0 | 20.0 (dose 14.0) | 10.0 | 45.0 | "
+        "35: **missed** |"
+    ]
+    cpu.pop("second_lookup")
+    assert times.row("gemma3-270m", "addition", 0, cpu).endswith("| - | 35.0 | 60: met |")
+    cpu["dose"] = None  # a stage reused from a run made before its CPU was kept
+    assert times.NOT_KEPT in times.row("gemma3-270m", "addition", 0, cpu)
+
+
+def test_performance_doc_shows_the_scripts_table_of_the_committed_digests():
+    times = _script()
+    doc = (REPO / "docs" / "performance.md").read_text()
+    lines = times.table(sorted((REPO / "docs").glob("quick-run-*.json")))
+    assert "\n".join(lines) in doc
