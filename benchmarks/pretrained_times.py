@@ -1,7 +1,7 @@
 """Where a `reproduce --pretrained` seed run's CPU goes, read from the committed digests.
 
-    python benchmarks/pretrained_times.py                        # every --pretrained digest
-    python benchmarks/pretrained_times.py docs/quick-run-smollm2-reversal.json
+    python benchmarks/pretrained_times.py               # every --pretrained digest in docs/
+    python benchmarks/pretrained_times.py FOLDER        # those in another folder
 
 Target (issue 45): at most 35 CPU-minutes a SmolLM2-135M-Instruct seed run and 60 a
 Gemma-3-270M one, at 64 validation and 64 test instances. Each stage's CPU seconds (user +
@@ -15,7 +15,6 @@ tie), the total against the target and whether it was met.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -23,21 +22,13 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
+from harness.report.pretrained_table import pretrained_digests, seed_rows  # noqa: E402
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
 
 
-def seed_runs(digest: dict) -> list[tuple[str, str, int, dict]]:
-    """(model, task, seed run, its cpu_s by stage) of each task of a --pretrained digest."""
-    model = digest["meta"]["model"]
-    rows = []
-    for name, task in digest["tasks"].items():
-        run = task.get("seed_run") or {}
-        rows.append((model, run.get("task") or name, run.get("run", 0), task.get("cpu_s") or {}))
-    return rows
-
-
-def row(model: str, task: str, run: int, cpu: dict) -> str:
+def row(model: str, task: str, run: str, cpu: dict) -> str:
     """One table row: minutes of CPU per part and the target's verdict."""
     fine_tune = cpu.get("fine_tune")
     second = cpu.get("second_lookup")
@@ -58,28 +49,26 @@ def row(model: str, task: str, run: int, cpu: dict) -> str:
     )
 
 
-def table(paths: list[Path]) -> list[str]:
-    """The table's lines for the --pretrained digests among `paths`."""
+def table(folder: Path) -> list[str]:
+    """The table's lines for the --pretrained digests in `folder` (the pretrained table's
+    rows, in its order: model, task and seed run with its data seed)."""
     lines = [
         "| model | task | seed run | fine-tune | analysis (largest stage) | 2nd lookup | "
         "total | target |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for path in paths:
-        digest = json.loads(path.read_text())
-        if not digest.get("meta", {}).get("model"):
-            continue  # a --quick run's digest: scratch models, no target here
-        lines += [row(*run) for run in seed_runs(digest)]
+    for model, task_name, seed, task in seed_rows(pretrained_digests(folder)):
+        lines.append(row(model, task_name, seed, task.get("cpu_s") or {}))
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "digests", nargs="*", type=Path, help="digests (default: docs/quick-run-*.json)"
+        "folder", nargs="?", type=Path, default=DOCS, help="the digests' folder (default: docs/)"
     )
     args = parser.parse_args()
-    print("\n".join(table(args.digests or sorted(DOCS.glob("quick-run-*.json")))))
+    print("\n".join(table(args.folder)))
     print("\n(CPU minutes, user + system, one thread, as measured when each stage was computed)")
 
 

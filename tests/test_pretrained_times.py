@@ -26,23 +26,29 @@ def test_a_row_sums_the_parts_and_names_the_largest_stage(tmp_path):
     cpu["total"] = sum(cpu.values())
     digest = {
         "meta": {"model": "smollm2-135m-instruct"},
-        "tasks": {"reversal": {"seed_run": {"task": "reversal", "run": 2}, "cpu_s": cpu}},
+        "tasks": {
+            "reversal": {
+                "seed_run": {"task": "reversal", "run": 2, "data_seed": 1236},
+                "cpu_s": cpu,
+            }
+        },
     }
-    (tmp_path / "d.json").write_text(json.dumps(digest))
-    (quick := tmp_path / "q.json").write_text(json.dumps({"meta": {}, "tasks": {}}))
-    lines = times.table([tmp_path / "d.json", quick])
+    (tmp_path / "quick-run-smollm2-reversal.json").write_text(json.dumps(digest))
+    # a --quick run's digest (scratch models, no model named): no row, no target
+    (tmp_path / "quick-run.json").write_text(json.dumps({"meta": {}, "tasks": {}}))
+    lines = times.table(tmp_path)
     assert lines[2:] == [
-        "| smollm2-135m-instruct | reversal | 2 | 15.0 | 20.0 (dose 14.0) | 10.0 | 45.0 | "
+        "| smollm2-135m-instruct | reversal | 2 (1236) | 15.0 | 20.0 (dose 14.0) | 10.0 | 45.0 | "
         "35: **missed** |"
     ]
     cpu.pop("second_lookup")
-    assert times.row("gemma3-270m", "addition", 0, cpu).endswith("| - | 35.0 | 60: met |")
+    assert times.row("gemma3-270m", "addition", "0", cpu).endswith("| - | 35.0 | 60: met |")
     cpu["dose"] = None  # a stage reused from a run made before its CPU was kept
-    assert times.NOT_KEPT in times.row("gemma3-270m", "addition", 0, cpu)
+    assert times.NOT_KEPT in times.row("gemma3-270m", "addition", "0", cpu)
 
 
 def test_performance_doc_shows_the_scripts_table_of_the_committed_digests():
     times = _script()
     doc = (REPO / "docs" / "performance.md").read_text()
-    lines = times.table(sorted((REPO / "docs").glob("quick-run-*.json")))
+    lines = times.table(REPO / "docs")
     assert "\n".join(lines) in doc

@@ -224,7 +224,7 @@ def repaired_cell(verdict: Mapping[str, Any]) -> str:
     return "-" if numbers.get("dose") else "no dose"
 
 
-def _rows_of(digests: list[Mapping[str, Any]]):
+def seed_rows(digests: list[Mapping[str, Any]]):
     """(model, task name, seed cell, task digest) per model, task and seed run."""
     for d in digests:
         model = d["meta"]["model"]
@@ -237,7 +237,7 @@ def _rows_of(digests: list[Mapping[str, Any]]):
 def model_rows(digests: list[Mapping[str, Any]]) -> list[str]:
     """The accuracy table: ID and OOD exact match, Table 2's difference."""
     rows = []
-    for model, task_name, seed, task in _rows_of(digests):
+    for model, task_name, seed, task in seed_rows(digests):
         ident, ood = role_scores(task, "id"), role_scores(task, "ood")
         rows.append(
             f"| {model} | {task_name} | {seed} | {_fmt(ident.get('exact_match'))} | "
@@ -252,7 +252,7 @@ def verdict_rows(digests: list[Mapping[str, Any]]) -> list[str]:
     diagnosis read, the verdict with its shares, the dose, the controls at that dose and the
     share repaired free-running; a second candidate lookup gets a row of its own under it."""
     rows = []
-    for model, task_name, seed, task in _rows_of(digests):
+    for model, task_name, seed, task in seed_rows(digests):
         lookups = task.get("lookups") or []
         judged = [(task, task.get("verdict") or {})]
         if len(lookups) >= 2:  # the second candidate: its own verdict and controls
@@ -307,7 +307,7 @@ def verdict_counts(digests: list[Mapping[str, Any]]) -> str:
 
 def _agreement(verdicts: list[tuple[int, str]]) -> str:
     """ "*no lookup* in all 3 seed runs (the seeds agree)", or each verdict with its runs."""
-    names = sorted({v for _, v in verdicts}, key=[v for _, v in verdicts].index)
+    names = list(dict.fromkeys(v for _, v in verdicts))  # each verdict once, in run order
     if len(verdicts) == 1:
         return f"*{names[0]}* (one seed run: agreement not tested)"
     if len(names) == 1:
@@ -351,7 +351,7 @@ def task_statements(digests: list[Mapping[str, Any]]) -> list[str]:
     agree, the reference push's gain at the chosen doses and the wrong answers it repaired
     free-running, all read from the digests (round-1 verdicts marked so)."""
     grouped: dict[str, dict[str, list[tuple[int, Mapping[str, Any]]]]] = {}
-    for model, task_name, _, task in _rows_of(digests):
+    for model, task_name, _, task in seed_rows(digests):
         run = (task.get("seed_run") or {}).get("run", 0)
         grouped.setdefault(task_name, {}).setdefault(model, []).append((run, task))
     lines = []
