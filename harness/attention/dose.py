@@ -27,6 +27,10 @@ ladder reads, at each dose C (and in conditional mode each threshold):
 - ID: the same top-n push on ID instances, its teacher-forced exact match and token
   accuracy (a push that repairs OOD by breaking ID is no repair).
 
+The controls may run at some rungs only (`controlled`; the analysis passes
+`verdicts.calibrated.reading_rungs`: the dose chosen on validation and the top rung, where
+the verdict reads them); a rung without them holds None in their fields.
+
 Every statistic is over instances, not tokens. Everything is teacher-forced
 (`score_settings(..., generate=False)`): one forward per batch carries every setting of
 the ladder as a per-row intervention; the ladders of several counts
@@ -39,7 +43,7 @@ never read back from their names. This module returns data and writes nothing (t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +82,7 @@ def _rungs(mode: str, doses: Sequence[float], thresholds: Sequence[float]):
 @dataclass(frozen=True)
 class Rung:
     """One dose: the top-n push, and each ladder control's settings beside it (in registry
-    order, by role)."""
+    order, by role; empty where the rung carries no controls)."""
 
     top: Setting
     controls: tuple[tuple[str, tuple[Setting, ...]], ...]
@@ -123,12 +127,16 @@ def dose_ladder(
     thresholds: Sequence[float] = (),
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     random_seeds: Sequence[int] = (),
+    controlled: Collection[tuple[float, float]] | None = None,
 ) -> Ladder:
     """The ladder: per rung (each dose C; in a mode with a threshold, each threshold x each
     dose) top-n at C at the ranking's `shift`, and beside it the settings of every control
     of the registry that runs on the ladder (`harness.attention.controls.ladder_controls`:
     the same push at shift + k for each pointer shift k, one `other` setting per seed of
-    `random_seeds`, ...), each carrying its control's role."""
+    `random_seeds`, ...), each carrying its control's role. `controlled`: the rungs
+    (strength, threshold; threshold 0.0 outside a threshold mode) that carry the controls,
+    the others only the push (`verdicts.calibrated.reading_rungs`: where the verdict reads
+    them); None: every rung."""
     options = LadderOptions(
         pointer_shifts=tuple(int(k) for k in pointer_shifts),
         random_seeds=tuple(int(s) for s in random_seeds),
@@ -152,12 +160,18 @@ def dose_ladder(
             )
             for c in controls
         )
-        rungs.append(Rung(top, made))
+        rungs.append(Rung(top, made if _carries(controlled, strength, threshold) else ()))
     ladder = Ladder(n, shift, mode, tuple(rungs), controls)
     names = [s.name for s in ladder.settings]
     if len(set(names)) != len(names):
         raise ValueError(f"the ladder's settings must be distinct, got {names}")
     return ladder
+
+
+def _carries(controlled, strength: float, threshold: float) -> bool:
+    if controlled is None:
+        return True
+    return (float(strength), float(threshold)) in {(float(c), float(t)) for c, t in controlled}
 
 
 def dose_settings(n: int, doses: Sequence[float] = DEFAULT_DOSES, shift: int = 0, **options):
@@ -208,7 +222,9 @@ def dose_curve(
             "reference": paired_means(base, records_by_setting[top.name], METRIC, **stats),
         }
         for c in ladder.controls:
-            entry[c.ladder.key] = c.ladder.read(context, top, rung.of(c.role))
+            # None: this rung carries no controls (`dose_ladder(controlled=...)`), not run
+            read = c.ladder.read(context, top, rung.of(c.role)) if rung.controls else None
+            entry[c.ladder.key] = read
         entry["id"] = None
         if id_base is not None and top.name in id_records:
             id_top = id_records[top.name]
@@ -265,6 +281,7 @@ def run_dose_ladder(
     thresholds: Sequence[float] = (),
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     draws: int = DEFAULT_DRAWS,
+    controlled: Collection[tuple[float, float]] | None = None,
     seed: int = 0,
     n_resamples: int | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -290,6 +307,7 @@ def run_dose_ladder(
         thresholds=thresholds,
         pointer_shifts=pointer_shifts,
         draws=draws,
+        controlled=controlled,
         seed=seed,
         n_resamples=n_resamples,
         on_batch=on_batch,
@@ -312,6 +330,7 @@ def run_dose_ladders(
     thresholds: Sequence[float] = (),
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     draws: int = DEFAULT_DRAWS,
+    controlled: Collection[tuple[float, float]] | None = None,
     seed: int = 0,
     n_resamples: int | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -321,7 +340,8 @@ def run_dose_ladders(
     over the instances, so a batch's prompt is prefilled once for all of them and the
     baseline scored once, not once per count (issue 45: the choice of N ladders every count
     on validation). A setting's records do not depend on the settings beside it
-    (`score_settings`), so each curve is the one its ladder alone gives."""
+    (`score_settings`), so each curve is the one its ladder alone gives. `controlled`: the
+    rungs that carry the controls (`dose_ladder`; None: all)."""
     from harness.attention.interventions import (
         other_pool,
         other_seeds,
@@ -346,6 +366,7 @@ def run_dose_ladders(
             thresholds=thresholds,
             pointer_shifts=pointer_shifts,
             random_seeds=drawn_of[n]["seeds"],
+            controlled=controlled,
         )
 
     def union(lists) -> list[Setting]:

@@ -531,12 +531,12 @@ class TaskRun:
     def run_dose(self, ranking) -> dict[str, Any]:
         """The dose-response ladder (`harness.attention.dose`). On the OOD validation stream
         the reference and ID rungs of every count (no controls: they do not choose), from
-        which `choose_count` picks N and the verdict its dose; then that N's whole ladder,
-        controls included, on the test stream (where the verdict reads the controls at that
-        dose), with its ID stream for ID exact match; teacher-forced, every process on every
-        instance (it is a few forwards)."""
+        which `choose_count` picks N and the verdict its dose; then that N's ladder on the
+        test stream with its controls at the rungs the verdict reads them (`reading_rungs`:
+        the chosen dose and the top one), with its ID stream for ID exact match;
+        teacher-forced, every process on every instance (it is a few forwards)."""
         from harness.attention.dose import DEFAULT_DOSES, run_dose_ladders
-        from harness.attention.verdicts.calibrated import choose_count
+        from harness.attention.verdicts.calibrated import choose_count, reading_rungs
 
         counts = self.ladder_counts(ranking)
         thresholds = _swept_thresholds(self.cfg)
@@ -550,6 +550,7 @@ class TaskRun:
             "mode": self.cfg.mode,
             "thresholds": thresholds,
             "doses": list(DEFAULT_DOSES),
+            "controls_at": "reading rungs",  # issue 45: not every rung (stages before: all)
         }
 
         def ladders(ns, stream, id_stream, **controls):
@@ -575,12 +576,15 @@ class TaskRun:
             by_count = ladders(counts, "validation", "id_validation", pointer_shifts=(), draws=0)
             n, summary = choose_count(by_count, lookup=_covering(ranking))
             # the verdict reads validation's reference and ID rungs only (to choose the
-            # dose): the chosen N's are already scored; the controls run on test alone
+            # dose): the chosen N's are already scored; the controls run on test alone, at
+            # the rungs the verdict reads them (the chosen dose and the top one)
+            controlled = reading_rungs(by_count[n])
             return {
                 "n": n,
                 "counts": {str(k): v for k, v in summary.items()},
                 "validation": by_count[n],
-                "test": ladders([n], "test", "id")[n],
+                "test": ladders([n], "test", "id", controlled=controlled)[n],
+                "controlled": [list(r) for r in controlled],
             }
 
         return self.stages.run(f"{self.stage_label}-dose", settings, compute)

@@ -436,6 +436,20 @@ def diagnosis_section(task, command: str) -> list[str]:
     return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
 
 
+def _where_controlled(test: dict[str, Any]) -> str:
+    """Where the ladder ran its controls, when not at every rung."""
+    from harness.attention.controls import ladder_controls
+
+    keys = [c.ladder.key for c in ladder_controls()]
+    bare = [e for e in test["doses"] if all(e.get(key) is None for key in keys)]
+    if not bare:
+        return ""
+    return (
+        " where the verdict reads them (the dose chosen on validation and the top dose; "
+        '"-": not run at that dose)'
+    )
+
+
 def _count_choice(dose) -> str:
     """How N was chosen: each count's best validation dose (`verdict.choose_count`)."""
     counts = dose.get("counts")
@@ -469,7 +483,8 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
     header = " | ".join(column.heading for column in columns)
     lines = [
         f"The top {test['n']} heads ({heads}) pushed at each C, with the controls at the same "
-        f"dose, teacher-forced on {test['instances']} OOD test instances (gain: teacher-forced "
+        f"dose{_where_controlled(test)}, teacher-forced on {test['instances']} OOD test "
+        "instances (gain: teacher-forced "
         "token accuracy over the baseline, paired per instance, 95% interval; following: how "
         "much more often the model writes what the task gives on the moved text). N and the "
         f"dose are chosen on {dose['validation']['instances']} OOD validation instances"

@@ -50,6 +50,8 @@ def _drawn(entry: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def columns(curve: Mapping[str, Any]) -> list[Column]:
     def cell(entry):
+        if entry.get(KEY) is None:
+            return "-"  # no controls at this rung (`dose_ladder(controlled=...)`)
         drawn = _drawn(entry)
         return f"{_n(drawn.get('mean'))} ({_n(drawn.get('max'))})"
 

@@ -149,7 +149,9 @@ def _shown(curve: Mapping[str, Any]) -> list[str]:
 def columns(curve: Mapping[str, Any]) -> list[Column]:
     def cell(k):
         def at(entry):
-            p = (entry.get(KEY) or {}).get(k) or {}
+            if entry.get(KEY) is None:
+                return "-"  # no controls at this rung (`dose_ladder(controlled=...)`)
+            p = entry[KEY].get(k) or {}
             follow = (p.get("following") or {}).get("gain") or {}
             gain = format_gain(p["gain"]) if p.get("gain") else "-"
             return f"{gain}, {_n(follow.get('gain'))}"

@@ -124,6 +124,26 @@ def choose_dose(validation: Mapping[str, Any]) -> dict[str, Any] | None:
     return best[1] if best else None
 
 
+def reading_rungs(validation: Mapping[str, Any]) -> list[tuple[float, float]]:
+    """The rungs where the calibrated verdict reads the controls, from the validation curve
+    alone (it is chosen before the test stream is scored): the dose chosen on it
+    (`choose_dose`) and the ladder's top rung (the controls reported
+    there). Each as (strength, threshold), threshold 0.0 outside a threshold mode. Why: the
+    random draws and shifted pushes at every rung were about three quarters of the test
+    ladder's settings and the verdict reads none of the others (issue 45)."""
+
+    def rung(entry) -> tuple[float, float]:
+        return (float(entry["strength"]), float(entry.get("threshold") or 0.0))
+
+    doses = validation.get("doses") or []
+    if not doses:
+        raise ValueError("reading_rungs needs a validation curve with doses")
+    chosen = choose_dose(validation)
+    picked = [rung(chosen)] if chosen else []
+    top = max(doses, key=lambda e: (e.get("threshold") or 0.0, e["strength"]))
+    return list(dict.fromkeys([*picked, rung(top)]))
+
+
 def choose_count(
     curves: Mapping[int, Mapping[str, Any]], lookup: int = 0
 ) -> tuple[int, dict[str, Any]]:

@@ -80,6 +80,14 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
         "top4-C2-thr0.2",
         "top4-C2-thr0.2-shift+3",
     ]
+    # the controls only at the rungs asked (`controlled`), the push at every rung
+    sparse = dose_ladder(2, (0.1, 1.0), shift=1, random_seeds=(0, 3), controlled=[(1.0, 0.0)])
+    assert [s.name for s in sparse.settings] == ["baseline", "top2-C0.1-shift+1", *names_at(1)]
+    assert sparse.rungs[0].controls == () and sparse.rungs[1] == ladder.rungs[1]
+    picked = dose_ladder(
+        4, (0.5, 2.0), mode="conditional", thresholds=(0.1, 0.2), controlled=[(0.5, 0.2)]
+    )
+    assert [bool(r.controls) for r in picked.rungs] == [False, False, True, False]
     with pytest.raises(ValueError, match="needs at least one threshold"):
         dose_settings(4, mode="conditional")
     with pytest.raises(ValueError, match="a mode with a strength"):
@@ -88,6 +96,18 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
         dose_settings(4, pointer_shifts=(0, 3))
     with pytest.raises(ValueError, match="strength"):
         dose_settings(4, (float("nan"),))
+
+
+def names_at(strength) -> list[str]:
+    """The names of the push and its controls at one rung of the first test's ladder."""
+    c = f"{strength:g}"
+    return [
+        f"top2-C{c}-shift+1",
+        f"top2-C{c}-shift-2",
+        f"top2-C{c}-shift+4",
+        f"other2-C{c}-shift+1-s0",
+        f"other2-C{c}-shift+1-s3",
+    ]
 
 
 def test_other_heads_are_never_the_chosen_ones_and_draws_differ():
@@ -334,6 +354,29 @@ def test_ladders_of_several_counts_scored_together_equal_each_alone(attn_tokeniz
     assert shared < len(forwards) - shared  # one prefill a batch, not one per count
     with pytest.raises(ValueError, match="at least one head count"):
         run_dose_ladders(model, attn_tokenizer, None, ranking, [], instances)
+
+
+def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_tokenizer, tiny):
+    """Issue 45: the analysis runs the controls only where the verdict reads them. At those
+    rungs the curve is the whole ladder's, number for number (a setting's records do not
+    depend on the settings beside it); elsewhere their fields are None and the table says
+    "-"; fewer settings are scored."""
+    model, instances, ranking = tiny
+    options = dict(doses=(0.3, 2.0), draws=2, batch_size=3)
+    whole = run_dose_ladder(model, attn_tokenizer, None, ranking, 2, instances, **options)
+    sparse = run_dose_ladder(
+        model, attn_tokenizer, None, ranking, 2, instances, controlled=[(2.0, 0.0)], **options
+    )
+    assert json.dumps(sparse["doses"][1], sort_keys=True) == json.dumps(
+        whole["doses"][1], sort_keys=True
+    )
+    low = sparse["doses"][0]
+    assert low["pointers"] is None and low["random_heads"] is None
+    assert low["reference"] == whole["doses"][0]["reference"]
+    assert whole["doses"][0]["pointers"] and whole["doses"][0]["random_heads"]["count"] == 2
+    cells = [column.cell(low) for c in ladder_controls() for column in c.ladder.columns(sparse)]
+    assert cells == ["-", "-", "-"]
+    assert sparse["baseline"] == whole["baseline"]
 
 
 # --- a planted dilution ----------------------------------------------------------------------

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from harness.attention.verdicts import calibrated as rule
-from harness.attention.verdicts.calibrated import calibrated_verdict, choose_count, choose_dose
+from harness.attention.verdicts.calibrated import (
+    calibrated_verdict,
+    choose_count,
+    choose_dose,
+    reading_rungs,
+)
 
 GAIN = {"gain": 0.5, "low": 0.4, "high": 0.6}
 SMALL = {"gain": 0.05, "low": -0.02, "high": 0.1}
@@ -46,6 +51,21 @@ def test_the_dose_is_the_largest_validated_gain_with_id_holding_smallest_on_a_ti
     )
     assert choose_dose(ladder)["strength"] == 0.3
     assert choose_dose(curve(dose(0.1, SMALL))) is None
+
+
+def test_the_controls_are_read_at_the_chosen_dose_and_the_top_one():
+    """Where the analysis runs the ladder's controls on test (`reading_rungs`): chosen on
+    validation alone, as (strength, threshold)."""
+    ladder = curve(dose(0.1, SMALL), dose(0.3, GAIN), dose(2.0, SMALL))
+    assert reading_rungs(ladder) == [(0.3, 0.0), (2.0, 0.0)]
+    assert reading_rungs(curve(dose(0.3, SMALL), dose(2.0, GAIN))) == [(2.0, 0.0)]
+    assert reading_rungs(curve(dose(0.3, SMALL), dose(2.0, SMALL))) == [(2.0, 0.0)]
+    # a threshold mode: the top rung is the largest threshold's largest C
+    by_threshold = [dose(c, SMALL) | {"threshold": t} for t in (0.1, 0.2) for c in (0.5, 2.0)]
+    by_threshold[2]["reference"] = GAIN
+    assert reading_rungs(curve(*by_threshold)) == [(0.5, 0.2), (2.0, 0.2)]
+    with pytest.raises(ValueError, match="doses"):
+        reading_rungs(curve())
 
 
 def test_n_is_the_count_whose_best_dose_gains_most_and_a_tie_holds_every_lookup_head():
