@@ -182,8 +182,9 @@ def gain_table(
 
 
 def format_gain(gain: dict[str, float], scale: float = 100.0) -> str:
-    """`+12.3 [+4.1, +20.0]` (points by default)."""
-    if not math.isfinite(gain["gain"]):
+    """`+12.3 [+4.1, +20.0]` (points by default); `n/a` when not measured (None, as a
+    digest holds it, or NaN: a gain over no rows)."""
+    if gain.get("gain") is None or not math.isfinite(gain["gain"]):
         return "n/a"
     return f"{gain['gain'] * scale:+.1f} [{gain['low'] * scale:+.1f}, {gain['high'] * scale:+.1f}]"
 

@@ -23,7 +23,6 @@ renders the block from the committed digests and compares it with the doc.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -196,8 +195,8 @@ def controls_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
     parts = [f"ref {_points(controls.get('reference'))}"]
     for k, push in (controls.get("pointers") or {}).items():
         follow = push.get("following") or {}
-        # no wrong row where the moved text differs: following is not measured (NaN)
-        measured = follow.get("gain") is not None and not math.isnan(follow["gain"])
+        # no wrong row where the moved text differs: following is not measured (null)
+        measured = follow.get("gain") is not None
         followed = f"{follow['gain']:+.2f}" if measured else "-"
         gain = push.get("gain") or {}
         shown = f"{100 * gain['gain']:+.1f}" if gain.get("gain") is not None else "-"

@@ -30,7 +30,7 @@ from attentionspan_datasets.metrics import METRICS
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
-from harness.report.results_summary import write_summary
+from harness.report.results_summary import json_safe, write_summary
 
 BEGIN = (
     "<!-- quick-findings: generated from the run below by harness/report/results_doc.py; "
@@ -110,7 +110,7 @@ def digest(out: Path) -> dict[str, Any]:
             tasks[name]["lookups"] = lookups
     if not tasks:
         raise ValueError(f"{out} holds no <task>/results.json: is it a reproduce output folder?")
-    return tasks
+    return json_safe(tasks)
 
 
 DIAGNOSIS = ("instances", "tokens", "shares", "level")
@@ -466,7 +466,8 @@ def read_digest(path: Path) -> dict[str, Any]:
                 f"{where}: 'meta.versions' maps package names to version strings; "
                 f"{package!r} is {_short(version)}"
             )
-    return {"meta": meta, "tasks": data["tasks"]}
+    # digests written before `json_safe` may hold NaN: read as the writer now writes
+    return {"meta": meta, "tasks": json_safe(data["tasks"])}
 
 
 def check_output(path: Path, option: str) -> None:
@@ -535,7 +536,8 @@ def write(
             raise ValueError(f"--doc {str(doc)!r}: {error}") from None
         what = "the quick-findings block"
     digest_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(digest_file, json.dumps({"meta": meta, "tasks": tasks}, indent=1) + "\n")
+    text_out = json.dumps({"meta": meta, "tasks": tasks}, indent=1, allow_nan=False)
+    atomic_write_text(digest_file, text_out + "\n")
     atomic_write_text(doc, text)
     if pretrained:
         pretrained_table.write_table(doc, digest_file.parent)

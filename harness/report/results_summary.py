@@ -15,6 +15,7 @@ time it writes a digest's block; a test renders it from the committed digests an
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +35,20 @@ END = "<!-- /results-summary -->"
 def read_digests(folder: Path) -> list[dict[str, Any]]:
     """Every quick-run*.json digest in `folder`: `--quick`'s own first, then by name."""
     paths = sorted(Path(folder).glob("quick-run*.json"), key=lambda p: (p.stem != "quick-run", p))
-    return [json.loads(p.read_text()) for p in paths]
+    return [json_safe(json.loads(p.read_text())) for p in paths]
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite number (a gain over no rows is NaN) as None, so a digest
+    is strict JSON (`null`: not measured) that every JSON reader parses, and `check` compares
+    a committed digest with a fresh one alike."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _task(name: str, results: Mapping[str, Any]) -> str:

@@ -79,6 +79,10 @@ def test_per_length_bins_and_summary():
     summary = summarise(base)
     assert summary["n"] == 100 and set(summary["per_length"]) == set(table["per_length"])
     assert format_gain(table["partial_acc"]).startswith("+")
+    # not measured: None (as a digest holds it) or NaN (a gain over no rows)
+    assert format_gain({"gain": None, "low": None, "high": None}) == "n/a"
+    assert format_gain({"gain": float("nan"), "low": 0.0, "high": 0.0}) == "n/a"
+    assert format_gain({"gain": 0.1234, "low": 0.1, "high": 0.15}) == "+12.3 [+10.0, +15.0]"
 
 
 # --- correct versus wrong tokens, counting instances ---------------------------------------

@@ -155,9 +155,10 @@ def test_a_round_two_row_names_offset_basis_shares_dose_controls_and_repair(tmp_
     numbers["offset"] = {"offset": 0, "mass": 0.3, "found": False}
     assert pretrained_table.verdict_cell(task["verdict"]) == "downstream (on reference 0.60)"
     assert pretrained_table.offset_cell(task) == "the reference (0.30), given"
-    # a shifted push whose following no row could measure (NaN): "-", never "nan"
+    # a shifted push whose following no row could measure (null in the digest; an older
+    # digest's NaN reads as null, `read_digests`): "-", never "nan"
     pointers = task["controls_at_dose"]["pointers"]
-    pointers["-3"]["following"] = {"gain": float("nan")}
+    pointers["-3"]["following"] = {"gain": None}
     assert "ref-3 +10.0, followed -;" in pretrained_table.controls_cell(task, task["verdict"])
     # no dose gains: said, and no controls to read
     task["verdict"]["numbers"]["dose"] = None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands import results_doc as command
-from harness.report import results_doc
+from harness.report import results_doc, results_summary
 
 REPO = Path(__file__).resolve().parents[3]
 DIGEST = REPO / "docs" / "quick-run.json"
@@ -210,6 +210,48 @@ def test_check_compares_only_the_fields_a_digest_holds_and_never_the_time(tmp_pa
     tasks["reversal"]["lookups"][1]["offset"] = 2  # a figure it holds moved: said
     digest_file.write_text(json.dumps({"meta": {}, "tasks": tasks}))
     assert "reversal.lookups[1].offset: expected 2, got 1" in results_doc.check(run, digest_file)
+
+
+def test_a_figure_not_measured_is_null_in_the_digest_never_nan(tmp_path):
+    """A following gain over no rows is NaN in the run; the digest holds null (strict JSON,
+    which every JSON reader parses), and a digest written before that, holding NaN, reads
+    and compares as the fresh one."""
+    run = tmp_path / "run"
+    _write_run(run)
+    _ladder_run(run)
+    path = run / "reversal" / "results.json"
+    result = json.loads(path.read_text())
+    nan = float("nan")
+    pushed = result["dose"]["test"]["doses"][1]["pointers"]["-3"]["following"]
+    pushed["gain"] = {"gain": nan, "low": nan, "high": nan, "n": 0}
+    path.write_text(json.dumps(result))
+    tasks = results_doc.digest(run)
+    follow = tasks["reversal"]["controls_at_dose"]["pointers"]["-3"]["following"]
+    assert follow == {"gain": None, "low": None, "high": None, "n": 0}
+    doc = tmp_path / "results.md"
+    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
+    digest_file = tmp_path / "quick.json"
+    argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
+    assert command.main([*argv, "--digest", str(digest_file)]) == 0
+
+    def strict(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    json.loads(digest_file.read_text(), parse_constant=strict)  # no NaN written
+    # an older digest that holds NaN where the run measured nothing still reproduces
+    older = json.loads(digest_file.read_text())
+    older["tasks"]["reversal"]["controls_at_dose"]["pointers"]["-3"]["following"]["gain"] = nan
+    digest_file.write_text(json.dumps(older))
+    assert results_doc.check(run, digest_file) == []
+    (tmp_path / "quick-run-older.json").write_text(json.dumps(older))
+    (read,) = results_summary.read_digests(tmp_path)  # as the table and the summary read it
+    assert read["tasks"]["reversal"]["controls_at_dose"]["pointers"]["-3"]["following"] == (follow)
+    assert results_summary.json_safe([1.0, {"a": float("inf")}, "x", None]) == [
+        1.0,
+        {"a": None},
+        "x",
+        None,
+    ]
 
 
 def test_differences_name_the_figures_that_moved():
