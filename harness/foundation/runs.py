@@ -572,3 +572,29 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def invocation_cpu(log_path: Path) -> list[float]:
+    """The CPU seconds each invocation of a training run had spent at its last log line, in
+    order: a log line's `cpu_s` counts from its invocation's start, so where it falls, a
+    resumed invocation began. Each is a lower bound by the steps after its last log line
+    (at most the log interval; an interrupted run's checkpoint is at its last step), and two
+    count as one where the later's first line is past the earlier's last (an invocation
+    stopped before its second log line): then the earlier's time is missed."""
+    if not log_path.is_file():
+        return []
+    spent: list[float] = []
+    last = None
+    for line in log_path.read_text(encoding="utf-8").splitlines():
+        try:
+            cpu = json.loads(line).get("cpu_s")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if not isinstance(cpu, (int, float)):
+            continue
+        if last is None or cpu < last:
+            spent.append(float(cpu))
+        else:
+            spent[-1] = float(cpu)
+        last = cpu
+    return spent

@@ -62,7 +62,7 @@ from typing import Any
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
 from harness.foundation.dispatch import Placement
 from harness.foundation.models import SCRATCH, resolve_model
-from harness.foundation.runs import versions, weights_sha256
+from harness.foundation.runs import LOG_FILE, invocation_cpu, versions, weights_sha256
 from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
     DEVICES,
     PRETRAINED_RECIPES,
@@ -999,8 +999,9 @@ def timed_task_model(
     """`task_model`, and the CPU seconds (user + system, this process's) training it took:
     measured when it trains or resumes here and kept in a stage file keyed by its train
     options (`<task>-fine-tune`), read back when the model is reused; None when a reused
-    model was trained before they were recorded. A resumed model's time is this call's
-    only ("resumed": True)."""
+    model was trained before they were recorded. A resumed model ("resumed": True) adds
+    what its earlier, interrupted invocations logged (`runs.invocation_cpu`), so its time is the
+    whole training's, not the last invocation's."""
     from harness.foundation.runs import FINAL
 
     folder = task_model_folder(out, task, run)
@@ -1013,14 +1014,32 @@ def timed_task_model(
         and saved.name == FINAL
         and task_model_mismatch(cfg, task, out, run) is None
     )
+    # what interrupted invocations spent, read before this one trims and extends the log
+    earlier = sum(invocation_cpu(folder / LOG_FILE)) if saved is not None and not reused else None
     start = time.process_time()
     model_dir = task_model(cfg, task, out, log, run)
     if reused:
-        return model_dir, stages.load(name, settings)
+        return model_dir, with_earlier_cpu(stages.load(name, settings), folder / LOG_FILE)
     cpu = time.process_time() - start
     record = {"cpu_s": round(cpu, 3), "steps": settings["max_steps"], "resumed": saved is not None}
+    if earlier is not None:
+        cpu += earlier
+        record |= {"cpu_s": round(cpu, 3), "earlier_cpu_s": round(earlier, 3)}
     stages.save(name, settings, record, cpu_s=cpu)
     return model_dir, record
+
+
+def with_earlier_cpu(record: dict[str, Any] | None, log_path: Path) -> dict[str, Any] | None:
+    """A reused fine-tune's record; one saved before `earlier_cpu_s` was (its resumed
+    invocation's time alone) gains its earlier invocations' from the finished log: every
+    invocation's but the last, which is the record's own measurement."""
+    if not record or not record.get("resumed") or "earlier_cpu_s" in record:
+        return record
+    earlier = float(sum(invocation_cpu(log_path)[:-1]))
+    return record | {
+        "cpu_s": round(float(record["cpu_s"]) + earlier, 3),
+        "earlier_cpu_s": round(earlier, 3),
+    }
 
 
 def cpu_totals(

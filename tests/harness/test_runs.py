@@ -19,6 +19,7 @@ from harness.foundation.runs import (
     TRAINING_STATE_FILE,
     RunLock,
     checkpoints,
+    invocation_cpu,
     latest_checkpoint,
     load_model_checked,
     load_training_state,
@@ -221,3 +222,15 @@ def test_weights_sha256_is_the_weight_files_and_versions_name_the_stack(tmp_path
     assert weights_sha256(tmp_path) != expected
     stack = versions()
     assert {"python", "torch", "transformers", "attentionspan"} <= set(stack)
+
+
+def test_each_invocation_of_a_resumed_training_is_read_from_its_log(tmp_path):
+    """A log line's cpu_s counts from its invocation's start: where it falls, a resumed
+    invocation began. The log of the SmolLM2 reversal seed-2 fine-tune had this shape
+    (interrupted at steps 34 and about 150)."""
+    log = tmp_path / "log.jsonl"
+    rows = [(20, 38.4), (40, 14.8), (60, 56.4), (140, 230.3), (160, 13.5), (400, 523.0)]
+    lines = [json.dumps({"step": s, "loss": 0.1, "cpu_s": c}) for s, c in rows]
+    log.write_text("\n".join([*lines[:2], "not json", '{"step": 50}', *lines[2:]]) + "\n")
+    assert invocation_cpu(log) == [38.4, 230.3, 523.0]
+    assert invocation_cpu(tmp_path / "none.jsonl") == []

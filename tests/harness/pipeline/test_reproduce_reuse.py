@@ -74,6 +74,43 @@ def test_a_fine_tune_is_reused_when_only_the_analysis_changes(tmp_path, monkeypa
     assert logged == [f"model for reversal: reusing {model} (trained with the same options)"]
 
 
+def test_a_resumed_fine_tune_counts_its_interrupted_invocations(tmp_path, monkeypatch):
+    """An interrupted fine-tune resumed by a later call: its CPU time is that call's plus
+    what each earlier invocation logged (log.jsonl), not the last call's alone; a record
+    saved before this was counted gains them when read back."""
+    from harness.foundation.runs import LOG_FILE, RUN_CONFIG_FILE
+    from harness.pipeline.reproduce import task_train_config, timed_task_model
+
+    out = tmp_path / "rq"
+    cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3)
+    folder = out / "models" / "reversal"
+    (folder / "checkpoint-2").mkdir(parents=True)  # an interrupted first invocation
+    (folder / "checkpoint-2" / RUN_CONFIG_FILE).write_text(
+        json.dumps(task_train_config(cfg, "reversal", folder, 0).to_dict())
+    )
+    first = [{"step": 1, "cpu_s": 4.0}, {"step": 2, "cpu_s": 9.5}]
+    (folder / LOG_FILE).write_text("".join(json.dumps(r) + "\n" for r in first))
+
+    def train(cfg, task, out, log, run=0):  # resumes: logs from its own start, saves final/
+        with (folder / LOG_FILE).open("a") as f:
+            f.write(json.dumps({"step": 3, "cpu_s": 2.0}) + "\n")
+        return str(_fake_model(folder / "final", task_train_config(cfg, task, folder, run)))
+
+    monkeypatch.setattr(reproduce_module, "task_model", train)
+    _, record = timed_task_model(cfg, "reversal", out, print)
+    assert record["resumed"] and record["earlier_cpu_s"] == 9.5
+    assert 9.5 <= record["cpu_s"] < 9.5 + 5  # this call's CPU (a few ms) plus the first's
+    monkeypatch.undo()
+    # a record saved before earlier invocations were counted: the resumed call's alone
+    stage = out / "stages" / "reversal-fine-tune.json"
+    saved = json.loads(stage.read_text())
+    older = {"cpu_s": 2.25, "steps": 3, "resumed": True}
+    stage.write_text(json.dumps(saved | {"result": older, "cpu_s": 2.25}))
+    _, reread = timed_task_model(cfg, "reversal", out, print)
+    assert reread == older | {"cpu_s": 11.75, "earlier_cpu_s": 9.5}  # the log's 9.5 + 2.25
+    assert json.loads(stage.read_text())["result"] == older  # measured figures stay as saved
+
+
 @pytest.mark.slow
 def test_a_changed_analysis_recomputes_only_the_stages_it_changes(tmp_path, model_dir, monkeypatch):  # noqa: F811
     out = tmp_path / "out"
