@@ -389,11 +389,19 @@ def _short(value: Any) -> str:
 def _figures(task: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[str, Any]:
     """The figures `check` compares: not how the run was run or how long it took, and of
     the fields added later (ADDED_FIELDS) only those the committed digest `saved` holds."""
-    return {
+    out = {
         k: v
         for k, v in task.items()
         if k not in UNCOMPARED and (saved is None or k in saved or k not in ADDED_FIELDS)
     }
+    if isinstance(out.get("lookups"), list):  # each candidate lookup's time: not compared
+        out["lookups"] = [
+            {k: v for k, v in lookup.items() if k not in UNCOMPARED}
+            if isinstance(lookup, dict)
+            else lookup
+            for lookup in out["lookups"]
+        ]
+    return out
 
 
 def moved_lines(moved: list[str], digest_file) -> list[str]:

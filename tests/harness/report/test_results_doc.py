@@ -205,6 +205,7 @@ def test_check_compares_only_the_fields_a_digest_holds_and_never_the_time(tmp_pa
     digest_file.write_text(json.dumps({"meta": {}, "tasks": {"reversal": older}}))
     assert results_doc.check(run, digest_file) == []
     tasks["reversal"]["cpu_s"] = {"eval": 99.0, "total": 99.0}  # another run's time
+    tasks["reversal"]["lookups"][1]["cpu_s"] = {"heads": 9.0}  # a second lookup's too
     digest_file.write_text(json.dumps({"meta": {}, "tasks": tasks}))
     assert results_doc.check(run, digest_file) == []
     tasks["reversal"]["lookups"][1]["offset"] = 2  # a figure it holds moved: said
