@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
 from harness.report.pretrained_table import pretrained_digests, seed_rows  # noqa: E402
 
+TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
 

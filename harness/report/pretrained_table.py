@@ -195,9 +195,8 @@ def controls_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
     parts = [f"ref {_points(controls.get('reference'))}"]
     for k, push in (controls.get("pointers") or {}).items():
         follow = push.get("following") or {}
-        # no wrong row where the moved text differs: following is not measured (null)
-        measured = follow.get("gain") is not None
-        followed = f"{follow['gain']:+.2f}" if measured else "-"
+        # null: no wrong row where the moved text differs, so following is not measured
+        followed = f"{follow['gain']:+.2f}" if follow.get("gain") is not None else "-"
         gain = push.get("gain") or {}
         shown = f"{100 * gain['gain']:+.1f}" if gain.get("gain") is not None else "-"
         parts.append(f"ref{k} {shown}, followed {followed}")

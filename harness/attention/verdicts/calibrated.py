@@ -127,10 +127,10 @@ def choose_dose(validation: Mapping[str, Any]) -> dict[str, Any] | None:
 def reading_rungs(validation: Mapping[str, Any]) -> list[tuple[float, float]]:
     """The rungs where the calibrated verdict reads the controls, from the validation curve
     alone (it is chosen before the test stream is scored): the dose chosen on it
-    (`choose_dose`) and the ladder's top rung (the controls reported
-    there). Each as (strength, threshold), threshold 0.0 outside a threshold mode. Why: the
-    random draws and shifted pushes at every rung were about three quarters of the test
-    ladder's settings and the verdict reads none of the others (issue 45)."""
+    (`choose_dose`) and the ladder's top rung (the controls reported there). Each as
+    (strength, threshold), threshold 0.0 outside a threshold mode. Why: the random draws and
+    shifted pushes at every rung were about three quarters of the test ladder's settings, and
+    the verdict reads none of the others (issue 45)."""
 
     def rung(entry) -> tuple[float, float]:
         return (float(entry["strength"]), float(entry.get("threshold") or 0.0))
