@@ -379,6 +379,18 @@ def task_statements(digests: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _predates_note(digests: list[Mapping[str, Any]]) -> str:
+    """What *predates round 2* means, where some row's digest does (else nothing: a legend
+    for a cell no row shows would only puzzle)."""
+    if all(round_two(t.get("verdict") or {}) for d in digests for t in d["tasks"].values()):
+        return ""
+    return (
+        "; *predates round 2*: a digest made under the round-1 rule, which read every wrong "
+        'row and assumed the reference, has no such field (docs/usage_analysis.md, "The '
+        'calibrated verdict")'
+    )
+
+
 def instances_text(digests: list[Mapping[str, Any]]) -> str:
     """ "32 test instances a model" (or "32-64 ..."), from the reference gain's pairs."""
     counts = sorted(
@@ -457,9 +469,7 @@ def render_table(folder: Path) -> str:
             "moved text (*followed*); *random heads*: the best draw of as many heads outside "
             "the top N at the same dose; *ID*: ID teacher-forced exact match without and "
             "with the push; *repaired*: wrong OOD test answers made exact by the push at "
-            "the dose, free-running; *predates round 2*: a digest made under the round-1 "
-            "rule, which read every wrong row and assumed the reference, has no such field "
-            '(docs/usage_analysis.md, "The calibrated verdict"). '
+            f"the dose, free-running{_predates_note(digests)}. "
             f"Measured {', '.join(dates)}; the commands, machines and versions are in the "
             "digests.",
             width=92,

@@ -94,6 +94,7 @@ def test_a_row_reads_its_numbers_from_the_digest(tmp_path):
     assert "| Llama-3.2-1B-Instruct | reversal | 0.958 | 0.538 (0.962) | 0.0455 / 0.0236 |" in block
     assert "Measured 2026-11-27" in block and "\ncmd\n" in block
     assert "32 test instances a model" in words  # the reference gain's pairs
+    assert "*predates round 2*: a digest made under the round-1 rule" in words  # the legend
     # too few instances for an interval: "-"
     del digest["tasks"]["reversal"]["attention"]["results"]["reversal_ood"]["generate"]
     assert pretrained_table.table2_cell(digest["tasks"]["reversal"]) == "-"
@@ -148,6 +149,7 @@ def test_a_round_two_row_names_offset_basis_shares_dose_controls_and_repair(tmp_
         "followed +0.30; random heads +4.0; ID 0.97 -> 0.95 | 12 of 58 (0.21) |"
     )
     assert "of them under the round-1 rule" not in " ".join(block.split())
+    assert "predates round 2" not in block  # no row shows it: no legend for it either
     # one kind named: its share beside the verdict; a --shift offset says "given"
     task = _round_two("downstream")
     numbers = task["verdict"]["numbers"]
