@@ -4,8 +4,9 @@
 
 Checked: every repository path the page names exists; every folder of the harness is
 described there by its path, and every harness module by its path or (in its folder's line)
-its file name; README.md links the page; no file of the repository cites a design document
-kept outside it.
+its file name; every name the page puts in a module (on the module's line, as "`Name` in
+`path.py`", or dotted) is defined there; README.md links the page; no file of the repository
+cites a design document kept outside it.
 """
 
 from __future__ import annotations
@@ -72,3 +73,72 @@ def test_nothing_cites_a_design_document_outside_the_repository():
         text = path.read_text(encoding="utf-8", errors="replace")
         citing += [f"{name}: {word}" for word in outside if word in text]
     assert not citing, citing
+
+
+# --- each room holds what the page says it holds ------------------------------------------------
+IDENTIFIER = re.compile(r"`([A-Za-z_][A-Za-z_0-9]*)(?:\(\))?`")
+BULLET = re.compile(r"^- `((?:harness|attentionspan_datasets|lm_eval_tasks)/[\w/]+\.py)`:")
+# "`Name` in `path.py`", "`Name` (`path.py`" and "(`Name`, `path.py`)"
+NAMED_IN = re.compile(r"`([A-Za-z_][A-Za-z_0-9]*)`(?: in| \(|,) ?`([\w/]+\.py)`")
+DOTTED = re.compile(r"`((?:harness|attentionspan_datasets|lm_eval_tasks)(?:\.\w+)+)`")
+# words in code spans that are not names in the module: transformers' keyword options
+NOT_NAMES = {"true", "false", "device_map", "max_memory"}
+
+
+def _commands() -> set[str]:
+    """Command names (`eval`, `reproduce`): the page names a module's command in code spans."""
+    from harness.cli import COMMAND_MODULES
+
+    return {c for commands in COMMAND_MODULES.values() for c in commands}
+
+
+def _defined(path: Path) -> set[str]:
+    """Top-level names a module defines (functions, classes, assignments, imports)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def _claims() -> list[tuple[str, str]]:
+    """(module path, name) for every name the page puts in a module: a bullet
+    "- `path.py`: ... `Name` ..." (its continuation lines included), and "`Name` in `path.py`"
+    anywhere."""
+    claims: list[tuple[str, str]] = []
+    module = None
+    for line in _text().splitlines():
+        bullet = BULLET.match(line)
+        if bullet:
+            module = bullet.group(1)
+            line = line[bullet.end() :]
+        elif not line.startswith("  ") or not line.strip():
+            module = None
+        if module is not None:
+            spans = re.sub(r"`[^`]*[/.][^`]*`", "", line)  # paths and file names are not names
+            claims += [(module, n) for n in IDENTIFIER.findall(spans) if n not in NOT_NAMES]
+    claims += [(m, n) for n, m in NAMED_IN.findall(" ".join(_text().split()))]
+    for dotted in DOTTED.findall(_text()):  # `harness.report.report_md.pipeline_writers`
+        parts = dotted.split(".")
+        module = "/".join(parts[:-1]) + ".py"
+        if (REPO / module).is_file():
+            claims.append((module, parts[-1]))
+    return claims
+
+
+def test_every_module_defines_the_names_the_page_gives_it():
+    claims = [(m, n) for m, n in _claims() if n not in _commands()]
+    assert len(claims) > 15, "the page names what its modules define"
+    missing = sorted(
+        f"{module}: {name}"
+        for module, name in set(claims)
+        if (REPO / module).is_file() and name not in _defined(REPO / module)
+    )
+    assert not missing, f"docs/architecture.md puts names in modules that lack them: {missing}"

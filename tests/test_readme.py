@@ -41,3 +41,17 @@ def test_the_quick_command_leaves_out_the_slow_tests_and_ci_runs_them():
     assert "addopts = \"-ra -m 'not slow'\"" in config
     assert '    "slow: ' in config  # registered, so any test may carry it
     assert "python -m pytest -q -n 2 -m slow" in (REPO / ".ci" / "run").read_text()
+
+
+def test_the_readme_names_every_calibrated_verdict_word():
+    """The README's sentence on the calibrated verdict lists the vocabulary's words, all of
+    them and no other: a word added to the rule shows up here as a failure until it is named."""
+    import re
+
+    from harness.attention.verdicts.vocabulary import CALIBRATED
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    sentence = text.split("one of nine words: ", 1)[1].split(", by a rule", 1)[0]
+    named = re.findall(r"\*([^*]+)\*", sentence)
+    assert sorted(named) == sorted(CALIBRATED), (named, sorted(CALIBRATED))
+    assert len(CALIBRATED) == 9, "the README says 'one of nine words'"
