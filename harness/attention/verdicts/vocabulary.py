@@ -9,8 +9,10 @@ the headline, read from the dose ladder and from where the errors look), repair 
 at the grid's chosen setting (`repair_or_pointer`) and the supervision study's verdict
 (`supervision`). Reports, findings, summaries and tables import the words and thresholds
 from here; none restates them. "inconclusive" belongs to every family, with the meaning its
-family gives it. The thresholds were fixed before any measurement (docs/usage_analysis.md
-states the rules).
+family gives it. Round 1's thresholds were fixed before any measurement; round 2 changed the
+calibrated rule after seeing round 1's results (first wrong rows, the lookup found rather than
+assumed, a share named from a quarter) and was calibrated on the planted models
+(tests/planted.py); docs/usage_analysis.md states the rules.
 """
 
 from __future__ import annotations
