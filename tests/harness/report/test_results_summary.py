@@ -103,3 +103,22 @@ def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path
     text = " ".join(results_summary.render_summary(tmp_path).split())
     assert "- **reversal** (1 model; ID exact 1.00, OOD exact 0.00): *inconclusive*." in text
     assert "- **reversal, smollm2-135m-instruct fine-tuned** (1 model; ID exact 0.97" in text
+
+
+def test_the_opening_counts_the_models_that_fall_short_in_distribution(tmp_path):
+    _write(
+        tmp_path,
+        "quick-run.json",
+        {
+            "reversal": _results(1.0, 0.0, "no lookup", "reversal", 0),
+            "reversal-seed1": _results(0.8, 0.0, "no lookup", "reversal", 1),
+        },
+    )
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert text.startswith(
+        "<!-- results-summary: generated from docs/quick-run*.json by "
+        "harness/report/results_summary.py; do not edit --> 1 of 2 models learn their task"
+    ), text[:200]
+    _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "no lookup")})
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert "Every model here learns its task in distribution" in text
