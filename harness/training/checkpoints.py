@@ -37,7 +37,8 @@ from harness.training.fsdp import optimizer_state
 if TYPE_CHECKING:
     from harness.training.setup import Run
 
-SUPERVISION_WINDOW = "supervision_window"  # its log window, kept in training_state.pt
+# the open log window's supervision loss, kept in training_state.pt
+SUPERVISION_WINDOW = "supervision_window"
 
 
 def run_info(config: TrainConfig, state: TrainState, **extra) -> dict[str, Any]:

@@ -53,8 +53,8 @@ from harness.training.fsdp import evaluation_model
 from harness.training.loss import lm_loss
 from harness.training.setup import Run, Window, set_up
 
-# The public entry: `harness.training.train` runs a training; the options and the set-up
-# live beside it (config.py, setup.py, checkpoints.py).
+# The public entry: the commands and the pipeline import these from here, while the options,
+# the set-up and the checkpoints live beside the loop (config.py, setup.py, checkpoints.py).
 __all__ = ["TrainConfig", "flat_options", "parse_curriculum", "set_up", "train"]
 
 VALIDATION_SPLIT = "validation"
