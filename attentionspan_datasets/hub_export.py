@@ -388,6 +388,68 @@ Apache-2.0.
 """
 
 
+def _checked_configs(configs: list[str]) -> list[str]:
+    """The configs to export, each a known builder config and none twice."""
+    from attentionspan_datasets.builder import AttentionSpan, check_config_name
+
+    if isinstance(configs, str):  # "reversal_id" would be read as 11 one-letter names
+        configs = [configs]
+    if not configs:
+        raise ValueError("give at least one CONFIG")
+    for config in configs:
+        check_config_name(config)
+    allowed = list(AttentionSpan.builder_configs)
+    unknown = [config for config in configs if config not in allowed]
+    if unknown:
+        named = ", ".join(config + did_you_mean(config, allowed) for config in unknown)
+        raise ValueError(f"unknown config(s) {named}; allowed: {', '.join(allowed)}")
+    if len(set(configs)) != len(configs):
+        raise ValueError(f"a config is listed twice: {' '.join(configs)}")
+    return configs
+
+
+def _check_sizes(sizes: dict[str, int | None], num_proc: int | None, force: bool) -> None:
+    """ValueError naming the option for a --num-proc or a split size out of range, or when
+    every split is empty."""
+    from attentionspan_datasets.builder import MAX_SPLIT_ROWS, NUM_SHARDS
+
+    if num_proc is not None and (
+        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
+    ):  # checked here: datasets says "Number of processes" only after a progress bar
+        raise ValueError(f"--num-proc must be a positive integer, got {num_proc!r}")
+    if num_proc is not None and num_proc > NUM_SHARDS:
+        raise ValueError(
+            f"--num-proc is {num_proc}, above the cap of {NUM_SHARDS} (a split has at most "
+            f"{NUM_SHARDS} shards, so more processes would idle)"
+        )
+    for split, size in sizes.items():
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+            raise ValueError(f"--num-{split} must be a non-negative integer, got {size!r}")
+        if size is not None and size > MAX_SPLIT_ROWS and not force:
+            raise ValueError(
+                f"--num-{split} is {size:,}, above the cap of {MAX_SPLIT_ROWS:,} rows per "
+                f"split; pass --force (force=True) to export it anyway"
+            )
+    if all(size == 0 for size in sizes.values()):
+        raise ValueError("nothing to export: --num-train, --num-validation and --num-test are 0")
+
+
+def _checked_seed(seed: int | None) -> int:
+    """The seed (the default when None), checked."""
+    from attentionspan_datasets.generation import DEFAULT_SEED, SEED_RANGE
+
+    seed = DEFAULT_SEED if seed is None else seed
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, int)
+        or not (SEED_RANGE[0] <= seed <= SEED_RANGE[1])
+    ):
+        raise ValueError(
+            f"--seed must be an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {seed!r}"
+        )
+    return seed
+
+
 def export(
     configs: list[str],
     out: str | os.PathLike,
@@ -405,57 +467,14 @@ def export(
     """Write `configs` to `out` (atomically); push them when `push_to_hub` is ORG/NAME.
     `force` allows splits above builder.MAX_SPLIT_ROWS rows."""
     from attentionspan_datasets.builder import (
-        MAX_SPLIT_ROWS,
-        NUM_SHARDS,
-        AttentionSpan,
         check_cache_dir,
-        check_config_name,
         source_hash,
     )
-    from attentionspan_datasets.generation import DEFAULT_SEED, SEED_RANGE
 
-    if isinstance(configs, str):  # "reversal_id" would be read as 11 one-letter names
-        configs = [configs]
-    if not configs:
-        raise ValueError("give at least one CONFIG")
-    for config in configs:
-        check_config_name(config)
-    allowed = list(AttentionSpan.builder_configs)
-    unknown = [config for config in configs if config not in allowed]
-    if unknown:
-        named = ", ".join(config + did_you_mean(config, allowed) for config in unknown)
-        raise ValueError(f"unknown config(s) {named}; allowed: {', '.join(allowed)}")
-    if len(set(configs)) != len(configs):
-        raise ValueError(f"a config is listed twice: {' '.join(configs)}")
-    if num_proc is not None and (
-        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
-    ):  # checked here: datasets says "Number of processes" only after a progress bar
-        raise ValueError(f"--num-proc must be a positive integer, got {num_proc!r}")
-    if num_proc is not None and num_proc > NUM_SHARDS:
-        raise ValueError(
-            f"--num-proc is {num_proc}, above the cap of {NUM_SHARDS} (a split has at most "
-            f"{NUM_SHARDS} shards, so more processes would idle)"
-        )
+    configs = _checked_configs(configs)
     sizes = {"train": num_train, "validation": num_validation, "test": num_test}
-    for split, size in sizes.items():
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
-            raise ValueError(f"--num-{split} must be a non-negative integer, got {size!r}")
-        if size is not None and size > MAX_SPLIT_ROWS and not force:
-            raise ValueError(
-                f"--num-{split} is {size:,}, above the cap of {MAX_SPLIT_ROWS:,} rows per "
-                f"split; pass --force (force=True) to export it anyway"
-            )
-    if all(size == 0 for size in sizes.values()):
-        raise ValueError("nothing to export: --num-train, --num-validation and --num-test are 0")
-    seed = DEFAULT_SEED if seed is None else seed
-    if (
-        isinstance(seed, bool)
-        or not isinstance(seed, int)
-        or not (SEED_RANGE[0] <= seed <= SEED_RANGE[1])
-    ):
-        raise ValueError(
-            f"--seed must be an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {seed!r}"
-        )
+    _check_sizes(sizes, num_proc, force)
+    seed = _checked_seed(seed)
     if not isinstance(out, (str, os.PathLike)) or not str(out):
         raise ValueError(f"--out must name a folder, got {out!r}")
     out = Path(out).expanduser()

@@ -32,10 +32,11 @@ def bare_loop(config, steps: int) -> tuple[float, float, int]:
     """(cpu seconds, wall seconds, tokens) of `steps` plain optimizer steps."""
     import torch
 
+    from harness.engine.inference import autocast
     from harness.foundation.data import GeneratorSource, collate, training_indices
     from harness.foundation.models import load_model
     from harness.foundation.tokenization import CharTokenizer
-    from harness.training.train import TRAIN_SPLIT, autocast, make_optimizer, make_scheduler
+    from harness.training.setup import TRAIN_SPLIT, make_optimizer, make_scheduler
 
     model, tokenizer = load_model(config.model, scratch=config.scratch)
     char_tok = CharTokenizer(tokenizer)

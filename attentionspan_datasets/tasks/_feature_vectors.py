@@ -268,39 +268,9 @@ def build(
     feature: at 20,000+ instances/s each microsecond is 2% of the budget.
     """
     getrandbits = rng.getrandbits
-    # _exclusions, inline: randint(min_excluded, max_excluded) as random.py draws it, then
-    # features by rejection from 6-bit draws (`left` has a 1 for each feature that may
-    # still be excluded, and none at 36-63).
-    low = config.min_excluded
-    width = config.max_excluded - low + 1
-    k = width.bit_length()
-    todo = getrandbits(k)
-    while todo >= width:
-        todo = getrandbits(k)
-    todo += low
-    left = FULL ^ (controlled | keep)
-    excluded: list[int] = []
-    while todo:
-        f = getrandbits(6)
-        if left >> f & 1:
-            left ^= 1 << f
-            excluded.append(f)
-            todo -= 1
-    excluded.sort()
+    excluded, left = _draw_excluded(getrandbits, config, FULL ^ (controlled | keep))
     repeat, separators, cell_codes, cells = _layout[length]
-    percent = config.background_percent
-    if percent == 20:
-        # The paper's p = 0.2, digits 0011 0011 0011 0011: the loop below written out.
-        bits = 0
-        for _ in range(4):
-            bits = (bits | getrandbits(cells) | getrandbits(cells)) & getrandbits(cells)
-            bits &= getrandbits(cells)
-    elif percent >= 100:
-        bits = (1 << cells) - 1
-    else:
-        bits = 0
-        for bit in _probability_ops(percent):
-            bits = (bits | getrandbits(cells)) if bit else (bits & getrandbits(cells))
+    bits = _draw_background(getrandbits, config.background_percent, cells)
     # The background may show the features neither controlled nor excluded: `left`, and
     # `keep` (never excluded).
     bits = (bits & (left | keep) * repeat) | separators
@@ -328,11 +298,65 @@ def build(
         "excluded": excluded,
         **extra,
     }
+    row = _reference_row(config.mask, body, body_bytes, query_text, answer, case, decisive, first)
+    return Instance(task, f"{body}?{query_text}=", "1" if answer else "0", [row], params)
+
+
+def _draw_excluded(getrandbits, config: FeatureConfig, left: int) -> tuple[list[int], int]:
+    """`_exclusions`, inline: randint(min_excluded, max_excluded) as random.py draws it, then
+    features by rejection from 6-bit draws (`left` has a 1 for each feature that may still be
+    excluded, and none at 36-63). Returns the excluded features, increasing, and `left`
+    without them."""
+    low = config.min_excluded
+    width = config.max_excluded - low + 1
+    k = width.bit_length()
+    todo = getrandbits(k)
+    while todo >= width:
+        todo = getrandbits(k)
+    todo += low
+    excluded: list[int] = []
+    while todo:
+        f = getrandbits(6)
+        if left >> f & 1:
+            left ^= 1 << f
+            excluded.append(f)
+            todo -= 1
+    excluded.sort()
+    return excluded, left
+
+
+def _draw_background(getrandbits, percent: int, cells: int) -> int:
+    """`cells` bits, each set with probability `percent` / 100 (`_bernoulli_bits`, inline)."""
+    if percent == 20:
+        # The paper's p = 0.2, digits 0011 0011 0011 0011: the loop below written out.
+        bits = 0
+        for _ in range(4):
+            bits = (bits | getrandbits(cells) | getrandbits(cells)) & getrandbits(cells)
+            bits &= getrandbits(cells)
+    elif percent >= 100:
+        bits = (1 << cells) - 1
+    else:
+        bits = 0
+        for bit in _probability_ops(percent):
+            bits = (bits | getrandbits(cells)) if bit else (bits & getrandbits(cells))
+    return bits
+
+
+def _reference_row(
+    mask: str,
+    body: str,
+    body_bytes: bytes,
+    query_text: str,
+    answer: int,
+    case: str,
+    decisive: tuple[int, ...],
+    first: int | None,
+) -> list[int]:
+    """The reference positions of the answer under `mask` (`build`'s arguments)."""
     # Masks: the input is body[0:n], "?" at n, the query from n + 1. A feature is at most
     # once per vector and its character is nowhere else in the body, so its occurrences
     # are the character's positions in the body.
     n = len(body)
-    mask = config.mask
     if mask == "sufficient" and not answer:
         # The whole input and the query.
         row = _POSITIONS[:n]
@@ -356,7 +380,7 @@ def build(
             # The "|" after the first feature's vector shows the two lie in different vectors.
             row.append(body.find(VECTOR_SEPARATOR, body.find(ALPHABET[first])))
             row.sort()
-    return Instance(task, f"{body}?{query_text}=", "1" if answer else "0", [row], params)
+    return row
 
 
 def _exclusions(rng: random.Random, config: FeatureConfig, avoid: set[int]) -> list[int]:

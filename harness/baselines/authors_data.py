@@ -223,6 +223,40 @@ def _carriers(vectors, pair) -> tuple[int, int]:
     return first, second
 
 
+def _direct_clauses(point: Datapoint, rule: str, where: str):
+    """(query, vectors, clauses) of a T1/T2-style datapoint, whose query names the features
+    themselves."""
+    query, vectors = point.query, point.vectors
+    size = 1 if rule == "any" else 2
+    if len(query) != size or max(query) >= NUM_FEATURES:
+        raise ValueError(f"{where}: expected {size} query feature(s) in 0-35, got {query}")
+    clauses = [query] if rule == "all" else [[f] for f in query]
+    return query, vectors, clauses
+
+
+def _vocab_clauses(point: Datapoint, rule: str, table, ours, pairs_per_query: int, where, vocab):
+    """(query, vectors, clauses) of a T3-T7 datapoint, whose query stands for the pairs of
+    their vocabulary `table`; with `ours` (relabelling), its features renamed so that the
+    pairs are our mapping's, and None when no renaming does that."""
+    (q,) = point.query if len(point.query) == 1 else (-1,)
+    if q not in table or q >= NUM_FEATURES or len(table[q]) != pairs_per_query:
+        raise ValueError(
+            f"{where}: query {point.query} is not a query of {vocab} with {pairs_per_query} pair(s)"
+        )
+    query, vectors, pairs = [q], point.vectors, table[q]
+    if ours is not None:
+        theirs = [f for pair in table[q] for f in pair]
+        perm = _permutation(theirs, [f for pair in ours[q] for f in pair])
+        if perm is None:
+            return None
+        vectors = [sorted(perm[f] for f in v) for v in point.vectors]
+        pairs = ours[q]
+    clauses = [list(pair) for pair in pairs]
+    if rule == "any":
+        clauses = [[f] for pair in pairs for f in pair]
+    return query, vectors, clauses
+
+
 def load_authors(
     path: str | Path,
     config: str | TaskConfig,
@@ -259,34 +293,15 @@ def load_authors(
             ours = fv.mapping(cfg.task_name, cfg.mapping_seed, pairs_per_query)
     kept, left_out, mismatches = [], 0, 0
     for number, point in enumerate(points):
+        where = f"{path}:{3 * number + 2}"  # the datapoint's query line
         if kind == "direct":
-            query, vectors = point.query, point.vectors
-            size = 1 if rule == "any" else 2
-            if len(query) != size or max(query) >= NUM_FEATURES:
-                raise ValueError(
-                    f"{path}:{3 * number + 2}: expected {size} query feature(s) in 0-35, "
-                    f"got {query}"
-                )
-            clauses = [query] if rule == "all" else [[f] for f in query]
+            query, vectors, clauses = _direct_clauses(point, rule, where)
         else:
-            (q,) = point.query if len(point.query) == 1 else (-1,)
-            if q not in table or q >= NUM_FEATURES or len(table[q]) != pairs_per_query:
-                raise ValueError(
-                    f"{path}:{3 * number + 2}: query {point.query} is not a query of "
-                    f"{vocab} with {pairs_per_query} pair(s)"
-                )
-            query, vectors, pairs = [q], point.vectors, table[q]
-            if relabel:
-                theirs = [f for pair in table[q] for f in pair]
-                perm = _permutation(theirs, [f for pair in ours[q] for f in pair])
-                if perm is None:
-                    left_out += 1
-                    continue
-                vectors = [sorted(perm[f] for f in v) for v in point.vectors]
-                pairs = ours[q]
-            clauses = [list(pair) for pair in pairs]
-            if rule == "any":
-                clauses = [[f] for pair in pairs for f in pair]
+            read = _vocab_clauses(point, rule, table, ours, pairs_per_query, where, vocab)
+            if read is None:  # no permutation of our features gives their pairs
+                left_out += 1
+                continue
+            query, vectors, clauses = read
         answer, features, pair = _decisive(vectors, clauses, rule)
         mismatches += answer != point.answer
         kept.append((vectors, query, point.answer, features, pair))

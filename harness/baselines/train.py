@@ -104,6 +104,41 @@ def attention_scores(alpha: torch.Tensor, data: FeatureBatch, correct: torch.Ten
     }
 
 
+def train_epoch(
+    model, train: FeatureBatch, recipe: RecipeConfig, optimizer, loss_fn, order, device
+):
+    """One pass over `train` (shuffled by the generator `order` when the recipe says so);
+    the loss summed over its instances, as a tensor on `device`."""
+    model.train()
+    total = torch.zeros((), device=device)  # summed on the device: no sync per step
+    if recipe.shuffle:
+        permutation = torch.randperm(len(train), generator=order).to(device)
+    else:
+        permutation = torch.arange(len(train), device=device)
+    for start in range(0, len(train), recipe.batch_size):
+        batch = train.take(permutation[start : start + recipe.batch_size])
+        logits, _ = model(batch.vectors, batch.query)
+        loss = loss_fn(logits, batch.labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
+        optimizer.step()
+        total += loss.detach() * len(batch)
+    return total
+
+
+def score_authors(model, authors: FeatureBatch, recipe: RecipeConfig) -> dict:
+    """Accuracy and attention on the authors' released test file (authors_data.py)."""
+    probs, alpha = predict(model, authors, recipe.eval_batch_size)
+    correct = ((probs >= 0.5).float() == authors.labels).cpu()
+    return {
+        "authors_test_accuracy": float(correct.float().mean()),
+        "authors_test_attention": (
+            attention_scores(alpha.cpu(), authors.to("cpu"), correct) if alpha is not None else None
+        ),
+    }
+
+
 def run_one(
     config: str,
     kind: str,
@@ -129,21 +164,7 @@ def run_one(
     best_accuracy, best_epoch, best_state = -1.0, 0, None
     history = []
     for epoch in range(1, recipe.epochs + 1):
-        model.train()
-        total = torch.zeros((), device=device)  # summed on the device: no sync per step
-        if recipe.shuffle:
-            permutation = torch.randperm(len(train), generator=order).to(device)
-        else:
-            permutation = torch.arange(len(train), device=device)
-        for start in range(0, len(train), recipe.batch_size):
-            batch = train.take(permutation[start : start + recipe.batch_size])
-            logits, _ = model(batch.vectors, batch.query)
-            loss = loss_fn(logits, batch.labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
-            optimizer.step()
-            total += loss.detach() * len(batch)
+        total = train_epoch(model, train, recipe, optimizer, loss_fn, order, device)
         probs, _ = predict(model, validation, recipe.eval_batch_size)
         val_accuracy = accuracy(probs, validation.labels)
         history.append(
@@ -178,13 +199,7 @@ def run_one(
     }
     result["attention"] = attention_scores(alpha, test, correct) if alpha is not None else None
     if "authors_test" in data:  # the authors' released test file (authors_data.py)
-        authors = data["authors_test"]
-        probs, alpha = predict(model, authors, recipe.eval_batch_size)
-        correct = ((probs >= 0.5).float() == authors.labels).cpu()
-        result["authors_test_accuracy"] = float(correct.float().mean())
-        result["authors_test_attention"] = (
-            attention_scores(alpha.cpu(), authors.to("cpu"), correct) if alpha is not None else None
-        )
+        result.update(score_authors(model, data["authors_test"], recipe))
     if not math.isfinite(history[-1]["train_loss"]):
         raise ValueError(f"training diverged (loss {history[-1]['train_loss']})")
     return result

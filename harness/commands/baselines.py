@@ -319,23 +319,17 @@ def run_command(args) -> int:
 
 
 def train_baselines(args, settings: dict) -> int:
-    import torch
     from tqdm import tqdm
 
     from attentionspan_datasets.atomic import atomic_write_text
-    from harness.baselines.data import load_split, task_config
+    from harness.baselines.data import task_config
     from harness.baselines.train import RecipeConfig, run_one
 
     try:
         config = task_config(settings["task"], settings["length"])
     except ValueError as error:  # it names min_length: say which option set it
         raise UsageError(f"--length {settings['length']}: {error}") from None
-    try:
-        device = torch.device(args.device)
-        torch.empty(0, device=device)
-    except (RuntimeError, AssertionError) as error:  # a bad name, or no such device here
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UsageError(f"invalid --device {args.device!r}: {message}") from None
+    device = checked_device(args.device)
     output = Path(args.output)
     runs: list[dict] = []
     if output.exists():
@@ -350,17 +344,7 @@ def train_baselines(args, settings: dict) -> int:
         shuffle=settings.get("shuffle", True),
     )
     started = time.perf_counter()
-    authors = load_authors_option(settings, config) or {}  # first: a bad path fails at once
-    data = {split: batch for split, (batch, _) in authors.items()}
-    for split in ("train", "validation", "test"):
-        if split not in data:  # not from --authors-data: our generated split
-            data[split] = load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
-    if "authors_data" in settings:  # what was read of their folder, per split
-        authors_record = {"authors_data": {split: info for split, (_, info) in authors.items()}}
-    elif authors:  # their test file's info, as files written before --authors-data had it
-        authors_record = {"authors_test": authors["authors_test"][1]}
-    else:
-        authors_record = {}
+    data, authors_record = training_data(settings, config)
     data_seconds = time.perf_counter() - started
     todo = [(k, s) for k in args.models for s in range(args.seeds)]
     done = {(r["model"], r["seed"]) for r in runs}
@@ -395,6 +379,47 @@ def train_baselines(args, settings: dict) -> int:
         }
         atomic_write_text(output, json.dumps(document, indent=1) + "\n")
     bar.close()
+    print_summary(settings, runs)
+    return 0
+
+
+def checked_device(name: str):
+    """`torch.device(name)`, tried once here: a UsageError naming --device for a bad name or
+    a device this machine lacks."""
+    import torch
+
+    try:
+        device = torch.device(name)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:  # a bad name, or no such device here
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"invalid --device {name!r}: {message}") from None
+    return device
+
+
+def training_data(settings: dict, config) -> tuple[dict, dict]:
+    """(the batches per split, what the results file records of the authors' data): the
+    authors' files where --authors-data / --authors-test give them, our generated splits
+    elsewhere."""
+    from harness.baselines.data import load_split
+
+    authors = load_authors_option(settings, config) or {}  # first: a bad path fails at once
+    data = {split: batch for split, (batch, _) in authors.items()}
+    for split in ("train", "validation", "test"):
+        if split not in data:  # not from --authors-data: our generated split
+            data[split] = load_split(config, split, settings[f"num_{split}"], settings["data_seed"])
+    if "authors_data" in settings:  # what was read of their folder, per split
+        authors_record = {"authors_data": {split: info for split, (_, info) in authors.items()}}
+    elif authors:  # their test file's info, as files written before --authors-data had it
+        authors_record = {"authors_test": authors["authors_test"][1]}
+    else:
+        authors_record = {}
+    return data, authors_record
+
+
+def print_summary(settings: dict, runs: list[dict]) -> None:
+    """One line per model: test accuracy over seeds, attention on the reference, and the
+    accuracy on the authors' test file where it was scored."""
     for kind, row in summarise(runs).items():
         share = row["attention_share_mean"]
         print(
@@ -408,7 +433,6 @@ def train_baselines(args, settings: dict) -> int:
                 else ""
             )
         )
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

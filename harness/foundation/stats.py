@@ -464,21 +464,43 @@ def matched_permutation(
     rows, cols = number[cluster[tokens]], position[tokens]
     m, width = int(kept.sum()), int(cols.max()) + 1
     values, labels = share[tokens], correct[tokens]
-    # Residual: share minus the mean of its (length, position) cell.
-    cell = stratum[cluster[tokens]] * width + cols
-    _, cell_of = np.unique(cell, return_inverse=True)
-    cell_mean = np.bincount(cell_of, weights=values) / np.bincount(cell_of)
-    residual = values - cell_mean[cell_of]
+    cell_of, residual = _cell_residuals(values, stratum[cluster[tokens]] * width + cols)
     inst_stratum = stratum[kept]
     out.update(
         n_strata=int(np.unique(inst_stratum).size),
         n_tokens=int(tokens.sum()),
         n_instances=m,
     )
-    # The statistic's numerator is the sum of the residuals of the correct tokens. Per
-    # stratum of k instances, [a, b] is what instance a's tokens add to it when a takes
-    # instance b's labels, so a permutation's numerator is a sum of k gathered cells per
-    # stratum, whatever the number of tokens.
+    blocks = _swap_blocks(inst_stratum, rows, cols, residual, labels)
+    weight = _mantel_haenszel_weight(cell_of, labels)
+    if weight == 0:
+        return out
+    observed = float(sum(np.trace(b) for b in blocks))
+    out["difference"] = observed / weight
+    draws = _permuted_numerators(blocks, n_permutations, seed)
+    # A tolerance so that a permutation equal to the observed one counts despite rounding.
+    extreme = int(np.sum(np.abs(draws) >= abs(observed) - 1e-12))
+    out["p"] = (1 + extreme) / (1 + n_permutations)
+    return out
+
+
+def _cell_residuals(values, cell):
+    """(cell index of each token, its share minus the mean of its (length, position) cell)."""
+    import numpy as np
+
+    _, cell_of = np.unique(cell, return_inverse=True)
+    cell_mean = np.bincount(cell_of, weights=values) / np.bincount(cell_of)
+    return cell_of, values - cell_mean[cell_of]
+
+
+def _swap_blocks(inst_stratum, rows, cols, residual, labels) -> list:
+    """Per stratum of k instances, a [k, k] block whose [a, b] is what instance a's tokens
+    add to the statistic's numerator (the sum of the residuals of the correct tokens) when
+    a takes instance b's labels: a permutation's numerator is then a sum of k gathered
+    cells per stratum, whatever the number of tokens."""
+    import numpy as np
+
+    m = inst_stratum.size
     blocks = []
     for s in np.unique(inst_stratum):
         members = np.flatnonzero(inst_stratum == s)
@@ -489,14 +511,24 @@ def matched_permutation(
         res, right = np.zeros((2, members.size, int(c.max()) + 1))
         res[r, c], right[r, c] = residual[mine], labels[mine]
         blocks.append(res @ right.T)  # [k, k]
-    # The weight of a cell is n_correct * n_wrong / n: cells with one kind only weigh 0.
+    return blocks
+
+
+def _mantel_haenszel_weight(cell_of, labels) -> float:
+    """The sum of the cells' weights n_correct * n_wrong / n: cells with one kind only
+    weigh 0."""
+    import numpy as np
+
     n_cell = np.bincount(cell_of)
     n_right = np.bincount(cell_of, weights=labels.astype(float))
-    weight = float(np.sum(n_right * (n_cell - n_right) / n_cell))
-    if weight == 0:
-        return out
-    observed = float(sum(np.trace(b) for b in blocks))
-    out["difference"] = observed / weight
+    return float(np.sum(n_right * (n_cell - n_right) / n_cell))
+
+
+def _permuted_numerators(blocks: list, n_permutations: int, seed: int):
+    """The statistic's numerator under `n_permutations` random permutations within each
+    stratum (float [n_permutations])."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     draws = np.zeros(n_permutations)
     for b in blocks:
@@ -507,10 +539,7 @@ def matched_permutation(
             order = np.argsort(rng.random((size, k)), axis=1)  # random permutations
             # Instance a takes the labels of instance order[a]: gather cell [a, order[a]].
             draws[first : first + size] += b[np.arange(k), order].sum(-1)
-    # A tolerance so that a permutation equal to the observed one counts despite rounding.
-    extreme = int(np.sum(np.abs(draws) >= abs(observed) - 1e-12))
-    out["p"] = (1 + extreme) / (1 + n_permutations)
-    return out
+    return draws
 
 
 def direction(low: float | None, high: float | None) -> str:

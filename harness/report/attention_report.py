@@ -211,13 +211,26 @@ def write_outputs(
     import json
     from pathlib import Path
 
-    import numpy as np
-
     from attentionspan_datasets.atomic import atomic_write_text
-    from harness.report import plots
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    written = [
+        *_rollout_figures(out, plots_data),
+        *_head_figures(out, results, plots_data),
+        *_position_figures(out, plots_data),
+    ]
+    names = [p.name for p in written]
+    document = {"model": meta["model"], "settings": meta, "configs": results, "figures": names}
+    atomic_write_text(out / "attention.json", json.dumps(document, indent=2) + "\n")
+    atomic_write_text(out / "attention.md", markdown_report(meta, results, names))
+    return [*written, out / "attention.json", out / "attention.md"]
+
+
+def _rollout_figures(out, plots_data: dict[str, Any]) -> list:
+    """Per config, the rollout map of each example instance (`rollout-<config>-<kind>.png`)."""
+    from harness.report import plots
+
     written = []
     for name, data in plots_data.items():
         for kind, case in data["figures"].items():
@@ -237,6 +250,17 @@ def write_outputs(
                     label="rollout, share of the row's task-text mass",
                 )
             )
+    return written
+
+
+def _head_figures(out, results: dict[str, Any], plots_data: dict[str, Any]) -> list:
+    """Per scoring mode (teacher-forced, free-running), the head heatmap and the score
+    distributions of correct and wrong tokens (`heads*.png`, `scores*.png`)."""
+    import numpy as np
+
+    from harness.report import plots
+
+    written = []
     for mode, suffix in (("teacher_forced", ""), ("generate", "-generate")):
         blocks = {
             name: (r if mode == "teacher_forced" else r.get("generate"))
@@ -268,6 +292,14 @@ def write_outputs(
                     title=f"rollout share on reference tokens ({MODE_TITLES[mode]})",
                 )
             )
+    return written
+
+
+def _position_figures(out, plots_data: dict[str, Any]) -> list:
+    """Per config, the score by target position of correct and wrong tokens."""
+    from harness.report import plots
+
+    written = []
     for name, data in plots_data.items():
         series = {}
         for mode in data["tokens"]:
@@ -283,8 +315,4 @@ def write_outputs(
                     series, out / f"position-{name}.png", title=f"{name}: score by target position"
                 )
             )
-    names = [p.name for p in written]
-    document = {"model": meta["model"], "settings": meta, "configs": results, "figures": names}
-    atomic_write_text(out / "attention.json", json.dumps(document, indent=2) + "\n")
-    atomic_write_text(out / "attention.md", markdown_report(meta, results, names))
-    return [*written, out / "attention.json", out / "attention.md"]
+    return written

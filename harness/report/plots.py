@@ -431,64 +431,28 @@ def dose_response(
     min-max band); bottom panel: their rates (how often the answer follows each pointer
     shift), and ID exact match (teacher-forced) under the same push. In a mode with a
     threshold, one set of lines per threshold (line styles)."""
-    from harness.attention.controls import ladder_controls
-
-    if not isinstance(curve, Mapping) or not curve.get("doses"):
-        raise ValueError("'curve' must be a dose curve with a non-empty 'doses' list")
-    doses = curve["doses"]
-    for entry in doses:
-        strength = entry.get("strength") if isinstance(entry, Mapping) else None
-        if not isinstance(strength, (int, float)) or not strength > 0:
-            raise ValueError(f"'curve' doses need a strength C > 0 (log scale), got {strength!r}")
-    groups: dict[Any, list[Mapping[str, Any]]] = {}
-    for entry in doses:
-        groups.setdefault(entry.get("threshold"), []).append(entry)
+    groups = _dose_groups(curve)
     styles = ("-", "--", ":", "-.")
-
-    def values(rows, get):
-        out = []
-        for row in rows:
-            value = get(row)
-            out.append(np.nan if value is None else float(value))
-        return np.asarray(out, dtype=float)
-
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 6.4), sharex=True)
     for g, (threshold, rows) in enumerate(groups.items()):
         rows = sorted(rows, key=lambda r: r["strength"])
         xs = np.asarray([float(r["strength"]) for r in rows])
         style = styles[g % len(styles)]
         suffix = f" (thr {threshold:g})" if len(groups) > 1 and threshold is not None else ""
-        ref = values(rows, lambda r: r["reference"]["gain"])
+        ref = _values(rows, lambda r: r["reference"]["gain"])
         top.plot(xs, ref, style, marker="o", markersize=3, color="C0", label=f"reference{suffix}")
         top.fill_between(
             xs,
-            values(rows, lambda r: r["reference"]["low"]),
-            values(rows, lambda r: r["reference"]["high"]),
+            _values(rows, lambda r: r["reference"]["low"]),
+            _values(rows, lambda r: r["reference"]["high"]),
             color="C0",
             alpha=0.2,
         )
-        # every control of the registry that runs on the ladder draws its own lines
-        for control in ladder_controls():
-            for line in control.ladder.series(curve, rows):
-                axis = top if line.panel == "gain" else bottom
-                axis.plot(
-                    xs,
-                    values(rows, line.value),
-                    style,
-                    marker=line.marker,
-                    markersize=3,
-                    color=line.colour,
-                    label=f"{line.label}{suffix}",
-                )
-                if line.band:
-                    low, high = line.band
-                    axis.fill_between(
-                        xs, values(rows, low), values(rows, high), color=line.colour, alpha=0.2
-                    )
+        _plot_ladder_controls(top, bottom, curve, rows, xs, style, suffix)
         if any(r.get("id") for r in rows):
             bottom.plot(
                 xs,
-                values(rows, lambda r: (r.get("id") or {}).get("tf_exact")),
+                _values(rows, lambda r: (r.get("id") or {}).get("tf_exact")),
                 style,
                 marker="o",
                 markersize=3,
@@ -509,3 +473,52 @@ def dose_response(
     if title:
         top.set_title(title, fontsize=10)
     return _save(fig, path)
+
+
+def _dose_groups(curve: Mapping[str, Any]) -> dict[Any, list[Mapping[str, Any]]]:
+    """The curve's doses by threshold (None: a mode without one), each checked to have a
+    strength C > 0 (the x axis is a log scale)."""
+    if not isinstance(curve, Mapping) or not curve.get("doses"):
+        raise ValueError("'curve' must be a dose curve with a non-empty 'doses' list")
+    doses = curve["doses"]
+    for entry in doses:
+        strength = entry.get("strength") if isinstance(entry, Mapping) else None
+        if not isinstance(strength, (int, float)) or not strength > 0:
+            raise ValueError(f"'curve' doses need a strength C > 0 (log scale), got {strength!r}")
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    for entry in doses:
+        groups.setdefault(entry.get("threshold"), []).append(entry)
+    return groups
+
+
+def _values(rows, get):
+    """`get(row)` of each row as a float array, nan where it is None."""
+    out = []
+    for row in rows:
+        value = get(row)
+        out.append(np.nan if value is None else float(value))
+    return np.asarray(out, dtype=float)
+
+
+def _plot_ladder_controls(top, bottom, curve, rows, xs, style: str, suffix: str) -> None:
+    """Every control of the registry that runs on the ladder draws its own lines (and
+    bands), each in its panel: gains on top, rates below."""
+    from harness.attention.controls import ladder_controls
+
+    for control in ladder_controls():
+        for line in control.ladder.series(curve, rows):
+            axis = top if line.panel == "gain" else bottom
+            axis.plot(
+                xs,
+                _values(rows, line.value),
+                style,
+                marker=line.marker,
+                markersize=3,
+                color=line.colour,
+                label=f"{line.label}{suffix}",
+            )
+            if line.band:
+                low, high = line.band
+                axis.fill_between(
+                    xs, _values(rows, low), _values(rows, high), color=line.colour, alpha=0.2
+                )

@@ -6,7 +6,7 @@
 (and refuses FSDP1 there, which it cannot start); checkpoints gather the sharded optimizer
 state into the numbered, full-size form a DDP run saves (`optimizer_state`, loaded back into
 the shards by `load_sharded_optimizer_state`); evaluation generates on a gathered full copy
-(`evaluation_model`). `run` below is a `harness.training.train.Run`.
+(`evaluation_model`). `run` below is a `harness.training.setup.Run`.
 """
 
 from __future__ import annotations

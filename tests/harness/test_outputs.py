@@ -349,7 +349,7 @@ def test_a_log_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):
 
 
 def test_a_torn_last_log_line_is_dropped_on_resume(tmp_path):
-    from harness.training.train import trim_log
+    from harness.training.checkpoints import trim_log
 
     log = tmp_path / "log.jsonl"
     log.write_text('{"step": 1}\n{"step": 2}\n{"st')

@@ -101,7 +101,8 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
 
 def test_the_data_are_the_train_split_and_validation_the_validation_split(tmp_path):
     from attentionspan_datasets.splits import split_instance
-    from harness.training.train import VALIDATION_SPLIT, make_source
+    from harness.training.setup import make_source
+    from harness.training.train import VALIDATION_SPLIT
 
     source = make_source(tiny_config(tmp_path, seed=3))
     assert [source[i] for i in range(5)] == [
@@ -218,7 +219,9 @@ def test_loss_on_all_labels_every_real_token_and_target_only_the_answer(tmp_path
 
 
 def test_a_curriculum_trains_its_stages_first_then_the_config(tmp_path):
-    from harness.training.train import batch_instances, parse_curriculum, set_up
+    from harness.training.config import parse_curriculum
+    from harness.training.setup import set_up
+    from harness.training.train import batch_instances
 
     text = "2:min_length=1,max_length=1; 3:min_length=2,max_length=2"
     assert parse_curriculum(text) == [
@@ -533,7 +536,7 @@ def test_a_smaller_model_s_optimizer_state_is_refused_before_it_corrupts_memory(
 def test_a_checkpoint_whose_parts_disagree_is_refused_naming_the_file(
     two_runs, tmp_path, monkeypatch, how, message
 ):
-    import harness.training.train
+    import harness.training.setup
 
     run, named = break_checkpoint(two_runs, tmp_path, how)
 
@@ -541,7 +544,7 @@ def test_a_checkpoint_whose_parts_disagree_is_refused_naming_the_file(
         raise AssertionError("the optimizer state was loaded")
 
     if how != "old-state-of-another-shape":  # that one is found after the model is built
-        monkeypatch.setattr(harness.training.train, "load_model_checked", never)
+        monkeypatch.setattr(harness.training.setup, "load_model_checked", never)
     monkeypatch.setattr(torch.optim.AdamW, "load_state_dict", never)
     with pytest.raises(ValueError) as error:
         train(TrainConfig(output=str(run)), resume=True, progress=False)
@@ -586,12 +589,12 @@ def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(tmp_p
 def test_a_foreign_dataset_is_refused_before_the_model_loads(tmp_path, monkeypatch, rows, message):
     from datasets import Dataset
 
-    import harness.training.train
+    import harness.training.setup
 
     def never(*args, **kwargs):
         raise AssertionError("the model was loaded before the dataset was checked")
 
-    monkeypatch.setattr(harness.training.train, "load_model_checked", never)
+    monkeypatch.setattr(harness.training.setup, "load_model_checked", never)
     (tmp_path / "data").mkdir()
     Dataset.from_list(rows).to_parquet(str(tmp_path / "data" / "train.parquet"))
     config = tiny_config(tmp_path / "run", dataset=str(tmp_path / "data"))

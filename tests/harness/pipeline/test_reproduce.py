@@ -328,7 +328,7 @@ def _fake_model(folder: Path, config, run_file: bool = True) -> Path:
     """A model folder as training leaves it (config.json and the run file of `config`),
     without the weights the checks never read."""
     from harness.foundation.runs import TrainState, write_run_file
-    from harness.training.train import run_info
+    from harness.training.checkpoints import run_info
 
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")

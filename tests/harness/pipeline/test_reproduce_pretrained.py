@@ -77,7 +77,7 @@ def test_the_fine_tune_recipe(tmp_path, pretrained):
     chat template where the tokenizer has one; --train-steps replaces the steps; seed run k
     changes the data seed alone (the init is the pretrained weights)."""
     from attentionspan_datasets.instructions import instruction_for
-    from harness.training.train import make_optimizer
+    from harness.training.setup import make_optimizer
 
     cfg = ReproduceConfig(pretrained=pretrained["chat"], tasks=["reversal", "addition"], seeds=3)
     rev = task_train_config(cfg, "reversal", tmp_path / "rev")
