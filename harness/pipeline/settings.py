@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
@@ -343,7 +344,7 @@ class ReproduceConfig:
         task = TaskValue.of(task)  # a value passes through (the pipeline's); a name: the API
         if self.ood or not (self.quick or self.pretrained):
             return _parse_values(task.config_class, self.ood)
-        return dict(QUICK_OOD.get(task.short) or task.recipes.get("quick_ood", {}))
+        return dict(task.recipes["quick_ood"])
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -465,7 +466,7 @@ class TaskValue(str):
     ood: Preset  # its OOD preset (`addition_ood`)
     config_class: type
     instruction: str  # the line a model is told (`instruction_for`)
-    recipes: Mapping[str, Any]  # what the task declared: "quick", "pretrained", "quick_ood"
+    recipes: Mapping[str, Any]  # its "quick", "pretrained" and "quick_ood" recipes ({}: none)
 
     @classmethod
     def of(cls, task: str) -> TaskValue:
@@ -483,7 +484,14 @@ class TaskValue(str):
         value.task_name, value.short = declared.name, id_preset.short
         value.id, value.ood, value.config_class = id_preset, ood_preset, declared.config_class
         value.instruction = instruction_for(declared.name)
-        value.recipes = declared.recipes
+        tables = {"quick": QUICK_RECIPES, "pretrained": PRETRAINED_RECIPES, "quick_ood": QUICK_OOD}
+        # the settings' tables first (a test may patch an entry), then what the task declared
+        value.recipes = MappingProxyType(
+            {
+                kind: table.get(value.short) or declared.recipes.get(kind, {})
+                for kind, table in tables.items()
+            }
+        )
         return value
 
     def __reduce__(self) -> tuple:
@@ -501,9 +509,8 @@ class TaskValue(str):
         "quick" recipe, `scratch` merged field by field). The model and its prompt come per
         model and task (`harness.pipeline.reproduce.task_train_config`)."""
         if pretrained:
-            own = PRETRAINED_RECIPES.get(self.short) or self.recipes.get("pretrained", {})
-            return {**PRETRAINED_TRAIN, **own}
-        own = QUICK_RECIPES.get(self.short) or self.recipes.get("quick", {})
+            return {**PRETRAINED_TRAIN, **self.recipes["pretrained"]}
+        own = self.recipes["quick"]
         return {
             **QUICK_TRAIN,
             **own,
