@@ -822,17 +822,16 @@ def pretrained_folder(spec: str, log=print) -> Path:
     return path.resolve()
 
 
-def pretrained_prompt(spec: str, task: str) -> dict[str, Any]:
+def pretrained_prompt(spec: str, task: TaskValue) -> dict[str, Any]:
     """How --pretrained shows `task` to the model (the `prompt` of its TrainConfig): the
-    task's instruction (`instruction_for`, the line lm-eval's tasks use) and, where the
+    task's instruction (`TaskValue.instruction`, the line lm-eval's tasks use) and, where the
     model's tokenizer has one, its chat template (SmolLM2-Instruct has; Gemma-3-270M, a base
     model, has none). The task text stays one token per character
     (`harness.foundation.tokenization`)."""
     from harness.foundation.models import resolve_model
 
     _, location = resolve_model(spec)  # a known model not fetched: one line saying so
-    instruction = TaskValue.of(task).instruction
-    return {"instruction": instruction, "chat": _has_chat_template(location)}
+    return {"instruction": task.instruction, "chat": _has_chat_template(location)}
 
 
 @functools.lru_cache(maxsize=8)
@@ -1008,7 +1007,7 @@ def timed_task_model(
     folder = task_model_folder(out, task, run)
     settings = task_train_config(cfg, task, folder, run).to_dict()
     stages = Stages(out, write=write)
-    name = f"{TaskValue.of(task).run_name(run)}-{FINE_TUNE_STAGE}"
+    name = f"{folder.name}-{FINE_TUNE_STAGE}"  # the seed run's folder name
     saved = _saved_model(folder)
     reused = (
         saved is not None
