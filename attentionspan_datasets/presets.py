@@ -44,7 +44,7 @@ SHORT_NAMES: dict[str, str] = LazyRegistry()
 # .register_retrieval_presets), read by the lm-eval group of these tasks.
 RETRIEVAL_TASKS: dict[str, str] = {}
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")  # of new names (plugins)
-RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)
+RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)  # vectors in the retrieval tasks' `t<k>_len<n>`
 
 
 @dataclass(frozen=True)
