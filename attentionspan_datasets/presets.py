@@ -13,8 +13,10 @@ names are built here from (short name, role) and never taken apart again: code t
 preset's task, role or twin asks the catalogue. The bare task names (`addition`,
 `long_addition`) are not presets: they take the task's defaults (generation.resolve_config).
 
-A task of another package declares its presets with `register_pair` (and `register_preset`
-for presets without a role), after its `register_task` (docs/own_task.md):
+Every task declares its presets in its own file, after its `register_task`, with
+`register_pair` (and `register_preset` for presets without a role): the built-in tasks
+(attentionspan_datasets/tasks/<task>.py) as a task of another package does
+(docs/own_task.md). This module holds no task's presets, only the catalogue they fill:
 
     register_pair("rotation", "string_rotation", {"max_length": 8}, {"min_length": 9, ...})
 """
@@ -32,30 +34,17 @@ from attentionspan_datasets.registry import LazyRegistry
 Role = Literal["id", "ood"]
 ROLES: tuple[str, ...] = get_args(Role)
 
-# The user writes `addition`, `reversal`, `ffml`; the registry names say what the task does.
-PAPER_TASKS = {
-    "reversal": "string_reversal",
-    "addition": "long_addition",
-    "multiplication": "long_multiplication",
-    "ffml": "flip_flop",
-    "value_assignment": "value_assignment",
-    "successor": "successor",
-}
-# The discrete-retrieval tasks under the paper's names (Sorodoc, Boleda and Baroni 2021, T1-T7).
-RETRIEVAL_TASKS = {
-    "t1": "one_feature_detection",
-    "t2": "two_feature_detection",
-    "t3": "set_member_detection",
-    "t4": "contextual_two_feature_detection",
-    "t5": "contextual_set_member_detection",
-    "t6": "ordered_feature_detection",
-    "t7": "contextual_ordered_set_member_detection",
-}
-# short name -> registry name; plugins (attentionspan_datasets.plugins) add theirs at its first
-# read, as they do to PRESETS and PAIRS
-SHORT_NAMES: dict[str, str] = LazyRegistry({**PAPER_TASKS, **RETRIEVAL_TASKS})
+# short name -> registry name: each task file declares its own with `register_pair` (the
+# user writes `addition`, `reversal`, `ffml`; the registry names say what the task does);
+# plugins (attentionspan_datasets.plugins) add theirs at its first read, as they do to PRESETS
+# and PAIRS
+SHORT_NAMES: dict[str, str] = LazyRegistry()
+# The discrete-retrieval tasks under the paper's names (Sorodoc, Boleda and Baroni 2021,
+# T1-T7), short name -> registry name: filled by their files (tasks._feature_vectors
+# .register_retrieval_presets), read by the lm-eval group of these tasks.
+RETRIEVAL_TASKS: dict[str, str] = {}
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")  # of new names (plugins)
-RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)
+RETRIEVAL_LENGTHS = (5, 10, 15, 20, 25, 30)  # vectors in the retrieval tasks' `t<k>_len<n>`
 
 
 @dataclass(frozen=True)
@@ -95,50 +84,6 @@ def _add_pair(short: str, id_params: dict[str, Any], ood_params: dict[str, Any])
     _add(short, "id", id_params, "id")
     _add(short, "ood", ood_params, "ood")
     PAIRS[short] = (PRESETS[f"{short}_id"], PRESETS[f"{short}_ood"])
-
-
-# F.4: 1-10 characters in distribution, 11-50 out; a charset of at least 50 characters.
-_add_pair("reversal", {"min_length": 1, "max_length": 10}, {"min_length": 11, "max_length": 50})
-# F.1: two operands of 1-4 digits in distribution, 5-10 digits out.
-_add_pair(
-    "addition",
-    {"num_operands": 2, "min_digits": 1, "max_digits": 4},
-    {"num_operands": 2, "min_digits": 5, "max_digits": 10},
-)
-# F.3: each operand 1-3 digits in distribution, 4-6 digits out.
-_add_pair("multiplication", {"min_digits": 1, "max_digits": 3}, {"min_digits": 4, "max_digits": 6})
-# F.2: flip command on, two registers, 10 instructions in distribution, 11-100 out.
-_add_pair(
-    "ffml",
-    {"num_registers": 2, "min_instructions": 10, "max_instructions": 10, "use_flip": True},
-    {"num_registers": 2, "min_instructions": 11, "max_instructions": 100, "use_flip": True},
-)
-# F.6: a table of 5 pairs and strings of 5 symbols in distribution; 10-50 and 10-20 out.
-_add_pair(
-    "value_assignment",
-    {"min_table_size": 5, "max_table_size": 5, "min_length": 5, "max_length": 5},
-    {"min_table_size": 10, "max_table_size": 50, "min_length": 10, "max_length": 20},
-)
-# F.5: start 1-90 and 2-4 numbers in distribution; start 100-900 and 5-6 numbers out.
-_add_pair(
-    "successor",
-    {"min_start": 1, "max_start": 90, "min_count": 2, "max_count": 4},
-    {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6},
-)
-
-# The discrete-retrieval tasks (Sorodoc, Boleda and Baroni 2021, Section 3.2): for each of
-# T1-T7, `t<k>_len<n>` with n vectors for the paper's lengths 5-30, and an ID/OOD pair
-# (train on 10 vectors, test on 20 and 30). The paper's split sizes (100k / 10k / 10k) are
-# builder arguments: load_dataset("attentionspan", "t6_len10", num_train=100_000,
-# num_validation=10_000, num_test=10_000).
-for _short in RETRIEVAL_TASKS:
-    for _n in RETRIEVAL_LENGTHS:
-        _add(_short, f"len{_n}", {"min_length": _n, "max_length": _n})
-    _add_pair(
-        _short,
-        {"min_length": 10, "max_length": 10},
-        {"min_length": 20, "max_length": 30, "length_step": 10},
-    )
 
 
 def did_you_mean(name: Any, allowed: Iterable[str]) -> str:
@@ -188,7 +133,7 @@ def pair(name: str) -> tuple[Preset, Preset]:
     return PAIRS[short]
 
 
-_SHORT_OF_TASK = {task: short for short, task in SHORT_NAMES.items()}
+_SHORT_OF_TASK: dict[str, str] = {}  # registry name -> its first short name
 
 
 def register_pair(
@@ -196,15 +141,34 @@ def register_pair(
 ) -> tuple[Preset, Preset]:
     """Declare the ID/OOD presets of a registered task: `<short>_id` and `<short>_ood`, each
     the task's defaults with these parameters on top. `short` becomes a name of the task
-    (`attentionspan generate <short>`, `reproduce --tasks <short>`). Refused (ValueError):
-    a name already taken, an unknown task, parameters the task's config refuses."""
-    check_new_name("short name", short, task)
+    (`attentionspan generate <short>`, `reproduce --tasks <short>`), unless `register_short`
+    made it one already. Refused (ValueError): a name already taken, an unknown task,
+    parameters the task's config refuses."""
+    named_before = dict.get(SHORT_NAMES, short) == task and not dict.__contains__(PAIRS, short)
+    if not named_before:  # `register_short` made it the task's name for this pair
+        check_new_name("short name", short, task)
     for suffix, params in (("id", id_params), ("ood", ood_params)):
         _check_preset(f"{short}_{suffix}", task, params)
-    SHORT_NAMES[short] = task
-    _SHORT_OF_TASK.setdefault(task, short)
+    _set_short(short, task)
     _add_pair(short, dict(id_params), dict(ood_params))
     return PAIRS[short]
+
+
+def register_short(short: str, task: str) -> None:
+    """Make `short` a name of a registered task before any of its presets: the presets that
+    `register_preset` declares next carry it (the retrieval tasks' `t6_len10` come before
+    their pair `t6_id`, `t6_ood` in the catalogue). `register_pair` does it otherwise."""
+    from attentionspan_datasets.tasks.base import TASKS
+
+    check_new_name("short name", short, task)
+    if not isinstance(task, str) or not dict.__contains__(TASKS, task):
+        raise ValueError(f"short name {short!r}: task {task!r} is not registered")
+    _set_short(short, task)
+
+
+def _set_short(short: str, task: str) -> None:
+    SHORT_NAMES[short] = task
+    _SHORT_OF_TASK.setdefault(task, short)
 
 
 def register_preset(name: str, task: str, params: dict[str, Any]) -> Preset:

@@ -577,3 +577,24 @@ def precedes(inputs: list, first: int, second: int) -> bool:
 
 def answer(flag: bool) -> str:
     return "1" if flag else "0"
+
+
+def register_retrieval_presets(short: str, task: str) -> None:
+    """The presets of a discrete-retrieval task (Sorodoc, Boleda and Baroni 2021, Section
+    3.2), declared by its file under the paper's name `short` (`t6`): `t<k>_len<n>` with n
+    vectors for the paper's lengths 5-30, then an ID/OOD pair (train on 10 vectors, test on
+    20 and 30). The paper's split sizes (100k / 10k / 10k) are builder arguments:
+    load_dataset("attentionspan", "t6_len10", num_train=100_000, num_validation=10_000,
+    num_test=10_000)."""
+    from attentionspan_datasets import presets
+
+    presets.register_short(short, task)
+    presets.RETRIEVAL_TASKS[short] = task
+    for n in presets.RETRIEVAL_LENGTHS:
+        presets.register_preset(f"{short}_len{n}", task, {"min_length": n, "max_length": n})
+    presets.register_pair(
+        short,
+        task,
+        {"min_length": 10, "max_length": 10},
+        {"min_length": 20, "max_length": 30, "length_step": 10},
+    )

@@ -299,17 +299,18 @@ class Task:
     # (rendering.JsonLines).
     layout_masks: bool = False
     # The one-line instruction addressed to a model (instructions.instruction_for); None:
-    # the built-in table's, else `description`.
+    # `description`.
     instruction: str | None = None
-    # Training recipes the harness reads for a task it has none of its own for: "quick"
-    # (`reproduce --quick`) and "pretrained" (`reproduce --pretrained`), each the options of
-    # a training run ({"max_steps": 2000, "lr": 1e-3, "scratch": {"num_layers": 2}}).
+    # The harness's recipes for the task, plain data: "quick" (`reproduce --quick`) and
+    # "pretrained" (`reproduce --pretrained`), each the options of a training run ({"max_steps":
+    # 2000, "lr": 1e-3, "scratch": {"num_layers": 2}}) over the general ones; "quick_ood", the
+    # parameters over the OOD preset that --quick and --pretrained analyse ({"max_length": 20}).
     recipes: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
 
 # name -> Task. Plugins (attentionspan_datasets.plugins) are loaded before its first read.
 TASKS: dict[str, Task] = LazyRegistry()
-RECIPE_KINDS = ("quick", "pretrained")
+RECIPE_KINDS = ("quick", "pretrained", "quick_ood")
 
 
 def register_task(
@@ -326,8 +327,9 @@ def register_task(
 
     `instruction` is the line a model is told (default: the module docstring's first line);
     `recipes` the training options of `reproduce --quick` / `--pretrained` for this task
-    (default: the harness's general recipe). Both are for tasks outside this package, whose
-    instructions and recipes are not in its tables (docs/own_task.md)."""
+    (default: the harness's general recipe) and `quick_ood`, their OOD preset's overrides
+    (`Task.recipes`). The built-in tasks and those of other packages declare them alike,
+    here, in the task's own file (docs/own_task.md)."""
     if dict.__contains__(TASKS, name):  # no plugin loading from inside a registration
         raise ValueError(f"task {name!r} is already registered")
     if not (

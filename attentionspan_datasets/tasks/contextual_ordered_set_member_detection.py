@@ -55,4 +55,14 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(any(fv.precedes(inputs, a, b) for a, b in pairs))
 
 
-register_task(NAME, ContextualOrderedSetMemberConfig, generate, oracle)
+register_task(
+    NAME,
+    ContextualOrderedSetMemberConfig,
+    generate,
+    oracle,
+    instruction=(
+        "Write 1 if, for either ordered feature pair that the query after '?' stands for, the "
+        "first is active in an earlier vector than the second, else 0."
+    ),
+)
+fv.register_retrieval_presets("t7", NAME)

@@ -55,4 +55,14 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(any(a in seen and b in seen for a, b in pairs))
 
 
-register_task(NAME, ContextualSetMemberConfig, generate, oracle)
+register_task(
+    NAME,
+    ContextualSetMemberConfig,
+    generate,
+    oracle,
+    instruction=(
+        "Write 1 if both features of either feature pair that the query after '?' stands for are "
+        "active before it, else 0."
+    ),
+)
+fv.register_retrieval_presets("t5", NAME)

@@ -55,4 +55,14 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(a in seen and b in seen)
 
 
-register_task(NAME, ContextualTwoFeatureConfig, generate, oracle)
+register_task(
+    NAME,
+    ContextualTwoFeatureConfig,
+    generate,
+    oracle,
+    instruction=(
+        "Write 1 if both input features that the query after '?' stands for are active before it, "
+        "else 0."
+    ),
+)
+fv.register_retrieval_presets("t4", NAME)

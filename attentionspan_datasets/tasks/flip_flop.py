@@ -33,6 +33,8 @@ import functools
 import random
 from dataclasses import dataclass
 
+from attentionspan_datasets.presets import register_pair
+from attentionspan_datasets.tasks._recipes import SLOW_CONSTANT_LR
 from attentionspan_datasets.tasks.base import (
     REJECTED,
     Instance,
@@ -223,4 +225,37 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return FLIPPED[bits[0]] if flips % 2 else bits[0]
 
 
-register_task(NAME, FlipFlopConfig, generate, oracle)
+register_task(
+    NAME,
+    FlipFlopConfig,
+    generate,
+    oracle,
+    instruction=(
+        "Run the register program before '=' (w: write the bit, i: ignore, f: flip the register, "
+        "r: read) and write the bit that the final read returns."
+    ),
+    recipes={
+        # short programs first, at a low lr: at 1e-3 or 3e-3 even 3-4 instructions stayed near
+        # 0.85. At 3e-4, 3-4 instructions are learnt after 750 to over 2,500 steps depending on
+        # the seed; 2-3 instructions first (learnt in ~400) made the next stage come in time
+        # for the seed that stalled. The longer stages carry it to the preset
+        # (docs/usage_analysis.md)
+        "quick": {
+            "max_steps": 7000,
+            **SLOW_CONSTANT_LR,
+            "curriculum": (
+                "1000:min_instructions=2,max_instructions=3;"
+                "1500:min_instructions=3,max_instructions=4;"
+                "2000:min_instructions=3,max_instructions=7;"
+                "1500:min_instructions=5,max_instructions=10"
+            ),
+        },
+    },
+)
+# F.2: flip command on, two registers, 10 instructions in distribution, 11-100 out.
+register_pair(
+    "ffml",
+    NAME,
+    {"num_registers": 2, "min_instructions": 10, "max_instructions": 10, "use_flip": True},
+    {"num_registers": 2, "min_instructions": 11, "max_instructions": 100, "use_flip": True},
+)

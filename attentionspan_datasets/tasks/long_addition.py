@@ -27,6 +27,8 @@ import functools
 import random
 from dataclasses import dataclass
 
+from attentionspan_datasets.presets import register_pair
+from attentionspan_datasets.tasks._recipes import SHALLOW_WIDE
 from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow, register_task
 
 NAME = "long_addition"
@@ -149,4 +151,34 @@ def oracle(visible: list, params: dict, i: int) -> str:
     return column_digit(visible, operand_starts(widths), widths, result_start, i)
 
 
-register_task(NAME, AdditionConfig, generate, oracle, layout_masks=True)
+register_task(
+    NAME,
+    AdditionConfig,
+    generate,
+    oracle,
+    layout_masks=True,
+    instruction=(
+        "Add the numbers before '='. Digits are written least significant first; write the sum the "
+        "same way."
+    ),
+    recipes={
+        # shallow and wide: 4 x 128 at lr 2e-3 stalled at ID exact 0.035 after 5,000 steps
+        "quick": {
+            "max_steps": 3000,
+            "batch_size": 64,
+            "lr": 1e-3,
+            "weight_decay": 0.01,
+            "warmup_ratio": 0.02,
+            "scratch": SHALLOW_WIDE,
+        },
+        # ID exact match 0.99 after ~10 CPU-minutes (600-1,000 steps)
+        "pretrained": {"max_steps": 800},
+    },
+)
+# F.1: two operands of 1-4 digits in distribution, 5-10 digits out.
+register_pair(
+    "addition",
+    NAME,
+    {"num_operands": 2, "min_digits": 1, "max_digits": 4},
+    {"num_operands": 2, "min_digits": 5, "max_digits": 10},
+)

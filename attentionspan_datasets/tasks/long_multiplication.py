@@ -38,6 +38,7 @@ import functools
 import random
 from dataclasses import dataclass
 
+from attentionspan_datasets.presets import register_pair
 from attentionspan_datasets.tasks.base import Instance, TaskConfig, register_task
 from attentionspan_datasets.tasks.long_addition import column_digit, column_references, draw_number
 
@@ -160,4 +161,18 @@ def oracle(visible: list, params: dict, i: int) -> str:
     return column_digit(visible, starts, row_widths, pos, offset - pos)
 
 
-register_task(NAME, MultiplicationConfig, generate, oracle, layout_masks=True)
+register_task(
+    NAME,
+    MultiplicationConfig,
+    generate,
+    oracle,
+    layout_masks=True,
+    instruction=(
+        "Multiply the two numbers before '='. Digits are written least significant first; write "
+        "each partial product, joined by '+', then '=' and the product, the same way."
+    ),
+)
+# F.3: each operand 1-3 digits in distribution, 4-6 digits out.
+register_pair(
+    "multiplication", NAME, {"min_digits": 1, "max_digits": 3}, {"min_digits": 4, "max_digits": 6}
+)

@@ -70,4 +70,11 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(query[0] in fv.present(inputs))
 
 
-register_task(NAME, OneFeatureConfig, generate, oracle)
+register_task(
+    NAME,
+    OneFeatureConfig,
+    generate,
+    oracle,
+    instruction="Write 1 if the feature after '?' is active in some vector before it, else 0.",
+)
+fv.register_retrieval_presets("t1", NAME)

@@ -29,6 +29,7 @@ import random
 from dataclasses import dataclass
 
 from attentionspan_datasets.tasks import _feature_vectors as fv
+from attentionspan_datasets.tasks._recipes import SHALLOW_WIDE, SLOW_CONSTANT_LR
 from attentionspan_datasets.tasks.base import Instance, register_task
 
 NAME = "ordered_feature_detection"
@@ -56,4 +57,33 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(fv.precedes(inputs, a, b))
 
 
-register_task(NAME, OrderedFeatureConfig, generate, oracle)
+register_task(
+    NAME,
+    OrderedFeatureConfig,
+    generate,
+    oracle,
+    instruction=(
+        "Write 1 if the first input feature that the query after '?' stands for is active in an "
+        "earlier vector than its second, else 0."
+    ),
+    recipes={
+        # the query set grows 2, 4, 8, 16, 36 on inputs of 2-3 vectors (a new query takes
+        # ~8,000 instances to learn, so the stage of all 36 is the longest), then longer
+        # inputs: from all 36 queries at once a model stays at chance (docs/usage_analysis.md,
+        # "Recipes")
+        "quick": {
+            "max_steps": 12000,
+            **SLOW_CONSTANT_LR,
+            "curriculum": (
+                "500:num_queries=2,min_length=2,max_length=3;"
+                "500:num_queries=4,min_length=2,max_length=3;"
+                "1000:num_queries=8,min_length=2,max_length=3;"
+                "2000:num_queries=16,min_length=2,max_length=3;"
+                "5000:min_length=2,max_length=3;"
+                "1000:min_length=2,max_length=6"
+            ),
+            "scratch": SHALLOW_WIDE,
+        },
+    },
+)
+fv.register_retrieval_presets("t6", NAME)

@@ -62,4 +62,14 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(a in seen or b in seen)
 
 
-register_task(NAME, SetMemberConfig, generate, oracle)
+register_task(
+    NAME,
+    SetMemberConfig,
+    generate,
+    oracle,
+    instruction=(
+        "Write 1 if either of the two input features that the query after '?' stands for is active "
+        "before it, else 0."
+    ),
+)
+fv.register_retrieval_presets("t3", NAME)

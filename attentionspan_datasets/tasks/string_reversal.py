@@ -14,6 +14,7 @@ import random
 import string
 from dataclasses import dataclass
 
+from attentionspan_datasets.presets import register_pair
 from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow, register_task
 
 NAME = "string_reversal"
@@ -49,4 +50,23 @@ def oracle(visible: list, params: dict, i: int) -> str:
     return visible[params["length"] - 1 - i]
 
 
-register_task(NAME, ReversalConfig, generate, oracle, layout_masks=True)
+register_task(
+    NAME,
+    ReversalConfig,
+    generate,
+    oracle,
+    layout_masks=True,
+    instruction="Write the characters before '=' in reverse order.",
+    recipes={
+        # --pretrained: ID exact match 0.97 after 400 steps (loss 0.02 from step 300)
+        "pretrained": {"max_steps": 400},
+        # --quick and --pretrained analyse strings of 11-20 characters out of distribution:
+        # the effect is visible there; at 30-50 characters a tiny model gets almost nothing
+        # right
+        "quick_ood": {"max_length": 20},
+    },
+)
+# F.4: 1-10 characters in distribution, 11-50 out; a charset of at least 50 characters.
+register_pair(
+    "reversal", NAME, {"min_length": 1, "max_length": 10}, {"min_length": 11, "max_length": 50}
+)

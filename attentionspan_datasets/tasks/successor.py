@@ -27,6 +27,7 @@ import functools
 import random
 from dataclasses import dataclass
 
+from attentionspan_datasets.presets import register_pair
 from attentionspan_datasets.tasks.base import Instance, TaskConfig, randbelow, register_task
 
 NAME = "successor"
@@ -126,4 +127,23 @@ def oracle(visible: list, params: dict, i: int) -> str:
     raise ValueError(f"{NAME}: target index {i} is past the layout {widths}")
 
 
-register_task(NAME, SuccessorConfig, generate, oracle, layout_masks=True)
+register_task(
+    NAME,
+    SuccessorConfig,
+    generate,
+    oracle,
+    layout_masks=True,
+    instruction=(
+        "Continue counting from the number between ':' and '=': write as many next numbers as the "
+        "number before ':' says, separated by spaces."
+    ),
+    # --pretrained: short answers (2-4 numbers of 1-2 digits)
+    recipes={"pretrained": {"max_steps": 300}},
+)
+# F.5: start 1-90 and 2-4 numbers in distribution; start 100-900 and 5-6 numbers out.
+register_pair(
+    "successor",
+    NAME,
+    {"min_start": 1, "max_start": 90, "min_count": 2, "max_count": 4},
+    {"min_start": 100, "max_start": 900, "min_count": 5, "max_count": 6},
+)

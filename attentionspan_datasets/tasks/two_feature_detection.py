@@ -53,4 +53,11 @@ def oracle(visible: list, params: dict, i: int) -> str | None:
     return fv.answer(set(query) <= fv.present(inputs))
 
 
-register_task(NAME, TwoFeatureConfig, generate, oracle)
+register_task(
+    NAME,
+    TwoFeatureConfig,
+    generate,
+    oracle,
+    instruction="Write 1 if both features after '?' are active in the vectors before it, else 0.",
+)
+fv.register_retrieval_presets("t2", NAME)

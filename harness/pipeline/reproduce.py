@@ -76,6 +76,7 @@ from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipelin
     REPORT_FILE,
     SETTINGS_FILE,
     ReproduceConfig,
+    TaskValue,
     pretrained_recipe,
     quick_recipe,
     seed_run_name,
@@ -132,9 +133,10 @@ class TaskRun:
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
         self.writers = writers
         self.label = label or task  # every stage file's name starts with it
-        self.id_name, self.ood_name = task_presets(task)
-        self.ood = cfg.ood_for(task)
-        self.dir = out / (label or task_short_name(task))
+        value = TaskValue.of(task)  # the run's own value passes as it is; a name: the API's
+        self.id_name, self.ood_name = value.presets
+        self.ood = cfg.ood_for(value)
+        self.dir = out / (label or value.short)
         self.stages = Stages(out, log=self.log, write=procs.main)
         # a second candidate lookup (`lookup_view`) names its own stages from `stage_label`
         # (the baseline's scoring stays the task's), ranks at `offset` and loads the model
@@ -761,13 +763,14 @@ def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 
     differ in their data alone."""
     from harness.training.train import TrainConfig
 
-    recipe = pretrained_recipe(task) if cfg.pretrained else quick_recipe(task)
+    task = TaskValue.of(task)  # the run's own value passes as it is; a name: the API's
+    recipe = task.recipe(pretrained=bool(cfg.pretrained))
     steps = cfg.train_steps or recipe["max_steps"]
     init_seed, data_seed = seed_run_seeds(cfg, run)
     values = {
         **recipe,
         "output": str(folder),
-        "config": task_presets(task)[0],
+        "config": task.id.name,
         "seed": data_seed,
         "max_steps": steps,
         "train_size": steps * recipe["batch_size"],
@@ -784,7 +787,7 @@ def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 
 
 def task_model_folder(out: Path, task: str, run: int = 0) -> Path:
     """OUT/models/<task>/ (seed run 0), OUT/models/<task>-seed<k>/ (seed run k)."""
-    return out / "models" / seed_run_name(task, run)
+    return out / "models" / TaskValue.of(task).run_name(run)
 
 
 # --- --pretrained: the model fine-tuned on each task --------------------------------------------
@@ -819,19 +822,16 @@ def pretrained_folder(spec: str, log=print) -> Path:
     return path.resolve()
 
 
-def pretrained_prompt(spec: str, task: str) -> dict[str, Any]:
+def pretrained_prompt(spec: str, task: TaskValue) -> dict[str, Any]:
     """How --pretrained shows `task` to the model (the `prompt` of its TrainConfig): the
-    task's instruction (`instruction_for`, the line lm-eval's tasks use) and, where the
+    task's instruction (`TaskValue.instruction`, the line lm-eval's tasks use) and, where the
     model's tokenizer has one, its chat template (SmolLM2-Instruct has; Gemma-3-270M, a base
     model, has none). The task text stays one token per character
     (`harness.foundation.tokenization`)."""
-    from attentionspan_datasets.generation import resolve_config
-    from attentionspan_datasets.instructions import instruction_for
     from harness.foundation.models import resolve_model
 
     _, location = resolve_model(spec)  # a known model not fetched: one line saying so
-    task_name = resolve_config(task_presets(task)[0]).task_name
-    return {"instruction": instruction_for(task_name), "chat": _has_chat_template(location)}
+    return {"instruction": task.instruction, "chat": _has_chat_template(location)}
 
 
 @functools.lru_cache(maxsize=8)
@@ -945,7 +945,7 @@ def check_task_models(cfg: ReproduceConfig, out: Path) -> None:
         return
     found = [
         line
-        for task in cfg.task_list
+        for task in cfg.task_values
         for run in range(cfg.seeds)
         if (line := task_model_mismatch(cfg, task, out, run))
     ]
@@ -1007,7 +1007,7 @@ def timed_task_model(
     folder = task_model_folder(out, task, run)
     settings = task_train_config(cfg, task, folder, run).to_dict()
     stages = Stages(out, write=write)
-    name = f"{seed_run_name(task, run)}-{FINE_TUNE_STAGE}"
+    name = f"{folder.name}-{FINE_TUNE_STAGE}"  # the seed run's folder name
     saved = _saved_model(folder)
     reused = (
         saved is not None
@@ -1087,9 +1087,9 @@ def check_pretrained_serves(cfg: ReproduceConfig, folder: Path) -> None:
     except (ValueError, OSError) as error:
         text = " ".join(str(error).split())
         raise ValueError(text if text.startswith(where) else f"{where}: {text}") from None
-    for task in cfg.task_list:
+    for task in cfg.task_values:
         prompt = PromptConfig(**pretrained_prompt(cfg.pretrained, task))
-        check_model_for(where, model, tokenizer, task_presets(task), prompt)
+        check_model_for(where, model, tokenizer, task.presets, prompt)
     del model, tokenizer
 
 
@@ -1118,17 +1118,17 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
             record["pretrained_source"] = provenance
         if cfg.trains_models:  # the options each model is (or was) trained with
             record["train_options"] = {
-                seed_run_name(task, run): task_train_config(
+                task.run_name(run): task_train_config(
                     cfg, task, task_model_folder(out, task, run), run
                 ).to_dict()
-                for task in cfg.task_list
+                for task in cfg.task_values
                 for run in range(cfg.seeds)
             }
         write_json_atomic(out / SETTINGS_FILE, cfg.to_dict() | record)
 
     started = time.perf_counter()
     tasks = {}
-    for task in cfg.task_list:
+    for task in cfg.task_values:
         for run in range(cfg.seeds):  # --seeds: run k on init seed k, data seed `seed` + k
             init_seed, data_seed = seed_run_seeds(cfg, run)
             run_cfg = cfg
@@ -1140,7 +1140,7 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
                 model_dir = cfg.model
             else:
                 model_dir, fine_tune = timed_task_model(cfg, task, out, log, run, procs.main)
-            label = None if run == 0 else seed_run_name(task, run)
+            label = None if run == 0 else task.run_name(run)
             task_run = TaskRun(run_cfg, task, model_dir, out, procs, writers, label=label)
             results = task_run.run()
             results["cpu_s"] = cpu_totals(results["cpu_s"], fine_tune, not cfg.model)

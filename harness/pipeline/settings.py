@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
+from attentionspan_datasets.presets import Preset
 from harness.attention.scores import check_convention
 from harness.attention.sweep import DEFAULT_STRENGTHS, SELECT_METRICS
 from harness.engine.modes import SWEEP_MODES
-from harness.foundation.caps import check_shift
+from harness.foundation.caps import check_shift, check_unique
 from harness.foundation.data import longest_text
 from harness.foundation.dispatch import Placement, placement_field
 from harness.foundation.options import cli
@@ -31,88 +34,28 @@ MAX_CONTROL_SEED = 2**31 - 1  # seeds of the random controls (torch generators t
 QUICK_TASKS = ("reversal", "successor")
 # --quick's training: the TrainConfig options of every task's tiny scratch Llama (reversal
 # and successor reach ID exact match 1.0 with these alone), then the task's own recipe over
-# them: task -> options, `scratch` holding ScratchConfig fields. A recipe belongs here once
-# it reaches ID exact match >= 0.9 on the test split in minutes of one CPU thread, and the
-# task joins QUICK_TASKS when it also fits --quick's ten minutes beside them (addition's 11
-# do not: `--tasks addition`; value assignment's 9 neither: `--tasks value_assignment`;
-# flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither: `--tasks t6`).
-# docs/usage_analysis.md, "Recipes for the tasks whose reference is not the answer", says
-# why each recipe is what it is (the runs that found them: its git history).
+# them (its `scratch` holding ScratchConfig fields), which the task declares in its file
+# (`register_task(..., recipes={"quick": ...})`, attentionspan_datasets/tasks/<task>.py). A
+# recipe is declared once it reaches ID exact match >= 0.9 on the test split in minutes of
+# one CPU thread, and the task joins QUICK_TASKS when it also fits --quick's ten minutes
+# beside them (addition's 11 do not: `--tasks addition`; value assignment's 9 neither:
+# `--tasks value_assignment`; flip-flop's 17 neither: `--tasks ffml`; T6's 93 neither:
+# `--tasks t6`). docs/usage_analysis.md, "Recipes for the tasks whose reference is not the
+# answer", says why each recipe is what it is (the runs that found them: its git history).
 QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, "log_every": 20}
-# the optimiser of the recipes that needed a low, steady learning rate (flip-flop, T6): at
-# 1e-3 and above flip-flop's short programs stayed near 0.85 (docs/usage_analysis.md)
-SLOW_CONSTANT_LR = {
-    "batch_size": 64,
-    "lr": 3e-4,
-    "beta1": 0.9,
-    "schedule": "constant",
-    "warmup_ratio": 0.0,
-    "weight_decay": 0.01,
-}
-QUICK_RECIPES: dict[str, dict[str, Any]] = {
-    # shallow and wide: 4 x 128 at lr 2e-3 stalled at ID exact 0.035 after 5,000 steps
-    "addition": {
-        "max_steps": 3000,
-        "batch_size": 64,
-        "lr": 1e-3,
-        "weight_decay": 0.01,
-        "warmup_ratio": 0.02,
-        "scratch": {"num_layers": 2, "hidden_size": 256, "num_heads": 8, "intermediate_size": 1024},
-    },
-    # keys in alphabet order first: the lookup in random order alone stayed on the 0.686
-    # plateau for 8,000 steps (ID exact 0.98 with this; docs/usage_analysis.md, "Recipes")
-    "value_assignment": {
-        "max_steps": 7000,
-        "batch_size": 64,
-        "lr": 2e-3,
-        "weight_decay": 0.01,
-        "warmup_ratio": 0.02,
-        "curriculum": "1500:sorted_keys=true",
-        "scratch": {"num_layers": 2},
-    },
-    # short programs first, at a low lr: at 1e-3 or 3e-3 even 3-4 instructions stayed near
-    # 0.85. At 3e-4, 3-4 instructions are learnt after 750 to over 2,500 steps depending on
-    # the seed; 2-3 instructions first (learnt in ~400) made the next stage come in time for
-    # the seed that stalled. The longer stages carry it to the preset (docs/usage_analysis.md)
-    "ffml": {
-        "max_steps": 7000,
-        **SLOW_CONSTANT_LR,
-        "curriculum": (
-            "1000:min_instructions=2,max_instructions=3;"
-            "1500:min_instructions=3,max_instructions=4;"
-            "2000:min_instructions=3,max_instructions=7;"
-            "1500:min_instructions=5,max_instructions=10"
-        ),
-    },
-    # the query set grows 2, 4, 8, 16, 36 on inputs of 2-3 vectors (a new query takes ~8,000
-    # instances to learn, so the stage of all 36 is the longest), then longer inputs: from
-    # all 36 queries at once a model stays at chance (docs/usage_analysis.md, "Recipes")
-    "t6": {
-        "max_steps": 12000,
-        **SLOW_CONSTANT_LR,
-        "curriculum": (
-            "500:num_queries=2,min_length=2,max_length=3;"
-            "500:num_queries=4,min_length=2,max_length=3;"
-            "1000:num_queries=8,min_length=2,max_length=3;"
-            "2000:num_queries=16,min_length=2,max_length=3;"
-            "5000:min_length=2,max_length=3;"
-            "1000:min_length=2,max_length=6"
-        ),
-        "scratch": {"num_layers": 2, "hidden_size": 256, "num_heads": 8, "intermediate_size": 1024},
-    },
-}
 # --pretrained's fine-tuning: the TrainConfig options of every task (batch 4, lr 5e-5,
-# AdamW, fused where torch has it, bf16 autocast), then the task's steps. Measured on
-# SmolLM2-135M-Instruct on a 2-core CPU (one token per character, a one-line instruction):
-# reversal's ID exact match reached 0.95 after 3 minutes at lr 5e-5 (the paper's 5e-6
-# reached 0.42; 1e-4 was less steady), addition's 0.99 after 10 minutes (at 1e-4). bf16:
-# these CPUs emulate it (AVX2 only), yet at one thread 20 reversal steps took 2.0 s each
-# under bf16 autocast against 3.0 s in fp32, the same loss (2026-11-27; on the tiny
-# scratch models it is slower, so --quick stays fp32). The analysis runs in fp32. The
-# instruction (`instruction_for`) and the chat template, where the model's tokenizer has
-# one, are added per model and task (`harness.pipeline.reproduce.pretrained_prompt`). A
-# task without a recipe trains PRETRAINED_TRAIN's steps; whether they suffice is not
-# measured (docs/usage_analysis.md, "Pretrained models").
+# AdamW, fused where torch has it, bf16 autocast), then the task's steps (its "pretrained"
+# recipe). Measured on SmolLM2-135M-Instruct on a 2-core CPU (one token per character, a
+# one-line instruction): reversal's ID exact match reached 0.95 after 3 minutes at lr 5e-5
+# (the paper's 5e-6 reached 0.42; 1e-4 was less steady), addition's 0.99 after 10 minutes
+# (at 1e-4). bf16: these CPUs emulate it (AVX2 only), yet at one thread 20 reversal steps
+# took 2.0 s each under bf16 autocast against 3.0 s in fp32, the same loss (2026-11-27; on
+# the tiny scratch models it is slower, so --quick stays fp32). The analysis runs in fp32.
+# The instruction (the task's, `TaskValue.instruction`) and the chat template, where the
+# model's tokenizer has one, are added per model and task
+# (`harness.pipeline.reproduce.pretrained_prompt`). A task without a recipe trains
+# PRETRAINED_TRAIN's steps; whether they suffice is not measured (docs/usage_analysis.md,
+# "Pretrained models").
 PRETRAINED_TRAIN: dict[str, Any] = {
     "max_steps": 400,
     "batch_size": 4,
@@ -121,11 +64,23 @@ PRETRAINED_TRAIN: dict[str, Any] = {
     "eval_size": 50,
     "log_every": 20,
 }
-PRETRAINED_RECIPES: dict[str, dict[str, Any]] = {
-    "reversal": {"max_steps": 400},  # ID 0.97 after 400 steps (loss 0.02 from step 300)
-    "addition": {"max_steps": 800},  # ID 0.99 after ~10 CPU-minutes (600-1,000 steps)
-    "successor": {"max_steps": 300},  # short answers (2-4 numbers of 1-2 digits)
-}
+
+
+def _declared(kind: str) -> dict[str, dict[str, Any]]:
+    """short name -> the `kind` recipe its task declared in its file, for the tasks
+    registered so far (the built-ins; a plugin's task is read from its value)."""
+    from attentionspan_datasets.presets import PAIRS
+    from attentionspan_datasets.tasks import TASKS
+
+    # dict's own methods: importing the settings loads no plugin
+    tasks = {short: dict.__getitem__(TASKS, pair[0].task) for short, pair in dict.items(PAIRS)}
+    return {short: dict(t.recipes[kind]) for short, t in tasks.items() if kind in t.recipes}
+
+
+# The tasks' recipes by short name, read from their files: a table for readers and tests
+# (one may patch an entry); a run reads its task's through its value (`TaskValue.recipe`).
+QUICK_RECIPES: dict[str, dict[str, Any]] = _declared("quick")
+PRETRAINED_RECIPES: dict[str, dict[str, Any]] = _declared("pretrained")
 DEVICES = ("auto", "cpu", "cuda")
 # --quick: sizes that fit the whole story (a tiny model per quick task trained from nothing,
 # then every stage) in about 10 minutes of one CPU thread; options given explicitly win.
@@ -156,10 +111,9 @@ PRETRAINED_SIZES = {
     "counts": [1, 2, 4],
     "control_seeds": [0, 1],
 }
-# --quick's (and --pretrained's) OOD streams where the preset is long: reversal strings of
-# 11-20 characters (the effect is visible there; at 30-50 characters a tiny model gets almost
-# nothing right).
-QUICK_OOD = {"reversal": {"max_length": 20}}
+# --quick's (and --pretrained's) OOD streams where the preset is long: each task's
+# "quick_ood" recipe (reversal: strings of 11-20 characters, where the effect is visible).
+QUICK_OOD: dict[str, dict[str, Any]] = _declared("quick_ood")
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
 # --seeds: each seed run trains a model and runs every stage, so a few are enough to see
@@ -356,19 +310,23 @@ class ReproduceConfig:
                 "--model (or --pretrained): a given model has one init (for other data alone, "
                 "run again with another --seed)"
             )
-        from attentionspan_datasets.generation import resolve_config
-
-        for index, task in enumerate(self.task_list):
-            _, ood_name = task_presets(task)  # unknown task: one line naming the allowed ones
+        # The tasks, resolved once from their names here and carried as values from here to
+        # the report (an unknown name: one line naming the allowed tasks).
+        listed = [TaskValue.of(task) for task in self.tasks]
+        # an alias of a task already listed runs it twice into one folder (reversal, reversal_id)
+        check_unique("'tasks'", [task.short for task in listed])
+        self.task_values = listed if self.trains_models else [TaskValue.of(self.config)]
+        if self.train_steps and self.trains_models:
+            check_train_steps(self)
+        for index, task in enumerate(self.task_values):
             try:
                 if index == 0 and self.ood:  # kept typed: settings.json, the report's command
-                    self.ood = parse_overrides(ood_name, self.ood)
-                resolve_config(ood_name, **self.ood_for(task))
+                    self.ood = _parse_values(task.config_class, self.ood)
+                task.config_class.from_params({**task.ood.params, **self.ood_for(task)})
             except (TypeError, ValueError) as error:
-                raise ValueError(f"'ood' overrides for {ood_name}: {error}") from None
-            id_name = task_presets(task)[0]
+                raise ValueError(f"'ood' overrides for {task.ood.name}: {error}") from None
             if self.shift is not None:
-                check_shift("'shift'", self.shift, {id_name: longest_text(id_name)})
+                check_shift("'shift'", self.shift, {task.id.name: longest_text(task.id.name)})
 
     @property
     def trains_models(self) -> bool:
@@ -380,12 +338,13 @@ class ReproduceConfig:
     def task_list(self) -> list[str]:
         return list(self.tasks) if self.trains_models else [self.config]
 
-    def ood_for(self, task: str) -> dict[str, Any]:
+    def ood_for(self, task: str | TaskValue) -> dict[str, Any]:
         """Overrides of the task's OOD preset: `ood`, or with `quick` or `pretrained` and
-        none given, the quick default for the task."""
+        none given, the task's quick default (its "quick_ood" recipe)."""
+        task = TaskValue.of(task)  # a value passes through (the pipeline's); a name: the API
         if self.ood or not (self.quick or self.pretrained):
-            return parse_overrides(task_presets(task)[1], self.ood)
-        return dict(QUICK_OOD.get(task_short_name(task), {}))
+            return _parse_values(task.config_class, self.ood)
+        return dict(task.recipes["quick_ood"])
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -418,7 +377,10 @@ def parse_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
     --curriculum); values already typed (the Python API) are kept."""
     from attentionspan_datasets.generation import resolve_config
 
-    config_class = type(resolve_config(preset))
+    return _parse_values(type(resolve_config(preset)), overrides)
+
+
+def _parse_values(config_class: type, overrides: dict[str, Any]) -> dict[str, Any]:
     return {
         key: config_class.parse_value(key, value) if isinstance(value, str) else value
         for key, value in overrides.items()
@@ -454,15 +416,11 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
                 f"'seed' {cfg.seed} + 'seeds' {cfg.seeds} - 1 = {last} is outside the data "
                 f"seeds [{SEED_RANGE[0]}, {SEED_RANGE[1]}]"
             )
-    if cfg.train_steps and cfg.trains_models:
-        check_train_steps(cfg)
     for name in ("counts", "strengths", "thresholds", "control_seeds", "tasks"):
         values = getattr(cfg, name)
         if len(values) > MAX_LIST:
             raise ValueError(f"'{name}' must list at most {MAX_LIST:,} values, got {len(values):,}")
         check_unique(f"'{name}'", values)
-    # an alias of a task already listed runs it twice into one folder (reversal, reversal_id)
-    check_unique("'tasks'", [task_short_name(t) for t in cfg.tasks])
     if cfg.id_guard is not None:
         check_fraction("'id_guard'", cfg.id_guard)  # an ID exact match drop lies in [0, 1]
     for n in cfg.counts:
@@ -479,66 +437,117 @@ def check_train_steps(cfg: ReproduceConfig) -> None:
     it takes, not the recipe's fields the user never typed."""
     from harness.training.train import parse_curriculum
 
-    for task in cfg.tasks:
-        recipe = pretrained_recipe(task) if cfg.pretrained else quick_recipe(task)
+    for task in cfg.task_values:
+        recipe = task.recipe(pretrained=bool(cfg.pretrained))
         staged = sum(steps for steps, _ in parse_curriculum(recipe.get("curriculum", "")))
         if cfg.train_steps < staged:
             raise ValueError(
                 f"--train-steps {cfg.train_steps} is fewer than the {staged} steps of "
-                f"{task_short_name(task)}'s curriculum (its recipe trains easier stages first): "
+                f"{task.short}'s curriculum (its recipe trains easier stages first): "
                 f"give --train-steps >= {staged}, or 0 for the recipe's own steps"
             )
 
 
+class TaskValue(str):
+    """One task of a run, resolved once from the name it was given (`reversal`,
+    `reversal_id`, `string_reversal`): its presets, names, instruction and recipes, as its
+    file declared them. It is also that name (a str), so that the run's labels, stage files
+    and JSON keep the name as given, while every stage reads the task from the value rather
+    than looking the name up again.
+
+        task = TaskValue.of("addition")
+        task.id.name, task.ood.name, task.short      # 'addition_id', 'addition_ood', 'addition'
+        task.recipe(pretrained=False)["max_steps"]   # 3000: QUICK_TRAIN under its recipe
+    """
+
+    task_name: str  # the registry's name, `long_addition`
+    short: str  # `addition`: the task's folder
+    id: Preset  # its ID preset (`addition_id`)
+    ood: Preset  # its OOD preset (`addition_ood`)
+    config_class: type
+    instruction: str  # the line a model is told (`instruction_for`)
+    recipes: Mapping[str, Any]  # its "quick", "pretrained" and "quick_ood" recipes ({}: none)
+
+    @classmethod
+    def of(cls, task: str) -> TaskValue:
+        """The value of the task named `task` (any of its names, or either preset of its
+        pair); a TaskValue is returned as it is."""
+        if isinstance(task, TaskValue):
+            return task
+        from attentionspan_datasets import presets
+        from attentionspan_datasets.instructions import instruction_for
+        from attentionspan_datasets.tasks import get_task
+
+        id_preset, ood_preset = presets.pair(task)  # unknown: one line naming the allowed tasks
+        declared = get_task(id_preset.task)
+        value = str.__new__(cls, task)
+        value.task_name, value.short = declared.name, id_preset.short
+        value.id, value.ood, value.config_class = id_preset, ood_preset, declared.config_class
+        value.instruction = instruction_for(declared.name)
+        tables = {"quick": QUICK_RECIPES, "pretrained": PRETRAINED_RECIPES, "quick_ood": QUICK_OOD}
+        # the settings' tables first (a test may patch an entry), then what the task declared
+        value.recipes = MappingProxyType(
+            {
+                kind: table.get(value.short) or declared.recipes.get(kind, {})
+                for kind, table in tables.items()
+            }
+        )
+        return value
+
+    def __reduce__(self) -> tuple:
+        # by name, as a Preset pickles: the registry's mappings cannot be pickled
+        return TaskValue.of, (str(self),)
+
+    @property
+    def presets(self) -> tuple[str, str]:
+        """(ID preset name, OOD preset name)."""
+        return self.id.name, self.ood.name
+
+    def recipe(self, pretrained: bool) -> dict[str, Any]:
+        """The TrainConfig options --pretrained fine-tunes the task with (PRETRAINED_TRAIN,
+        then its "pretrained" recipe) or --quick trains it with (QUICK_TRAIN, then its
+        "quick" recipe, `scratch` merged field by field). The model and its prompt come per
+        model and task (`harness.pipeline.reproduce.task_train_config`)."""
+        if pretrained:
+            return {**PRETRAINED_TRAIN, **self.recipes["pretrained"]}
+        own = self.recipes["quick"]
+        return {
+            **QUICK_TRAIN,
+            **own,
+            "scratch": {**QUICK_TRAIN.get("scratch", {}), **own.get("scratch", {})},
+        }
+
+    def run_name(self, run: int) -> str:
+        """The folder of seed run `run` (OUT/<it>/ and OUT/models/<it>/): the task's own
+        folder for run 0 (what a run without --seeds writes), `<task>-seed<k>` after it."""
+        return self.short if run == 0 else f"{self.short}-seed{run}"
+
+
+# The name-taking forms of the values' readings, for the Python API and the tests; the
+# pipeline passes TaskValues, which they take as they are.
 def pretrained_recipe(task: str) -> dict[str, Any]:
-    """The TrainConfig options --pretrained fine-tunes `task` (or `task_id`) with:
-    PRETRAINED_TRAIN, then the task's recipe (the model and its prompt come per model and
-    task: `harness.pipeline.reproduce.task_train_config`)."""
-    recipe = PRETRAINED_RECIPES.get(task_short_name(task)) or declared_recipe(task, "pretrained")
-    return {**PRETRAINED_TRAIN, **recipe}
-
-
-def declared_recipe(task: str, kind: str) -> dict[str, Any]:
-    """The recipe a task of another package registered (`register_task(..., recipes=
-    {"quick": {...}, "pretrained": {...}})`, docs/own_task.md); {} for none: such a task
-    trains with QUICK_TRAIN or PRETRAINED_TRAIN as they are."""
-    from attentionspan_datasets import presets
-    from attentionspan_datasets.tasks import get_task
-
-    return dict(get_task(presets.pair(task)[0].task).recipes.get(kind, {}))
+    """`TaskValue.recipe(pretrained=True)` of the task `task` names (or `task_id`)."""
+    return TaskValue.of(task).recipe(pretrained=True)
 
 
 def quick_recipe(task: str) -> dict[str, Any]:
-    """The TrainConfig options --quick trains `task` (or `task_id`) with: QUICK_TRAIN, then
-    the task's recipe (its `scratch` merged field by field)."""
-    recipe = QUICK_RECIPES.get(task_short_name(task)) or declared_recipe(task, "quick")
-    return {
-        **QUICK_TRAIN,
-        **recipe,
-        "scratch": {**QUICK_TRAIN.get("scratch", {}), **recipe.get("scratch", {})},
-    }
+    """`TaskValue.recipe(pretrained=False)` of the task `task` names (or `task_id`)."""
+    return TaskValue.of(task).recipe(pretrained=False)
 
 
 def task_presets(task: str) -> tuple[str, str]:
     """`reversal` (or `reversal_id`) -> (`reversal_id`, `reversal_ood`)."""
-    from attentionspan_datasets import presets
-
-    id_preset, ood_preset = presets.pair(task)  # unknown: one line naming the allowed tasks
-    return id_preset.name, ood_preset.name
+    return TaskValue.of(task).presets
 
 
 def task_short_name(task: str) -> str:
     """`reversal`, `reversal_id` or `reversal_ood` -> `reversal`: the task's folder name."""
-    from attentionspan_datasets import presets
-
-    return presets.pair(task)[0].short
+    return TaskValue.of(task).short
 
 
 def seed_run_name(task: str, run: int) -> str:
-    """The folder of seed run `run` of `task` (OUT/<it>/ and OUT/models/<it>/): the task's
-    own folder for run 0 (what a run without --seeds writes), `<task>-seed<k>` after it."""
-    short = task_short_name(task)
-    return short if run == 0 else f"{short}-seed{run}"
+    """`TaskValue.run_name`: `reversal` for run 0, `reversal-seed<k>` after it."""
+    return TaskValue.of(task).run_name(run)
 
 
 def seed_run_seeds(cfg: ReproduceConfig, run: int) -> tuple[int, int]:

@@ -205,10 +205,9 @@ class SupervisionConfig:
         self.ood = repro.ood
         from harness.foundation.caps import check_shift
         from harness.foundation.data import longest_text
-        from harness.pipeline.settings import task_presets
 
-        for task in self.tasks:
-            id_name = task_presets(task)[0]
+        for task in repro.task_values:
+            id_name = task.id.name
             check_shift("'shift' + 'wrong_shift'", wrong, {id_name: longest_text(id_name)})
             total = model_heads(task)
             if 2 * self.heads > total:
@@ -251,17 +250,17 @@ class SupervisionConfig:
 def model_heads(task: str) -> int:
     """The attention heads (layers x heads) of the scratch model --quick trains for `task`."""
     from harness.foundation.models import ScratchConfig
-    from harness.pipeline.settings import quick_recipe
+    from harness.pipeline.settings import TaskValue
 
-    scratch = ScratchConfig(**quick_recipe(task)["scratch"])
+    scratch = ScratchConfig(**TaskValue.of(task).recipe(pretrained=False)["scratch"])
     return scratch.num_layers * scratch.num_heads
 
 
 def recipe_steps(cfg: SupervisionConfig, task: str) -> int:
     """The steps of every arm but the extra-steps control: --train-steps, or the recipe's."""
-    from harness.pipeline.settings import quick_recipe
+    from harness.pipeline.settings import TaskValue
 
-    return cfg.train_steps or quick_recipe(task)["max_steps"]
+    return cfg.train_steps or TaskValue.of(task).recipe(pretrained=False)["max_steps"]
 
 
 # --- the arms -------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from harness.pipeline.reproduce import (
     task_model_folder,
     task_train_config,
 )
-from harness.pipeline.settings import seed_run_name, seed_run_seeds, task_presets, task_short_name
+from harness.pipeline.settings import TaskValue, seed_run_seeds
 from harness.pipeline.stages import write_json_atomic
 from harness.pipeline.supervision_settings import (
     BASELINE,
@@ -193,10 +193,11 @@ class TaskStudy:
     """Every arm of one task over the seed runs; `run()` returns its results."""
 
     def __init__(self, cfg: SupervisionConfig, task: str, out: Path, procs):
+        task = TaskValue.of(task)  # resolved once: the arms, runs and folders read the value
         self.cfg, self.task, self.out, self.procs = cfg, task, out, procs
         self.repro = cfg.reproduce_config()
-        self.short = task_short_name(task)
-        self.id_name, self.ood_name = task_presets(task)
+        self.short = task.short
+        self.id_name, self.ood_name = task.presets
         self.heads: dict[int, dict[str, list]] = {}  # seed run -> supervised, random heads
         self.runs: dict[tuple[int, str], TaskRun] = {}
         self.models: dict[tuple[int, str], str] = {}
@@ -208,7 +209,7 @@ class TaskStudy:
     # --- models -------------------------------------------------------------------------
     def folder(self, run: int, arm: Arm) -> Path:
         """OUT/models/<task>[-seed<k>]-<arm>/ (the baseline: --quick's own folder)."""
-        return self.out / "models" / f"{seed_run_name(self.task, run)}-{arm.name}"
+        return self.out / "models" / f"{self.task.run_name(run)}-{arm.name}"
 
     def train_config(self, run: int, arm: Arm):
         """The baseline's TrainConfig of seed run `run` (`task_train_config`: the recipe,

@@ -7,8 +7,9 @@ One section per task: the Table 1 analog (ID/OOD accuracy), the Table 2 analog (
 on reference tokens, correct versus wrong; the figures of `attentionspan attention`), the
 head ranking (layer x head map, offset profiles), the N x C sweep on validation, and the
 chosen setting with its controls on the OOD test split and on ID, with paired bootstrap 95%
-intervals on every gain, and the Figure 2 analog (accuracy by length). Every figure names
-the command and the settings that made it.
+intervals on every gain, the dose-response ladder and the two candidate lookups (their
+writers: harness.report.dose_md), and the Figure 2 analog (accuracy by length). Every
+figure names the command and the settings that made it.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
 from harness.foundation.stats import format_gain, mean_interval
 from harness.foundation.stats import format_number as _n
+from harness.report.dose_md import dose_section, lookups_section
+from harness.report.dose_md import made_by as _made_by
 from harness.report.findings import (
     findings_section,
     seed_agreement,
     seed_groups,
-    two_lookups_headline,
     verdict_name,
-    where,
 )
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
@@ -55,10 +56,6 @@ def command_for(cfg) -> str:
     always = ("output", "quick", *(("config",) if cfg.model else ()))
     words = config_words(cfg, default, always=always, skip=skip)
     return shlex.join(["attentionspan", "reproduce", *words])
-
-
-def _made_by(command: str, detail: str) -> list[str]:
-    return [f"Made by `{command}`; {detail}.", ""]
 
 
 # --- sections -------------------------------------------------------------------------------
@@ -436,156 +433,6 @@ def diagnosis_section(task, command: str) -> list[str]:
     return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
 
 
-def _where_controlled(test: dict[str, Any]) -> str:
-    """Where the ladder ran its controls, when not at every rung."""
-    from harness.attention.controls import ladder_controls
-
-    keys = [c.ladder.key for c in ladder_controls()]
-    bare = [e for e in test["doses"] if all(e.get(key) is None for key in keys)]
-    if not bare:
-        return ""
-    return (
-        " where the verdict reads them (the dose chosen on validation and the top dose; "
-        '"-": not run at that dose)'
-    )
-
-
-def _count_choice(dose) -> str:
-    """How N was chosen: each count's best validation dose (`verdict.choose_count`)."""
-    counts = dose.get("counts")
-    if not counts:
-        return ""
-    parts = [
-        f"N = {n}: " + (f"C {d['C']:g}, {d['gain']:+.3f}" if d else "no dose gains")
-        for n, d in counts.items()
-    ]
-    return f" (the best dose of each N: {'; '.join(parts)})"
-
-
-def dose_section(task, folder: Path, command: str) -> list[str]:
-    """The dose-response ladder on OOD test (its plot and table) and the calibrated verdict
-    read from it and from where the errors look (`harness.attention.verdicts.calibrated`)."""
-    from harness.attention.controls import ladder_controls
-    from harness.report import plots
-
-    dose = task.get("dose")
-    verdict = task.get("verdict")
-    if not dose or not verdict:
-        return []
-    test = dose["test"]
-    path = plots.dose_response(
-        test, folder / "dose-response.png", f"{task['task']}: dose-response on OOD test"
-    )
-    chosen = (verdict["numbers"].get("dose") or {}).get("C")
-    heads = ", ".join(f"L{layer}H{head}" for layer, head in test.get("heads", []))
-    # each control of the registry that runs on the ladder brings its own columns
-    columns = [column for c in ladder_controls() for column in c.ladder.columns(test)]
-    header = " | ".join(column.heading for column in columns)
-    lines = [
-        f"The top {test['n']} heads ({heads}) pushed at each C, with the controls at the same "
-        f"dose{_where_controlled(test)}, teacher-forced on {test['instances']} OOD test "
-        "instances (gain: teacher-forced "
-        "token accuracy over the baseline, paired per instance, 95% interval; following: how "
-        "much more often the model writes what the task gives on the moved text). N and the "
-        f"dose are chosen on {dose['validation']['instances']} OOD validation instances"
-        + _count_choice(dose)
-        + ".",
-        "",
-        f"![dose-response]({path.relative_to(folder.parent)})",
-        "",
-        f"| C | reference gain | {header} | ID exact |",
-        "|---|---|" + "---|" * len(columns) + "---|",
-    ]
-    for entry in test["doses"]:
-        threshold = entry.get("threshold")
-        picked = verdict["numbers"].get("dose") or {}
-        mark = (
-            " (chosen)"
-            if entry["strength"] == chosen and threshold == picked.get("threshold")
-            else ""
-        )
-        rung = f"{entry['strength']:g}" + (f", thr {threshold:g}" if threshold is not None else "")
-        cells = [column.cell(entry) for column in columns]
-        ident = (entry.get("id") or {}).get("tf_exact")
-        lines.append(
-            f"| {rung}{mark} | {format_gain(entry['reference'])} | "
-            f"{' | '.join(cells)} | {_n(ident)} |"
-        )
-    note = (test.get("random_draws") or {}).get("note")
-    lines += ["", *([note + ".", ""] if note else [])]
-    lines += [
-        f"**Calibrated verdict: {verdict['verdict']}** (the rule of docs/usage_analysis.md, "
-        '"The calibrated verdict"): ' + "; ".join(verdict["reasons"]) + ".",
-        "",
-    ]
-    at = task.get("at_dose")
-    if at:
-        test, ident = at["test"], at["id"]
-        lines += [
-            f"Free-running at that dose ({at['setting']}): OOD partial accuracy "
-            f"{_n(test['baseline']['partial_acc'])} -> {_n(test['treated']['partial_acc'])} "
-            f"({format_gain(test['gains']['partial_acc'])} points), OOD exact match "
-            f"{_n(test['baseline']['exact_match'])} -> {_n(test['treated']['exact_match'])}; "
-            f"ID exact match {_n(ident['baseline']['exact_match'])} -> "
-            f"{_n(ident['treated']['exact_match'])}.",
-            "",
-        ]
-    return lines + _made_by(command, f"stage `{task['task']}-dose`")
-
-
-def lookups_section(task, command: str) -> list[str]:
-    """Where two offsets' top heads weigh within OFFSET_MARGIN of each other (a near tie,
-    `harness.attention.heads.second_lookup`), both lookups judged: one row each (offset, ID
-    mass, N, dose, errors, verdict, share repaired free-running), both verdicts' reasons."""
-    from harness.attention.heads import OFFSET_MARGIN
-
-    lookups = task.get("lookups") or []
-    if len(lookups) < 2:
-        return []
-    lines = [
-        f"{two_lookups_headline(task)} (their top heads' ID mass lies within "
-        f"{OFFSET_MARGIN:.0%} of the largest offset's: a near tie, so both are judged). The "
-        "first is the offset the sections above read (the reference when it is near-tied); "
-        "the second's "
-        "ranking, ladder, diagnosis, verdict and free-running dose have stage files of their "
-        f"own (`{lookups[1].get('stage')}-*`).",
-        "",
-        "| lookup | ID mass | N | dose C | OOD errors (first wrong row) | calibrated verdict | "
-        "wrong OOD answers repaired free-running |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for entry in lookups:
-        verdict = entry.get("verdict") or {}
-        numbers = verdict.get("numbers") or {}
-        dose = (numbers.get("dose") or {}).get("C")
-        errors = ", ".join(
-            f"{k.replace('_', ' ')} {v:.2f}" for k, v in (numbers.get("errors") or {}).items() if v
-        )
-        repaired = numbers.get("repaired") or {}
-        fixed = (
-            f"{repaired['repaired']} of {repaired['wrong']} ({repaired['share']:.2f})"
-            if repaired.get("share") is not None
-            else "-"
-        )
-        lines.append(
-            f"| {where(entry.get('offset'))} | {_n(entry.get('mass'))} | {entry.get('n', '-')} "
-            f"| {'-' if dose is None else f'{dose:g}'} | {errors or '-'} | "
-            f"**{verdict.get('verdict', '-')}** | {fixed} |"
-        )
-    lines.append("")
-    for entry in lookups:
-        verdict = entry.get("verdict") or {}
-        lines += [
-            f"At {where(entry.get('offset'))}: **{verdict.get('verdict', '-')}**: "
-            + "; ".join(verdict.get("reasons") or [])
-            + ".",
-            "",
-        ]
-    return lines + _made_by(
-        command, f"stages `{lookups[1].get('stage')}-heads`, `-dose`, `-diagnosis`"
-    )
-
-
 def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
     """One row per task: the chosen setting against the baseline and the random-head control."""
     lines = [
@@ -697,11 +544,13 @@ def task_title(name: str, task: dict[str, Any]) -> str:
 
 
 def task_folder(out: Path, name: str, task: dict[str, Any]) -> Path:
-    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`harness.pipeline.settings`)."""
-    from harness.pipeline.settings import seed_run_name, task_short_name
+    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`TaskValue.run_name`). The
+    pipeline's results carry the task's value (`seed_run["task"]`, and `name` for run 0),
+    which is read as it is; a name (a report made from saved results) is resolved here."""
+    from harness.pipeline.settings import TaskValue
 
-    run = task.get("seed_run")
-    return out / (seed_run_name(run["task"], run["run"]) if run else task_short_name(name))
+    run = task.get("seed_run") or {}
+    return out / TaskValue.of(run.get("task", name)).run_name(run.get("run", 0))
 
 
 # --- the document ---------------------------------------------------------------------------
