@@ -101,20 +101,14 @@ def parse_device_map(text: Any) -> str | dict[str, int | str]:
     if text in STRATEGIES:
         return text
     if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError as error:
-            raise ValueError(f"--device-map: not a JSON object ({error})") from None
-        return _check_map(value, "--device-map")
+        from attentionspan_datasets.jsonfile import parse_json
+
+        return _check_map(parse_json(text, "--device-map"), "--device-map")
     path = Path(text).expanduser()
     if path.suffix == ".json" or path.is_file():
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as error:
-            raise ValueError(f"--device-map: cannot read {text!r}: {error.strerror}") from None
-        except ValueError as error:
-            raise ValueError(f"--device-map: {text!r} is not a JSON object ({error})") from None
-        return _check_map(value, f"--device-map {text}")
+        from attentionspan_datasets.jsonfile import read_json
+
+        return _check_map(read_json(path, "--device-map", expect=dict), f"--device-map {text}")
     raise ValueError(f"--device-map must be {DEVICE_MAP_FORM}, got {text!r}")
 
 

@@ -378,12 +378,13 @@ CONFIG_SIZES = (
 
 def check_config_sizes(where: str, location) -> None:
     """ValueError naming the field when a size in the folder's config.json is not >= 1."""
-    import json
+
+    from attentionspan_datasets.jsonfile import read_json
 
     try:
-        config = json.loads((Path(location) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return  # missing or torn: transformers' own error says which
+        config = read_json(Path(location) / "config.json")
+    except ValueError:  # missing or torn: transformers' own error says which
+        return
     sections = (
         [config] + [v for v in config.values() if isinstance(v, dict)]
         if isinstance(config, dict)
@@ -653,10 +654,11 @@ def describe(known: KnownModel) -> str:
 def source_info(folder: Path) -> dict:
     """The provenance a fetched model's folder records (`attentionspan_source.json`), or {}
     for a folder that was not fetched (trained here, or from elsewhere)."""
-    path = Path(folder) / "attentionspan_source.json"
+    from attentionspan_datasets.jsonfile import read_json
+
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return read_json(Path(folder) / "attentionspan_source.json", expect=dict)
+    except ValueError:  # missing or damaged: no provenance recorded
         return {}
 
 
