@@ -118,7 +118,9 @@ def test_generate_show_export_and_check_task(example_env, tmp_path):
     ]
     assert "string_rotation" in (tmp_path / "export" / "README.md").read_text()
     checked = attentionspan(example_env, "check-task", "rotation", "-n", "200")
-    assert checked.stdout.splitlines()[-1] == "1 task(s): all checks pass"
+    assert (
+        checked.stdout.splitlines()[-1] == "1 task(s): all checks pass, 1 warn/note line(s) above"
+    )
     assert "ok   oracle rotation_ood" in checked.stdout
     assert "ok   processes rotation_id..rotation_ood" in checked.stdout
 
