@@ -579,3 +579,42 @@ def test_the_generator_error_crosses_processes_and_keeps_its_index():
     again = pickle.loads(pickle.dumps(error))
     assert str(again) == str(error) and again.index == 4 and not isinstance(again, ValueError)
     assert again.at(9).index == 4  # the innermost caller's index stands
+
+
+@pytest.mark.parametrize(
+    "recipe, says",
+    [
+        ({"max_steps": -5}, "'max_steps' must be >= 0, got -5"),
+        ({"max_steps": 0}, "'max_steps' must be >= 1 (the steps reproduce trains), got 0"),
+        ({"batch_size": 0}, "'batch_size' must be >= 1, got 0"),
+    ],
+)
+def test_a_bad_declared_recipe_names_the_field_its_author_gave(recipe, says, tmp_path):
+    """Not a field derived from it (train_size = max_steps x batch_size), before training."""
+    site = tmp_path / "site"
+    write_plugin(
+        site,
+        "recipe-task",
+        "recipe_task_module",
+        f"""
+        import dataclasses
+        from attentionspan_datasets.presets import register_pair
+        from attentionspan_datasets.tasks import TASKS, register_task
+        t = TASKS["string_reversal"]
+        Config = dataclasses.dataclass(type("Config", (t.config_class,), {{}}))
+        register_task("recipe_task", Config, t.generate, t.oracle, recipes={{"quick": {recipe!r}}})
+        register_pair("recipet", "recipe_task", {{"max_length": 3}}, {{"max_length": 8}})
+        """,
+    )
+    env_work = environment(tmp_path, site)
+    out = tmp_path / "run"
+    args = ["reproduce", "--quick", "--tasks", "recipet", "--output", out, "--no-progress"]
+    result = attentionspan(env_work, *args, check=False)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "attentionspan reproduce: error: task 'recipet': its declared 'quick' recipe "
+        "(register_task's recipes): "
+    ), line
+    assert line.endswith(says) and "train_size" not in line, line
+    assert not out.exists()

@@ -456,6 +456,8 @@ def check_reproduce_sizes(cfg: ReproduceConfig) -> None:
             )
     if cfg.train_steps and cfg.trains_models:
         check_train_steps(cfg)
+    if cfg.trains_models:
+        check_declared_recipes(cfg)
     for name in ("counts", "strengths", "thresholds", "control_seeds", "tasks"):
         values = getattr(cfg, name)
         if len(values) > MAX_LIST:
@@ -487,6 +489,32 @@ def check_train_steps(cfg: ReproduceConfig) -> None:
                 f"--train-steps {cfg.train_steps} is fewer than the {staged} steps of "
                 f"{task_short_name(task)}'s curriculum (its recipe trains easier stages first): "
                 f"give --train-steps >= {staged}, or 0 for the recipe's own steps"
+            )
+
+
+def check_declared_recipes(cfg: ReproduceConfig) -> None:
+    """A recipe another package declared (`register_task(..., recipes=...)`), checked as its
+    author wrote it, before any training: a bad value is one line naming the task and the
+    field given, not a field derived from it later (train_size = max_steps x batch_size:
+    max_steps -5 read "'train_size' must be >= 1, got -160")."""
+    from harness.training.train import TrainConfig
+
+    kind = "pretrained" if cfg.pretrained else "quick"
+    own = PRETRAINED_RECIPES if cfg.pretrained else QUICK_RECIPES
+    for task in cfg.tasks:
+        short = task_short_name(task)
+        if short in own or not declared_recipe(task, kind):
+            continue
+        recipe = pretrained_recipe(task) if cfg.pretrained else quick_recipe(task)
+        where = f"task {short!r}: its declared {kind!r} recipe (register_task's recipes)"
+        try:
+            TrainConfig.from_dict(recipe)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        steps = recipe.get("max_steps")
+        if not cfg.train_steps and not (isinstance(steps, int) and steps >= 1):
+            raise ValueError(
+                f"{where}: 'max_steps' must be >= 1 (the steps reproduce trains), got {steps!r}"
             )
 
 
