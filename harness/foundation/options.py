@@ -55,6 +55,19 @@ def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], 
     return guard.run_guarded(command, configured, args)
 
 
+def moved_command(module: str, command: str) -> None:
+    """What `python -m MODULE` does where a command's parser moved out of MODULE into
+    harness/commands/: one line naming the command, status 2 (the old form exited 0 having
+    done nothing, which reads as success)."""
+    new = f"python -m harness.commands.{command.replace('-', '_')}"
+    print(
+        f"{PROG}: error: python -m {module} runs nothing since the command moved: "
+        f"run `{PROG} {command}` (or {new})",
+        file=sys.stderr,
+    )
+    sys.exit(2)
+
+
 # `--instruction default`: the standard line of attentionspan_datasets.instructions.
 DEFAULT_INSTRUCTION = "default"
 

@@ -538,3 +538,9 @@ def write(
     # the page's opening conclusion is generated from every digest: it follows this one
     summary = write_summary(doc, digest_file.parent)
     return f"wrote {digest_file} and {what} of {doc}" + (" (and its summary)" if summary else "")
+
+
+if __name__ == "__main__":  # the form this command had before it moved to harness/commands/
+    from harness.foundation.options import moved_command
+
+    moved_command("harness.report.results_doc", "results-doc")

@@ -646,3 +646,9 @@ def check_pages(root: Path = REPO) -> None:
 
 def write_digest(data: dict[str, Any], path: Path) -> None:
     atomic_write_text(Path(path), json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":  # the form this command had before it moved to harness/commands/
+    from harness.foundation.options import moved_command
+
+    moved_command("harness.report.scratch_doc", "scratch-doc")
