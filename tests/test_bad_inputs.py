@@ -1803,15 +1803,29 @@ def test_results_doc_check_with_versions_a_number_is_one_line(tmp_path, capsys):
         (["run", "--output", "x"], "required: --date, --machine"),
         (["render", "--digest", "{torn}"], "--digest '{torn}': not valid JSON (torn or cut"),
         (["check", "--output", "{tmp}/sc", "--digest", "{torn}"], "--digest '{torn}'"),
+        # no figures: refused before the steps (an hour of training), not after them
+        (
+            ["check", "--output", "{tmp}/sc", "--digest", "{empty}"],
+            "--digest '{empty}' is not a whole scratch_doc digest: its 'figures' lack train, "
+            "eval, attention, heads, lm_eval, model_sha256, parameters",
+        ),
     ],
-    ids=["no-action", "run-missing-options", "render-torn-digest", "check-torn-digest"],
+    ids=[
+        "no-action",
+        "run-missing-options",
+        "render-torn-digest",
+        "check-torn-digest",
+        "check-no-figures",
+    ],
 )
 def test_scratch_doc_refuses_in_one_line(argv, fragment, tmp_path, capsys):
     from harness.commands import scratch_doc
 
     torn = tmp_path / "torn.json"
     torn.write_text('{"meta": {}, "figu')
-    places = {"torn": torn, "tmp": tmp_path}
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"meta": {}, "figures": {}}')
+    places = {"torn": torn, "tmp": tmp_path, "empty": empty}
     try:
         status = scratch_doc.main([a.format(**places) for a in argv])
     except SystemExit as done:

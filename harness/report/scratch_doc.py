@@ -563,8 +563,8 @@ def check(out: Path, digest_file: Path) -> list[str]:
     then = saved["figures"]
     now = digest(out)
     # the commands name the run folder; the same steps in another folder are the same run
-    for step in ("train", "eval", "attention", "heads", "lm_eval"):
-        now[step]["command"] = then[step]["command"]
+    for step in DIGEST_STEPS:
+        now[step]["command"] = then[step].get("command")
     moved = differences(_without_timings(then), _without_timings(now))
     if not moved:
         return []
@@ -629,7 +629,20 @@ def read_digest(path: Path) -> dict[str, Any]:
             f"--digest {str(path)!r} is not a scratch_doc digest: it needs a 'figures' object "
             f"and a 'meta' object, as `attentionspan scratch-doc run` writes them (e.g. {DIGEST})"
         )
-    return {"meta": data.get("meta", {}), "figures": data["figures"]}
+    figures = data["figures"]
+    # what `check` compares, refused here: `check` reads the digest after an hour of steps
+    lacking = [key for key in DIGEST_STEPS if not isinstance(figures.get(key), dict)]
+    lacking += [key for key in DIGEST_FIGURES if key not in figures]
+    if lacking:
+        raise ValueError(
+            f"--digest {str(path)!r} is not a whole scratch_doc digest: its 'figures' lack "
+            f"{', '.join(lacking)} (as `attentionspan scratch-doc run` writes them, e.g. {DIGEST})"
+        )
+    return {"meta": data.get("meta", {}), "figures": figures}
+
+
+DIGEST_STEPS = ("train", "eval", "attention", "heads", "lm_eval")  # objects of `digest`
+DIGEST_FIGURES = ("model_sha256", "parameters")
 
 
 def check_pages(root: Path = REPO) -> None:
