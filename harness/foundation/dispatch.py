@@ -22,10 +22,14 @@ Once capture follows each layer's device (`.to(weights.device)` per layer), that
 nothing left to refuse.
 
 Tensor parallelism, as transformers and lm-eval shard a model (`tp_plan="auto"`), is the
-other way past one device: `--tp-plan auto` under `torchrun --nproc-per-node N` loads the
-family's own plan (`base_model_tp_plan`), each process holding 1/N of every layer's heads;
-`check_tensor_parallel` refuses, before the weights are read, a family without a plan, heads
-(query or key/value) that N does not divide, and `--device-map` beside it (`Placement`).
+other way past one device: `--tp-plan auto` under `attentionspan launch --num_processes N`
+(or torchrun) loads the family's own plan (`base_model_tp_plan`), each process holding 1/N
+of every layer's heads; `check_tensor_parallel` refuses, before the weights are read, a
+family without a plan, heads (query or key/value) that N does not divide, and `--device-map`
+beside it (`Placement`); `--tp-plan` in one process is refused (it would load the model
+whole, unsharded, without a word). `launched_processes` reads WORLD_SIZE (a value that is
+no count: one line naming the variable) and `launch_words` writes the launch a recorded
+command needs to run as it ran.
 `tensor_parallel_of(model)` says which heads this process holds. Nothing here
 imports torch at module level, nor anything of the harness above the data layer.
 """
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.foundation.options import cli
+from harness.foundation.threads import launched_processes  # noqa: F401  (re-exported)
 
 # transformers' / accelerate's strategies: fill the devices in order, or spread evenly.
 STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -245,11 +250,10 @@ class Placement:
     def load_kwargs(self) -> dict[str, Any]:
         """Keywords of `from_pretrained` (none for one device), checked against the devices
         this machine has (a GPU index with no such GPU: one line, not torch's error). Under
-        `--tp-plan` with several processes: transformers' DistributedConfig (one process:
-        nothing to shard, the model loads whole)."""
+        `--tp-plan`: transformers' DistributedConfig, over several processes (one process is
+        refused: `check_tensor_parallel_processes`)."""
         if self.tensor_parallel:
-            if launched_processes() < 2:
-                return {}
+            check_tensor_parallel_processes(launched_processes())
             from transformers.distributed import DistributedConfig
 
             return {"distributed_config": DistributedConfig(tp_plan=self.tp_plan)}
@@ -277,11 +281,27 @@ class Placement:
             )
 
 
-def launched_processes() -> int:
-    """Processes of this run (torchrun's and accelerate launch's WORLD_SIZE; 1 alone)."""
-    import os
+LAUNCH_HINT = "attentionspan launch --num_processes N COMMAND ..."
 
-    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+def check_tensor_parallel_processes(processes: int) -> None:
+    """ValueError when `--tp-plan` runs in one process: nothing to shard, and the model
+    would load whole without a word (a rerun of a sharded run's command read alike)."""
+    if processes < 2:
+        raise ValueError(
+            f"--tp-plan shards the model over several processes, but this is one: start it "
+            f"with `{LAUNCH_HINT}` (N dividing the model's heads), or leave --tp-plan out"
+        )
+
+
+def launch_words(processes: int | None = None) -> list[str]:
+    """The words a recorded command starts with: `attentionspan`, or, for a run of several
+    processes, `attentionspan launch --multi_gpu --num_processes N`, so that the command run
+    as written is sharded (or shared out) as the recorded run was."""
+    processes = launched_processes() if processes is None else processes
+    if processes < 2:
+        return ["attentionspan"]
+    return ["attentionspan", "launch", "--multi_gpu", "--num_processes", str(processes)]
 
 
 def check_tensor_parallel(config: Any, processes: int, where: str = "the model") -> None:

@@ -399,9 +399,12 @@ def check_config_sizes(where: str, location) -> None:
                 )
 
 
-def check_tensor_parallel_spec(spec: str, location: str | None = None) -> None:
+def check_tensor_parallel_spec(
+    spec: str, location: str | None = None, processes: int | None = None
+) -> None:
     """`harness.foundation.dispatch.check_tensor_parallel` on the config of the model `spec`
-    names, over the processes launched (config.json alone: nothing else is read)."""
+    names, over `processes` (default: the processes launched; `attentionspan launch` gives
+    the count it will start), config.json alone read."""
     from transformers import AutoConfig
 
     from harness.foundation.dispatch import check_tensor_parallel, launched_processes
@@ -412,7 +415,8 @@ def check_tensor_parallel_spec(spec: str, location: str | None = None) -> None:
             raise ValueError("--tp-plan needs a model folder or name, not scratch")
     config = AutoConfig.from_pretrained(location)
     config = getattr(config, "text_config", None) or config
-    check_tensor_parallel(config, launched_processes(), f"model {spec!r}")
+    processes = launched_processes() if processes is None else processes
+    check_tensor_parallel(config, processes, f"model {spec!r}")
 
 
 def _first_line(error: BaseException) -> str:
