@@ -36,7 +36,6 @@ imports torch at module level, nor anything of the harness above the data layer.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,8 +157,10 @@ def parse_max_memory(text: Any) -> dict[int | str, int]:
     """{device: bytes} from `--max-memory` (`0=20GiB,cpu=60GiB`, or a JSON object of the
     same); ValueError naming the option and the allowed form."""
     if isinstance(text, str) and text.strip().startswith("{"):
-        try:
-            pairs = list(json.loads(text).items())
+        from attentionspan_datasets.jsonfile import parse_json
+
+        try:  # absurd nesting included (a ValueError there, not json's RecursionError)
+            pairs = list(parse_json(text, "--max-memory").items())
         except (ValueError, AttributeError):
             raise ValueError(f"--max-memory must be {MAX_MEMORY_FORM}, got {text!r}") from None
     elif isinstance(text, dict):
