@@ -1113,12 +1113,8 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     check_task_models(cfg, out)  # a reused model that differs: refused before any work
     if procs.main:
         out.mkdir(parents=True, exist_ok=True)
-        # the processes that ran it (several: sharded by heads under --tp-plan)
-        record: dict[str, Any] = {
-            "argv": sys.argv,
-            "processes": launched_processes(),
-            "versions": versions(),
-        }
+        record: dict[str, Any] = {"argv": sys.argv, "versions": versions()}
+        record["processes"] = launched_processes()  # several: sharded by heads (--tp-plan)
         if provenance is not None:
             record["pretrained_source"] = provenance
         if cfg.trains_models:  # the options each model is (or was) trained with
