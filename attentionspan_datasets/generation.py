@@ -17,6 +17,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from attentionspan_datasets.plugins import GenerateError
 from attentionspan_datasets.presets import PRESETS, SHORT_NAMES, did_you_mean
 from attentionspan_datasets.tasks import TASKS, get_task
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
@@ -121,7 +122,10 @@ def check_stream(stream: Any) -> str:
 
 
 def _generate(cfg: TaskConfig, label: str, rng: random.Random, index: int) -> Instance:
-    instance = get_task(cfg.task_name).generate(rng, cfg)
+    try:
+        instance = get_task(cfg.task_name).generate(rng, cfg)
+    except GenerateError as error:  # a plugin's generator: the line names the index
+        raise error.at(index) from error.__cause__
     instance.config = label
     instance.index = index
     return instance
@@ -158,10 +162,13 @@ def _iterate(
         _seed_generator,
     )
     index = start
-    while stop is None or index < stop:
-        seed_rng(rng, key + index)
-        instance = task_generate(rng, cfg)
-        instance.config = label
-        instance.index = index
-        yield instance
-        index += 1
+    try:
+        while stop is None or index < stop:
+            seed_rng(rng, key + index)
+            instance = task_generate(rng, cfg)
+            instance.config = label
+            instance.index = index
+            yield instance
+            index += 1
+    except GenerateError as error:  # a plugin's generator: the line names the index
+        raise error.at(index) from error.__cause__

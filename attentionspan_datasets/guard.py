@@ -4,7 +4,8 @@
     sys.exit(run_guarded("generate", args.func, args))
 
 A user's mistake (`ValueError`, `UsageError`, `FileNotFoundError`, `FileExistsError`) prints
-`attentionspan COMMAND: error: ...` on one line and returns status 2; a closed pipe
+`attentionspan COMMAND: error: ...` on one line and returns status 2; a plugin package's
+failing code (`PluginError`) is one such line naming the package, status 1; a closed pipe
 (`attentionspan generate ... | head`) is quiet, status 0; Ctrl-C is one line, status 130.
 `ATTENTIONSPAN_TRACEBACK=1` shows the traceback instead. The data commands
 (`python -m attentionspan_datasets`) and the harness's (`harness.foundation.options`, `harness.cli`)
@@ -53,6 +54,12 @@ class UsageError(Exception):
     """A problem with the user's input that is not a bad value of a library call."""
 
 
+class PluginError(Exception):
+    """Code of an installed plugin package failed (its task's generator raised, or returned
+    something other than an Instance): not the user's input, so never a ValueError, and one
+    line naming the package, status 1."""
+
+
 # Exceptions that mean "the input is wrong", printed as one line.
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
@@ -89,7 +96,8 @@ def run_guarded(
     command: str, func: Callable[[argparse.Namespace], int | None], args, prog: str = PROG
 ) -> int:
     """Run `func(args)` as `prog command`: its status, 2 for a user's mistake (one line on
-    stderr), 0 for a closed pipe, 130 for Ctrl-C (143 for SIGTERM raised as an interruption)."""
+    stderr), 1 for a plugin's failure (one line naming the package), 0 for a closed pipe,
+    130 for Ctrl-C (143 for SIGTERM raised as an interruption)."""
     answer_interrupts()
     try:
         return func(args) or 0
@@ -106,6 +114,12 @@ def run_guarded(
 
             time.sleep(OTHER_RANK_GRACE_S)
         return 2
+    except PluginError as error:
+        if os.environ.get("ATTENTIONSPAN_TRACEBACK"):
+            raise
+        if main_process():
+            print(f"{prog} {command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # `attentionspan generate ... | head`: the reader is gone, which is not an error.
         # Point stdout at devnull so the interpreter's final flush does not complain.

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.jsonfile import parse_json
 
 MANIFEST = ".attentionspan.json"
 FORMAT = 1  # of the manifest; a later format adds keys, never changes these
@@ -80,8 +81,8 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
             raise ValueError(f"{str(path)!r} is not a manifest attentionspan wrote")
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+        data = parse_json(path.read_bytes(), str(path))  # absurd nesting too: ValueError
+    except (OSError, ValueError) as error:
         why = getattr(error, "strerror", None) or "not JSON"
         raise ValueError(f"{str(path)!r} is not a manifest attentionspan wrote ({why})") from None
     command, files = (data.get("command"), data.get("files")) if isinstance(data, dict) else (0, 0)

@@ -17,20 +17,33 @@ before their first read, after the built-in tasks and presets are in, so a plugi
 take a built-in's name.
 
 A plugin that fails (its module does not import, a name is taken, a config is no dataclass,
-a preset is invalid) is rolled back: whatever it had registered is removed, a
-`PluginWarning` says so in one line naming its package, and `failures()` keeps the line for
-`attentionspan show` and `attentionspan check-task`. The built-in tasks and the other
-plugins keep working.
+a preset is invalid, or it raises anything at all while loading: SystemExit and
+KeyboardInterrupt included, which would otherwise end every command, built-ins' too) is
+rolled back: whatever it had registered is removed, a `PluginWarning` says so in one line
+naming its package, and `failures()` keeps the line for `attentionspan show` and
+`attentionspan check-task`. A package whose entry_points.txt cannot be read is one such line
+naming the file; the other packages load. The built-in tasks and the other plugins keep
+working.
+
+A loaded plugin's `generate` is wrapped once, here (`_guarded`): whatever it raises, or a
+return value that is not an Instance, becomes a `GenerateError` (a `guard.PluginError`, not
+a ValueError: never read as the user's mistake) naming the package, the config and, where
+the caller knows it (`at(index)`, added by generation.py and splits.py), the index. Every
+command prints it as one line, status 1.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import os
 import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from attentionspan_datasets import presets, registry
+from attentionspan_datasets.guard import PluginError
 from attentionspan_datasets.tasks import base
 
 GROUP = "attentionspan.tasks"
@@ -73,7 +86,7 @@ def ensure_loaded() -> None:
         try:
             try:
                 found = discover()
-            except Exception as error:  # unreadable package metadata: no plugins, one line
+            except Exception as error:  # what discover cannot pin on one package
                 report(f"attentionspan: the {GROUP!r} entry points could not be read: {error!r}")
                 found = []
             load_plugins(found)
@@ -87,10 +100,58 @@ def discover() -> list[Any]:
     not depend on the order of sys.path's folders)."""
     if not may_declare(GROUP):
         return []
-    from importlib.metadata import entry_points
+    from importlib.metadata import distributions
 
-    found = {(package_of(ep), ep.name, ep.value): ep for ep in entry_points(group=GROUP)}
+    found, seen = {}, set()
+    for dist in distributions():
+        # importlib.metadata's own rule: the first distribution of a name on the path wins
+        name = getattr(dist, "_normalized_name", None) or id(dist)
+        if name in seen:
+            continue
+        seen.add(name)
+        for entry_point in _entry_points_of(dist):
+            found[(package_of(entry_point), entry_point.name, entry_point.value)] = entry_point
     return [found[key] for key in sorted(found)]
+
+
+def _entry_points_of(dist: Any) -> list[Any]:
+    """The entry points of GROUP that one distribution declares. A file that cannot be read
+    or parsed is that package's failure alone, reported in one line naming the file
+    (`importlib.metadata.entry_points()` would raise for all of them, hiding every plugin)."""
+    folder = getattr(dist, "_path", None)
+    file = os.path.join(str(folder), "entry_points.txt") if folder is not None else None
+    try:
+        text = dist.read_text("entry_points.txt")
+        if text is None and file is not None and os.path.isfile(file):
+            with open(file, encoding="utf-8") as handle:  # importlib.metadata hid why
+                text = handle.read()
+        if text is None or f"[{GROUP}]" not in text:
+            return []
+        return list(dist.entry_points.select(group=GROUP))
+    except Exception as error:
+        package = _dist_name(dist)
+        where = f"its entry points file {file}" if file else "its entry points"
+        report(
+            f"attentionspan: plugin package {package!r} not loaded: {where} could not be "
+            f"read: {_reason(error)}",
+            package,
+        )
+        return []
+
+
+def _dist_name(dist: Any) -> str:
+    try:
+        name = dist.metadata["Name"]
+    except Exception:  # a METADATA as broken as the entry points: the folder's name
+        name = None
+    folder = getattr(dist, "_path", None)
+    return name or (os.path.basename(str(folder)) if folder is not None else "(unknown)")
+
+
+def _reason(error: BaseException) -> str:
+    """`Type: message` on one line, cut short."""
+    text = " ".join(f"{type(error).__name__}: {error}".split()).rstrip(":")
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 def may_declare(group: str) -> bool:
@@ -125,8 +186,10 @@ def may_declare(group: str) -> bool:
                     with open(os.path.join(item.path, "entry_points.txt"), "rb") as file:
                         if marker.encode() in file.read():
                             return True
-                except OSError:  # no entry points (or an egg-info file, not a folder)
-                    continue
+                except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                    continue  # no entry points (or an egg-info file, not a folder)
+                except OSError:  # there but unreadable: discover() names it
+                    return True
     return False
 
 
@@ -174,22 +237,82 @@ def _load_one(entry_point: Any) -> Plugin | None:
             raise ValueError(f"{entry_point.value} registered no task and no preset")
         for name in added["tasks"]:
             check_task_name(name)
-    except Exception as error:  # any failure of foreign code: reported, never raised
+    # Anything foreign code raises, BaseException included: a plugin's sys.exit(3) or
+    # KeyboardInterrupt at import would otherwise end every command, built-ins' too.
+    except BaseException as error:
         for name, table in registries.items():
             for key in [key for key in dict.keys(table) if key not in before[name]]:
                 dict.__delitem__(table, key)
-        reason = " ".join(f"{type(error).__name__}: {error}".split())
+        reason = _reason(error)
         report(
             f"attentionspan: plugin package {package!r} (entry point {declared!r} of group "
             f"{GROUP!r}) not loaded: {reason}",
             package,
         )
         return None
+    for name in added["tasks"]:
+        task = dict.__getitem__(base.TASKS, name)
+        guarded = dataclasses.replace(task, generate=_guarded(task.generate, package, name))
+        dict.__setitem__(base.TASKS, name, guarded)
     plugin = Plugin(
         package, declared, entry_point.module, tuple(added["tasks"]), tuple(added["presets"])
     )
     _LOADED.append(plugin)
     return plugin
+
+
+class GenerateError(PluginError):
+    """A plugin task's generator raised or returned no Instance. `at(index)` adds the index,
+    which the generator itself is not given (generation.py and splits.py know it)."""
+
+    def __init__(
+        self, package: str, task: str, config: str, reason: str, index: int | None = None
+    ) -> None:
+        self.package, self.task, self.config, self.reason, self.index = (
+            package,
+            task,
+            config,
+            reason,
+            index,
+        )
+        at = f" index {index}" if index is not None else ""
+        super().__init__(
+            f"plugin package {package!r}: the generator of task {task!r} failed on config "
+            f"{config!r}{at}: {reason}"
+        )
+
+    def __reduce__(self):  # noqa: ANN204  (across processes: datasets' workers, spawn)
+        return (GenerateError, (self.package, self.task, self.config, self.reason, self.index))
+
+    def at(self, index: int) -> GenerateError:
+        if self.index is not None:
+            return self
+        error = GenerateError(self.package, self.task, self.config, self.reason, index)
+        error.__cause__ = self.__cause__
+        return error
+
+
+def _guarded(generate: Any, package: str, task: str) -> Any:
+    """`generate`, its failures turned into a GenerateError. A KeyboardInterrupt passes: at
+    generation time it is the user's Ctrl-C far more often than the plugin's."""
+
+    @functools.wraps(generate)
+    def guarded(rng: Any, config: Any) -> Any:
+        try:
+            instance = generate(rng, config)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:
+            label = getattr(config, "label", "") or task
+            raise GenerateError(package, task, label, _reason(error)) from error
+        if not isinstance(instance, base.Instance):
+            label = getattr(config, "label", "") or task
+            got = f"returned {type(instance).__name__}, not an Instance"
+            raise GenerateError(package, task, label, got)
+        return instance
+
+    guarded.plugin_package = package
+    return guarded
 
 
 def check_task_name(name: str) -> None:

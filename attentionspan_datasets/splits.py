@@ -53,6 +53,7 @@ from attentionspan_datasets.generation import (
     resolve_config,
     stream_key,
 )
+from attentionspan_datasets.plugins import GenerateError
 from attentionspan_datasets.tasks import get_task
 from attentionspan_datasets.tasks.base import Instance, TaskConfig
 
@@ -120,7 +121,10 @@ class _Drawer:
         low, high = SPLIT_RANGES[self.wanted]
         for attempt in range(first, MAX_ATTEMPTS):
             seed(rng, self.key(attempt) + index)
-            instance = generate(rng, cfg)
+            try:
+                instance = generate(rng, cfg)
+            except GenerateError as error:  # a plugin's generator: the line names the row
+                raise error.at(index) from error.__cause__
             if low <= _bucket(instance.prompt) < high:
                 instance.config = self.label
                 instance.index = index
@@ -184,7 +188,10 @@ def _iterate(drawer: _Drawer, start: int, stop: int | None) -> Iterator[Instance
     blake2b, from_bytes, key = hashlib.blake2b, int.from_bytes, drawer.key(0)
     for index in itertools.count(start) if stop is None else range(start, stop):
         seed(rng, key + index)
-        instance = generate(rng, cfg)
+        try:  # free in the loop (zero-cost exceptions) until a plugin's generator fails
+            instance = generate(rng, cfg)
+        except GenerateError as error:
+            raise error.at(index) from error.__cause__
         bucket = from_bytes(blake2b(instance.prompt.encode(), digest_size=8).digest(), "little")
         if low <= bucket % HASH_MODULUS < high:
             instance.config = label
@@ -226,7 +233,10 @@ def _small_space_report(cfg: TaskConfig, label: str, seed: int) -> str | None:
     seen: dict[int, set[str]] = defaultdict(set)
     draws: dict[int, int] = defaultdict(int)
     for index in range(PROBE_DRAWS):
-        instance = generate(instance_rng(seed, index, "probe"), cfg)
+        try:
+            instance = generate(instance_rng(seed, index, "probe"), cfg)
+        except GenerateError as error:
+            raise error.at(index) from error.__cause__
         length = cfg.length_bucket(instance.params)
         seen[length].add(instance.prompt)
         draws[length] += 1

@@ -202,8 +202,25 @@ def check_attention_model(metadata: dict) -> None:
         )
 
 
+def quiet_other_ranks() -> None:
+    """lm-eval's INFO lines from the main process alone: under torchrun (tensor parallelism,
+    `tp_plan=auto`) or accelerate launch every process runs lm-eval's CLI, and each printed
+    every log line, so the console showed each twice. The other processes keep warnings and
+    errors. LMEVAL_LOG_LEVEL is what lm-eval's `setup_logging` reads when it runs later; the
+    level is set now for what logs before it. A level the user set is kept."""
+    import logging
+    import os
+
+    if os.environ.get("RANK", "0").strip() in ("0", "") or os.environ.get("LMEVAL_LOG_LEVEL"):
+        return
+    os.environ["LMEVAL_LOG_LEVEL"] = "WARNING"
+    logging.getLogger("lm_eval").setLevel(logging.WARNING)
+
+
 def register_model_type(module: Any = None) -> None:
-    """Register `--model attnspan-hf` lazily: the class is imported when a run asks for it."""
+    """Register `--model attnspan-hf` lazily: the class is imported when a run asks for it
+    (and quiet the other processes' lm-eval log lines: `quiet_other_ranks`)."""
+    quiet_other_ranks()
     # lm-eval fills its registry with the built-in models (hf, vllm, ...) only when it finds
     # the registry empty; fill it first, or registering ours would hide all of them.
     import lm_eval.models  # noqa: F401  (cheap: names and import paths only)

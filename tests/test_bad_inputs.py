@@ -1803,15 +1803,29 @@ def test_results_doc_check_with_versions_a_number_is_one_line(tmp_path, capsys):
         (["run", "--output", "x"], "required: --date, --machine"),
         (["render", "--digest", "{torn}"], "--digest '{torn}': not valid JSON (torn or cut"),
         (["check", "--output", "{tmp}/sc", "--digest", "{torn}"], "--digest '{torn}'"),
+        # no figures: refused before the steps (an hour of training), not after them
+        (
+            ["check", "--output", "{tmp}/sc", "--digest", "{empty}"],
+            "--digest '{empty}' is not a whole scratch_doc digest: its 'figures' lack train, "
+            "eval, attention, heads, lm_eval, model_sha256, parameters",
+        ),
     ],
-    ids=["no-action", "run-missing-options", "render-torn-digest", "check-torn-digest"],
+    ids=[
+        "no-action",
+        "run-missing-options",
+        "render-torn-digest",
+        "check-torn-digest",
+        "check-no-figures",
+    ],
 )
 def test_scratch_doc_refuses_in_one_line(argv, fragment, tmp_path, capsys):
     from harness.commands import scratch_doc
 
     torn = tmp_path / "torn.json"
     torn.write_text('{"meta": {}, "figu')
-    places = {"torn": torn, "tmp": tmp_path}
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"meta": {}, "figures": {}}')
+    places = {"torn": torn, "tmp": tmp_path, "empty": empty}
     try:
         status = scratch_doc.main([a.format(**places) for a in argv])
     except SystemExit as done:
@@ -1844,3 +1858,48 @@ def test_a_refusal_in_a_launch_is_printed_by_the_main_process_alone(monkeypatch)
     monkeypatch.setenv("RANK", "0")
     status, err, _ = run_cli(args)
     assert status == 2 and len(err) == 1 and "'lr' must be a finite number" in err[0]
+
+
+DEEP_JSON = '{"a": ' * 100_000 + "1" + "}" * 100_000  # json's decoder recursed on it
+
+
+@pytest.mark.parametrize(
+    "args, deep",
+    [
+        (["results-doc", "{tmp}", "--check", "{tmp}/deep.json"], "deep.json"),
+        (["scratch-doc", "render", "--digest", "{tmp}/deep.json"], "deep.json"),
+        (["baselines-table", "{tmp}/deep.json"], "deep.json"),
+        (
+            [
+                "supervision-doc",
+                "{tmp}",
+                *("--command", "c", "--machine", "m", "--date", "2026-01-01"),
+                *("--digest", "{tmp}/digest.json", "--doc", "{tmp}/doc.md"),
+            ],
+            "task/results.json",
+        ),
+        (["export", "reversal_id", "--out", "{tmp}/export"], "export/.attentionspan.json"),
+        (
+            [
+                *("train", "--model", "scratch", "--config", "reversal_id"),
+                *("--attention-supervision", "top:1"),
+                *("--supervision-ranking", "{tmp}/heads.json"),
+                *("--output", "{tmp}/train"),
+            ],
+            "heads.json",
+        ),
+    ],
+    ids=["digest", "scratch-digest", "baselines", "supervision", "manifest", "heads"],
+)
+def test_a_file_nested_absurdly_deep_is_one_line_naming_it(args, deep, tmp_path):
+    for name in ("deep.json", "task/results.json", "export/.attentionspan.json", "heads.json"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(DEEP_JSON)
+    (tmp_path / "doc.md").write_text("no block yet\n")
+    code, err, _ = run_cli([a.format(tmp=tmp_path) for a in args])
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"attentionspan {args[0]}: error: "), err[0]
+    assert str(tmp_path / deep) in err[0], err[0]
+    # (train cuts the reason at 100 characters)
+    says = "is not a manifest" if ".attentionspan" in deep else "nested more than 100"
+    assert says in err[0], err[0]

@@ -118,7 +118,9 @@ def test_generate_show_export_and_check_task(example_env, tmp_path):
     ]
     assert "string_rotation" in (tmp_path / "export" / "README.md").read_text()
     checked = attentionspan(example_env, "check-task", "rotation", "-n", "200")
-    assert checked.stdout.splitlines()[-1] == "1 task(s): all checks pass"
+    assert (
+        checked.stdout.splitlines()[-1] == "1 task(s): all checks pass, 1 warn/note line(s) above"
+    )
     assert "ok   oracle rotation_ood" in checked.stdout
     assert "ok   processes rotation_id..rotation_ood" in checked.stdout
 
@@ -443,3 +445,176 @@ def test_the_scan_before_importlib_metadata(tmp_path, monkeypatch):
     ):
         monkeypatch.setattr(sys, "path", [str(p) for p in path])
         assert plugins.may_declare(plugins.GROUP) is expected, path
+
+
+def write_plugin(site: Path, package: str, module: str, source: str) -> None:
+    fake_install(site, package, {module: module})
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+@pytest.fixture
+def hostile_env(tmp_path):
+    """Plugins that end the process at import (sys.exit(3), KeyboardInterrupt), a package
+    whose entry_points.txt cannot be parsed, and the example package, which must still load."""
+    site = tmp_path / "site"
+    write_plugin(site, "exit-task", "exit_task_module", "import sys\nsys.exit(3)\n")
+    write_plugin(site, "interrupt-task", "interrupt_task_module", "raise KeyboardInterrupt\n")
+    fake_install(site, "garbled-task", {})
+    garbled = site / "garbled_task-0.1.0.dist-info" / "entry_points.txt"
+    garbled.write_text(f"[{plugins.GROUP}]\na line without an equals sign\n")
+    fake_install(site, PACKAGE, {"rotation": "attentionspan_example_task.rotation"})
+    return environment(tmp_path, site, EXAMPLE), garbled
+
+
+def test_a_plugin_that_exits_or_interrupts_at_import_costs_only_itself(hostile_env):
+    env_work, garbled = hostile_env
+    for args in (["generate", "reversal_id", "-n", "1"], ["generate", "rotation_id", "-n", "1"]):
+        result = attentionspan(env_work, *args, check=False)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["config"] == args[1]
+        lines = result.stderr.splitlines()
+        assert len(lines) == 3, lines  # one line per broken package, nothing else
+        exit_line, garbled_line, interrupt_line = sorted(lines, key=lambda s: s.split("'")[1])
+        assert "plugin package 'exit-task'" in exit_line and exit_line.endswith("SystemExit: 3")
+        assert "plugin package 'interrupt-task'" in interrupt_line
+        assert interrupt_line.endswith("not loaded: KeyboardInterrupt")
+        assert "plugin package 'garbled-task' not loaded: its entry points file " in garbled_line
+        assert str(garbled) in garbled_line
+
+
+def test_exit_and_interrupt_at_import_are_rolled_back(tmp_path, monkeypatch, registries_restored):
+    (tmp_path / "exits_late.py").write_text(
+        textwrap.dedent(
+            """
+            import dataclasses, sys
+            from attentionspan_datasets.tasks import TASKS, register_task
+            t = TASKS["string_reversal"]
+            LateConfig = dataclasses.dataclass(type("LateConfig", (t.config_class,), {}))
+            register_task("exits_late", LateConfig, t.generate, t.oracle)
+            sys.exit(3)
+            """
+        )
+    )
+    (tmp_path / "interrupts.py").write_text("raise KeyboardInterrupt('at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry_points = [
+        EntryPoint("late", "exits_late", plugins.GROUP),
+        EntryPoint("interrupts", "interrupts", plugins.GROUP),
+    ]
+    with pytest.warns(plugins.PluginWarning):
+        assert plugins.load_plugins(entry_points) == []
+    assert "exits_late" not in TASKS  # registered before the exit: removed again
+    first, second = plugins._FAILURES
+    assert first.endswith("not loaded: SystemExit: 3")
+    assert second.endswith("not loaded: KeyboardInterrupt: at import")
+
+
+@pytest.fixture
+def failing_generator_env(tmp_path):
+    """A plugin whose generator raises ValueError on its OOD preset from index 2 on, and
+    returns a dict on its ID preset."""
+    site = tmp_path / "site"
+    write_plugin(
+        site,
+        "failing-generator",
+        "failing_generator_module",
+        """
+        import dataclasses
+        from attentionspan_datasets.presets import register_pair
+        from attentionspan_datasets.tasks import TASKS, register_task
+        t = TASKS["string_reversal"]
+        Config = dataclasses.dataclass(type("Config", (t.config_class,), {}))
+        calls = []
+        def generate(rng, config):
+            calls.append(1)
+            if config.max_length > 5 and len(calls) > 2:
+                raise ValueError("max_length is not allowed")  # reads like a user's mistake
+            if config.max_length > 5:
+                return t.generate(rng, config)
+            return {"prompt": "ab=", "target": "ba"}
+        register_task("failing_generator", Config, generate, t.oracle)
+        register_pair("failgen", "failing_generator", {"max_length": 3}, {"max_length": 8})
+        """,
+    )
+    return environment(tmp_path, site)
+
+
+@pytest.mark.parametrize(
+    "args, index, reason",
+    [
+        (["generate", "failgen_ood", "-n", "5"], 2, "ValueError: max_length is not allowed"),
+        (["generate", "failgen_id", "--start", "7"], 7, "returned dict, not an Instance"),
+        (["export", "failgen_id", "--out", "data", "--num-train", "4"], 0, "returned dict"),
+    ],
+)
+def test_a_failing_plugin_generator_is_one_line_naming_package_config_and_index(
+    args, index, reason, failing_generator_env
+):
+    result = attentionspan(failing_generator_env, *args, check=False)
+    assert result.returncode == 1, result.stderr  # not 2: the user's input is not at fault
+    (line,) = result.stderr.splitlines()
+    config = args[1]
+    assert line.startswith(
+        f"attentionspan {args[0]}: error: plugin package 'failing-generator': the generator of "
+        f"task 'failing_generator' failed on config '{config}' index "
+    ), line
+    assert reason in line
+    if args[0] == "generate":
+        assert f"index {index}: " in line
+
+
+@pytest.mark.slow
+def test_a_failing_plugin_generator_in_train_is_one_line(failing_generator_env, tmp_path):
+    args = ["train", "--model", "scratch", "--config", "failgen_id", "--output", tmp_path / "t"]
+    result = attentionspan(failing_generator_env, *args, "--max-steps", "1", check=False)
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert "plugin package 'failing-generator'" in line and "returned dict" in line
+
+
+def test_the_generator_error_crosses_processes_and_keeps_its_index():
+    import pickle
+
+    error = plugins.GenerateError("pkg", "task", "cfg_id", "ValueError: x").at(4)
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error) and again.index == 4 and not isinstance(again, ValueError)
+    assert again.at(9).index == 4  # the innermost caller's index stands
+
+
+@pytest.mark.parametrize(
+    "recipe, says",
+    [
+        ({"max_steps": -5}, "'max_steps' must be >= 0, got -5"),
+        ({"max_steps": 0}, "'max_steps' must be >= 1 (the steps reproduce trains), got 0"),
+        ({"batch_size": 0}, "'batch_size' must be >= 1, got 0"),
+    ],
+)
+def test_a_bad_declared_recipe_names_the_field_its_author_gave(recipe, says, tmp_path):
+    """Not a field derived from it (train_size = max_steps x batch_size), before training."""
+    site = tmp_path / "site"
+    write_plugin(
+        site,
+        "recipe-task",
+        "recipe_task_module",
+        f"""
+        import dataclasses
+        from attentionspan_datasets.presets import register_pair
+        from attentionspan_datasets.tasks import TASKS, register_task
+        t = TASKS["string_reversal"]
+        Config = dataclasses.dataclass(type("Config", (t.config_class,), {{}}))
+        register_task("recipe_task", Config, t.generate, t.oracle, recipes={{"quick": {recipe!r}}})
+        register_pair("recipet", "recipe_task", {{"max_length": 3}}, {{"max_length": 8}})
+        """,
+    )
+    env_work = environment(tmp_path, site)
+    out = tmp_path / "run"
+    args = ["reproduce", "--quick", "--tasks", "recipet", "--output", out, "--no-progress"]
+    result = attentionspan(env_work, *args, check=False)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "attentionspan reproduce: error: task 'recipet': its declared 'quick' recipe "
+        "(register_task's recipes): "
+    ), line
+    assert line.endswith(says) and "train_size" not in line, line
+    assert not out.exists()

@@ -124,12 +124,12 @@ class HeadRanking:
 
     @classmethod
     def load(cls, path: str | Path) -> HeadRanking:
-        import json
+        from attentionspan_datasets.jsonfile import read_json
 
         path = Path(path)
         if path.is_dir():
             path = path / HEADS_FILE
-        return cls.from_dict(json.loads(path.read_text()))
+        return cls.from_dict(read_json(path, expect=dict))
 
 
 RANKED = "ranked"  # the named reference of the ranking itself when it is thresholded

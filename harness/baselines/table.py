@@ -83,3 +83,9 @@ def markdown(documents: list[dict]) -> str:
 
 def _paper(figure: tuple[float, float] | None) -> str:
     return "-" if figure is None else f"{figure[0]:.1f} ± {figure[1]:.1f}"
+
+
+if __name__ == "__main__":  # the form this command had before it moved to harness/commands/
+    from harness.foundation.options import moved_command
+
+    moved_command("harness.baselines.table", "baselines-table")

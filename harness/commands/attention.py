@@ -38,6 +38,7 @@ from harness.foundation.options import (
     main_for,
     parser_words,
     quiet_transformers,
+    refuse_device_option,
     resolve_instruction,
 )
 
@@ -70,6 +71,7 @@ def add_arguments(parser) -> None:
     add_config_arguments(parser, AttentionOutput, defaults=True)
     add_model_arguments(parser, "prompt", "no_progress", "threads", prompt={"saved_default": True})
     add_model_arguments(parser, "overwrite")
+    refuse_device_option(parser, "attention")
 
 
 def add_parser(subparsers) -> None:
@@ -159,7 +161,12 @@ def run(args, config, prompt) -> dict:
     from accelerate import Accelerator
 
     from harness.attention.analysis import analyse_model
-    from harness.foundation.dispatch import Placement, check_capture_placement, place_model
+    from harness.foundation.dispatch import (
+        Placement,
+        check_capture_placement,
+        launched_processes,
+        place_model,
+    )
     from harness.foundation.runs import load_model_checked
     from harness.report.attention_report import table2_rows, write_outputs
 
@@ -200,7 +207,7 @@ def run(args, config, prompt) -> dict:
             "score_convention": config.score_convention,
             "prompt": describe_prompt(prompt),
             "prompt_config": dataclasses.asdict(prompt),
-            "processes": accelerator.num_processes,
+            "processes": launched_processes(),  # tensor parallel: not the accelerator's 1
             "seconds": round(elapsed, 1),
         }
         if args.output:
@@ -276,7 +283,11 @@ def command_line(args, config) -> str:
     values = {k: v for k, v in vars(args).items() if k not in ("no_progress", "argv", "overwrite")}
     values |= {"configs": config.configs, "seed": config.seed, "modes": list(config.modes)}
     always = ("model", "configs", "num", "seed", "split", "batch_size", "modes", "score_convention")
-    return shlex.join(["attentionspan", "attention", *parser_words(add_arguments, values, always)])
+    from harness.foundation.dispatch import launch_words
+
+    # several processes: the launch that ran it, so that the command as written shards alike
+    words = [*launch_words(), "attention", *parser_words(add_arguments, values, always)]
+    return shlex.join(words)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attentionspan_datasets.jsonfile import read_json
 from harness.foundation.options import (
     UsageError,
     add_config_arguments,
@@ -333,7 +334,7 @@ def train_baselines(args, settings: dict) -> int:
     output = Path(args.output)
     runs: list[dict] = []
     if output.exists():
-        previous = json.loads(output.read_text())
+        previous = read_json(output, "--output", expect=dict)
         if previous.get("settings") == settings:
             runs = previous["runs"]  # resume: keep what an earlier call finished
     recipe = RecipeConfig(

@@ -42,13 +42,13 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args) -> int:
-    import json
     from pathlib import Path
 
+    from attentionspan_datasets.jsonfile import read_json
     from harness.baselines.table import markdown
 
     with one_line(OSError, ValueError, KeyError):  # a bad or torn file: one line, status 2
-        documents = [json.loads(Path(path).read_text()) for path in args.results]
+        documents = [read_json(Path(path)) for path in args.results]
         sys.stdout.write(markdown(documents))
     return 0
 

@@ -22,6 +22,7 @@ from harness.foundation.options import (
     config_values,
     main_for,
     quiet_transformers,
+    refuse_device_option,
     resolve_instruction,
 )
 
@@ -34,6 +35,7 @@ def add_arguments(parser) -> None:
     add_config_arguments(parser, EvalConfig, defaults=True)
     add_model_arguments(parser, "no_progress", "threads", "prompt", prompt={"saved_default": True})
     add_model_arguments(parser, "overwrite")
+    refuse_device_option(parser, "eval")
 
 
 def add_parser(subparsers) -> None:
@@ -100,7 +102,7 @@ def run(config, progress: bool = True) -> dict[str, Any]:
 
     from harness.evaluation.evaluate import default_configs, evaluate_model, saved_run_config
     from harness.foundation.data import GeneratorSource
-    from harness.foundation.dispatch import Placement, place_model
+    from harness.foundation.dispatch import Placement, launched_processes, place_model
     from harness.foundation.models import resolve_model
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.runs import load_model_checked, saved_prompt
@@ -144,11 +146,12 @@ def run(config, progress: bool = True) -> dict[str, Any]:
     elapsed = time.perf_counter() - start
     if accelerator.is_main_process:
         if config.output:
-            write_reports(Path(config.output), config, results, records, elapsed)
+            processes = launched_processes()  # tensor parallel: not the accelerator's 1
+            write_reports(Path(config.output), config, results, records, elapsed, processes)
         print(markdown_table(results), end="")
         print(
             f"({sum(r['count'] for r in results.values())} instances in {elapsed:.1f} s on "
-            f"{accelerator.num_processes} process(es))"
+            f"{launched_processes()} process(es))"
         )
     return results
 

@@ -92,7 +92,12 @@ def run_command(args) -> int:
     from harness.evaluation.evaluate import saved_run_config
     from harness.foundation.caps import check_shift
     from harness.foundation.data import longest_text
-    from harness.foundation.dispatch import Placement, check_capture_placement, place_model
+    from harness.foundation.dispatch import (
+        Placement,
+        check_capture_placement,
+        launched_processes,
+        place_model,
+    )
     from harness.foundation.models import resolve_model
     from harness.foundation.outputs import writing
     from harness.foundation.runs import load_model_checked, saved_prompt
@@ -137,6 +142,8 @@ def run_command(args) -> int:
             "split": args.split,
             "seed": seed,
             "indices": [0, args.num],
+            # the processes that ranked (several: sharded by heads under --tp-plan)
+            "processes": launched_processes(),
         },
         progress=not args.no_progress and main,
     )
@@ -151,6 +158,12 @@ def run_command(args) -> int:
         print(f"{rank}\t{layer}\t{head}\t{ranking.per_row[layer][head]:.3f}\t{profile}")
     print(f"({ranking.rows} target rows of {len(instances)} {config} instances; {path})")
     return 0
+
+
+def check(args) -> None:
+    """What heads refuses before any work, writing nothing (`attentionspan launch` runs it
+    before it starts processes)."""
+    check_heads_options(args)
 
 
 def check_heads_options(args) -> None:

@@ -3,6 +3,7 @@
     attentionspan launch --multi_gpu --num_processes 2 train --model scratch --output runs/rev
     attentionspan launch --config_file docs/accelerate/fsdp_cpu.yaml train --model scratch ...
     python -m harness.commands.launch --multi_gpu --num_processes 2 eval --model runs/rev/final
+    attentionspan launch --num_processes 2 heads --model M --config reversal_id --tp-plan auto
 
 `accelerate launch -m harness.commands.train ...` starts the same processes, but when one of
 them refuses (its one line, status 2) torch elastic's launcher adds its ERROR lines and a
@@ -15,6 +16,14 @@ them refuses (its one line, status 2) torch elastic's launcher adds its ERROR li
    used (`--debug` keeps them, and the traceback);
 3. a process that fails after all has printed its one line (the main process does: the
    others exit alike, quietly), and this exits with its status, adding nothing.
+
+Tensor parallelism (`--tp-plan auto` in COMMAND's options) is launched the same way, and
+checked further before any process starts (`check_tensor_parallel_launch`): --num_processes
+N given and at least 2, no --device-map and no --device beside it, and the model's family and
+heads (query and key/value) that N shards (its config.json alone read). Under torchrun the
+same refusals come from every process after the start, and torch elastic's ChildFailedError
+report follows them (exit 1). The processes are torch.distributed's (`--multi_gpu`, set here:
+gloo on a CPU, NCCL on GPUs).
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ from harness.foundation.options import PROG, UsageError, run_guarded
 
 # The commands that run over several processes (each shares its work, or its model, between
 # them); the others run as one process.
-COMMANDS = ("train", "eval", "attention", "reproduce")
+COMMANDS = ("train", "eval", "attention", "heads", "reproduce")
+TENSOR_PARALLEL = ("eval", "attention", "heads", "reproduce")  # the ones with --tp-plan
 
 # The launcher's loggers: accelerate's defaults used (one machine, no mixed precision, no
 # dynamo: ours), and torch elastic's (which rank failed, SIGTERM sent to the others,
@@ -72,6 +82,13 @@ Examples:
       --configs reversal_id reversal_ood              # the instances shared out
   {PROG} launch --multi_gpu --num_processes 2 attention --model runs/rev/final \\
       --output runs/rev/attention
+  {PROG} launch --num_processes 2 heads --model M --config reversal_id \\
+      --tp-plan auto                                  # tensor parallelism: heads sharded
+  {PROG} launch --num_processes 8 reproduce --model M --config reversal \\
+      --tp-plan auto --output runs/m                  # one model over 8 GPUs, by heads
+
+With --tp-plan, --num_processes N (at least 2) is the processes the model is sharded over;
+the model's family and its heads are checked against N before any process starts.
 
 `accelerate launch [options] -m harness.commands.COMMAND ...` works too, but prints the
 launcher's own traceback when a process fails.
@@ -124,7 +141,7 @@ def launch(words: list[str]) -> int:
             f"unknown command {args.training_script!r}: launch runs "
             f"{', '.join(COMMANDS[:-1])} or {COMMANDS[-1]}, given after the launcher options"
         )
-    status = check(args.training_script, args.training_script_args)
+    status = check(args.training_script, args.training_script_args, args)
     if status:
         return status
     args.module, args.no_python, args.quiet = True, False, False  # `-m harness.commands.X`
@@ -132,9 +149,10 @@ def launch(words: list[str]) -> int:
     return run_launcher(args)
 
 
-def check(command: str, words: list[str]) -> int:
+def check(command: str, words: list[str], launcher=None) -> int:
     """COMMAND's options parsed and checked as the command does before its work: 0, or its
-    one-line refusal's status (a parse error, or `--help`, exits here as the command would)."""
+    one-line refusal's status (a parse error, or `--help`, exits here as the command would).
+    `launcher`: the launcher's parsed options (tensor parallelism is checked against them)."""
     module = importlib.import_module(f"harness.commands.{command}")
     parser = guard.OneLineParser(prog=f"{PROG} {command}")
     module.add_arguments(parser)
@@ -142,6 +160,8 @@ def check(command: str, words: list[str]) -> int:
     args.argv = list(words)
 
     def checked(parsed) -> int:
+        if launcher is not None:
+            check_tensor_parallel_launch(parsed, launcher)
         module.check(parsed)
         return 0
 
@@ -149,6 +169,37 @@ def check(command: str, words: list[str]) -> int:
     # thread count (OMP_NUM_THREADS, before torch is imported), which the processes would
     # inherit as a choice of the user's
     return guard.run_guarded(command, checked, args)
+
+
+def check_tensor_parallel_launch(parsed, launcher) -> None:
+    """With --tp-plan in COMMAND's options: what each process would refuse after the start,
+    refused once here, before any (one line, status 2; under torchrun each process refuses
+    and torch elastic's report follows). Sets `launcher.multi_gpu`: the processes must be
+    torch.distributed's."""
+    if getattr(parsed, "tp_plan", None) is None:
+        return
+    from harness.foundation.dispatch import Placement, check_tensor_parallel_processes
+    from harness.foundation.models import check_tensor_parallel_spec
+
+    if launcher.config_file or launcher.use_fsdp or launcher.use_deepspeed:
+        raise UsageError(
+            "--tp-plan shards the model by heads over plain processes: give --num_processes N "
+            "without an accelerate config file, FSDP or DeepSpeed"
+        )
+    if launcher.num_processes is None:
+        raise UsageError(
+            "--tp-plan shards the model over the launched processes: give --num_processes N "
+            "(N >= 2, dividing the model's heads) before the command"
+        )
+    Placement.of(parsed)  # a plan other than auto, --device-map beside it
+    device = getattr(parsed, "device", "auto")
+    if device != "auto":  # each process's shard goes to its own device
+        raise ValueError(f"give --device {device} or --tp-plan, not both")
+    check_tensor_parallel_processes(launcher.num_processes)
+    model = getattr(parsed, "model", None)
+    if model:  # reproduce without --model: its own check refuses --tp-plan
+        check_tensor_parallel_spec(model, processes=launcher.num_processes)
+    launcher.multi_gpu = True
 
 
 def quiet_launcher() -> None:

@@ -40,7 +40,7 @@ from harness.engine.inference import (
     teacher_forced_batch,
 )
 from harness.foundation.data import PromptConfig, shard_indices
-from harness.foundation.dispatch import input_device
+from harness.foundation.dispatch import input_device, launched_processes
 from harness.foundation.tokenization import CharTokenizer
 
 __all__ = [
@@ -227,13 +227,11 @@ class Processes:
     and `main`, `barrier` and `device` are the launch's."""
 
     def __init__(self, device: str = "auto", tensor_parallel: bool = False):
-        import os
-
         import torch
 
         self.accelerator = None
         self._launch = None  # the processes' own accelerator under tensor parallelism
-        world = int(os.environ.get("WORLD_SIZE", "1"))
+        world = launched_processes()  # WORLD_SIZE that is no count: one line naming it
         want_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
         if device == "cuda" and not torch.cuda.is_available():
             raise ValueError("--device cuda, but no CUDA device is available")

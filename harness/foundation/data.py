@@ -15,7 +15,6 @@ can take its share without talking to the others.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,12 +144,10 @@ def instance_from_row(row: dict[str, Any], where: str = "the row") -> Instance:
     if params is None:
         params = {}
     if isinstance(params, str):
-        try:
-            params = json.loads(params) if params else {}
-        except ValueError:
-            raise ValueError(
-                f"{where}: column 'params' is not valid JSON: {_short(params)}"
-            ) from None
+        from attentionspan_datasets.jsonfile import parse_json
+
+        # a foreign dataset's column: torn, or nested deep enough to end json in RecursionError
+        params = parse_json(params, f"{where}: column 'params'") if params else {}
     if not isinstance(params, dict):
         raise ValueError(f"{where}: column 'params' must be a JSON object, got {_short(params)}")
     index = row.get("index", -1)

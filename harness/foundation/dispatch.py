@@ -22,23 +22,27 @@ Once capture follows each layer's device (`.to(weights.device)` per layer), that
 nothing left to refuse.
 
 Tensor parallelism, as transformers and lm-eval shard a model (`tp_plan="auto"`), is the
-other way past one device: `--tp-plan auto` under `torchrun --nproc-per-node N` loads the
-family's own plan (`base_model_tp_plan`), each process holding 1/N of every layer's heads;
-`check_tensor_parallel` refuses, before the weights are read, a family without a plan, heads
-(query or key/value) that N does not divide, and `--device-map` beside it (`Placement`).
+other way past one device: `--tp-plan auto` under `attentionspan launch --num_processes N`
+(or torchrun) loads the family's own plan (`base_model_tp_plan`), each process holding 1/N
+of every layer's heads; `check_tensor_parallel` refuses, before the weights are read, a
+family without a plan, heads (query or key/value) that N does not divide, and `--device-map`
+beside it (`Placement`); `--tp-plan` in one process is refused (it would load the model
+whole, unsharded, without a word). `launched_processes` reads WORLD_SIZE (a value that is
+no count: one line naming the variable) and `launch_words` writes the launch a recorded
+command needs to run as it ran.
 `tensor_parallel_of(model)` says which heads this process holds. Nothing here
 imports torch at module level, nor anything of the harness above the data layer.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.foundation.options import cli
+from harness.foundation.threads import launched_processes  # noqa: F401  (re-exported)
 
 # transformers' / accelerate's strategies: fill the devices in order, or spread evenly.
 STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -101,20 +105,14 @@ def parse_device_map(text: Any) -> str | dict[str, int | str]:
     if text in STRATEGIES:
         return text
     if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError as error:
-            raise ValueError(f"--device-map: not a JSON object ({error})") from None
-        return _check_map(value, "--device-map")
+        from attentionspan_datasets.jsonfile import parse_json
+
+        return _check_map(parse_json(text, "--device-map"), "--device-map")
     path = Path(text).expanduser()
     if path.suffix == ".json" or path.is_file():
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as error:
-            raise ValueError(f"--device-map: cannot read {text!r}: {error.strerror}") from None
-        except ValueError as error:
-            raise ValueError(f"--device-map: {text!r} is not a JSON object ({error})") from None
-        return _check_map(value, f"--device-map {text}")
+        from attentionspan_datasets.jsonfile import read_json
+
+        return _check_map(read_json(path, "--device-map", expect=dict), f"--device-map {text}")
     raise ValueError(f"--device-map must be {DEVICE_MAP_FORM}, got {text!r}")
 
 
@@ -159,8 +157,10 @@ def parse_max_memory(text: Any) -> dict[int | str, int]:
     """{device: bytes} from `--max-memory` (`0=20GiB,cpu=60GiB`, or a JSON object of the
     same); ValueError naming the option and the allowed form."""
     if isinstance(text, str) and text.strip().startswith("{"):
-        try:
-            pairs = list(json.loads(text).items())
+        from attentionspan_datasets.jsonfile import parse_json
+
+        try:  # absurd nesting included (a ValueError there, not json's RecursionError)
+            pairs = list(parse_json(text, "--max-memory").items())
         except (ValueError, AttributeError):
             raise ValueError(f"--max-memory must be {MAX_MEMORY_FORM}, got {text!r}") from None
     elif isinstance(text, dict):
@@ -251,11 +251,10 @@ class Placement:
     def load_kwargs(self) -> dict[str, Any]:
         """Keywords of `from_pretrained` (none for one device), checked against the devices
         this machine has (a GPU index with no such GPU: one line, not torch's error). Under
-        `--tp-plan` with several processes: transformers' DistributedConfig (one process:
-        nothing to shard, the model loads whole)."""
+        `--tp-plan`: transformers' DistributedConfig, over several processes (one process is
+        refused: `check_tensor_parallel_processes`)."""
         if self.tensor_parallel:
-            if launched_processes() < 2:
-                return {}
+            check_tensor_parallel_processes(launched_processes())
             from transformers.distributed import DistributedConfig
 
             return {"distributed_config": DistributedConfig(tp_plan=self.tp_plan)}
@@ -283,11 +282,27 @@ class Placement:
             )
 
 
-def launched_processes() -> int:
-    """Processes of this run (torchrun's and accelerate launch's WORLD_SIZE; 1 alone)."""
-    import os
+LAUNCH_HINT = "attentionspan launch --num_processes N COMMAND ..."
 
-    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+def check_tensor_parallel_processes(processes: int) -> None:
+    """ValueError when `--tp-plan` runs in one process: nothing to shard, and the model
+    would load whole without a word (a rerun of a sharded run's command read alike)."""
+    if processes < 2:
+        raise ValueError(
+            f"--tp-plan shards the model over several processes, but this is one: start it "
+            f"with `{LAUNCH_HINT}` (N dividing the model's heads), or leave --tp-plan out"
+        )
+
+
+def launch_words(processes: int | None = None) -> list[str]:
+    """The words a recorded command starts with: `attentionspan`, or, for a run of several
+    processes, `attentionspan launch --multi_gpu --num_processes N`, so that the command run
+    as written is sharded (or shared out) as the recorded run was."""
+    processes = launched_processes() if processes is None else processes
+    if processes < 2:
+        return ["attentionspan"]
+    return ["attentionspan", "launch", "--multi_gpu", "--num_processes", str(processes)]
 
 
 def check_tensor_parallel(config: Any, processes: int, where: str = "the model") -> None:

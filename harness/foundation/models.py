@@ -12,7 +12,6 @@ built from scratch with a character vocabulary, and real pretrained models from 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import string
 from dataclasses import dataclass, field
@@ -305,11 +304,12 @@ CONFIG_SIZES = (
 
 def check_config_sizes(where: str, location) -> None:
     """ValueError naming the field when a size in the folder's config.json is not >= 1."""
+    from attentionspan_datasets.jsonfile import read_json
 
     try:
-        config = json.loads((Path(location) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return  # missing or torn: transformers' own error says which
+        config = read_json(Path(location) / "config.json")
+    except ValueError:  # missing or torn: transformers' own error says which
+        return
     sections = (
         [config] + [v for v in config.values() if isinstance(v, dict)]
         if isinstance(config, dict)
@@ -324,9 +324,12 @@ def check_config_sizes(where: str, location) -> None:
                 )
 
 
-def check_tensor_parallel_spec(spec: str, location: str | None = None) -> None:
+def check_tensor_parallel_spec(
+    spec: str, location: str | None = None, processes: int | None = None
+) -> None:
     """`harness.foundation.dispatch.check_tensor_parallel` on the config of the model `spec`
-    names, over the processes launched (config.json alone: nothing else is read)."""
+    names, over `processes` (default: the processes launched; `attentionspan launch` gives
+    the count it will start), config.json alone read."""
     from transformers import AutoConfig
 
     from harness.foundation.dispatch import check_tensor_parallel, launched_processes
@@ -337,7 +340,8 @@ def check_tensor_parallel_spec(spec: str, location: str | None = None) -> None:
             raise ValueError("--tp-plan needs a model folder or name, not scratch")
     config = AutoConfig.from_pretrained(location)
     config = getattr(config, "text_config", None) or config
-    check_tensor_parallel(config, launched_processes(), f"model {spec!r}")
+    processes = launched_processes() if processes is None else processes
+    check_tensor_parallel(config, processes, f"model {spec!r}")
 
 
 def _first_line(error: BaseException) -> str:

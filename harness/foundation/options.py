@@ -47,12 +47,46 @@ def run_guarded(command: str, func: Callable[[argparse.Namespace], int | None], 
     a model command (`harness.foundation.threads`), so every entry point gets the same rule."""
 
     def configured(parsed):
-        from harness.foundation.threads import configure_threads
+        from harness.foundation.threads import configure_threads, launched_processes
 
+        launched_processes()  # WORLD_SIZE=abc: one line naming it, before a library's int()
         configure_threads(command, parsed)  # before any model work
         return func(parsed)
 
     return guard.run_guarded(command, configured, args)
+
+
+def refuse_device_option(parser, command: str) -> None:
+    """`--device` on a command that has none (eval, attention: accelerate places the model):
+    argparse read it as an abbreviation of --device-map, so `--device cpu` dispatched the
+    model as a device map, and beside --tp-plan was refused as "--tp-plan and --device-map
+    exclude each other" though no --device-map was given. One line saying so instead."""
+
+    class Refuse(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            parser.error(
+                f"{command} has no --device option (argparse would read it as --device-map "
+                f"{values}): {command} runs on the GPU when there is one, else on the CPU; "
+                "under --tp-plan each process's shard goes to its own device; --device-map "
+                "splits a model across devices"
+            )
+
+    parser.add_argument(
+        "--device", action=Refuse, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+
+
+def moved_command(module: str, command: str) -> None:
+    """What `python -m MODULE` does where a command's parser moved out of MODULE into
+    harness/commands/: one line naming the command, status 2 (the old form exited 0 having
+    done nothing, which reads as success)."""
+    new = f"python -m harness.commands.{command.replace('-', '_')}"
+    print(
+        f"{PROG}: error: python -m {module} runs nothing since the command moved: "
+        f"run `{PROG} {command}` (or {new})",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 
 
 # `--instruction default`: the standard line of attentionspan_datasets.instructions.

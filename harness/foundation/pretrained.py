@@ -179,10 +179,11 @@ def describe(known: KnownModel) -> str:
 def source_info(folder: Path) -> dict:
     """The provenance a fetched model's folder records (`attentionspan_source.json`), or {}
     for a folder that was not fetched (trained here, or from elsewhere)."""
-    path = Path(folder) / "attentionspan_source.json"
+    from attentionspan_datasets.jsonfile import read_json
+
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return read_json(Path(folder) / "attentionspan_source.json", expect=dict)
+    except ValueError:  # missing or damaged: no provenance recorded
         return {}
 
 

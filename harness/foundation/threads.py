@@ -40,6 +40,21 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def launched_processes() -> int:
+    """Processes of this run (torchrun's and accelerate launch's WORLD_SIZE; 1 alone);
+    ValueError naming the variable when it holds no count (`WORLD_SIZE=abc` read as
+    "invalid literal for int()", from whichever library read it first)."""
+    text = os.environ.get("WORLD_SIZE", "").strip()
+    if not text:
+        return 1
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise ValueError(
+            f"the environment variable WORLD_SIZE is {text[:40]!r}: it must be a whole number "
+            ">= 1 (the processes a launcher started); unset it to run one process"
+        )
+    return int(text)
+
+
 def local_processes(environ: Mapping[str, str] = os.environ) -> int:
     """Processes of this run on this machine: accelerate and torchrun set LOCAL_WORLD_SIZE."""
     for name in ("LOCAL_WORLD_SIZE", "WORLD_SIZE"):

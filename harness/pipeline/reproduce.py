@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
-from harness.foundation.dispatch import Placement
+from harness.foundation.dispatch import Placement, launched_processes
 from harness.foundation.models import SCRATCH, resolve_model
 from harness.foundation.runs import LOG_FILE, invocation_cpu, versions, weights_sha256
 from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipeline's options)
@@ -1114,6 +1114,7 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
     if procs.main:
         out.mkdir(parents=True, exist_ok=True)
         record: dict[str, Any] = {"argv": sys.argv, "versions": versions()}
+        record["processes"] = launched_processes()  # several: sharded by heads (--tp-plan)
         if provenance is not None:
             record["pretrained_source"] = provenance
         if cfg.trains_models:  # the options each model is (or was) trained with

@@ -318,6 +318,8 @@ class ReproduceConfig:
         self.task_values = listed if self.trains_models else [TaskValue.of(self.config)]
         if self.train_steps and self.trains_models:
             check_train_steps(self)
+        if self.trains_models:
+            check_declared_recipes(self)
         for index, task in enumerate(self.task_values):
             try:
                 if index == 0 and self.ood:  # kept typed: settings.json, the report's command
@@ -521,6 +523,31 @@ class TaskValue(str):
         """The folder of seed run `run` (OUT/<it>/ and OUT/models/<it>/): the task's own
         folder for run 0 (what a run without --seeds writes), `<task>-seed<k>` after it."""
         return self.short if run == 0 else f"{self.short}-seed{run}"
+
+
+def check_declared_recipes(cfg: ReproduceConfig) -> None:
+    """A recipe another package declared (`register_task(..., recipes=...)`), checked as its
+    author wrote it, before any training: a bad value is one line naming the task and the
+    field given, not a field derived from it later (train_size = max_steps x batch_size:
+    max_steps -5 read "'train_size' must be >= 1, got -160")."""
+    from harness.training.train import TrainConfig
+
+    kind = "pretrained" if cfg.pretrained else "quick"
+    own = PRETRAINED_RECIPES if cfg.pretrained else QUICK_RECIPES
+    for task in cfg.task_values:
+        if task.short in own or not task.recipes[kind]:
+            continue
+        recipe = task.recipe(pretrained=cfg.pretrained)
+        where = f"task {task.short!r}: its declared {kind!r} recipe (register_task's recipes)"
+        try:
+            TrainConfig.from_dict(recipe)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        steps = recipe.get("max_steps")
+        if not cfg.train_steps and not (isinstance(steps, int) and steps >= 1):
+            raise ValueError(
+                f"{where}: 'max_steps' must be >= 1 (the steps reproduce trains), got {steps!r}"
+            )
 
 
 # The name-taking forms of the values' readings, for the Python API and the tests; the

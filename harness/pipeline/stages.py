@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.jsonfile import read_json
 
 STAGE_DIR = "stages"
 
@@ -60,8 +61,8 @@ class Stages:
         if not path.is_file():
             return None
         try:
-            saved = json.loads(path.read_text())
-        except json.JSONDecodeError:
+            saved = read_json(path, expect=dict)
+        except ValueError:  # torn, foreign or absurdly nested: computed again
             return None
         # Compare through JSON so tuples and lists, ints and floats match as saved.
         if saved.get("settings") != json.loads(json.dumps(settings, default=_jsonable)):

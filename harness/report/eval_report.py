@@ -47,11 +47,19 @@ def markdown_table(results: dict[str, dict[str, Any]]) -> str:
 
 
 def write_reports(
-    out_dir: Path, config: EvalConfig, results, records_by_config, elapsed: float
+    out_dir: Path,
+    config: EvalConfig,
+    results,
+    records_by_config,
+    elapsed: float,
+    processes: int = 1,
 ) -> None:
+    """results.json (the config, the results, the time and the processes that ran it:
+    several under a launch, sharded by heads with --tp-plan), results.md, predictions."""
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {
         "eval_config": dataclasses.asdict(config),
+        "processes": processes,
         "results": results,
         "time_s": round(elapsed, 2),
     }

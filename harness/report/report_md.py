@@ -42,8 +42,10 @@ PAPER = (
 )
 
 
-def command_for(cfg) -> str:
-    """The command line that reproduces a run with these settings."""
+def command_for(cfg, processes: int | None = None) -> str:
+    """The command line that reproduces a run with these settings, over `processes`
+    (default: this run's, `launched_processes`)."""
+    from harness.foundation.dispatch import launch_words
     from harness.foundation.options import config_words
     from harness.pipeline.settings import PRETRAINED_SIZES, QUICK_SIZES, ReproduceConfig
 
@@ -55,7 +57,8 @@ def command_for(cfg) -> str:
         skip.add("tasks")  # --tasks counts with --quick or --pretrained alone
     always = ("output", "quick", *(("config",) if cfg.model else ()))
     words = config_words(cfg, default, always=always, skip=skip)
-    return shlex.join(["attentionspan", "reproduce", *words])
+    # several processes (--tp-plan): the launch too, or the command as written runs unsharded
+    return shlex.join([*launch_words(processes), "reproduce", *words])
 
 
 # --- sections -------------------------------------------------------------------------------

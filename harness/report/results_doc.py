@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.jsonfile import read_json  # noqa: F401  (re-exported)
 from attentionspan_datasets.metrics import METRICS
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
@@ -195,24 +196,6 @@ def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
     return out
 
 
-def read_json(path: Path, what: str = "") -> Any:
-    """The JSON of `path`; ValueError naming the file (and the option `what`) when it is
-    missing, a folder, unreadable or not JSON (a file cut short by a full disk or a kill)."""
-    label = f"{what} {str(path)!r}" if what else str(path)
-    if path.is_dir():
-        raise ValueError(f"{label} is a folder, not a JSON file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{label} does not exist") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"{label} cannot be read: {error}") from None
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"{label}: not valid JSON (torn or cut short?): {error}") from None
-
-
 def _object(value: Any, where: str) -> dict[str, Any]:
     """`value` if it is a JSON object, {} if it is absent (null); else ValueError."""
     if value is None:
@@ -335,12 +318,12 @@ def render(
 
 
 def run_settings(out: Path) -> dict[str, Any]:
-    """A reproduce run's settings.json ({} if it has none or it cannot be read)."""
-    try:
-        settings = json.loads((out / "settings.json").read_text())
-    except (OSError, ValueError):
+    """A reproduce run's settings.json ({} if it has none); ValueError naming it when it is
+    there but torn, absurdly nested or no object (the digest's versions come from it)."""
+    path = out / "settings.json"
+    if not path.exists():
         return {}
-    return settings if isinstance(settings, dict) else {}
+    return read_json(path, expect=dict)
 
 
 def run_versions(out: Path) -> dict[str, str]:
@@ -465,7 +448,10 @@ def read_digest(path: Path) -> dict[str, Any]:
             f"one task, as {PROG} writes it (e.g. {DIGEST})"
         )
     for name, task in data["tasks"].items():
-        _object(task, f"{where}: task {name!r}")
+        if not isinstance(task, dict):  # null too: a task's figures, never absent
+            raise ValueError(
+                f"{where}: task {name!r} must be a JSON object (its figures), got {_short(task)}"
+            )
     meta = _object(data.get("meta"), f"{where}: 'meta'")
     versions = _object(meta.get("versions"), f"{where}: 'meta.versions'")
     for package, version in versions.items():
@@ -552,3 +538,9 @@ def write(
     # the page's opening conclusion is generated from every digest: it follows this one
     summary = write_summary(doc, digest_file.parent)
     return f"wrote {digest_file} and {what} of {doc}" + (" (and its summary)" if summary else "")
+
+
+if __name__ == "__main__":  # the form this command had before it moved to harness/commands/
+    from harness.foundation.options import moved_command
+
+    moved_command("harness.report.results_doc", "results-doc")

@@ -14,13 +14,13 @@ time it writes a digest's block; a test renders it from the committed digests an
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from attentionspan_datasets.jsonfile import read_json
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
@@ -39,7 +39,7 @@ LEARNT = 0.95
 def read_digests(folder: Path) -> list[dict[str, Any]]:
     """Every quick-run*.json digest in `folder`: `--quick`'s own first, then by name."""
     paths = sorted(Path(folder).glob("quick-run*.json"), key=lambda p: (p.stem != "quick-run", p))
-    return [json_safe(json.loads(p.read_text())) for p in paths]
+    return [json_safe(read_json(p, expect=dict)) for p in paths]
 
 
 def json_safe(value: Any) -> Any:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.jsonfile import parse_json, read_json
 from attentionspan_datasets.metrics import ALL_METRICS, METRICS
 from harness.report import blocks
 from harness.report.attention_report import MODE_TITLES, instance_columns
@@ -122,9 +123,9 @@ def _parameters(folder: Path) -> int:
 
 
 def _train(out: Path) -> dict[str, Any]:
-    run = json.loads((out / "final" / "attentionspan_run.json").read_text())
+    run = read_json(out / "final" / "attentionspan_run.json", expect=dict)
     lines = (out / "log.jsonl").read_text().splitlines()
-    last = json.loads(lines[-1]) if lines else {}
+    last = parse_json(lines[-1], f"the last line of {out / 'log.jsonl'}") if lines else {}
     return {
         "steps": run["state"]["step"],
         "seconds": last.get("elapsed_s"),
@@ -134,7 +135,7 @@ def _train(out: Path) -> dict[str, Any]:
 
 
 def _eval(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text())
+    data = read_json(path, expect=dict)
     keep = ("count", *ALL_METRICS)
     results = {}
     for config, result in data["results"].items():
@@ -147,7 +148,7 @@ def _eval(path: Path) -> dict[str, Any]:
 
 
 def _attention(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text())
+    data = read_json(path, expect=dict)
     configs = {}
     for config, result in data["configs"].items():
         configs[config] = {}
@@ -181,7 +182,7 @@ def _pick(block: dict[str, Any] | None, *keys: str) -> dict[str, Any]:
 
 
 def _heads(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text())
+    data = read_json(path, expect=dict)
     source = data.get("source") or {}
     return {
         "config": source.get("config"),
@@ -198,7 +199,7 @@ def _lm_eval(out: Path) -> dict[str, Any]:
     found = sorted((out / "lm_eval").rglob("results_*.json"))
     if not found:
         raise ValueError(f"{out / 'lm_eval'} holds no results_*.json")
-    data = json.loads(found[-1].read_text())
+    data = read_json(found[-1], expect=dict)
     printed = (out / "lm_eval.txt").read_text().splitlines()
     table = [line for line in printed if line.startswith("|")]
     return {
@@ -562,8 +563,8 @@ def check(out: Path, digest_file: Path) -> list[str]:
     then = saved["figures"]
     now = digest(out)
     # the commands name the run folder; the same steps in another folder are the same run
-    for step in ("train", "eval", "attention", "heads", "lm_eval"):
-        now[step]["command"] = then[step]["command"]
+    for step in DIGEST_STEPS:
+        now[step]["command"] = then[step].get("command")
     moved = differences(_without_timings(then), _without_timings(now))
     if not moved:
         return []
@@ -618,8 +619,6 @@ def run_digest(out: Path, date: str, machine: str) -> dict[str, Any]:
 def read_digest(path: Path) -> dict[str, Any]:
     """The digest at `path` ({"meta": {...}, "figures": {...}}); ValueError naming the file
     when it is missing, torn (cut short) or not a digest this module wrote."""
-    from harness.report.results_doc import read_json
-
     data = read_json(path, "--digest")
     if (
         not isinstance(data, dict)
@@ -630,7 +629,20 @@ def read_digest(path: Path) -> dict[str, Any]:
             f"--digest {str(path)!r} is not a scratch_doc digest: it needs a 'figures' object "
             f"and a 'meta' object, as `attentionspan scratch-doc run` writes them (e.g. {DIGEST})"
         )
-    return {"meta": data.get("meta", {}), "figures": data["figures"]}
+    figures = data["figures"]
+    # what `check` compares, refused here: `check` reads the digest after an hour of steps
+    lacking = [key for key in DIGEST_STEPS if not isinstance(figures.get(key), dict)]
+    lacking += [key for key in DIGEST_FIGURES if key not in figures]
+    if lacking:
+        raise ValueError(
+            f"--digest {str(path)!r} is not a whole scratch_doc digest: its 'figures' lack "
+            f"{', '.join(lacking)} (as `attentionspan scratch-doc run` writes them, e.g. {DIGEST})"
+        )
+    return {"meta": data.get("meta", {}), "figures": figures}
+
+
+DIGEST_STEPS = ("train", "eval", "attention", "heads", "lm_eval")  # objects of `digest`
+DIGEST_FIGURES = ("model_sha256", "parameters")
 
 
 def check_pages(root: Path = REPO) -> None:
@@ -647,3 +659,9 @@ def check_pages(root: Path = REPO) -> None:
 
 def write_digest(data: dict[str, Any], path: Path) -> None:
     atomic_write_text(Path(path), json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":  # the form this command had before it moved to harness/commands/
+    from harness.foundation.options import moved_command
+
+    moved_command("harness.report.scratch_doc", "scratch-doc")

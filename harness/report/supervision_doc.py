@@ -195,3 +195,9 @@ def write(run: Path, doc: Path, digest_file: Path, *, command: str, machine: str
     atomic_write_text(digest_file, json.dumps(data, indent=1) + "\n")
     atomic_write_text(doc, text)
     return f"wrote {digest_file} and its block in {doc}"
+
+
+if __name__ == "__main__":  # the form this command had before it moved to harness/commands/
+    from harness.foundation.options import moved_command
+
+    moved_command("harness.report.supervision_doc", "supervision-doc")

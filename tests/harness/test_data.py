@@ -137,12 +137,15 @@ def test_a_dataset_without_the_contract_s_columns_is_named_with_the_expected_one
         ({"target": 5}, "column 'target' must be a string, got int 5"),
         ({"reference": [[0, -1]]}, "column 'reference' must be a list of lists of positions"),
         ({"reference": "0"}, "column 'reference' must be a list of lists"),
-        ({"params": "{torn"}, "column 'params' is not valid JSON"),
+        ({"params": "{torn"}, "column 'params': not valid JSON"),
+        ({"params": "DEEP"}, "column 'params': nested more than 100"),  # json recursed
         ({"params": "[1]"}, "column 'params' must be a JSON object"),
         ({"index": "3"}, "column 'index' must be an integer, got '3'"),
     ],
 )
 def test_a_row_of_the_wrong_types_is_named(change, message):
+    if change.get("params") == "DEEP":  # built here: a 200,000-character test id otherwise
+        change = {"params": "[" * 100_000 + "]" * 100_000}
     row = {**generate("reversal_id").to_dict(), **change}
     with pytest.raises(ValueError, match=f"row 7: {message}".replace("(", r"\(")):
         instance_from_row(row, "row 7")

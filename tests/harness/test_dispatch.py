@@ -64,8 +64,9 @@ def test_device_map_forms(tmp_path):
         ('{"lm_head": -1}', "module 'lm_head' has device -1"),
         ('{"lm_head": true}', "module 'lm_head' has device True"),
         ("{}", "must be a non-empty JSON object"),
-        ('{"lm_head": ', "--device-map: not a JSON object"),
-        ("missing.json", "--device-map: cannot read 'missing.json'"),
+        ('{"lm_head": ', "--device-map: not valid JSON"),
+        ("missing.json", "--device-map 'missing.json' does not exist"),
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "--device-map: nested more than 100 levels"),
     ],
 )
 def test_a_bad_device_map_is_named_in_one_line(text, says):

@@ -83,11 +83,11 @@ def test_a_users_file_in_output_is_refused_and_kept(no_processes, tmp_path, caps
         (
             ["--num_processes", "2", "trian"],
             "attentionspan launch: error: unknown command 'trian': launch runs train, eval, "
-            "attention or reproduce, given after the launcher options",
+            "attention, heads or reproduce, given after the launcher options",
         ),
         (
             ["--num_processes", "2"],
-            "attentionspan launch: error: give COMMAND (train, eval, attention, reproduce) "
+            "attentionspan launch: error: give COMMAND (train, eval, attention, heads, reproduce) "
             "after the launcher options (see attentionspan launch --help)",
         ),
         (["--bogus", "2", "train"], "attentionspan launch: error: unrecognized arguments"),
@@ -190,3 +190,118 @@ def test_two_processes_train(tmp_path):
     # the final folder, said by the main process alone; nothing of the launcher's
     assert done.stdout.splitlines() == [str(tmp_path / "final")]
     assert "torch.distributed" not in done.stderr and "Traceback" not in done.stderr
+
+
+# --- tensor parallelism: what each process would refuse, refused before any starts -------
+@pytest.fixture(scope="module")
+def tp_models(tmp_path_factory):
+    """A Llama of 4 query heads, a GPT-2 (no plan in transformers) and a BERT config."""
+    from transformers import BertConfig
+
+    from tests.harness.conftest import save_tiny_model
+
+    root = tmp_path_factory.mktemp("tp_launch")
+    BertConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64
+    ).save_pretrained(root / "bert")
+    return {
+        "llama": str(save_tiny_model("llama", root / "llama")),
+        "gpt2": str(save_tiny_model("gpt2", root / "gpt2")),
+        "bert": str(root / "bert"),
+    }
+
+
+HEADS = ["heads", "--config", "reversal_id", "-n", "2", "--tp-plan", "auto"]
+
+
+@pytest.mark.parametrize(
+    "launcher, model, extra, line",
+    [
+        (
+            ["--num_processes", "3"],
+            "llama",
+            [],
+            "its 4 attention heads per layer cannot be split over 3 processes",
+        ),
+        (["--num_processes", "2"], "gpt2", [], "model_type 'gpt2' has no tensor-parallel plan"),
+        (["--num_processes", "2"], "bert", [], "model_type 'bert' has no tensor-parallel plan"),
+        (
+            ["--num_processes", "2"],
+            "llama",
+            ["--device-map", "auto"],
+            "--tp-plan and --device-map exclude each other",
+        ),
+        (
+            ["--num_processes", "2"],
+            "llama",
+            ["--device", "cpu"],
+            "give --device cpu or --tp-plan, not both",
+        ),
+        ([], "llama", [], "--tp-plan shards the model over the launched processes: give "),
+        (["--num_processes", "1"], "llama", [], "--tp-plan shards the model over several"),
+        (
+            [*FSDP, "--num_processes", "2"],
+            "llama",
+            [],
+            "without an accelerate config file, FSDP or DeepSpeed",
+        ),
+    ],
+    ids=["3-for-4-heads", "gpt2", "bert", "device-map", "device", "no-count", "one", "fsdp"],
+)
+def test_tensor_parallelism_is_refused_before_any_process_starts(
+    launcher, model, extra, line, tp_models, no_processes, tmp_path, capsys
+):
+    words = [*launcher, *HEADS, "--model", tp_models[model], *extra]
+    status, err, _ = run([*words, "--output", str(tmp_path / "h.json")], capsys)
+    assert status == 2 and len(err) == 1, err  # no torch elastic report: nothing started
+    assert err[0].startswith("attentionspan heads: error: ") and line in err[0], err[0]
+    assert not (tmp_path / "h.json").exists()
+
+
+def test_eval_has_no_device_option_and_says_so(tp_models, no_processes, capsys):
+    """`--device cpu` was read as --device-map cpu (an abbreviation), and beside --tp-plan
+    refused as a device map no one gave."""
+    words = ["--num_processes", "2", "eval", "--model", tp_models["llama"], "--tp-plan", "auto"]
+    status, err, _ = run([*words, "--device", "cpu"], capsys)
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith("attentionspan eval: error: eval has no --device option (argparse")
+    assert "--device-map cpu" in err[0] and "exclude each other" not in err[0]
+
+
+def test_a_tensor_parallel_launch_starts_torch_distributed_processes(
+    tp_models, monkeypatch, tmp_path, capsys
+):
+    started = []
+    monkeypatch.setattr(launch, "run_launcher", lambda args: started.append(args) or 0)
+    words = ["--num_processes", "2", *HEADS, "--model", tp_models["llama"]]
+    status, err, _ = run([*words, "--output", str(tmp_path / "h.json")], capsys)
+    assert status == 0 and err == []
+    (args,) = started
+    assert args.multi_gpu and args.num_processes == 2  # gloo on a CPU, NCCL on GPUs
+    assert args.training_script == "harness.commands.heads" and args.module
+
+
+@pytest.mark.slow
+def test_heads_sharded_over_two_launched_processes(tp_models, tmp_path):
+    """What the single process ranks, with the process count recorded, and nothing of the
+    launcher's on stderr."""
+    import json
+
+    from harness.cli import main
+
+    options = [*HEADS[:-2], "--model", tp_models["llama"], "--no-progress", "--threads", "1"]
+    assert main([*options, "--output", str(tmp_path / "one.json")]) == 0
+    done = launch_command(
+        "--num_processes",
+        "2",
+        *options,
+        "--tp-plan",
+        "auto",
+        "--output",
+        str(tmp_path / "two.json"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "torch.distributed" not in done.stderr and "Traceback" not in done.stderr
+    one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert two["order"] == one["order"]
+    assert (one["source"]["processes"], two["source"]["processes"]) == (1, 2)

@@ -177,6 +177,8 @@ def test_shared_options_read_the_same_in_every_command():
             for flags, keywords in MODEL_OPTIONS.values():
                 if action.option_strings != list(flags) or command == "baselines":
                     continue  # baselines' --device names any torch device (cuda:1)
+                if action.help == argparse.SUPPRESS:
+                    continue  # eval's and attention's --device: refused (they have none)
                 # train adds "auto" (bf16 where the model is large and bf16 is fast)
                 assert set(keywords.get("choices") or ()) <= set(action.choices or ()), command
 
@@ -275,3 +277,25 @@ def test_a_document_commands_options_are_its_dataclass_fields(path):
     declared = {f.name for f in cli_fields(getattr(importlib.import_module(module), name))}
     assert {a.dest for a in parser._actions} == declared | {"help"}
     assert all(action.help for action in parser._actions)
+
+
+@pytest.mark.parametrize(
+    "module, command",
+    [
+        ("harness.report.results_doc", "results-doc"),
+        ("harness.report.scratch_doc", "scratch-doc"),
+        ("harness.report.supervision_doc", "supervision-doc"),
+        ("harness.baselines.table", "baselines-table"),
+    ],
+)
+def test_the_old_form_of_a_moved_command_is_one_line_and_status_2(module, command):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", module], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"attentionspan: error: python -m {module} runs nothing"), line
+    assert f"run `attentionspan {command}`" in line

@@ -115,7 +115,8 @@ def test_heads_under_torchrun_gives_the_single_process_ranking(folders, tmp_path
     )  # fmt: skip
     one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
     assert two["order"] == one["order"]
-    assert _close_json(one, two) == []
+    assert (one["source"]["processes"], two["source"]["processes"]) == (1, 2)  # recorded
+    assert _close_json(one, two, ("seconds", "time_s", "processes")) == []
     assert done.stdout.count("target rows of 6") == 1  # printed by the main process only
 
 
@@ -147,6 +148,7 @@ def test_eval_under_torchrun_gives_the_single_process_answers(folders, tmp_path)
         assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
     one, two = (json.loads((tmp_path / n / "results.json").read_text()) for n in ("one", "two"))
     assert one["results"] == two["results"]
+    assert (one["processes"], two["processes"]) == (1, 2)
 
 
 @pytest.mark.slow
@@ -166,6 +168,10 @@ def test_reproduce_under_torchrun_gives_the_single_process_results(folders, tmp_
     assert _close_json(one, two) == []
     for part in ("dose", "diagnosis", "verdict", "sweep"):
         assert one[part] and two[part]
+    # report.md's command runs sharded as written: the launch and its process count
+    made = (tmp_path / "two" / "report.md").read_text().split("```bash\n", 1)[1]
+    assert made.startswith("attentionspan launch --multi_gpu --num_processes 2 reproduce ")
+    assert json.loads((tmp_path / "two" / "settings.json").read_text())["processes"] == 2
 
 
 # --- refusals, before any weight is read ---------------------------------------------------
@@ -175,7 +181,53 @@ def test_the_plan_must_be_auto_and_excludes_a_device_map():
     with pytest.raises(ValueError, match="--tp-plan and --device-map exclude each other"):
         Placement(device_map="auto", tp_plan="auto")
     assert Placement(tp_plan="auto").tensor_parallel
-    assert Placement().load_kwargs() == {} and Placement(tp_plan="auto").load_kwargs() == {}
+    assert Placement().load_kwargs() == {}
+
+
+def test_one_process_is_refused_not_silently_unsharded(folders, tmp_path, capsys, monkeypatch):
+    """Without a launcher the model would load whole: a rerun of a sharded run's command
+    read as it, unsharded, without a word."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(ValueError, match="--tp-plan shards the model over several processes"):
+        Placement(tp_plan="auto").load_kwargs()
+    out = tmp_path / "h.json"
+    options = ["--model", folders["llama"], "--config", "reversal_id", "-n", "2"]
+    assert main(["heads", *options, "--tp-plan", "auto", "--output", str(out)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("attentionspan heads: error: --tp-plan shards the model over several")
+    assert "attentionspan launch --num_processes N" in line and not out.exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "2.5", "\u00b2"])
+def test_a_world_size_that_is_no_count_is_one_line_naming_it(value, folders, capsys, monkeypatch):
+    from harness.foundation.dispatch import launched_processes
+
+    monkeypatch.setenv("WORLD_SIZE", value)
+    with pytest.raises(ValueError, match="the environment variable WORLD_SIZE is"):
+        launched_processes()
+    options = ["--model", folders["llama"], "--configs", "reversal_id", "-n", "2"]
+    assert main(["eval", *options]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"attentionspan eval: error: the environment variable WORLD_SIZE is {value!r}"
+    )
+    assert "invalid literal" not in line
+
+
+def test_a_recorded_command_carries_the_launch_of_several_processes(monkeypatch):
+    from harness.foundation.dispatch import launch_words
+    from harness.pipeline.settings import ReproduceConfig
+    from harness.report.report_md import command_for
+
+    assert launch_words(1) == ["attentionspan"]
+    assert launch_words(4) == ["attentionspan", "launch", "--multi_gpu", "--num_processes", "4"]
+    cfg = ReproduceConfig(model="m", config="reversal", tp_plan="auto", output="out")
+    assert command_for(cfg, processes=2).startswith(
+        "attentionspan launch --multi_gpu --num_processes 2 reproduce "
+    )
+    assert "--tp-plan auto" in command_for(cfg, processes=2)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # inside a launched process: its own count
+    assert command_for(cfg).startswith("attentionspan launch --multi_gpu --num_processes 2 ")
 
 
 def _config(kind: str, **overrides):

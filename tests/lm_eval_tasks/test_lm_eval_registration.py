@@ -236,3 +236,28 @@ def test_importing_lm_eval_tasks_patches_without_a_warning():
     )
     assert result.returncode == 0 and "RuntimeWarning" not in result.stderr, result.stderr[-2000:]
     assert result.stdout.split() == ["True"]
+
+
+@pytest.mark.parametrize(
+    "rank, preset, quieted",
+    [("1", None, True), ("0", None, False), (None, None, False), ("1", "DEBUG", False)],
+)
+def test_the_other_processes_log_warnings_only(rank, preset, quieted, monkeypatch):
+    """Under torchrun every process runs lm-eval's CLI: its INFO lines from the main one
+    alone (they were printed once per process); a level the user set stays."""
+    import logging
+
+    from lm_eval_tasks import registration
+
+    for name, value in (("RANK", rank), ("LMEVAL_LOG_LEVEL", preset)):
+        monkeypatch.setenv(name, "recorded")  # so that what the call sets is undone
+        if value is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, value)
+    logger = logging.getLogger("lm_eval")
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    registration.quiet_other_ranks()
+    assert (logger.level == logging.WARNING) is quieted
+    expected = "WARNING" if quieted else preset
+    assert os.environ.get("LMEVAL_LOG_LEVEL") == expected

@@ -43,3 +43,15 @@ def test_what_cannot_be_sharded_is_refused_before_loading(model_dir, tmp_path, m
     monkeypatch.setenv("WORLD_SIZE", "3")
     with pytest.raises(ValueError, match="2 attention heads per layer cannot be split over 3"):
         AttnspanHFLM(pretrained=model_dir, tp_plan="auto")
+
+
+@pytest.mark.slow
+def test_the_cli_logs_each_line_once_under_torchrun(model_dir, tmp_path):  # noqa: F811
+    """Every process runs lm-eval's CLI; the other processes' INFO lines are off."""
+    done = torchrun(
+        "-m", "lm_eval", "--model", "attnspan-hf", "--model_args",
+        f"pretrained={model_dir},tp_plan=auto", "--tasks", "attnspan_reversal_id",
+        "--limit", "2", "--gen_kwargs", "max_gen_toks=8",
+    )  # fmt: skip
+    info = [line.split(" ", 1)[1] for line in done.stderr.splitlines() if " INFO " in line]
+    assert info and len(info) == len(set(info)), info  # no line twice (one per process)

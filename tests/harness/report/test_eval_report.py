@@ -54,6 +54,7 @@ def test_write_reports(tmp_path):
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert report == {
         "eval_config": {**config.__dict__},
+        "processes": 1,  # the processes that ran it (several under a launch)
         "results": RESULTS,
         "time_s": 1.23,
     }

@@ -302,6 +302,9 @@ def test_check_says_whether_a_run_reproduces_its_digest(tmp_path, capsys):
     assert "--command, --machine, --date required" in capsys.readouterr().err
 
 
+DEEP = '{"a": ' * 100_000 + "1" + "}" * 100_000  # nested 100,000 deep
+
+
 def _break(run: Path, how: str) -> None:
     """Spoil the run folder written by _write_run in one way."""
     path = run / "reversal" / "results.json"
@@ -318,6 +321,12 @@ def _break(run: Path, how: str) -> None:
         path.write_text(json.dumps(result)[:40])
     elif how == "torn-attention":
         (run / "reversal" / "attention" / "attention.json").write_text('{"configs": {"rev')
+    elif how == "deep":  # json's decoder recursed: a RecursionError traceback
+        path.write_text(DEEP)
+    elif how == "deep-settings":
+        (run / "settings.json").write_text(DEEP)
+    elif how == "list-settings":
+        (run / "settings.json").write_text("[]")
     else:
         path.write_text(json.dumps(result))
 
@@ -330,6 +339,16 @@ BAD_ROWS = [
     ("unfinished-sweep", "unfinished-sweep", [], ["no finished sweep", "reproduce resumes"]),
     ("torn", "torn", [], ["reversal/results.json: not valid JSON (torn or cut short?)"]),
     ("torn-attention", "torn-attention", [], ["attention/attention.json: not valid JSON"]),
+    ("deep", "deep", [], ["reversal/results.json: nested more than 100 levels deep"]),
+    ("deep-settings", "deep-settings", [], ["run/settings.json: nested more than 100 levels"]),
+    ("list-settings", "list-settings", [], ["settings.json: expected a JSON object, got list"]),
+    ("check-deep", "", ["--check", "{tmp}/deep.json"], ["--check '{tmp}/deep.json': nested"]),
+    (
+        "check-null-task",
+        "",
+        ["--check", "{tmp}/null.json"],
+        ["task 'reversal' must be a JSON object (its figures), got null"],
+    ),
     ("doc-missing", "", ["--doc", "{tmp}/nope.md"], ["--doc '{tmp}/nope.md' does not exist"]),
     ("doc-a-folder", "", ["--doc", "{tmp}"], ["--doc '{tmp}' is a folder"]),
     ("doc-no-markers", "", ["--doc", "{tmp}/plain.md"], ["--doc '{tmp}/plain.md': the doc has"]),
@@ -370,6 +389,8 @@ def test_a_bad_input_is_one_line_naming_the_file_and_nothing_is_written(
     (tmp_path / "list.json").write_text("[]")
     (tmp_path / "empty.json").write_text('{"meta": {}, "tasks": {}}')
     (tmp_path / "meta.json").write_text('{"meta": [], "tasks": {"reversal": {}}}')
+    (tmp_path / "deep.json").write_text(DEEP)
+    (tmp_path / "null.json").write_text('{"meta": {}, "tasks": {"reversal": null}}')
     good = tmp_path / "good.json"
     write = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
     assert command.main([*write, "--digest", str(good)]) == 0
