@@ -117,11 +117,11 @@ def check(args):
     from harness.attention.analysis import AnalysisConfig
     from harness.evaluation.evaluate import default_configs, saved_run_config
     from harness.foundation.dispatch import Placement
-    from harness.foundation.models import resolve_model
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
+    from harness.foundation.runs import check_model_files
 
-    resolve_model(args.model)  # a missing folder or an encoder is named before loading
+    check_model_files(args.model)  # missing, no weights, an encoder: named before loading
     saved = saved_run_config(args.model)
     configs = args.configs or default_configs(saved)
     if not configs:

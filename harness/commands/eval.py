@@ -53,8 +53,9 @@ def check(args):
     from harness.evaluation.evaluate import EvalConfig, default_configs, saved_run_config
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
-    from harness.foundation.runs import saved_prompt
+    from harness.foundation.runs import check_model_files, saved_prompt
 
+    check_model_files(args.model)  # missing, no weights, an encoder: before --output is touched
     prompt = None
     if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
         saved = saved_run_config(args.model)

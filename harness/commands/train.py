@@ -42,8 +42,9 @@ class TrainCommand:
     overwrite: bool = field(
         default=False,
         metadata=cli(
-            "replace the run in --output: remove what attentionspan train wrote there first "
-            "(nothing else)"
+            "replace the run in --output: what attentionspan train recorded writing there "
+            "(and a killed run's checkpoints) moves aside and goes when the new run finishes; "
+            "an interruption or error puts it back. Other files, whatever their names, stay"
         ),
     )
 
@@ -93,9 +94,11 @@ def check(args):
     before it starts processes): the config and the claim on --output."""
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
-    from harness.foundation.runs import check_not_in_use
+    from harness.foundation.runs import check_model_files, check_not_in_use
 
     config = config_from_args(args)
+    if not args.resume:  # a model folder without weights: before the folder is touched
+        check_model_files(config.model)
     check_output_folder("'output'", config.output)  # read-only, full: before the claim
     check_not_in_use(config.output)  # a run going on there: said as such
     # a finished or interrupted run, or a user's files: refused unless --resume / --overwrite
@@ -119,7 +122,13 @@ def run_command(args) -> int:
     # later is one line, and a refused run leaves no folder behind
     with writing(config.output), claim:
         final = train(
-            config, resume=args.resume, progress=not args.no_progress, requested=requested
+            config,
+            resume=args.resume,
+            progress=not args.no_progress,
+            requested=requested,
+            # a run that replaces an earlier one is not continued: an interruption puts the
+            # earlier run back (harness.foundation.ownership)
+            resume_with="" if claim.replacing else None,
         )
     if main_process():  # every process of a launch returns the folder: it is said once
         print(final)
