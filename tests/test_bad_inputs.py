@@ -1570,11 +1570,16 @@ def test_a_folder_of_another_command_is_refused(command, harness_places, no_work
 @pytest.mark.parametrize("command", list(OWNED_FOLDERS))
 def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no_work, tmp_path):
     """Its own folder: reproduce and supervision continue (a rerun resumes); train, eval and
-    attention refuse without --overwrite, naming the ways out. --overwrite removes what the
-    command wrote, and only that: a file the user put there stays."""
+    attention refuse without --overwrite, naming the ways out. --overwrite moves what the
+    command wrote aside, and only that (a file the user put there stays), and puts it back
+    when the work fails (here: the work is refused as it starts)."""
     base, own_file, continues = OWNED_FOLDERS[command]
     folder = tmp_path / "own"
     _claimed(command, folder, own_file)
+    if command == "train":  # an interrupted run: a checkpoint, known by its own files
+        (folder / "checkpoint-1").mkdir()
+        (folder / "checkpoint-1" / "attentionspan_run.json").write_text("{}")
+        (folder / "checkpoint-1" / "training_state.pt").write_text("state")
     (folder / "notes.txt").write_text("the user's\n")
     args = [a.format(**harness_places) for a in base] + ["--output", str(folder)]
     before = _snapshot(folder)
@@ -1588,10 +1593,29 @@ def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no
         if command == "train":
             assert "an interrupted run" in err[0] and "--resume to continue it" in err[0]
         assert _snapshot(folder) == before
-    status, err = _run_until_the_work(args + ["--overwrite"])
+    seen = []
+
+    def work(*args, **kwargs):
+        seen.append(sorted(p.name for p in folder.iterdir()))
+        raise AssertionError("the work started before the refusal")
+
+    import harness.foundation.models
+    import harness.pipeline.reproduce
+
+    no_work = pytest.MonkeyPatch()
+    for module, name in (
+        (harness.foundation.models, "load_model"),
+        (harness.foundation.models, "build_scratch"),
+        (harness.pipeline.reproduce, "reproduce"),
+    ):
+        no_work.setattr(module, name, work)
+    try:
+        status, err = _run_until_the_work(args + ["--overwrite"])
+    finally:
+        no_work.undo()
     assert status is None, err
-    assert not (folder / own_file).exists()  # what the command wrote went first
-    assert (folder / "notes.txt").read_text() == "the user's\n"
+    assert own_file not in seen[0] and "notes.txt" in seen[0]  # aside while the work ran
+    assert _snapshot(folder) == before  # the work failed: the earlier run is back
 
 
 def test_a_finished_train_run_is_not_replaced_by_a_plain_train(places, tmp_path):
