@@ -161,6 +161,9 @@ def write_manifest(
 def open_record(before: Iterable[str], aside: bool = False) -> dict:
     """The `open` record of a run this process starts: who runs it, what was there."""
     record = {"pid": os.getpid(), "host": socket.gethostname(), "before": sorted(before)}
+    started = _start_time(os.getpid())
+    if started is not None:  # so that a pid reused by another process is not taken for it
+        record["started"] = started
     if aside:
         record["aside"] = ASIDE
     return record
@@ -182,16 +185,31 @@ def running(record: dict) -> bool:
         return False
     except PermissionError:
         return True  # another user's process
-    return not _zombie(pid)
+    fields = _stat(pid)
+    if fields is None:
+        return True  # no /proc to ask: it answered the signal
+    if fields[0] == "Z":  # ended, waiting for its parent to read its status
+        return False
+    started = record.get("started")
+    return started is None or _start_time(pid) == started
 
 
-def _zombie(pid: int) -> bool:
-    """A process that ended and waits for its parent to read its status: it runs no more."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first); None without."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
+            return stat.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> int | None:
+    """When the process started (clock ticks after boot, /proc/PID/stat's 22nd field)."""
+    fields = _stat(pid)
+    try:
+        return int(fields[19]) if fields else None
+    except (IndexError, ValueError):
+        return None
 
 
 def move_aside(folder: str | os.PathLike, names: Iterable[str], command: str, before) -> None:

@@ -215,3 +215,21 @@ def test_overwrite_with_a_model_that_cannot_serve_leaves_the_earlier_run(
     assert main([*args, "--output", str(out), "--overwrite", "--no-progress"]) == 2
     assert snapshot(out) == before
     assert not (out / MANIFEST).read_text().count('"open"')
+
+
+def test_overwrite_with_a_dataset_that_does_not_exist_leaves_the_earlier_run(
+    finished_run, tmp_path, monkeypatch, capsys
+):
+    """Refused in one line at once (offline: not after the Hub's retries and a
+    ConnectionError traceback), before the folder is touched."""
+    from harness.cli import main
+    from harness.foundation import models
+
+    monkeypatch.setattr(models, "hub_reachable", lambda: False)
+    out = Path(shutil.copytree(finished_run, tmp_path / "out"))
+    before = snapshot(out)
+    args = ["train", "--model", "scratch", "--dataset", "nosuch_dataset", "--output", str(out)]
+    assert main([*args, "--overwrite", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--dataset 'nosuch_dataset' is not a folder here" in err[0], err
+    assert snapshot(out) == before
