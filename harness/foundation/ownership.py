@@ -226,7 +226,12 @@ class Claim:
         self._before = set(now.entries)
         if self.overwrite and own:
             # the earlier run waits aside until this one is whole
-            move_aside(self.path, own, self.command, now.entries)
+            try:
+                move_aside(self.path, own, self.command, now.entries)
+            except BaseException:  # a move refused half-way (or Ctrl-C): all back
+                with contextlib.suppress(OSError, ValueError):
+                    put_back(self.path, self.patterns())
+                raise
             self.replacing = True
             self._before -= set(own)
         else:  # what is there already is the command's (checked): recorded before any work
@@ -320,8 +325,8 @@ def claim_output(
         if resume:
             raise ValueError(
                 f"--resume: no checkpoint to resume in {option} {str(path)!r} (its run "
-                "stopped before its first checkpoint): start it again with the same command "
-                "without --resume"
+                "stopped before its first checkpoint): start it again with the train command "
+                "that began it, without --resume"
             )
         return Claim(path, command, folder, True)
     if overwrite or resume or rule.again == "continue":

@@ -189,7 +189,7 @@ def test_a_train_run_stopped_before_its_first_checkpoint_starts_again(tmp_path):
     for name in ("log.jsonl", "train_config.json", ".lock"):
         (out / name).write_text(name)
     write_manifest(out, "train", ["log.jsonl", "train_config.json", ".lock"])
-    with pytest.raises(ValueError, match="start it again with the same command without --resume"):
+    with pytest.raises(ValueError, match="the train command that began it, without --resume"):
         claim_output("--output", out, "train", resume=True)
     with claim_output("--output", out, "train") as claim:
         assert claim.replacing and not (out / "log.jsonl").exists()
