@@ -1157,20 +1157,16 @@ def stop_with_checkpoint(run: Run, signum: int | None = None) -> None:
     import signal
 
     name = f"{CHECKPOINT_PREFIX}{run.state.step}"
-    if not run.resume_with:  # a run replacing an earlier one (--overwrite) is not kept
-        run.bar.close()
-        if run.main:
-            print(
-                f"interrupted at step {run.state.step} of {run.state.total_steps}", file=sys.stderr
-            )
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
     if not due(run.state.step, run.config.save_every):  # else it was saved just now
         save_checkpoint(run, name)
     run.bar.close()  # before the message, so the bar does not print after it
+    # no resume_with: a run that replaces an earlier one, which the interruption puts back
+    # (the checkpoint is saved all the same: every process of a launch must take part)
+    kept = f": saved {run.output / name}; continue with: {run.resume_with}"
     if run.main:
         print(
-            f"interrupted at step {run.state.step} of {run.state.total_steps}: saved "
-            f"{run.output / name}; continue with: {run.resume_with}",
+            f"interrupted at step {run.state.step} of {run.state.total_steps}"
+            + (kept if run.resume_with else ""),
             file=sys.stderr,
         )
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
