@@ -1055,6 +1055,43 @@ def test_a_model_folder_that_cannot_serve_is_one_line_naming_it(args, fragments,
         assert fragment.format(**harness_places) in err[0], (fragment, err[0])
 
 
+@pytest.mark.parametrize(
+    "kind,message",
+    [
+        ("bert", "is not a causal language model"),
+        ("missing_tensor", "model.norm.weight missing from the weights"),
+        ("nan_weights", "holds NaN"),
+        ("short_context", "the model's context (max_position_embeddings = 16"),
+        ("truncated_weights", "cannot be read"),
+        ("no_weights", "holds no weights"),
+        ("few_characters", "no single token"),
+    ],
+)
+def test_reproduce_checks_its_model_before_any_progress_line_or_file(
+    kind, message, harness_places, tmp_path
+):
+    """As --pretrained's folder is: one line naming --model, status 2, and no settings.json
+    (the pipeline's first file) nor `[reproduce]` line before it."""
+    from harness.foundation.tokenization import make_char_tokenizer
+
+    if kind in ("no_weights", "few_characters"):
+        model = Path(shutil.copytree(harness_places["model"], tmp_path / kind))
+        if kind == "no_weights":
+            (model / "model.safetensors").unlink()
+        else:  # a tokenizer without the task's letters
+            for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+                (model / name).unlink(missing_ok=True)
+            make_char_tokenizer("0123456789").save_pretrained(model)
+    else:
+        model = harness_places[kind]
+    out = tmp_path / "reproduce"
+    args = ["reproduce", "--model", str(model), "--config", "reversal", "--output", str(out)]
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1, (status, err)
+    assert f"--model {str(model)!r}" in err[0] and message in err[0], err[0]
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("command", ["eval", "attention", "heads", "train"])
 def test_a_hub_name_offline_is_refused_at_once(command, monkeypatch):
     """`nope/final` is neither a folder nor a fetched model; offline, transformers spent
