@@ -295,6 +295,11 @@ def claim_output(
 
     check_output_dir(option, path)  # a file, or under one: said as such
     path = Path(path)
+    if path.is_symlink() and not path.exists():  # else mkdir fails after the model loads
+        raise ValueError(
+            f"{option} {str(path)!r} is a symbolic link to {os.readlink(path)!r}, which does "
+            f"not exist; create that folder, or give another {option}"
+        )
     rule = RULES[command]
     if resume and overwrite:
         raise ValueError(

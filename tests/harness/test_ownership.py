@@ -230,3 +230,14 @@ def test_an_output_file_is_replaced_only_when_the_command_wrote_it(tmp_path):
     path.write_text("notes")
     with pytest.raises(ValueError, match="is a file attentionspan heads did not write"):
         check_own_file("--output", path, "heads", json_with("scores"))
+
+
+def test_a_link_to_a_folder_that_does_not_exist_is_refused_at_once(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere" / "x")
+    with pytest.raises(ValueError, match="is a symbolic link to .*which does not exist"):
+        claim_output("--output", tmp_path / "link", "eval")
+    (tmp_path / "there").mkdir()
+    (tmp_path / "to-there").symlink_to(tmp_path / "there", target_is_directory=True)
+    with claim_output("--output", tmp_path / "to-there", "eval"):  # a link to a folder: fine
+        (tmp_path / "to-there" / "results.json").write_text("{}")
+    assert manifest(tmp_path / "there")["files"] == ["results.json"]
