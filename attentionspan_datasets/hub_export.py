@@ -64,7 +64,14 @@ def check_hub(repo_id: str) -> None:
 def _check_out(out: Path, overwrite: bool) -> None:
     """Refuse, before anything is built, an --out that cannot be written or must not be
     replaced: the current directory or a folder holding it (--overwrite would delete its
-    files), a path under a file, a folder this process cannot write."""
+    files), a path under a file, a folder this process cannot write, a symbolic link."""
+    if out.is_symlink():
+        # the new folder is renamed into place: over a link that fails after the whole build
+        # (and would replace the link, not the folder it points to)
+        raise ValueError(
+            f"--out {str(out)!r} is a symbolic link (to {os.readlink(out)!r}); give the folder "
+            "it points to, or a new folder"
+        )
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder")
     resolved, cwd = out.resolve(), Path.cwd().resolve()

@@ -1055,6 +1055,43 @@ def test_a_model_folder_that_cannot_serve_is_one_line_naming_it(args, fragments,
         assert fragment.format(**harness_places) in err[0], (fragment, err[0])
 
 
+@pytest.mark.parametrize(
+    "kind,message",
+    [
+        ("bert", "is not a causal language model"),
+        ("missing_tensor", "model.norm.weight missing from the weights"),
+        ("nan_weights", "holds NaN"),
+        ("short_context", "the model's context (max_position_embeddings = 16"),
+        ("truncated_weights", "cannot be read"),
+        ("no_weights", "holds no weights"),
+        ("few_characters", "no single token"),
+    ],
+)
+def test_reproduce_checks_its_model_before_any_progress_line_or_file(
+    kind, message, harness_places, tmp_path
+):
+    """As --pretrained's folder is: one line naming --model, status 2, and no settings.json
+    (the pipeline's first file) nor `[reproduce]` line before it."""
+    from harness.foundation.tokenization import make_char_tokenizer
+
+    if kind in ("no_weights", "few_characters"):
+        model = Path(shutil.copytree(harness_places["model"], tmp_path / kind))
+        if kind == "no_weights":
+            (model / "model.safetensors").unlink()
+        else:  # a tokenizer without the task's letters
+            for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+                (model / name).unlink(missing_ok=True)
+            make_char_tokenizer("0123456789").save_pretrained(model)
+    else:
+        model = harness_places[kind]
+    out = tmp_path / "reproduce"
+    args = ["reproduce", "--model", str(model), "--config", "reversal", "--output", str(out)]
+    status, err, _ = run_cli(args)
+    assert status == 2 and len(err) == 1, (status, err)
+    assert f"--model {str(model)!r}" in err[0] and message in err[0], err[0]
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("command", ["eval", "attention", "heads", "train"])
 def test_a_hub_name_offline_is_refused_at_once(command, monkeypatch):
     """`nope/final` is neither a folder nor a fetched model; offline, transformers spent
@@ -1570,11 +1607,16 @@ def test_a_folder_of_another_command_is_refused(command, harness_places, no_work
 @pytest.mark.parametrize("command", list(OWNED_FOLDERS))
 def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no_work, tmp_path):
     """Its own folder: reproduce and supervision continue (a rerun resumes); train, eval and
-    attention refuse without --overwrite, naming the ways out. --overwrite removes what the
-    command wrote, and only that: a file the user put there stays."""
+    attention refuse without --overwrite, naming the ways out. --overwrite moves what the
+    command wrote aside, and only that (a file the user put there stays), and puts it back
+    when the work fails (here: the work is refused as it starts)."""
     base, own_file, continues = OWNED_FOLDERS[command]
     folder = tmp_path / "own"
     _claimed(command, folder, own_file)
+    if command == "train":  # an interrupted run: a checkpoint, known by its own files
+        (folder / "checkpoint-1").mkdir()
+        (folder / "checkpoint-1" / "attentionspan_run.json").write_text("{}")
+        (folder / "checkpoint-1" / "training_state.pt").write_text("state")
     (folder / "notes.txt").write_text("the user's\n")
     args = [a.format(**harness_places) for a in base] + ["--output", str(folder)]
     before = _snapshot(folder)
@@ -1588,10 +1630,34 @@ def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no
         if command == "train":
             assert "an interrupted run" in err[0] and "--resume to continue it" in err[0]
         assert _snapshot(folder) == before
-    status, err = _run_until_the_work(args + ["--overwrite"])
+    seen = []
+
+    def work(*args, **kwargs):
+        seen.append(sorted(p.name for p in folder.iterdir()))
+        raise AssertionError("the work started before the refusal")
+
+    import harness.foundation.models
+    import harness.pipeline.reproduce
+
+    no_work = pytest.MonkeyPatch()
+    patched = [
+        (harness.foundation.models, "load_model"),
+        (harness.foundation.models, "build_scratch"),
+        (harness.pipeline.reproduce, "reproduce"),
+    ]
+    for module, name in patched:
+        no_work.setattr(module, name, work)
+    try:
+        status, err = _run_until_the_work(args + ["--overwrite"])
+    finally:
+        no_work.undo()
     assert status is None, err
-    assert not (folder / own_file).exists()  # what the command wrote went first
-    assert (folder / "notes.txt").read_text() == "the user's\n"
+    # eval, attention and reproduce load their model before the folder is touched
+    if command in ("train", "supervision"):
+        assert own_file not in seen[0] and "notes.txt" in seen[0]  # aside while the work ran
+    else:
+        assert own_file in seen[0] and not any(".attentionspan-replaced" in n for n in seen[0])
+    assert _snapshot(folder) == before  # the work failed: the earlier run is back
 
 
 def test_a_finished_train_run_is_not_replaced_by_a_plain_train(places, tmp_path):

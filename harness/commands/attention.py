@@ -119,11 +119,11 @@ def check(args):
     from harness.attention.analysis import AnalysisConfig
     from harness.evaluation.evaluate import default_configs, saved_run_config
     from harness.foundation.dispatch import Placement
-    from harness.foundation.models import resolve_model
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
+    from harness.foundation.runs import check_model_files
 
-    resolve_model(args.model)  # a missing folder or an encoder is named before loading
+    check_model_files(args.model)  # missing, no weights, an encoder: named before loading
     saved = saved_run_config(args.model)
     configs = args.configs or default_configs(saved)
     if not configs:
@@ -149,26 +149,22 @@ def run_command(args) -> int:
     config, prompt, claim = check(args)
     # a write that fails is one line, and a folder this run made goes with it (its files
     # are written at the end)
-    with writing(args.output, discard=True), claim:
-        run(args, config, prompt)
+    with writing(args.output, discard=True):
+        run(args, config, prompt, claim)
     return 0
 
 
-def run(args, config, prompt) -> dict:
-    import time
+def run(args, config, prompt, claim=None) -> dict:
+    """Load the model, analyse it, write the outputs (main process only). `claim` (on
+    --output) is entered once the model has loaded and passed its checks: a model that
+    cannot serve leaves the folder alone."""
+    import contextlib
 
     import torch
     from accelerate import Accelerator
 
-    from harness.attention.analysis import analyse_model
-    from harness.foundation.dispatch import (
-        Placement,
-        check_capture_placement,
-        launched_processes,
-        place_model,
-    )
+    from harness.foundation.dispatch import Placement, check_capture_placement, place_model
     from harness.foundation.runs import load_model_checked
-    from harness.report.attention_report import table2_rows, write_outputs
 
     accelerator = Accelerator(cpu=True) if not torch.cuda.is_available() else Accelerator()
     placement = Placement.of(args)
@@ -176,6 +172,17 @@ def run(args, config, prompt) -> dict:
     model, tokenizer = load_model_checked(args.model, config.configs, prompt, placement=placement)
     place_model(model, accelerator.device)  # a dispatched model stays where its map put it
     check_capture_placement(model, f"model {args.model!r}")
+    with claim if claim is not None else contextlib.nullcontext():
+        return _analyse_and_write(args, config, prompt, model, tokenizer, accelerator, placement)
+
+
+def _analyse_and_write(args, config, prompt, model, tokenizer, accelerator, placement) -> dict:
+    import time
+
+    from harness.attention.analysis import analyse_model
+    from harness.foundation.dispatch import launched_processes
+    from harness.report.attention_report import table2_rows, write_outputs
+
     # Tensor parallelism splits the heads, not the instances: every process analyses all of
     # them (no data-parallel accelerator), and only the main one writes.
     sharded = placement.tensor_parallel

@@ -55,8 +55,9 @@ def check(args):
     from harness.evaluation.evaluate import EvalConfig, default_configs, saved_run_config
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
-    from harness.foundation.runs import saved_prompt
+    from harness.foundation.runs import check_model_files, saved_prompt
 
+    check_model_files(args.model)  # missing, no weights, an encoder: before --output is touched
     prompt = None
     if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
         saved = saved_run_config(args.model)
@@ -88,25 +89,26 @@ def run_command(args) -> int:
     config, claim = check(args)
     # a write that fails is one line, and a folder this run made goes with it (its files
     # are written at the end, all of them or none)
-    with writing(config.output, discard=True), claim:
-        run(config, progress=not args.no_progress)
+    with writing(config.output, discard=True):
+        run(config, progress=not args.no_progress, claim=claim)
     return 0
 
 
-def run(config, progress: bool = True) -> dict[str, Any]:
-    """Load the model, evaluate every config, write the reports (main process only)."""
-    import time
+def run(config, progress: bool = True, claim=None) -> dict[str, Any]:
+    """Load the model, evaluate every config, write the reports (main process only).
+    `claim` (`harness.foundation.ownership.Claim`, on --output) is entered once the model
+    has loaded and passed its checks: a model that cannot serve leaves the folder alone."""
+    import contextlib
 
     import torch
     from accelerate import Accelerator
 
-    from harness.evaluation.evaluate import default_configs, evaluate_model, saved_run_config
+    from harness.evaluation.evaluate import default_configs, saved_run_config
     from harness.foundation.data import GeneratorSource
-    from harness.foundation.dispatch import Placement, launched_processes, place_model
+    from harness.foundation.dispatch import Placement, place_model
     from harness.foundation.models import resolve_model
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.runs import load_model_checked, saved_prompt
-    from harness.report.eval_report import markdown_table, write_reports
 
     resolve_model(config.model)  # a missing folder is named before anything else
     run_config = saved_run_config(config.model)
@@ -126,6 +128,17 @@ def run(config, progress: bool = True) -> dict[str, Any]:
         config.model, config.configs, config.prompt, placement=placement
     )
     place_model(model, accelerator.device)  # a dispatched model stays where its map put it
+    with claim if claim is not None else contextlib.nullcontext():
+        return _evaluate_and_write(config, model, tokenizer, accelerator, placement, progress)
+
+
+def _evaluate_and_write(config, model, tokenizer, accelerator, placement, progress):
+    import time
+
+    from harness.evaluation.evaluate import evaluate_model
+    from harness.foundation.dispatch import launched_processes
+    from harness.report.eval_report import markdown_table, write_reports
+
     # Tensor parallelism splits the heads, not the instances: every process scores all of
     # them (no data-parallel accelerator), and only the main one writes.
     sharded = placement.tensor_parallel

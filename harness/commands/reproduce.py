@@ -108,19 +108,65 @@ def _refuse_ignored(given) -> None:
 def check(args):
     """What reproduce refuses before any work, writing nothing (`attentionspan launch` runs
     it before it starts processes): the config and the claim on --output."""
-    from harness.foundation.models import check_head_counts, resolve_model
+    from harness.foundation.models import check_head_counts
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
+    from harness.foundation.runs import check_model_files
 
     config = config_from_args(args)
     if config.model:
-        resolve_model(config.model)  # a missing folder: one line, before any work
+        check_model_files(config.model)  # missing, no weights, an encoder: one line
     if not config.pretrained:  # --pretrained: checked once its model is there (fetched)
         check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch
     check_output_folder("--output", config.output)  # read-only, full: before any work
     # another command's folder, a user's files: refused here (its own: a rerun resumes)
     claim = claim_output("--output", config.output, "reproduce", overwrite=args.overwrite)
+    if config.model:  # a short context, NaN weights, ...: before the folder is touched
+        check_model_serves(config)
     return config, claim
+
+
+def check_model_serves(cfg) -> None:
+    """--model loaded once as the run will load it and checked against the task, as a local
+    --pretrained folder is (`harness.pipeline.reproduce.check_pretrained_serves`): weights
+    there and finite, a causal LM, a tokenizer with every character of the task's presets,
+    and a context as long as the longest sequence of the ID preset and of the OOD preset
+    with its --ood overrides, under the prompt layout saved with the model. One line naming
+    --model, before settings.json and the first progress line."""
+    from pathlib import Path
+
+    from attentionspan_datasets.generation import resolve_config
+    from harness.foundation.data import check_context
+    from harness.foundation.models import check_model_for
+    from harness.foundation.runs import (
+        check_model_files,
+        load_model_checked,
+        read_run_file,
+        saved_prompt,
+    )
+    from harness.foundation.tokenization import CharTokenizer
+    from harness.pipeline.settings import task_presets
+
+    where = f"--model {cfg.model!r}"
+    check_model_files(cfg.model)  # missing, no weights, an encoder: before loading
+    try:
+        model, tokenizer = load_model_checked(cfg.model)
+        info = read_run_file(cfg.model) if Path(cfg.model).is_dir() else None
+        prompt = saved_prompt(info, cfg.model)
+    except (ValueError, OSError) as error:
+        text = " ".join(str(error).split())
+        raise ValueError(text if text.startswith(where) else f"{where}: {text}") from None
+    id_name, ood_name = task_presets(cfg.config)
+    check_model_for(where, model, tokenizer, (id_name, ood_name), prompt)
+    overrides = cfg.ood_for(cfg.config)
+    if overrides:  # the OOD lengths the run will use, past the preset's own
+        try:
+            check_context(
+                model, CharTokenizer(tokenizer), resolve_config(ood_name, **overrides), prompt
+            )
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+    del model, tokenizer
 
 
 def run_command(args) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from attentionspan_datasets.guard import main_process
 from harness.foundation.options import (
@@ -42,8 +43,9 @@ class TrainCommand:
     overwrite: bool = field(
         default=False,
         metadata=cli(
-            "replace the run in --output: remove what attentionspan train wrote there first "
-            "(nothing else)"
+            "replace the run in --output: what attentionspan train recorded writing there "
+            "(and a killed run's checkpoints) moves aside and goes when the new run finishes; "
+            "an interruption or error puts it back. Other files, whatever their names, stay"
         ),
     )
 
@@ -93,9 +95,12 @@ def check(args):
     before it starts processes): the config and the claim on --output."""
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
-    from harness.foundation.runs import check_not_in_use
+    from harness.foundation.runs import check_model_files, check_not_in_use
 
     config = config_from_args(args)
+    if not args.resume:  # a model folder without weights: before the folder is touched
+        check_model_files(config.model)
+        check_dataset_findable(config.dataset)
     check_output_folder("'output'", config.output)  # read-only, full: before the claim
     check_not_in_use(config.output)  # a run going on there: said as such
     # a finished or interrupted run, or a user's files: refused unless --resume / --overwrite
@@ -103,6 +108,34 @@ def check(args):
         "--output", config.output, "train", resume=args.resume, overwrite=args.overwrite
     )
     return config, claim
+
+
+def check_dataset_findable(path: str | None) -> None:
+    """ValueError (one line) for a --dataset that is no folder here, not this package's
+    own name, not in the datasets cache, with no Hub to ask (offline, or huggingface.co
+    does not answer): said at once, not after the Hub's retries (half a minute) and a
+    ConnectionError traceback. A Hub name with the Hub reachable is checked as it loads."""
+    import os
+
+    if not path or os.path.exists(path):
+        return
+    from attentionspan_datasets.registration import DATASET_NAME
+    from harness.foundation.models import hub_reachable
+
+    if path == DATASET_NAME:
+        return
+    try:
+        from datasets import config as datasets_config
+
+        cached = (Path(datasets_config.HF_DATASETS_CACHE) / path.replace("/", "___")).is_dir()
+    except ImportError:
+        cached = False
+    if cached or hub_reachable():
+        return
+    raise ValueError(
+        f"--dataset {path!r} is not a folder here, and as a Hugging Face Hub dataset it is "
+        "neither cached here nor reachable (offline)"
+    )
 
 
 def run_command(args) -> int:
@@ -119,7 +152,13 @@ def run_command(args) -> int:
     # later is one line, and a refused run leaves no folder behind
     with writing(config.output), claim:
         final = train(
-            config, resume=args.resume, progress=not args.no_progress, requested=requested
+            config,
+            resume=args.resume,
+            progress=not args.no_progress,
+            requested=requested,
+            # a run that replaces an earlier one is not continued: an interruption puts the
+            # earlier run back (harness.foundation.ownership)
+            resume_with="" if claim.replacing else None,
         )
     if main_process():  # every process of a launch returns the folder: it is said once
         print(final)

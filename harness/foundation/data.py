@@ -243,6 +243,11 @@ class DatasetSource:
             datasets_logging.disable_progress_bar()
         try:
             dataset = load_dataset(path, name, split=split, **kwargs)
+        except (ConnectionError, FileNotFoundError) as error:
+            # no such folder, and no such dataset on the Hub (or no Hub to ask): one line,
+            # not datasets' traceback (DatasetNotFoundError is a FileNotFoundError)
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+            raise ValueError(f"{where} cannot be loaded: {first}") from None
         finally:
             if quiet:
                 datasets_logging.enable_progress_bar()

@@ -163,8 +163,10 @@ MODEL_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, typing.Any]]] = {
         ("--overwrite",),
         {
             "action": "store_true",
-            "help": "replace what an earlier run of this command wrote in --output (only that: "
-            "other files are never removed)",
+            "help": "replace what an earlier run of this command recorded writing in --output "
+            "(only that: other files are never removed, whatever their names); the earlier "
+            "run moves aside and goes only when the new one is whole: an error or an "
+            "interruption puts it back",
         },
     ),
     # harness.attention.scores.CONVENTIONS (tests/harness/test_options.py checks they agree).

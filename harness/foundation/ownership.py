@@ -3,7 +3,7 @@ before any work; what the command writes is recorded in the folder's manifest.
 
     claim = claim_output("--output", "runs/rev", "train", resume=args.resume,
                          overwrite=args.overwrite)   # one-line refusal here, nothing written
-    with writing("runs/rev"), claim:                  # --overwrite removes the old run here
+    with writing("runs/rev"), claim:                  # --overwrite moves the old run aside
         train(...)                                    # the manifest records what it wrote
 
 The rule, per folder (`attentionspan_datasets.ownership` holds the manifest):
@@ -11,10 +11,19 @@ The rule, per folder (`attentionspan_datasets.ownership` holds the manifest):
 - written by the same command: `train` continues it only with `--resume`, `eval` and
   `attention` replace their results only with `--overwrite`; `reproduce` and `supervision`
   continue (their runs resume by design: a rerun with the same options reuses what is done);
-- `--overwrite` first removes what the manifest's command wrote (the recorded files and
-  those named as it names its files), never anything else;
-- written by another command, or holding files no command recorded (a user's
-  `report.md`): refused, even with `--overwrite`, naming the folder and the ways out.
+  a `train` run stopped before its first checkpoint holds nothing to keep or resume, and a
+  plain `train` starts it again;
+- `--overwrite` replaces only what the manifest records the command wrote (and a killed
+  train run's checkpoints, known by the run file and training state inside them, not by
+  their names): a user's file is kept whatever its name (`checkpoint-best/`, `my-figure.png`);
+- the earlier run is replaced only when the new one is whole: its entries move into the
+  hidden folder `.attentionspan-replaced` when the new run starts and are removed when it
+  ends well; an error, Ctrl-C or SIGTERM puts them back as they were, and so does the next
+  command on the folder after a `kill -9` (an interrupted `train --overwrite` is therefore
+  not resumed: the earlier run stays);
+- a folder a command is writing now (its manifest names a process that still runs) is
+  refused as in use; written by another command, or holding files no command recorded (a
+  user's `report.md`): refused, even with `--overwrite`, naming the folder and the ways out.
 
 Folders written before manifests existed are recognised by what only the command writes (a
 checkpoint's run file for train; reproduce's and supervision's settings.json with their
@@ -28,6 +37,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,7 +46,11 @@ from attentionspan_datasets.ownership import (
     Folder,
     inspect,
     listing,
-    remove_entries,
+    move_aside,
+    open_record,
+    put_back,
+    running,
+    settle,
     write_manifest,
 )
 
@@ -57,6 +71,20 @@ def _train_legacy(path: Path) -> bool:
     return bool(checkpoints(path)) or (path / FINAL / RUN_CONFIG_FILE).is_file()
 
 
+def _train_checkpoint(path: Path) -> bool:
+    """A checkpoint train wrote (a killed run's last one is not recorded): known by the run
+    file and the training state inside it, so a user's `checkpoint-best/` is not taken."""
+    from harness.foundation.runs import CHECKPOINT_PREFIX, RUN_CONFIG_FILE, TRAINING_STATE_FILE
+
+    return (
+        path.name.startswith(CHECKPOINT_PREFIX)
+        and path.is_dir()
+        and not path.is_symlink()
+        and (path / RUN_CONFIG_FILE).is_file()
+        and (path / TRAINING_STATE_FILE).is_file()
+    )
+
+
 def _settings_legacy(key: str) -> Callable[[Path], bool]:
     """A settings.json the pipeline wrote: its options (with `key`) and the versions."""
 
@@ -74,10 +102,14 @@ def _settings_legacy(key: str) -> Callable[[Path], bool]:
 class Rule:
     """How a command owns its folder."""
 
-    patterns: Callable[[], tuple[str, ...]]  # the names of what it writes there
+    # the names of what it writes there: read only for what a run of it added to its folder
+    # (recorded as there before it started: a run killed with -9 recorded nothing after),
+    # and in a folder from before manifests
+    patterns: Callable[[], tuple[str, ...]]
     again: str  # a folder it wrote, no flag: "continue" (a rerun resumes) or "refuse"
     resume_flag: str | None = None  # the flag that continues it ("--resume"), if any
     legacy: Callable[[Path], bool] | None = None  # its folder from before manifests
+    recognise: Callable[[Path], bool] | None = None  # an entry it wrote, known by its files
 
 
 RULES = {
@@ -86,6 +118,7 @@ RULES = {
         "refuse",
         "--resume",
         _train_legacy,
+        _train_checkpoint,
     ),
     "eval": Rule(lambda: ("results.json", "results.md", "predictions-*.jsonl"), "refuse"),
     "attention": Rule(
@@ -116,16 +149,59 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") in ("0", "")
 
 
+def own_entries(folder: Folder, command: str) -> list[str]:
+    """What `command` wrote in `folder`: what its manifest records, a killed run's checkpoint
+    (by its files), the leftovers of atomic writes; in a folder from before manifests, what
+    is named as the command names its files."""
+    rule = RULES[command]
+    names = LEFTOVERS + (rule.patterns() if folder.command is None else ())
+    return folder.own(names, rule.recognise)
+
+
+def recover(path: Path, command: str, option: str = "--output") -> Folder:
+    """The folder as a run that ended without a word left it (`kill -9`): an earlier run it
+    was replacing is put back (said on stderr), and what it added is recorded (what was not
+    there when it started and is named as the command names its files). ValueError when the
+    run still goes on."""
+    folder = inspect(path)
+    record = folder.open
+    if record is None:
+        return folder
+    if running(record):
+        raise ValueError(
+            f"{option} {str(path)!r} is in use by attentionspan {folder.command} (pid "
+            f"{record.get('pid')} on {record.get('host')}); wait for that run to end or give "
+            f"another {option}"
+        )
+    rule = RULES.get(folder.command or "")
+    patterns = (rule.patterns() if rule else ()) + LEFTOVERS
+    if record.get("aside"):
+        put_back(path, patterns)
+        print(
+            f"attentionspan: {str(path)!r}: the earlier run is back as it was (the run that "
+            f"was replacing it, pid {record.get('pid')}, ended before it finished)",
+            file=sys.stderr,
+        )
+    else:
+        before = set(record.get("before", ()))
+        added = [e for e in folder.own(patterns) if e not in before]
+        write_manifest(path, folder.command, [*folder.files, *added])
+    return inspect(path)
+
+
 class Claim:
     """A command's hold on its output folder: entered around its work (inside `writing`),
-    it applies --overwrite, writes the manifest before the first file (so a run killed with
-    -9 is still known as the command's) and records what the work added when it ends; a
-    folder it made that ends empty goes."""
+    it writes the manifest before the first file (with the `open` record of this process,
+    so a run killed with -9 is still known as the command's), moves the earlier run aside
+    when it replaces one, and when the work ends records what it added and removes the
+    earlier run, or, when the work failed or was interrupted, puts the earlier run back as
+    it was; a folder it made that ends empty goes."""
 
     def __init__(
         self, path: Path | None, command: str, folder: Folder | None, overwrite: bool
     ) -> None:
         self.path, self.command, self.folder, self.overwrite = path, command, folder, overwrite
+        self.replacing = False  # an earlier run is aside while the work runs
         self._before: set[str] = set()
         self._made: list[Path] = []
         self._had_manifest = False
@@ -142,32 +218,52 @@ class Claim:
             return self
         from harness.foundation.outputs import missing_folders
 
-        folder = self.folder
-        if self.overwrite and folder is not None and folder.command == self.command:
-            remove_entries(self.path, folder.own(self.patterns()))
         self._made = missing_folders(self.path)
         self.path.mkdir(parents=True, exist_ok=True)
         now = inspect(self.path)
-        self._before = set(now.entries)
         self._had_manifest = (self.path / MANIFEST).is_file()
-        # what is there already is the command's (checked): recorded before any work
-        write_manifest(self.path, self.command, now.own(self.patterns()))
+        own = own_entries(now, self.command)
+        self._before = set(now.entries)
+        if self.overwrite and own:
+            # the earlier run waits aside until this one is whole
+            try:
+                move_aside(self.path, own, self.command, now.entries)
+            except BaseException:  # a move refused half-way (or Ctrl-C): all back
+                with contextlib.suppress(OSError, ValueError):
+                    put_back(self.path, self.patterns())
+                raise
+            self.replacing = True
+            self._before -= set(own)
+        else:  # what is there already is the command's (checked): recorded before any work
+            write_manifest(self.path, self.command, own, open_record(now.entries))
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
         if not self.active or not self.path.is_dir():
             return
+        if self.replacing and kind is not None:
+            with contextlib.suppress(OSError, ValueError):  # else the next command does it
+                put_back(self.path, self.patterns())
+                if issubclass(kind, KeyboardInterrupt):
+                    print(
+                        f"the earlier run in {str(self.path)!r} is kept as it was (the run "
+                        "replacing it did not finish)",
+                        file=sys.stderr,
+                    )
+            return
         with contextlib.suppress(OSError, ValueError):
             now = inspect(self.path)
             added = [e for e in now.entries if e not in self._before]
-            files = set(now.own(self.patterns())) | set(added)
+            files = set(own_entries(now, self.command)) | set(added)
+            if self.replacing:
+                settle(self.path, self.command, files)  # whole: the earlier run goes
+                return
             # a refused run that added nothing leaves the folder as it found it
             failed_bare = kind is not None and not added and not self._had_manifest
-            if files and not failed_bare:
+            if (files or self._had_manifest) and not failed_bare:
                 write_manifest(self.path, self.command, files)
                 return
-            if not self._had_manifest:
-                (self.path / MANIFEST).unlink()
+            (self.path / MANIFEST).unlink()
             for made in self._made:  # deepest first; a folder with anything in it stays
                 made.rmdir()
 
@@ -189,21 +285,28 @@ def claim_output(
     overwrite: bool = False,
 ) -> Claim:
     """The claim on `path` for `command` (see the module's rule), or ValueError: one line
-    naming `option`, the folder and the ways out. Nothing is written here. Only the main
-    process checks (see `is_main_process`); None: no folder, nothing to claim."""
+    naming `option`, the folder and the ways out. Nothing is written here, except that a run
+    killed with -9 is settled first (`recover`: the earlier run it was replacing is put
+    back). Only the main process checks (see `is_main_process`); None: no folder, nothing
+    to claim."""
     if path is None or not is_main_process():
         return Claim(None if path is None else Path(path), command, None, overwrite)
     from harness.foundation.caps import check_output_dir
 
     check_output_dir(option, path)  # a file, or under one: said as such
     path = Path(path)
+    if path.is_symlink() and not path.exists():  # else mkdir fails after the model loads
+        raise ValueError(
+            f"{option} {str(path)!r} is a symbolic link to {os.readlink(path)!r}, which does "
+            f"not exist; create that folder, or give another {option}"
+        )
     rule = RULES[command]
     if resume and overwrite:
         raise ValueError(
             f"{rule.resume_flag} continues the run in {option} {str(path)!r} and --overwrite "
             "replaces it: give one of them"
         )
-    folder = inspect(path)
+    folder = recover(path, command, option)  # in use: refused; killed: put back
     name = f"attentionspan {command}"
     if not folder.exists or folder.empty:
         return Claim(path, command, folder, overwrite)
@@ -221,6 +324,16 @@ def claim_output(
             f"{option} {str(path)!r} holds files {name} did not write ({listing(foreign)}); "
             f"give a new or empty folder as {option}{replaces}"
         )
+    if command == "train" and not _train_legacy(path):
+        # no checkpoint and no final model (a run stopped before its first checkpoint):
+        # nothing to continue, nothing worth keeping; a plain train starts it again
+        if resume:
+            raise ValueError(
+                f"--resume: no checkpoint to resume in {option} {str(path)!r} (its run "
+                "stopped before its first checkpoint): start it again with the train command "
+                "that began it, without --resume"
+            )
+        return Claim(path, command, folder, True)
     if overwrite or resume or rule.again == "continue":
         return Claim(path, command, folder, overwrite)
     state = _runs_state(command, path)

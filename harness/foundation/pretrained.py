@@ -244,6 +244,10 @@ def check_index_reachable(package: str) -> None:
     import urllib.error
     import urllib.request
 
+    from harness.foundation.wheel_source import check_find_links, index_turned_off
+
+    if index_turned_off():  # PIP_NO_INDEX: only find-links folders are read
+        return check_find_links(package)
     index = os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX).rstrip("/")
     request = urllib.request.Request(f"{index}/{package}/", method="HEAD")
     try:

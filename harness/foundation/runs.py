@@ -421,6 +421,27 @@ def finished_run(output: Path) -> Path | None:
     return final if (final / RUN_CONFIG_FILE).is_file() else None
 
 
+# What a model folder's weights are named (transformers' single and sharded files).
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json")
+
+
+def check_model_files(spec: str, option: str = "--model") -> None:
+    """What can be told of a model before it loads, said before an --output folder is
+    touched: the folder exists and holds a causal LM's config (`resolve_model`) and weights.
+    (A folder without weights loaded as far as transformers' own OSError.)"""
+    from harness.foundation.models import resolve_model
+
+    kind, location = resolve_model(spec)
+    if kind not in ("local", "known"):
+        return  # scratch is built; a Hub name is checked as it downloads
+    folder = Path(location)
+    if not any(any(folder.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+        raise ValueError(
+            f"{option} {spec!r} holds no weights (no *.safetensors or pytorch_model.bin in "
+            f"{str(folder)!r})"
+        )
+
+
 def load_model_checked(spec: str, configs=(), prompt=None, **kwargs):
     """`harness.foundation.models.load_model` (which checks the folder: every tensor there in the
     config's shape, finite, a causal model), with weights that would need unpickling refused

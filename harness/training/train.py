@@ -292,10 +292,13 @@ def stop_with_checkpoint(run: Run, signum: int | None = None) -> None:
     if not due(run.state.step, run.config.save_every):  # else it was saved just now
         save_checkpoint(run, name)
     run.bar.close()  # before the message, so the bar does not print after it
+    # no resume_with: a run that replaces an earlier one, which the interruption puts back
+    # (the checkpoint is saved all the same: every process of a launch must take part)
+    kept = f": saved {run.output / name}; continue with: {run.resume_with}"
     if run.main:
         print(
-            f"interrupted at step {run.state.step} of {run.state.total_steps}: saved "
-            f"{run.output / name}; continue with: {run.resume_with}",
+            f"interrupted at step {run.state.step} of {run.state.total_steps}"
+            + (kept if run.resume_with else ""),
             file=sys.stderr,
         )
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
@@ -316,7 +319,7 @@ def stopped_by_write_failure(run: Run) -> str:
     if run.lock is not None and run.lock.discard():
         return f"nothing of the run was kept in {run.output} (it had no checkpoint yet)"
     last = latest_checkpoint(run.output)
-    if last is None:
+    if last is None or not run.resume_with:
         return "the run stopped"
     return (
         f"the run stopped at step {run.state.step}; its latest checkpoint is {last}: make "
@@ -357,7 +360,8 @@ def train(
     `requested`: the options the user gave, checked against a resumed run (default: the
     fields of `config` that are not the defaults). `resume_with`: the command an
     interruption or a full disk tells the user to continue with (default: `attentionspan
-    train --output OUT --resume`; reproduce --quick's is reproduce itself).
+    train --output OUT --resume`; reproduce --quick's is reproduce itself; "": none, as for
+    a run that replaces an earlier one, which an interruption puts back).
     """
     if resume and (final := finished_run(Path(config.output))) is not None:
         # A no-op, not a refusal: `train --resume` until it succeeds is then safe to rerun,
@@ -369,7 +373,9 @@ def train(
         )
         return final
     run = set_up(config, resume, progress, requested)
-    run.resume_with = resume_with or f"attentionspan train --output {run.output} --resume"
+    if resume_with is None:  # "": no way to continue it (it replaces an earlier run)
+        resume_with = f"attentionspan train --output {run.output} --resume"
+    run.resume_with = resume_with
     try:
         with writing(run.output), stop_on_signals() as stop:
             steps_this_run = 0

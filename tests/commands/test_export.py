@@ -72,6 +72,26 @@ def test_non_empty_folder_needs_overwrite(tmp_path, capsys):
         assert (out / "x").read_text() == "x"
 
 
+def test_a_symbolic_link_as_out_is_refused_before_building(tmp_path, capsys, monkeypatch):
+    """The new folder is renamed into place: over a link that failed after the whole build,
+    saying to pass the --overwrite that was given. Refused first, in one line."""
+    from attentionspan_datasets import hub_export
+
+    def never(*args, **kwargs):
+        raise AssertionError("built before the refusal")
+
+    monkeypatch.setattr(hub_export, "build_config", never)
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "README.md").write_text("an earlier export's card\n")
+    (tmp_path / "link").symlink_to(tmp_path / "target", target_is_directory=True)
+    for extra in ([], ["--overwrite"]):
+        code, _, err = run_cli(capsys, "export", "reversal_id", "--out", tmp_path / "link", *extra)
+        assert code == 2 and err.count("\n") == 1, err
+        assert "is a symbolic link" in err and "give the folder it points to" in err
+    assert (tmp_path / "link").is_symlink()
+    assert (tmp_path / "target" / "README.md").read_text() == "an earlier export's card\n"
+
+
 def test_a_small_space_is_noted_on_stderr(tmp_path, capsys):
     code, stdout, err = run_cli(
         capsys, "export", "reversal_id", "--out", tmp_path / "data",
