@@ -219,9 +219,11 @@ class TaskRun:
             "num_instances": getattr(self.cfg, STREAMS[stream][2]),
         }
 
+        ranking, key = (None, None) if lookup is None else (lookup.ranking, lookup.key)
+
         def settings_of(setting):
             # The baseline does not depend on the ranking: Table 1 and the sweep share it.
-            ranked = {} if setting.is_baseline else {"ranking": lookup and lookup.key}
+            ranked = {} if setting.is_baseline else {"ranking": key}
             return base | ranked | setting.to_dict()
 
         out, todo = {}, []
@@ -248,7 +250,7 @@ class TaskRun:
                 self.tokenizer,
                 instances,
                 todo,
-                lookup and lookup.ranking,
+                ranking,
                 prompt=self.prompt,
                 batch_size=self.cfg.batch_size,
                 on_batch=bar.update,
@@ -316,6 +318,7 @@ class TaskRun:
         return self.stages.run(f"{self.label}-attention", settings, compute)
 
     def run_heads(self, candidate: dict[str, Any] | None = None) -> Lookup:
+        # made beside the stages that read the lookup (`lookup_stages.run_heads`)
         return lookup_stages.run_heads(self, candidate)
 
     def run_sweep(self, lookup: Lookup) -> dict[str, Any]:
@@ -425,7 +428,8 @@ class TaskRun:
         results.setdefault("cpu_s", {})[name] = self.stages.cpu_of(names)
         return out
 
-    # the stages read at one lookup (`harness.pipeline.lookup_stages`)
+    # the stages read at one lookup (`harness.pipeline.lookup_stages`), methods of the run all
+    # the same: a benchmark (benchmarks/pretrained_analysis.py) counts each stage by its name
     def run_dose(self, lookup: Lookup) -> dict[str, Any]:
         return lookup_stages.run_dose(self, lookup)
 
