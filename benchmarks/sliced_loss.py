@@ -31,7 +31,7 @@ TARGETS = {"gemma3-270m": 0.9, "smollm2-135m-instruct": 1.0}
 def run(model: str, task: str, steps: int, skip: int, full: bool, folder: Path):
     """(CPU seconds a step after the warm-up, the logged losses) of one short fine-tune."""
     import harness.training.loss as train_loss
-    from harness.pipeline.reproduce import task_train_config
+    from harness.pipeline.prepare import task_train_config
     from harness.pipeline.settings import ReproduceConfig
     from harness.training.train import train
 

@@ -467,6 +467,7 @@ def _judge(built, ids, validation, test, counts, shift, count_sets) -> dict:
     from harness.attention.dose import run_dose_ladder
     from harness.attention.heads import rank_lookup
     from harness.attention.interventions import score_settings
+    from harness.attention.lookup import Lookup
     from harness.attention.sweep import BASELINE, Setting
     from harness.attention.verdicts.calibrated import calibrated_verdict, choose_count
     from harness.engine.scoring import Scorer
@@ -474,6 +475,7 @@ def _judge(built, ids, validation, test, counts, shift, count_sets) -> dict:
     model, tokenizer = built.model, built.tokenizer
     ranking, offset = rank_lookup(model, tokenizer, ids, shift=shift, batch_size=32)
     shift = offset["offset"]
+    read = Lookup.of(ranking, offset)  # the value the pipeline passes its stages
     lookup = ranking.lookup()
     covering = max((ranking.order.index(h) + 1 for h in lookup), default=0)
 
@@ -485,7 +487,7 @@ def _judge(built, ids, validation, test, counts, shift, count_sets) -> dict:
             model,
             tokenizer,
             None,
-            ranking,
+            read,
             n,
             validation,
             ids,
@@ -501,9 +503,7 @@ def _judge(built, ids, validation, test, counts, shift, count_sets) -> dict:
     def at_count(n: int, summary) -> dict:
         if n in judged:
             return judged[n]
-        curve = run_dose_ladder(
-            model, tokenizer, None, ranking, n, test, ids, draws=DRAWS, **LADDER
-        )
+        curve = run_dose_ladder(model, tokenizer, None, read, n, test, ids, draws=DRAWS, **LADDER)
         gains = any(v is not None for v in summary.values())
         heads = ranking.top(n) if gains or not lookup else lookup
         found = diagnosis.where_errors_look(

@@ -2,15 +2,15 @@
 controls measured at the same dose, from teacher-forced passes (one forward per batch).
 
     from harness.attention.dose import dose_ladder, dose_curve, run_dose_ladder
-    curve = run_dose_ladder(model, tokenizer, prompt, ranking, 4, ood, id_instances)
+    curve = run_dose_ladder(model, tokenizer, prompt, lookup, 4, ood, id_instances)
     curve["doses"][3]["reference"]        # {'gain': .., 'low': .., 'high': .., 'n': ..}
-    curves = run_dose_ladders(model, tokenizer, prompt, ranking, [1, 2, 4], ood, id_instances)
+    curves = run_dose_ladders(model, tokenizer, prompt, lookup, [1, 2, 4], ood, id_instances)
     ladder = dose_ladder(4, random_seeds=(0, 1))   # the settings, as values, by rung
 
 A verdict read at one chosen C says little: a repairable lookup gains from a small dose, a
 pointer follows wherever it is pushed, and any push large enough breaks the model. So the
 ladder reads, at each dose C (and in conditional mode each threshold):
-- reference: the top-n heads pushed at the reference (moved by the ranking's `shift`): the
+- reference: the top-n heads pushed at the reference (moved by the lookup's offset): the
   paired gain in teacher-forced token accuracy over the baseline, per instance, with its
   bootstrap 95% interval (`harness.foundation.stats.paired_gain`);
 - the controls of the registry that run on the ladder (`harness.attention.controls`, each
@@ -55,6 +55,7 @@ from harness.attention.controls import (
     ladder_controls,
 )
 from harness.attention.controls.base import mean_or_none, paired_means
+from harness.attention.lookup import Lookup
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES
 
@@ -211,30 +212,10 @@ def dose_curve(
     context = LadderContext(instances, base, records_by_setting, ladder.shift, METRIC, stats)
     made = {c.role: [s for rung in ladder.rungs for s in rung.of(c.role)] for c in ladder.controls}
     id_base = (id_records or {}).get(BASELINE.name)
-    uses_threshold = "threshold" in MODES[ladder.mode].reads
-    doses = []
-    for rung in sorted(ladder.rungs, key=lambda r: (r.top.threshold, r.top.strength)):
-        top = rung.top
-        entry: dict[str, Any] = {
-            "strength": top.strength,
-            "threshold": top.threshold if uses_threshold else None,
-            "setting": top.name,
-            "reference": paired_means(base, records_by_setting[top.name], METRIC, **stats),
-        }
-        for c in ladder.controls:
-            # None: this rung carries no controls (`dose_ladder(controlled=...)`), not run
-            read = c.ladder.read(context, top, rung.of(c.role)) if rung.controls else None
-            entry[c.ladder.key] = read
-        entry["id"] = None
-        if id_base is not None and top.name in id_records:
-            id_top = id_records[top.name]
-            entry["id"] = {
-                "n": len(id_top),
-                "tf_exact": mean_or_none([float(r["tf_exact"]) for r in id_top]),
-                "tf_token_acc": mean_or_none([float(r["tf_token_acc"]) for r in id_top]),
-                "tf_token_acc_gain": paired_means(id_base, id_top, METRIC, **stats),
-            }
-        doses.append(entry)
+    doses = [
+        _dose_entry(ladder, rung, context, id_records if id_base is not None else None)
+        for rung in sorted(ladder.rungs, key=lambda r: (r.top.threshold, r.top.strength))
+    ]
     baseline: dict[str, Any] = {
         "tf_token_acc": mean_interval([float(r[METRIC]) for r in base], **stats),
         "tf_exact": mean_or_none([float(r["tf_exact"]) for r in base]),
@@ -246,11 +227,7 @@ def dose_curve(
         if c.ladder.curve_fields:
             fields |= c.ladder.curve_fields(context, made[c.role])
     if id_base is not None:
-        baseline["id"] = {
-            "n": len(id_base),
-            "tf_exact": mean_or_none([float(r["tf_exact"]) for r in id_base]),
-            "tf_token_acc": mean_or_none([float(r["tf_token_acc"]) for r in id_base]),
-        }
+        baseline["id"] = {"n": len(id_base), **_id_means(id_base)}
     return {
         "n": ladder.n,
         "shift": ladder.shift,
@@ -264,53 +241,64 @@ def dose_curve(
     }
 
 
+def _dose_entry(
+    ladder: Ladder,
+    rung: Rung,
+    context: LadderContext,
+    id_records: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+) -> dict[str, Any]:
+    """One rung of the curve: the push's paired gain, each control's reading (None where
+    the rung carries no controls) and the push's ID figures (None without ID records)."""
+    top, stats = rung.top, context.stats
+    records = context.records
+    entry: dict[str, Any] = {
+        "strength": top.strength,
+        "threshold": top.threshold if "threshold" in MODES[ladder.mode].reads else None,
+        "setting": top.name,
+        "reference": paired_means(context.baseline, records[top.name], METRIC, **stats),
+    }
+    for c in ladder.controls:
+        # None: this rung carries no controls (`dose_ladder(controlled=...)`), not run
+        read = c.ladder.read(context, top, rung.of(c.role)) if rung.controls else None
+        entry[c.ladder.key] = read
+    entry["id"] = None
+    if id_records is not None and top.name in id_records:
+        id_base, id_top = id_records[BASELINE.name], id_records[top.name]
+        entry["id"] = {
+            "n": len(id_top),
+            **_id_means(id_top),
+            "tf_token_acc_gain": paired_means(id_base, id_top, METRIC, **stats),
+        }
+    return entry
+
+
+def _id_means(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "tf_exact": mean_or_none([float(r["tf_exact"]) for r in records]),
+        "tf_token_acc": mean_or_none([float(r["tf_token_acc"]) for r in records]),
+    }
+
+
 # --- running it ----------------------------------------------------------------------------
 def run_dose_ladder(
     model,
     tokenizer,
     prompt,
-    ranking,
+    lookup: Lookup,
     n: int,
     ood_instances: Sequence[Any],
     id_instances: Sequence[Any] = (),
     batch_size: int = 16,
-    *,
-    doses: Sequence[float] = DEFAULT_DOSES,
-    shift: int | None = None,
-    mode: str = "standard",
-    thresholds: Sequence[float] = (),
-    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
-    draws: int = DEFAULT_DRAWS,
-    controlled: Collection[tuple[float, float]] | None = None,
-    seed: int = 0,
-    n_resamples: int | None = None,
-    on_batch: Callable[[int], None] | None = None,
+    **options,
 ) -> dict[str, Any]:
-    """The dose curve of the top `n` heads of `ranking` (`dose_curve`), from teacher-forced
-    passes: the whole ladder on `ood_instances` (one forward per batch, every setting a
-    per-row intervention), the baseline and the top-n rungs on `id_instances`. `shift`:
-    the ranking's own (`ranking.source["shift"]`) unless given. The curve gains "heads"
+    """The dose curve of the top `n` heads of the lookup's ranking (`dose_curve`) at the
+    lookup's offset, from teacher-forced passes: the whole ladder on `ood_instances` (one
+    forward per batch, every setting a per-row intervention), the baseline and the top-n
+    rungs on `id_instances`. `options`: those of `run_dose_ladders`. The curve gains "heads"
     (the top n) and "random_draws" (`other_seeds`: seeds, requested, available, exhausted,
     each draw's heads, and a note when every distinct set is used)."""
     return run_dose_ladders(
-        model,
-        tokenizer,
-        prompt,
-        ranking,
-        [n],
-        ood_instances,
-        id_instances,
-        batch_size,
-        doses=doses,
-        shift=shift,
-        mode=mode,
-        thresholds=thresholds,
-        pointer_shifts=pointer_shifts,
-        draws=draws,
-        controlled=controlled,
-        seed=seed,
-        n_resamples=n_resamples,
-        on_batch=on_batch,
+        model, tokenizer, prompt, lookup, [n], ood_instances, id_instances, batch_size, **options
     )[n]
 
 
@@ -318,14 +306,13 @@ def run_dose_ladders(
     model,
     tokenizer,
     prompt,
-    ranking,
+    lookup: Lookup,
     counts: Sequence[int],
     ood_instances: Sequence[Any],
     id_instances: Sequence[Any] = (),
     batch_size: int = 16,
     *,
     doses: Sequence[float] = DEFAULT_DOSES,
-    shift: int | None = None,
     mode: str = "standard",
     thresholds: Sequence[float] = (),
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
@@ -338,19 +325,14 @@ def run_dose_ladders(
     """`run_dose_ladder` of every count in `counts` ({n: curve}), scored together: the
     ladders' settings (the baseline once, a setting two ladders share once) in one pass
     over the instances, so a batch's prompt is prefilled once for all of them and the
-    baseline scored once, not once per count (issue 45: the choice of N ladders every count
-    on validation). A setting's records do not depend on the settings beside it
-    (`score_settings`), so each curve is the one its ladder alone gives. `controlled`: the
-    rungs that carry the controls (`dose_ladder`; None: all)."""
-    from harness.attention.interventions import (
-        other_pool,
-        other_seeds,
-        score_settings,
-        select_heads,
-    )
+    baseline scored once, not once per count (the choice of N ladders every count on
+    validation). A setting's records do not depend on the settings beside it
+    (`score_settings`), so each curve is the one its ladder alone gives. Every ladder
+    pushes at the lookup's offset (`lookup.offset`). `controlled`: the rungs that carry the
+    controls (`dose_ladder`; None: all)."""
+    from harness.attention.interventions import other_pool, other_seeds, score_settings
 
-    if shift is None:
-        shift = int(ranking.source.get("shift", 0))
+    ranking = lookup.ranking
     counts = list(dict.fromkeys(int(n) for n in counts))
     if not counts:
         raise ValueError("run_dose_ladders needs at least one head count")
@@ -361,20 +343,13 @@ def run_dose_ladders(
         ladders[n] = dose_ladder(
             n,
             doses,
-            shift,
+            lookup.offset,
             mode=mode,
             thresholds=thresholds,
             pointer_shifts=pointer_shifts,
             random_seeds=drawn_of[n]["seeds"],
             controlled=controlled,
         )
-
-    def union(lists) -> list[Setting]:
-        out: dict[str, Setting] = {}
-        for setting in (s for settings in lists for s in settings):
-            if out.setdefault(setting.name, setting) != setting:  # a name says what it does
-                raise ValueError(f"two ladders name different settings {setting.name}")
-        return list(out.values())
 
     def score(instances, chosen):
         return score_settings(
@@ -389,33 +364,47 @@ def run_dose_ladders(
             generate=False,
         )
 
-    records = score(ood_instances, union(ladders[n].settings for n in counts))
+    records = score(ood_instances, _union(ladders[n].settings for n in counts))
     id_records = None
     if id_instances:
-        id_records = score(id_instances, union(ladders[n].id_settings for n in counts))
+        id_records = score(id_instances, _union(ladders[n].id_settings for n in counts))
     curves = {}
     for n in counts:
-        ladder, drawn = ladders[n], drawn_of[n]
         curve = dose_curve(
-            ood_instances, ladder, records, id_records, seed=seed, n_resamples=n_resamples
+            ood_instances, ladders[n], records, id_records, seed=seed, n_resamples=n_resamples
         )
         curve["heads"] = [list(h) for h in ranking.top(n)]
-        drawn["draws"] = [
-            {
-                "seed": s,
-                "heads": [
-                    list(h) for h in select_heads(Setting(heads="other", n=n, seed=s), ranking)
-                ],
-            }
-            for s in drawn["seeds"]
-        ]
-        if drawn["exhausted"]:
-            drawn["note"] = (
-                f"only {drawn['available']} distinct sets of {n} heads lie outside the top "
-                f"{n} and the lookup heads: "
-                f"all of them are used ({len(drawn['seeds'])} of {drawn['requested']} draws "
-                "asked)"
-            )
-        curve["random_draws"] = drawn
+        curve["random_draws"] = _with_draws(drawn_of[n], ranking, n)
         curves[n] = curve
     return curves
+
+
+def _union(lists) -> list[Setting]:
+    """The settings of several ladders, each name once (a name says what it does)."""
+    out: dict[str, Setting] = {}
+    for setting in (s for settings in lists for s in settings):
+        if out.setdefault(setting.name, setting) != setting:
+            raise ValueError(f"two ladders name different settings {setting.name}")
+    return list(out.values())
+
+
+def _with_draws(drawn: dict[str, Any], ranking, n: int) -> dict[str, Any]:
+    """`other_seeds`' record with each draw's heads, and a note when every distinct set of
+    n heads outside the top n and the lookup heads is used."""
+    from harness.attention.interventions import select_heads
+
+    drawn["draws"] = [
+        {
+            "seed": s,
+            "heads": [list(h) for h in select_heads(Setting(heads="other", n=n, seed=s), ranking)],
+        }
+        for s in drawn["seeds"]
+    ]
+    if drawn["exhausted"]:
+        drawn["note"] = (
+            f"only {drawn['available']} distinct sets of {n} heads lie outside the top "
+            f"{n} and the lookup heads: "
+            f"all of them are used ({len(drawn['seeds'])} of {drawn['requested']} draws "
+            "asked)"
+        )
+    return drawn

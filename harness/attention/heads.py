@@ -18,10 +18,11 @@ Ties are broken by a measured quantity, not by where a head sits: heads with the
 are ordered by their whole offset profile's mass (the weight they put near the reference at
 any offset), and only heads equal on both keep (layer, head) order.
 
-Lookup heads in distribution (`lookup_heads`): the heads whose ID weight per row at the
-ranking's offset is at least LOOKUP_SHARE of the top head's. They are the heads the verdict
-must push together (a redundant partner is one of them), never draw as "random other heads",
-and read when no push gains.
+Lookup heads in distribution (`HeadRanking.lookup`, `harness.attention.lookup.lookup_heads`):
+the heads whose ID weight per row at the ranking's offset is at least LOOKUP_SHARE of the top
+head's. They are the heads the verdict must push together (a redundant partner is one of
+them), never draw as "random other heads", and read when no push gains. The pipeline carries
+them, with the offset, as one value (`harness.attention.lookup.Lookup`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.attention.lookup import LOOKUP_SHARE, lookup_heads
 from harness.engine.positions import causal_valid, shift_mask  # noqa: F401  (re-exported)
 
 HEADS_FILE = "heads.json"
@@ -43,7 +45,6 @@ OFFSET_HEADS = 4  # lookup_offset compares the mean ID mass of the top 4 heads a
 # than 10% above the reference: the reference is the hypothesis the task states, and a near
 # tie (SmolLM2 fine-tuned on reversal: 0.455 at ref+1, 0.436 at the reference) is no evidence
 OFFSET_MARGIN = 0.10
-LOOKUP_SHARE = 0.5  # a head looks up in distribution with half the top head's weight or more
 
 
 @dataclass
@@ -316,19 +317,6 @@ def offset_text(offset: int, masses: dict[int, float], how: str = "") -> str:
             else:
                 text += f", next ref{k:+d} {others[k]:.2f}"
     return text
-
-
-def lookup_heads(ranking: HeadRanking, share: float = LOOKUP_SHARE) -> list[tuple[int, int]]:
-    """The heads that look up in distribution, in ranking order: ID weight per row at the
-    ranking's offset at least `share` of the top head's (none when no head weighs anything
-    there)."""
-    if not 0 < share <= 1:
-        raise ValueError(f"share must be in (0, 1], got {share}")
-    values = ranking.offsets.get(str(ranking.source.get("shift", 0))) or ranking.per_row
-    top = max((v for layer in values for v in layer), default=0.0)
-    if top <= 0:
-        return []
-    return [(la, h) for la, h in ranking.top(ranking.total) if values[la][h] >= share * top]
 
 
 def rank_lookup(

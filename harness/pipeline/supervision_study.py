@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import random
 import sys
 import time
@@ -42,15 +41,16 @@ from typing import Any
 
 from attentionspan_datasets.metrics import METRICS
 from harness.attention.verdicts.supervision import study_verdict
-from harness.pipeline.reproduce import (
-    STREAMS,
-    TaskRun,
-    _saved_model,
+from harness.pipeline.prepare import (
     check_task_models,
+    model_mismatch,
+    saved_model,
     task_model,
     task_model_folder,
     task_train_config,
+    trained_model,
 )
+from harness.pipeline.reproduce import STREAMS, TaskRun
 from harness.pipeline.settings import TaskValue, seed_run_seeds
 from harness.pipeline.stages import write_json_atomic
 from harness.pipeline.supervision_settings import (
@@ -123,56 +123,28 @@ def head_masses(scorer, instances, sets: dict[str, list], shift: int) -> dict[st
     return out
 
 
-def recorded_differences(saved: Path, config) -> str:
-    """What the run file of the model in `saved` records otherwise than `config` asks
-    (`--option: recorded X, asked Y; ...`, output paths aside), or "" when it matches."""
+def arm_model(config, name: str, log, progress: bool, again: str) -> str:
+    """The final model of `config`, trained, resumed or reused (`prepare.trained_model`), the
+    reuse only when its run file records the same options (`prepare.model_mismatch`, as
+    reproduce refuses its models); otherwise one line naming them, and the model is kept."""
     from harness.foundation.options import option
-    from harness.foundation.runs import RUN_CONFIG_FILE, read_run_file
-    from harness.training.train import TrainConfig, flat_options
-
-    info = read_run_file(saved)
-    if info is None:
-        return f"it records no train options (no {RUN_CONFIG_FILE})"
-    values = {**info.get("train", {}), "prompt": info.get("prompt", {})}
-    values["scratch"] = info.get("scratch", {})
-    try:
-        recorded = flat_options(TrainConfig.from_dict(values))
-    except (TypeError, ValueError) as error:
-        return f"{saved / RUN_CONFIG_FILE}: {error}"
-    asked = flat_options(config)
-
-    def same(a, b):  # through JSON, as the run file holds them
-        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-    return "; ".join(
-        f"{option(k)}: recorded {recorded.get(k)!r}, asked {v!r}"
-        for k, v in asked.items()
-        if k != "output" and not same(v, recorded.get(k))
-    )
-
-
-def trained_model(config, name: str, log, progress: bool, again: str) -> str:
-    """The final model of `config`, trained, resumed or reused (only when its run file
-    records the same options; otherwise one line naming them, and the model is kept)."""
-    from harness.foundation.runs import FINAL
-    from harness.training.train import train
 
     folder = Path(config.output)
-    saved = _saved_model(folder)
-    if saved is not None:
-        differ = recorded_differences(saved, config)
-        if differ:
-            raise ValueError(
-                f"model {name}: {saved} was trained with other options than this run's: "
-                f"{differ}; use another --output, or delete {folder} to train it again"
-            )
-        if saved.name == FINAL:
-            log(f"model {name}: reusing {saved} (trained with the same options)")
-            return str(saved)
-        log(f"model {name}: resuming {saved} (trained so far with the same options)")
-    else:
-        log(f"model {name}: training {config.max_steps} steps into {folder}")
-    return str(train(config, resume=saved is not None, progress=progress, resume_with=again))
+    saved = saved_model(folder)
+    found = None if saved is None else model_mismatch(saved, config)
+    if found is not None:
+        todo = f"use another --output, or delete {folder} to train it again"
+        if found.unknown:
+            raise ValueError(f"model {name}: {found.unknown}; {todo}")
+        differ = "; ".join(
+            f"{option(k)}: recorded {recorded!r}, asked {asked!r}"
+            for k, recorded, asked in found.differ
+        )
+        raise ValueError(
+            f"model {name}: {saved} was trained with other options than this run's: "
+            f"{differ}; {todo}"
+        )
+    return trained_model(config, f"model {name}", log, progress, again)[0]
 
 
 def _train_in_worker(config, name: str, again: str, threads: int) -> str:
@@ -186,7 +158,7 @@ def _train_in_worker(config, name: str, again: str, threads: int) -> str:
     def log(message: str) -> None:
         print(f"[supervision] {message}", file=sys.stderr, flush=True)
 
-    return trained_model(config, name, log, False, again)
+    return arm_model(config, name, log, False, again)
 
 
 class TaskStudy:
@@ -253,7 +225,7 @@ class TaskStudy:
                 path = task_model(self.repro, self.task, self.out, self.log, run)
             else:
                 config, name, again = self.training(run, arm)
-                path = trained_model(config, name, self.log, self.cfg.progress, again)
+                path = arm_model(config, name, self.log, self.cfg.progress, again)
             self.models[key] = path
         return self.models[key]
 
@@ -396,7 +368,7 @@ class TaskStudy:
         from harness.attention.diagnosis import id_level
 
         task_run = self.task_run(run, arm)
-        ranking = task_run.run_heads()
+        ranking = task_run.run_heads().ranking
         supervised = [tuple(h) for h in self.heads[run]["supervised"]]
         level = id_level(ranking, supervised, self.cfg.shift)
         attention = task_run.run_attention()["results"]
@@ -421,7 +393,7 @@ class TaskStudy:
         self.train_all([(run, ladder[0]) for run in seeds])
         for run in seeds:
             self.log(f"seed run {run}: the baseline and its ID head ranking")
-            ranking = self.task_run(run, ladder[0]).run_heads()
+            ranking = self.task_run(run, ladder[0]).run_heads().ranking
             top = [list(h) for h in ranking.top(cfg.heads)]
             self.heads[run] = {
                 "supervised": sorted(top),

@@ -48,6 +48,7 @@ def battery(model, tokenizer) -> dict[str, Any]:
     from harness.attention.dose import run_dose_ladder
     from harness.attention.heads import rank_heads
     from harness.attention.interventions import score_settings
+    from harness.attention.lookup import Lookup
     from harness.attention.setting import Setting
     from harness.attention.sweep import BASELINE
     from harness.attention.verdicts.calibrated import calibrated_verdict
@@ -103,7 +104,16 @@ def battery(model, tokenizer) -> dict[str, Any]:
     )
     ood = list(iter_split("reversal_ood", seed=0, split="validation", stop=INSTANCES))
     ladder = run_dose_ladder(
-        model, tokenizer, prompt, ranking, 2, ood, instances, BATCH, draws=1, n_resamples=50
+        model,
+        tokenizer,
+        prompt,
+        Lookup.of(ranking),
+        2,
+        ood,
+        instances,
+        BATCH,
+        draws=1,
+        n_resamples=50,
     )
     out["dose"] = ladder
     heads_top = ranking.top(2)

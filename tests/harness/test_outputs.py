@@ -364,7 +364,7 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
     reuses the finished stages)."""
     import harness.training.train
     from harness.pipeline import settings
-    from harness.pipeline.reproduce import task_model
+    from harness.pipeline.prepare import task_model
     from harness.pipeline.settings import ReproduceConfig
 
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64}

@@ -5,6 +5,7 @@ the model works, and no more: a gain that survives it is a repair."""
 import dataclasses
 
 from harness.attention.controls.base import Control
+from harness.attention.lookup import profile_at, ranked_offset
 
 
 def restore_setting(chosen):
@@ -22,11 +23,10 @@ def restore_levels(ranking, shift: int = 0):
     when it was ranked at that shift without a threshold."""
     import torch
 
-    if str(shift) in ranking.offsets:
-        values = ranking.offsets[str(shift)]
-    elif int(ranking.source.get("shift", 0)) == shift and not ranking.source.get("threshold"):
+    values = profile_at(ranking, shift)
+    if values is None and ranked_offset(ranking) == shift and not ranking.source.get("threshold"):
         values = ranking.per_row
-    else:
+    if values is None:
         raise ValueError(
             f"the head ranking has no ID level at ref{shift:+d} (offsets: "
             f"{', '.join(sorted(ranking.offsets)) or 'none'}); rank with that offset"

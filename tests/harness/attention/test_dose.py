@@ -24,6 +24,7 @@ from harness.attention.dose import (
 )
 from harness.attention.heads import HeadRanking
 from harness.attention.interventions import other_pool, other_seeds, score_settings, select_heads
+from harness.attention.lookup import Lookup
 from harness.attention.setting import BASELINE, Setting
 from harness.foundation.stats import paired_gain
 from tests.harness.attention.ladder_records import record
@@ -339,11 +340,13 @@ def test_ladders_of_several_counts_scored_together_equal_each_alone(attn_tokeniz
     handle = model.register_forward_pre_hook(lambda *args: forwards.append(1))
     try:
         together = run_dose_ladders(
-            model, attn_tokenizer, None, ranking, [1, 2, 4], instances, ids, **options
+            model, attn_tokenizer, None, Lookup.of(ranking), [1, 2, 4], instances, ids, **options
         )
         shared = len(forwards)
         alone = {
-            n: run_dose_ladder(model, attn_tokenizer, None, ranking, n, instances, ids, **options)
+            n: run_dose_ladder(
+                model, attn_tokenizer, None, Lookup.of(ranking), n, instances, ids, **options
+            )
             for n in (1, 2, 4)
         }
     finally:
@@ -353,7 +356,7 @@ def test_ladders_of_several_counts_scored_together_equal_each_alone(attn_tokeniz
     assert together[1]["doses"] != together[4]["doses"]  # not vacuous
     assert shared < len(forwards) - shared  # one prefill a batch, not one per count
     with pytest.raises(ValueError, match="at least one head count"):
-        run_dose_ladders(model, attn_tokenizer, None, ranking, [], instances)
+        run_dose_ladders(model, attn_tokenizer, None, Lookup.of(ranking), [], instances)
 
 
 def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_tokenizer, tiny):
@@ -362,10 +365,11 @@ def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_toke
     depend on the settings beside it); elsewhere their fields are None and the table says
     "-"; fewer settings are scored."""
     model, instances, ranking = tiny
+    lookup = Lookup.of(ranking)
     options = dict(doses=(0.3, 2.0), draws=2, batch_size=3)
-    whole = run_dose_ladder(model, attn_tokenizer, None, ranking, 2, instances, **options)
+    whole = run_dose_ladder(model, attn_tokenizer, None, lookup, 2, instances, **options)
     sparse = run_dose_ladder(
-        model, attn_tokenizer, None, ranking, 2, instances, controlled=[(2.0, 0.0)], **options
+        model, attn_tokenizer, None, lookup, 2, instances, controlled=[(2.0, 0.0)], **options
     )
     assert json.dumps(sparse["doses"][1], sort_keys=True) == json.dumps(
         whole["doses"][1], sort_keys=True
@@ -393,7 +397,7 @@ def test_a_planted_dilution_gains_at_the_reference_from_a_small_dose():
         p.model,
         p.tokenizer,
         None,
-        ranking,
+        Lookup.of(ranking),
         1,
         p.ood_instances[::4],
         p.id_instances,

@@ -9,6 +9,7 @@ from attentionspan_datasets.splits import iter_split
 from harness.attention import heads as heads_module
 from harness.attention.controls import restore_levels
 from harness.attention.heads import HeadRanking, rank_heads, shift_mask
+from harness.attention.lookup import ranked_offset
 from harness.engine.inference import collate_left
 from harness.foundation.tokenization import CharTokenizer, encode_instance
 from tests.harness.attention_models import build_tiny
@@ -62,7 +63,7 @@ def test_shift_ranks_at_ref_plus_k(attn_tokenizer, instances):
     want = expected_mass(attn_tokenizer, instances, shift=1)
     assert ranking.scores[1][3] == pytest.approx(want, rel=1e-4)
     assert ranking.profile(1, 3)["1"] == pytest.approx(want / ranking.rows, rel=1e-4)
-    assert ranking.source["shift"] == 1
+    assert ranked_offset(ranking) == 1
 
 
 def test_threshold_counts_only_weights_above_it(attn_tokenizer, instances):
@@ -212,10 +213,10 @@ def test_rank_lookup_finds_the_planted_offset_and_shift_overrides(shift):
     model, tokenizer, ids, _, truth = build("dilution", shift)
     ranking, found = rank_lookup(model, tokenizer, ids, batch_size=16)
     assert found["offset"] == shift and found["found"]
-    assert ranking.source["shift"] == shift and ranking.top(1) == [truth.lookup_heads[0]]
+    assert ranked_offset(ranking) == shift and ranking.top(1) == [truth.lookup_heads[0]]
     given, told = rank_lookup(model, tokenizer, ids, shift=1 - shift, batch_size=16)
     assert told["offset"] == 1 - shift and not told["found"] and "--shift" in told["text"]
-    assert given.source["shift"] == 1 - shift
+    assert ranked_offset(given) == 1 - shift
 
 
 def test_ties_are_broken_by_the_offset_profile_not_the_index(

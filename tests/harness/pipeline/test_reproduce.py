@@ -158,8 +158,8 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
     calls = []
     real = reproduce_module.TaskRun.score
 
-    def count(self, settings, stream, ranking=None):
-        result = real(self, settings, stream, ranking)
+    def count(self, settings, stream, lookup=None):
+        result = real(self, settings, stream, lookup)
         calls.append(self.stages.ran[:])
         return result
 
@@ -252,7 +252,7 @@ def test_bad_options_name_the_field():
 
 def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     from harness.pipeline import settings
-    from harness.pipeline.reproduce import task_train_config
+    from harness.pipeline.prepare import task_train_config
     from harness.training.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, output=str(tmp_path))
@@ -295,7 +295,7 @@ def test_cli_one_line_errors(capsys):
 
 # --- --quick's models: seed runs, and a reused model that must match its options ----------
 def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
-    from harness.pipeline.reproduce import task_model_folder, task_train_config
+    from harness.pipeline.prepare import task_model_folder, task_train_config
     from harness.pipeline.settings import quick_recipe
     from harness.training.train import TrainConfig
 
@@ -343,7 +343,7 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
     only when its run file records the options it would be trained with now; otherwise the
     run is refused before any work, naming each option, and the model is kept."""
     from harness.pipeline import settings
-    from harness.pipeline.reproduce import check_task_models, task_model, task_train_config
+    from harness.pipeline.prepare import check_task_models, task_model, task_train_config
 
     out = tmp_path / "rq"
     first = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3, seed=7)

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from harness.pipeline import settings
-from harness.pipeline.reproduce import (
-    ReproduceConfig,
+from harness.pipeline.prepare import (
     check_task_models,
     pretrained_folder,
     pretrained_provenance,
     task_model,
     task_train_config,
 )
+from harness.pipeline.reproduce import ReproduceConfig
 from tests.harness.conftest import save_tiny_model
 from tests.harness.pipeline.test_reproduce import TINY
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from harness.pipeline import reproduce as reproduce_module
+from harness.pipeline import prepare
 from harness.pipeline.reproduce import ReproduceConfig, reproduce
 from harness.pipeline.stages import Stages
 from harness.report import results_doc
@@ -42,7 +42,7 @@ def test_a_fine_tune_is_reused_when_only_the_analysis_changes(tmp_path, monkeypa
     """--num-test, --num-validation and the grid are analysis options: the model trained
     for the first run serves the second (reused, not retrained), and the CPU time its
     training took is read back from its stage file."""
-    from harness.pipeline.reproduce import check_task_models, task_train_config, timed_task_model
+    from harness.pipeline.prepare import check_task_models, task_train_config, timed_task_model
 
     out = tmp_path / "rq"
     first = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3)
@@ -56,7 +56,7 @@ def test_a_fine_tune_is_reused_when_only_the_analysis_changes(tmp_path, monkeypa
             pass
         return str(_fake_model(folder / "final", task_train_config(cfg, task, folder, run)))
 
-    monkeypatch.setattr(reproduce_module, "task_model", train)
+    monkeypatch.setattr(prepare, "task_model", train)
     model, record = timed_task_model(first, "reversal", out, print)
     assert trained == ["reversal"] and record["cpu_s"] >= 0.05 and not record["resumed"]
     assert record["steps"] == 3
@@ -79,7 +79,7 @@ def test_a_resumed_fine_tune_counts_its_interrupted_invocations(tmp_path, monkey
     what each earlier invocation logged (log.jsonl), not the last call's alone; a record
     saved before this was counted gains them when read back."""
     from harness.foundation.runs import LOG_FILE, RUN_CONFIG_FILE
-    from harness.pipeline.reproduce import task_train_config, timed_task_model
+    from harness.pipeline.prepare import task_train_config, timed_task_model
 
     out = tmp_path / "rq"
     cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3)
@@ -96,7 +96,7 @@ def test_a_resumed_fine_tune_counts_its_interrupted_invocations(tmp_path, monkey
             f.write(json.dumps({"step": 3, "cpu_s": 2.0}) + "\n")
         return str(_fake_model(folder / "final", task_train_config(cfg, task, folder, run)))
 
-    monkeypatch.setattr(reproduce_module, "task_model", train)
+    monkeypatch.setattr(prepare, "task_model", train)
     _, record = timed_task_model(cfg, "reversal", out, print)
     assert record["resumed"] and record["earlier_cpu_s"] == 9.5
     assert 9.5 <= record["cpu_s"] < 9.5 + 5  # this call's CPU (a few ms) plus the first's

@@ -11,7 +11,7 @@ from harness.pipeline.settings import ReproduceConfig, TaskValue
 
 
 def test_the_config_resolves_each_task_once_and_the_stages_read_the_value(tmp_path, monkeypatch):
-    from harness.pipeline.reproduce import task_model_folder, task_train_config
+    from harness.pipeline.prepare import task_model_folder, task_train_config
     from harness.report.report_md import task_folder
 
     looked_up = []

@@ -129,7 +129,7 @@ def test_the_study_writes_its_report_and_results(study):
 def test_weight_zero_is_the_baseline_model_itself(study):
     """Weight 0 is not trained again: it is --quick's model of the seed run (the engine runs
     a step of weight 0 as the plain step, so a second copy would only cost time)."""
-    from harness.pipeline.reproduce import task_model_folder
+    from harness.pipeline.prepare import task_model_folder
 
     _, out, _, results = study
     baseline = results["arms"]["baseline"]

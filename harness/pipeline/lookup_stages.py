@@ -1,0 +1,301 @@
+"""The stages of `reproduce` that make and read the lookup: the head ranking that finds it
+(stage 3 of `harness.pipeline.reproduce`), then at it the dose ladder, the diagnosis, the
+calibrated verdict and its dose free-running (stages 5 to 8, `TaskRun.judge`).
+
+    from harness.pipeline.lookup_stages import run_dose, run_heads
+    lookup = run_heads(task_run)             # a `harness.attention.lookup.Lookup`
+    dose = run_dose(task_run, lookup)
+
+The lookup is made once, from the ranking's stage (`Lookup.of`), and each later stage
+receives it as a value (the offset, the ranking, the lookup heads and their ID levels) with
+the results of the stages before it as arguments, so the run's own lookup and the second
+candidate of a near tie go through the same functions: the second's stages are saved under
+its own label (`TaskRun.stage_label`), the first's keep their names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.attention.lookup import Lookup
+
+
+def swept_thresholds(cfg) -> list[float]:
+    """`cfg.thresholds` where the mode reads a threshold (conditional), else none: what the
+    grid and the dose ladder sweep."""
+    from harness.engine.modes import MODES
+
+    return list(cfg.thresholds) if "threshold" in MODES[cfg.mode].reads else []
+
+
+def ladder_counts(cfg, lookup: Lookup) -> list[int]:
+    """The head counts N the dose ladder chooses among: the grid's (`--counts`, or
+    `head_counts` of the model) and the count that holds every lookup head, capped at the
+    model's heads."""
+    from harness.attention.sweep import head_counts
+
+    total = lookup.ranking.total
+    counts = cfg.counts or head_counts(total)
+    return sorted({min(int(n), total) for n in (*counts, lookup.covering) if n})
+
+
+def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
+    """The Appendix G ranking on ID instances at the offset where the lookup reads
+    (`harness.attention.heads.rank_lookup`: the offset profile's largest top-heads ID
+    mass, unless --shift gives one), returned as the lookup every later stage receives
+    (`Lookup.of`: how the offset was found is kept in the ranking's source,
+    "lookup_offset"). `candidate`: the second candidate of a near tie
+    (`heads.second_lookup`), ranked at its offset in stage files of its own."""
+    from harness.attention.heads import HeadRanking, offset_text, rank_lookup
+
+    shift = run.cfg.shift if candidate is None else candidate["offset"]
+    label = run.label if candidate is None else f"{run.label}-lookup{shift:+d}"
+    settings = run.base_settings() | {
+        "n": run.cfg.num_heads,
+        "threshold": run.cfg.head_threshold,
+        "shift": shift,
+    }
+
+    def compute():
+        run.load()
+        from attentionspan_datasets.splits import split_instance
+
+        # Every process ranks on all instances: 30 short ID instances are cheap, and the
+        # ranking must be the same everywhere.
+        instances = [
+            split_instance(run.id_name, run.cfg.seed, "validation", i)
+            for i in range(run.cfg.num_heads)
+        ]
+        ranking, offset = rank_lookup(
+            run.model,
+            run.tokenizer,
+            instances,
+            run.prompt,
+            shift=shift,
+            threshold=run.cfg.head_threshold,
+            batch_size=run.cfg.batch_size,
+            source={
+                "model": str(run.model_dir),
+                "config": run.id_name,
+                "split": "validation",
+                "seed": run.cfg.seed,
+                "indices": [0, run.cfg.num_heads],
+            },
+        )
+        if candidate is not None:  # found as the second of a near tie, not given
+            masses = {int(k): v for k, v in candidate["masses"].items()}
+            how = "(the second candidate lookup)"
+            offset = {**candidate, "text": offset_text(shift, masses, how)}
+        ranking.source["lookup_offset"] = offset
+        ranking.source["lookup_heads"] = [list(h) for h in ranking.lookup()]
+        return ranking.to_dict()
+
+    data = run.stages.run(f"{label}-heads", settings, compute)
+    lookup = Lookup.of(HeadRanking.from_dict(data))
+    if run.procs.main:
+        suffix = "" if candidate is None else f"-lookup{shift:+d}"
+        lookup.ranking.save(run.dir / f"heads{suffix}.json")
+    return lookup
+
+
+def run_dose(run, lookup: Lookup) -> dict[str, Any]:
+    """The dose-response ladder (`harness.attention.dose`) at the lookup's offset. On the OOD
+    validation stream the reference and ID rungs of every count (no controls: they do not
+    choose), from which `choose_count` picks N and the verdict its dose; then that N's
+    ladder on the test stream with its controls at the rungs the verdict reads them
+    (`reading_rungs`: the chosen dose and the top one), with its ID stream for ID exact
+    match; teacher-forced, every process on every instance (it is a few forwards)."""
+    from harness.attention.dose import DEFAULT_DOSES, run_dose_ladders
+    from harness.attention.verdicts.calibrated import choose_count, reading_rungs
+
+    cfg = run.cfg
+    counts = ladder_counts(cfg, lookup)
+    thresholds = swept_thresholds(cfg)
+    settings = run.base_settings() | {
+        "n_validation": cfg.num_validation,
+        "n_test": cfg.num_test,
+        "counts": counts,
+        "ranking": lookup.key,
+        "shift": lookup.offset,
+        "lookup": lookup.covering,
+        "mode": cfg.mode,
+        "thresholds": thresholds,
+        "doses": list(DEFAULT_DOSES),
+        "controls_at": "reading rungs",  # not every rung (stages before this: all)
+    }
+
+    def ladders(ns, stream, id_stream, **controls):
+        # every count's ladder in one pass: the baseline and each batch's prefill once, not
+        # once per count; each curve is the one its ladder alone gives
+        return run_dose_ladders(
+            run.model,
+            run.tokenizer,
+            run.prompt,
+            lookup,
+            ns,
+            run.instances(stream, share=False),
+            run.instances(id_stream, share=False),
+            cfg.batch_size,
+            mode=cfg.mode,
+            thresholds=thresholds,
+            **controls,
+        )
+
+    def compute():
+        run.load()
+        by_count = ladders(counts, "validation", "id_validation", pointer_shifts=(), draws=0)
+        n, summary = choose_count(by_count, lookup=lookup.covering)
+        # the verdict reads validation's reference and ID rungs only (to choose the dose):
+        # the chosen N's are already scored; the controls run on test alone, at the rungs
+        # the verdict reads them (the chosen dose and the top one)
+        controlled = reading_rungs(by_count[n])
+        return {
+            "n": n,
+            "counts": {str(k): v for k, v in summary.items()},
+            "validation": by_count[n],
+            "test": ladders([n], "test", "id", controlled=controlled)[n],
+            "controlled": [list(r) for r in controlled],
+        }
+
+    return run.stages.run(f"{run.stage_label(lookup)}-dose", settings, compute)
+
+
+def diagnosis_heads(lookup: Lookup, dose: dict[str, Any]) -> list[tuple[int, int]]:
+    """The heads the diagnosis reads: the ladder's N (chosen on OOD validation by the ladder
+    itself, never from the grid's chosen setting) when some count gains; with no gain the
+    heads that look up in distribution, not the largest N."""
+    counts = dose.get("counts") or {}
+    if any(v is not None for v in counts.values()) or not lookup.heads:
+        return lookup.top(dose["n"])
+    return list(lookup.heads)
+
+
+def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
+    """Where the ranked heads look on each wrong answer token, without intervention, on the
+    ID and the OOD test streams (`harness.attention.diagnosis`), at the lookup's offset,
+    each head against its own ID level there (`Lookup.levels_of`); the verdict reads each
+    instance's first wrong row (`diagnosis.BASIS`)."""
+    from harness.attention.diagnosis import BASIS, where_errors_look
+    from harness.attention.sweep import BASELINE
+    from harness.engine.scoring import Scorer
+
+    heads = diagnosis_heads(lookup, dose)
+    level = lookup.levels_of(heads)
+    settings = run.base_settings() | {
+        "n": run.cfg.num_test,
+        "heads": [list(h) for h in heads],
+        "shift": lookup.offset,
+        "level": level,
+        "basis": BASIS,
+    }
+
+    def compute():
+        run.load()
+        scorer = Scorer(run.model, run.tokenizer, run.prompt, run.cfg.batch_size)
+        out = {}
+        for stream, name in (("id", run.id_name), ("test", run.ood_name)):
+            records = run.score([BASELINE], stream)[BASELINE.name]
+            instances = run.instances(stream, share=False)
+            out[name] = where_errors_look(
+                scorer, instances, records, heads, shift=lookup.offset, level=level
+            )
+        return out
+
+    return run.stages.run(f"{run.stage_label(lookup)}-diagnosis", settings, compute)
+
+
+def calibrated_verdict(
+    lookup: Lookup, dose: dict[str, Any], diagnosis: dict[str, Any]
+) -> dict[str, Any]:
+    """The verdict read from the dose curves and the OOD errors' diagnosis (`diagnosis`:
+    the OOD stream's; `harness.attention.verdicts.calibrated`; docs/usage_analysis.md, "The
+    calibrated verdict"), where the lookup reads said first: every number depends on it."""
+    from harness.attention.verdicts.calibrated import calibrated_verdict as verdict_of
+
+    out = verdict_of(dose["validation"], dose["test"], diagnosis)
+    if lookup.found:
+        out["reasons"].insert(0, lookup.text)
+        out["numbers"]["offset"] = dict(lookup.found)
+    return out
+
+
+def run_at_dose(
+    run, lookup: Lookup, dose: dict[str, Any], verdict: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The verdict's dose free-running: the ladder reads teacher-forced gains, so the push at
+    the chosen C is also scored as the model answers on its own (OOD test and ID test,
+    paired per instance over the baseline); None when no dose was chosen."""
+    from harness.attention.sweep import BASELINE, Setting
+    from harness.foundation.stats import gain_table, overall, summarise
+
+    chosen = verdict["numbers"].get("dose")
+    if not chosen:
+        return None
+    setting = Setting(
+        heads="top",
+        n=len(lookup.top(dose["n"])),
+        strength=chosen["C"],
+        mode=run.cfg.mode,
+        threshold=chosen.get("threshold") or 0.0,
+        shift=lookup.offset,
+    )
+    out: dict[str, Any] = {"setting": setting.name}
+    for stream in ("test", "id"):
+        records = run.score([BASELINE, setting], stream, lookup)
+        base, treated = records[BASELINE.name], records[setting.name]
+        out[stream] = {
+            "baseline": overall(summarise(base)),
+            "treated": overall(summarise(treated)),
+            "gains": gain_table(base, treated, per_length=False),
+        }
+        if stream == "test":
+            out["repaired"] = repaired_share(base, treated)
+    return out
+
+
+def note_repaired(verdict: dict[str, Any], at_dose: dict[str, Any] | None) -> None:
+    """The verdict says what share of the wrong OOD answers its dose repairs free-running
+    (a mixed failure's repair is partial)."""
+    repaired = (at_dose or {}).get("repaired")
+    if not repaired or repaired.get("share") is None:
+        return
+    dose = verdict["numbers"]["dose"]
+    verdict["numbers"]["repaired"] = repaired
+    verdict["reasons"].append(
+        f"free-running at C = {dose['C']:g} the push repairs {repaired['repaired']} of the "
+        f"{repaired['wrong']} wrong OOD test answers ({repaired['share']:.2f})"
+    )
+
+
+def repaired_share(baseline, treated) -> dict[str, Any]:
+    """The share of the answers wrong at baseline that the push makes exact, free-running
+    (paired per instance): what the verdict's dose repairs, all of it or part."""
+    from harness.foundation.stats import pair_records
+
+    wrong = [(a, b) for a, b in pair_records(baseline, treated) if not a["exact_match"]]
+    fixed = sum(1 for _, b in wrong if b["exact_match"])
+    return {"wrong": len(wrong), "repaired": fixed, "share": fixed / len(wrong) if wrong else None}
+
+
+def lookup_entry(
+    results: dict[str, Any], stage: str, lookup: Lookup, text: str = ""
+) -> dict[str, Any]:
+    """One candidate lookup's judgement, as `results["lookups"]` lists them (the run's own
+    first): its offset and ID mass, where its stages are, its ranking's top heads, the
+    ladder's N, the diagnosis, the verdict and the dose free-running."""
+    dose = results.get("dose") or {}
+    entry = {
+        "offset": lookup.offset,
+        "mass": lookup.mass,
+        "stage": stage,
+        "heads": [list(h) for h in lookup.ranking.order[:8]],
+        "n": dose.get("n"),
+        "verdict": results.get("verdict"),
+        "diagnosis": results.get("diagnosis"),
+        "at_dose": results.get("at_dose"),
+    }
+    if text:  # the second: the sentence naming both candidates, and its whole ladder
+        entry["text"] = text
+        entry["dose"] = dose
+        entry["cpu_s"] = results.get("cpu_s")
+    return entry
