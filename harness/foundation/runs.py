@@ -189,6 +189,33 @@ def versions() -> dict[str, str]:
     }
 
 
+def cpu_kind() -> dict[str, Any]:
+    """The kind of CPU a result was computed on, as far as it decides float rounding: torch's
+    kernel set (`AVX2`, `AVX512`: which vectorised code paths ATen takes), whether the CPU
+    has bf16 units, and its model name. Training the same recipe on another kernel set gives
+    other weights (another order of float sums), so a digest reproduces bit for bit only on
+    its own kind (recorded beside the versions in settings.json and the digests)."""
+    import platform
+
+    import torch
+
+    processor = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                processor = line.split(":", 1)[1].strip()
+                break
+    try:
+        bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        bf16 = False
+    return {
+        "kernels": torch.backends.cpu.get_cpu_capability(),
+        "bf16_units": bf16,
+        "processor": processor,
+    }
+
+
 def weights_sha256(folder: Path) -> str | None:
     """SHA-256 over a model folder's weight files (`*.safetensors`, by name, in name order):
     two folders with this digest hold the same weights. None when there are none."""

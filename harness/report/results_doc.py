@@ -250,17 +250,24 @@ def render(
     block: str = "",
     versions: dict[str, str] | None = None,
     model: str | None = None,
+    cpu: dict[str, Any] | None = None,
+    rule_version: str | None = None,
 ) -> str:
     """The block: the command, the findings, one row per task with the controls. `model`:
-    the pretrained model a --pretrained run fine-tuned (None: tiny scratch models)."""
+    the pretrained model a --pretrained run fine-tuned (None: tiny scratch models); `cpu`
+    and `rule_version`, where the digest records them: the kernels and the verdict rule
+    under which it reproduces bit for bit."""
     begin, end = markers(block)
     digest_name = Path(digest_path(block)).name
     packages = ", ".join(f"{k} {v}" for k, v in (versions or {}).items())
     what = f", {model} fine-tuned on each task there" if model else ""
+    kernels = f"torch's {cpu['kernels']} kernels; " if cpu and cpu.get("kernels") else ""
+    rule = f"; verdict rule {rule_version}" if rule_version else ""
+    about = f" ({kernels}{packages}{rule})" if packages else ""
     lines = [
         begin,
         "",
-        f"Measured {date} on {machine}{what}" + (f" ({packages})" if packages else "") + ":",
+        f"Measured {date} on {machine}{what}{about}:",
         "",
         "```bash",
         command,
@@ -428,6 +435,9 @@ def check(out: Path, digest_file: Path) -> list[str]:
         lines.append("versions that differ: " + ", ".join(changed))
     else:
         lines.append("the package versions are the same")
+    settings = run_settings(out)
+    lines.append(cpu_line(saved["meta"].get("cpu"), settings.get("cpu")))
+    lines.append(rule_line(saved["meta"].get("rule_version"), settings.get("rule_version")))
     for name in wanted:
         before, after = wanted[name].get("model_sha256"), tasks[name].get("model_sha256")
         if before is None:
@@ -435,6 +445,39 @@ def check(out: Path, digest_file: Path) -> list[str]:
         elif before != after:
             lines.append(f"{name}: the model's weights differ (model_sha256)")
     return lines
+
+
+# The first words of `check`'s lines when the run is a new measurement rather than a failed
+# reproduction: other kernels round floats otherwise, another rule reads otherwise.
+OTHER_CPU = "made on another kind of CPU"
+OTHER_RULE = "read under another verdict rule"
+
+
+def cpu_line(then: Any, now: Any) -> str:
+    """Whether the digest's CPU and the run's compute alike (the kernel set torch takes:
+    `harness.foundation.runs.cpu_kind`); bit for bit is promised only on the same kind."""
+    if not isinstance(then, dict) or not isinstance(now, dict):
+        side = "the digest" if not isinstance(then, dict) else "the run"
+        return f"{side} records no CPU kind (made before it was recorded)"
+    kinds = [f"{c.get('kernels')} kernels on {c.get('processor')}" for c in (then, now)]
+    if then.get("kernels") != now.get("kernels"):
+        return (
+            f"{OTHER_CPU}: the digest's {kinds[0]}, this run's {kinds[1]}: float sums round "
+            "otherwise there, so training gives other weights and the figures are a new "
+            "measurement; the digest reproduces bit for bit on its own kind"
+        )
+    return f"the same kind of CPU ({kinds[1]})"
+
+
+def rule_line(then: Any, now: Any) -> str:
+    """Whether the digest and the run were read under the same verdict rule
+    (`harness.attention.verdicts.rule_version`)."""
+    if not then or not now:
+        side = "the digest" if not then else "the run"
+        return f"{side} records no rule version (made before it was recorded)"
+    if then != now:
+        return f"{OTHER_RULE}: the digest's {then}, this run's {now}"
+    return f"the same verdict rule ({now})"
 
 
 def read_digest(path: Path) -> dict[str, Any]:
@@ -502,6 +545,9 @@ def write(
     meta = {"command": command, "machine": machine, "date": date}
     settings = run_settings(run)
     meta["versions"] = settings.get("versions") or {}
+    for key in ("cpu", "rule_version"):  # what `check` needs to say whether it should match
+        if settings.get(key):
+            meta[key] = settings[key]
     pretrained = settings.get("pretrained")
     if pretrained:  # a --pretrained run: its models are that model fine-tuned here
         meta["model"] = pretrained

@@ -408,3 +408,43 @@ def test_a_bad_input_is_one_line_naming_the_file_and_nothing_is_written(
         assert fragment.format(tmp=tmp_path) in err[0], (fragment, err[0])
     after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert after == before  # nothing written, nothing changed
+
+
+def test_check_says_when_the_cpu_kind_or_the_rule_differ(tmp_path, capsys):
+    """A digest reproduces bit for bit on its own kind of CPU and under its own rule: `--check`
+    says which it saw, so a difference elsewhere reads as a new measurement."""
+    run = tmp_path / "run"
+    _write_run(run)
+    avx2 = {"kernels": "AVX2", "bf16_units": False, "processor": "AMD EPYC"}
+    settings = {"versions": {"torch": "2.13.0"}, "cpu": avx2, "rule_version": "r-000000000001"}
+    (run / "settings.json").write_text(json.dumps(settings))
+    doc = tmp_path / "results.md"
+    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
+    digest_file = tmp_path / "quick.json"
+    argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
+    assert command.main([*argv, "--digest", str(digest_file)]) == 0
+    meta = json.loads(digest_file.read_text())["meta"]
+    assert meta["cpu"] == avx2 and meta["rule_version"] == "r-000000000001"
+    result = json.loads((run / "reversal" / "results.json").read_text())
+    result["sweep"]["test_gains"]["top1-C1"]["partial_acc"]["gain"] = 0.2
+    (run / "reversal" / "results.json").write_text(json.dumps(result))
+    capsys.readouterr()
+    assert command.main([str(run), "--check", str(digest_file)]) == 1
+    out = capsys.readouterr().out
+    assert "the same kind of CPU (AVX2 kernels on AMD EPYC)" in out
+    assert "the same verdict rule (r-000000000001)" in out
+    avx512 = {"kernels": "AVX512", "bf16_units": True, "processor": "Intel Xeon"}
+    settings |= {"cpu": avx512, "rule_version": "r-000000000002"}
+    (run / "settings.json").write_text(json.dumps(settings))
+    assert command.main([str(run), "--check", str(digest_file)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "made on another kind of CPU: the digest's AVX2 kernels on AMD EPYC, this run's "
+        "AVX512 kernels on Intel Xeon" in out
+    )
+    assert "read under another verdict rule: the digest's r-000000000001, this run's r-0000" in out
+
+
+def test_cpu_and_rule_lines_say_what_was_not_recorded():
+    assert results_doc.cpu_line(None, {"kernels": "AVX2"}).startswith("the digest records no CPU")
+    assert results_doc.rule_line("r-1", None).startswith("the run records no rule version")

@@ -1,0 +1,64 @@
+"""The calibrated verdict's rule version: a hash of the code that reads a verdict.
+
+    from harness.attention.verdicts.rule_version import rule_version
+    rule_version()          # 'r-3f9a1c2b7d40': recorded in settings.json and every digest
+
+A digest is a measurement under one rule: the words, thresholds and choices of
+`calibrated` and what it reads (where the lookup reads, where the errors look, the dose
+ladder's choices). The version is a SHA-256 over those modules' syntax trees with comments
+and docstrings left out, so a reworded comment or docstring keeps the version while any
+change to code or thresholds moves it. `attentionspan results-doc --check` says when a run
+and a digest were read under different versions: their verdicts are then two measurements,
+not one that failed to reproduce.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.util
+from pathlib import Path
+
+# The modules whose code decides a calibrated verdict, from the lookup to the word.
+RULE_MODULES = (
+    "harness.attention.lookup",
+    "harness.attention.heads",
+    "harness.attention.dose",
+    "harness.attention.diagnosis",
+    "harness.attention.verdicts.evidence",
+    "harness.attention.verdicts.calibrated",
+    "harness.attention.verdicts.vocabulary",
+)
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def module_digest(source: str) -> str:
+    """SHA-256 of one module's code: its syntax tree without docstrings (comments and
+    formatting never reach the tree)."""
+    tree = _without_docstrings(ast.parse(source))
+    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def rule_version() -> str:
+    """`r-` and the first 12 hex digits of the SHA-256 over RULE_MODULES' code, in order."""
+    total = hashlib.sha256()
+    for name in RULE_MODULES:
+        spec = importlib.util.find_spec(name)
+        source = Path(spec.origin).read_text(encoding="utf-8")  # found without importing it
+        total.update(f"{name}:{module_digest(source)}\n".encode())
+    return "r-" + total.hexdigest()[:12]
