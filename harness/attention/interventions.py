@@ -12,9 +12,11 @@ intervention. The heads come from a `HeadRanking` (top, bottom) or are drawn at 
 cells are the reference (optionally `ref + shift`) or, for the positions control, as many
 random non-reference keys per row. One prefill of the prompt (all but its last token, a part
 no setting changes: no reference row lies there) is computed once per batch and copied for
-every setting (`harness.engine.prefill`), and continued by both passes: the generation and
-the teacher-forced forward each forward only a row's last prompt column and its answer
-(issue 45: the forced pass used to forward every row's whole prompt again). The settings of
+every setting (`harness.engine.prefill.setting_groups`, which runs the groups and their
+passes; this module says what each group's plan is and reads its records), and continued by
+both passes: the generation and the teacher-forced forward each forward only a row's last
+prompt column and its answer (the forced pass used to forward every row's whole prompt
+again). The settings of
 a batch run together, as nnsight batches its invokes: one generation (and one
 teacher-forced forward) whose rows are instances x settings, each row under its own setting
 (a per-row capture `Intervention`), up to `MAX_ROWS` rows; `batched=False` runs one
