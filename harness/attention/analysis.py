@@ -206,92 +206,101 @@ def analyse_batch(model, char_tok, instances, prompt, config: AnalysisConfig, wa
 
 
 def _analyse(scorer, instances, encodings, config: AnalysisConfig, want=()):
+    """(token records, figure cases) of one batch under each of `config.modes`."""
+    records, figures = [], []
+    if "teacher_forced" in config.modes:
+        forced_records, figures = _teacher_forced(
+            scorer, instances, encodings, config.score_convention, want
+        )
+        records += forced_records
+    if "generate" in config.modes:
+        records += _generated(scorer, instances, encodings, config.score_convention)
+    return records, figures
+
+
+def _teacher_forced(scorer, instances, encodings, convention: str, want):
+    """The teacher-forced token records of one batch, and per kind in `want` the batch's
+    best figure candidate (`_figure_rank`) as (kind, case)."""
     from harness.attention import scores
+    from harness.engine.capture import AttentionPlan
+    from harness.engine.scoring import collate_left
+
+    char_tok = scorer.char_tok
+    tasks = [x.task for x in instances]
+    # teacher_forced_batch collates exactly this batch; the mask is built for it.
+    batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
+    reference = batch.reference_mask()
+    forced, rec = scorer.teacher_force(encodings, AttentionPlan(reference=reference, rollout=True))
+    rolled = scores.rollout(rec.layer_maps)
+    shares = _shares(batch, rolled, reference, tasks, convention)
+    correct = forced.correct
+    if convention == "authors":  # their EOS row: a token, right when EOS is predicted
+        correct = [[*row, eos] for row, eos in zip(correct, forced.eos_correct)]
+    records = _token_records(
+        instances,
+        batch.prompt_width,
+        correct,
+        reference,
+        shares,
+        rec.head_rows,
+        "teacher_forced",
+        scorer.length,
+    )
+    # Per kind, the batch's best candidate by `_figure_rank`.
+    best: dict[str, int] = {}
+    best_rank: dict[str, tuple[int, int]] = {}
+    for b, instance in enumerate(instances):
+        kind = "correct" if all(forced.correct[b]) else "wrong"
+        rank = _figure_rank({"kind": kind, "target": instance.target, "index": instance.index})
+        if kind in want and (kind not in best or rank < best_rank[kind]):
+            best[kind], best_rank[kind] = b, rank
+    figures = []
+    for kind, b in best.items():
+        predicted = [char_tok.decode([p]) for p in forced.predicted[b]]
+        case = _figure_case(
+            instances[b], encodings[b], batch, b, rolled, reference, forced.correct[b], predicted
+        )
+        figures.append((kind, case))
+    return records, figures
+
+
+def _generated(scorer, instances, encodings, convention: str) -> list[dict[str, Any]]:
+    """The free-running token records of one batch (each with its instance's exact match),
+    then one "generate-instance" record per instance."""
+    from attentionspan_datasets.metrics import score
     from harness.engine.capture import AttentionPlan
     from harness.engine.scoring import answer_text, collate_left, max_new_tokens
 
     char_tok = scorer.char_tok
-    convention = config.score_convention
-    tasks = [x.task for x in instances]
-    records, figures = [], []
-    if "teacher_forced" in config.modes:
-        # teacher_forced_batch collates exactly this batch; the mask is built for it.
-        batch = collate_left(encodings, char_tok.pad_id, with_answer=True)
-        reference = batch.reference_mask()
-        forced, rec = scorer.teacher_force(
-            encodings, AttentionPlan(reference=reference, rollout=True)
-        )
-        rolled = scores.rollout(rec.layer_maps)
-        shares = _shares(batch, rolled, reference, tasks, convention)
-        correct = forced.correct
-        if convention == "authors":  # their EOS row: a token, right when EOS is predicted
-            correct = [[*row, eos] for row, eos in zip(correct, forced.eos_correct)]
-        records += _token_records(
-            instances,
-            batch.prompt_width,
-            correct,
-            reference,
-            shares,
-            rec.head_rows,
-            "teacher_forced",
-            scorer.length,
-        )
-        # Per kind, the batch's best candidate by `_figure_rank`.
-        best: dict[str, int] = {}
-        best_rank: dict[str, tuple[int, int]] = {}
-        for b, instance in enumerate(instances):
-            kind = "correct" if all(forced.correct[b]) else "wrong"
-            rank = _figure_rank({"kind": kind, "target": instance.target, "index": instance.index})
-            if kind in want and (kind not in best or rank < best_rank[kind]):
-                best[kind], best_rank[kind] = b, rank
-        for kind, b in best.items():
-            predicted = [char_tok.decode([p]) for p in forced.predicted[b]]
-            case = _figure_case(
-                instances[b],
-                encodings[b],
-                batch,
-                b,
-                rolled,
-                reference,
-                forced.correct[b],
-                predicted,
-            )
-            figures.append((kind, case))
-    if "generate" in config.modes:
-        from attentionspan_datasets.metrics import score
-
-        max_new = max_new_tokens(encodings)
-        # Recorded while generating: KV-cached rows equal those of one forward over prompt +
-        # generated ids (tests/harness/attention), so no second pass is needed. Rows run up
-        # to the last token fed back, past every scored one (<= prompt_width + target - 2).
-        layout = collate_left(encodings, char_tok.pad_id, with_answer=False)
-        full = layout.reference_mask(length=layout.prompt_width + max_new)
-        plan = AttentionPlan(reference=full, rollout=True)
-        generated, rec = scorer.generate(encodings, plan, max_new)
-        tokens = written_records(
-            scorer,
-            instances,
-            encodings,
-            generated.ids,
-            generated.finished,
-            capture=(generated.batch, rec, full),
-            convention=convention,
-        )
-        # Exact match as `attentionspan eval` scores it (the answer cut at target + 1).
-        exact = {
-            x.index: score(answer_text(char_tok, generated.ids[b], encodings[b]), x.target)[
-                "exact_match"
-            ]
-            for b, x in enumerate(instances)
-        }
-        for r in tokens:
-            r["exact"] = exact[r["index"]]
-        records += tokens
-        records += [
-            {"index": x.index, "mode": "generate-instance", "exact": exact[x.index]}
-            for x in instances
+    max_new = max_new_tokens(encodings)
+    # Recorded while generating: KV-cached rows equal those of one forward over prompt +
+    # generated ids (tests/harness/attention), so no second pass is needed. Rows run up
+    # to the last token fed back, past every scored one (<= prompt_width + target - 2).
+    layout = collate_left(encodings, char_tok.pad_id, with_answer=False)
+    full = layout.reference_mask(length=layout.prompt_width + max_new)
+    plan = AttentionPlan(reference=full, rollout=True)
+    generated, rec = scorer.generate(encodings, plan, max_new)
+    tokens = written_records(
+        scorer,
+        instances,
+        encodings,
+        generated.ids,
+        generated.finished,
+        capture=(generated.batch, rec, full),
+        convention=convention,
+    )
+    # Exact match as `attentionspan eval` scores it (the answer cut at target + 1).
+    exact = {
+        x.index: score(answer_text(char_tok, generated.ids[b], encodings[b]), x.target)[
+            "exact_match"
         ]
-    return records, figures
+        for b, x in enumerate(instances)
+    }
+    for r in tokens:
+        r["exact"] = exact[r["index"]]
+    return tokens + [
+        {"index": x.index, "mode": "generate-instance", "exact": exact[x.index]} for x in instances
+    ]
 
 
 def written_records(

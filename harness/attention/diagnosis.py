@@ -165,12 +165,40 @@ def where_errors_look(
     level per head (`id_levels`: each head that looks up in distribution is compared with
     its own level, the row on the reference only when every one of them is); None compares
     shares with `dominance`."""
-    import torch
+    lens = _lens(heads, shift, dominance, level, tolerance)
+    wrong = _wrong_answers(instances, records)
 
-    from harness.engine.capture import PATTERN_NAME, AttentionPlan
-    from harness.engine.positions import task_columns
-    from harness.engine.scoring import collate_left
+    def classify_batch(chunk, encodings):
+        return _classify_batch(scorer, lens, wrong, chunk, encodings)
 
+    forced = [forced_instance(x, prediction) for x, prediction, _ in wrong.values()]
+    found = [c for counts in scorer.run(forced, classify_batch) for c in counts]
+    return _summary(lens, found)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Lens:
+    """What every wrong row is read with: the heads (and their layers), the ranking's shift,
+    the thresholds, and the ID level: one for the heads together (`level`, None: shares
+    against `dominance`), or one per head (`per_head`: `levels`, of which the heads that
+    look up in distribution, `looking`, are each compared with their own)."""
+
+    heads: Sequence[tuple[int, int]]
+    shift: int
+    dominance: float
+    tolerance: float
+    level: float | Sequence[float] | None
+    per_head: bool
+    levels: list[float]
+    looking: list[int]
+
+    @property
+    def layers(self) -> list[int]:
+        return sorted({layer for layer, _ in self.heads})
+
+
+def _lens(heads, shift, dominance, level, tolerance) -> _Lens:
+    """The checked options of `where_errors_look` (ValueError naming the one out of range)."""
     dominance = check_dominance(dominance)
     per_head = level is not None and not isinstance(level, (int, float))
     levels = [float(v) for v in level] if per_head else []
@@ -185,8 +213,13 @@ def where_errors_look(
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
     if not heads:
         raise ValueError("where_errors_look needs at least one head")
+    return _Lens(heads, shift, dominance, tolerance, level, per_head, levels, looking)
+
+
+def _wrong_answers(instances, records) -> dict[int, tuple[Any, str, list[int]]]:
+    """index -> (instance, the model's answer, its wrong rows), for the instances with one."""
     by_index = {r["index"]: r for r in records}
-    wrong: dict[int, tuple[Any, str, list[int]]] = {}  # index -> (instance, answer, rows)
+    wrong: dict[int, tuple[Any, str, list[int]]] = {}
     for instance in instances:
         record = by_index.get(instance.index)
         if record is None:
@@ -194,78 +227,98 @@ def where_errors_look(
         rows = _wrong_rows(instance.target, record["prediction"])
         if rows:
             wrong[instance.index] = (instance, record["prediction"], rows)
-    layers = sorted({layer for layer, _ in heads})
+    return wrong
 
-    def classify_batch(chunk, encodings) -> list[dict[str, int]]:
-        """Per instance of the batch (its answer teacher-forced), the count of each class."""
-        batch = collate_left(encodings, scorer.char_tok.pad_id)
-        # only the attention is read: one column of logits (Gemma's 262k-word output
-        # layer would cost more than its layers over every column), the maps unchanged
-        plan = AttentionPlan(patterns=range(len(chunk)))
-        record = scorer.forward(batch, plan, attention_only=True)
-        maps = {layer: record.patterns[PATTERN_NAME.format(layer=layer)] for layer in layers}
-        columns = task_columns(batch)  # bool [batch, T]
-        out = []
-        for b, (forced, enc) in enumerate(zip(chunk, encodings)):
-            instance, prediction, rows = wrong[forced.index]
-            # the task-text columns of this row and the character position of each
-            cols = columns[b].nonzero().flatten().tolist()
-            char_of = {c: _char_position(enc, c - batch.shifts[b]) for c in cols}
-            counts = dict.fromkeys(CLASSES, 0)
-            first = None
-            for i in rows:
-                query = batch.shifts[b] + enc.target_offset + i - 1
-                weights = torch.stack([maps[la][b, h, query] for la, h in heads]).mean(0)
-                total = float(weights[cols].sum()) or 1.0
-                shares = {char_of[c]: float(weights[c]) / total for c in cols if c <= query}
-                keys = [p + shift for p in instance.reference[i]]
-                cells = [
-                    batch.shifts[b] + enc.position(k)
-                    for k in keys
-                    if 0 <= k < len(forced.text) and batch.shifts[b] + enc.position(k) <= query
-                ]
-                mass = sum(float(weights[c]) for c in cells)
-                row_level = level
-                if per_head:  # the least a lookup head keeps of its own level
-                    row_level = 1.0
-                    mass = (
-                        min(
-                            sum(float(maps[heads[j][0]][b, heads[j][1], query, c]) for c in cells)
-                            / levels[j]
-                            for j in looking
-                        )
-                        if looking
-                        else None
-                    )
-                kind = classify_row(
-                    shares,
-                    instance.reference[i],
-                    shift,
-                    _written(prediction, i),
-                    functools.partial(displaced_answer, instance, forced.text, i),
-                    dominance,
-                    mass=mass,
-                    level=row_level,
-                    tolerance=tolerance,
-                )
-                counts[kind] += 1
-                first = first or kind
-            out.append((first, counts))
-        return out
 
-    forced = [forced_instance(x, prediction) for x, prediction, _ in wrong.values()]
-    found = [c for counts in scorer.run(forced, classify_batch) for c in counts]
+def _classify_batch(scorer, lens: _Lens, wrong, chunk, encodings) -> list[tuple]:
+    """Per instance of the batch (its answer teacher-forced): (the class of its first wrong
+    row, the count of each class over its wrong rows)."""
+    from harness.engine.capture import PATTERN_NAME, AttentionPlan
+    from harness.engine.positions import task_columns
+    from harness.engine.scoring import collate_left
+
+    batch = collate_left(encodings, scorer.char_tok.pad_id)
+    # only the attention is read: one column of logits (Gemma's 262k-word output layer
+    # would cost more than its layers over every column), the maps unchanged
+    plan = AttentionPlan(patterns=range(len(chunk)))
+    record = scorer.forward(batch, plan, attention_only=True)
+    maps = {layer: record.patterns[PATTERN_NAME.format(layer=layer)] for layer in lens.layers}
+    columns = task_columns(batch)  # bool [batch, T]
+    out = []
+    for b, (forced, enc) in enumerate(zip(chunk, encodings)):
+        instance, prediction, rows = wrong[forced.index]
+        # the task-text columns of this row and the character position of each
+        cols = columns[b].nonzero().flatten().tolist()
+        char_of = {c: _char_position(enc, c - batch.shifts[b]) for c in cols}
+        counts = dict.fromkeys(CLASSES, 0)
+        first = None
+        for i in rows:
+            shares, mass, row_level = _row_weights(lens, maps, batch, b, cols, char_of, forced, i)
+            kind = classify_row(
+                shares,
+                instance.reference[i],
+                lens.shift,
+                _written(prediction, i),
+                functools.partial(displaced_answer, instance, forced.text, i),
+                lens.dominance,
+                mass=mass,
+                level=row_level,
+                tolerance=lens.tolerance,
+            )
+            counts[kind] += 1
+            first = first or kind
+        out.append((first, counts))
+    return out
+
+
+def _row_weights(lens: _Lens, maps, batch, b: int, cols, char_of, forced, i: int):
+    """(shares, mass, level) of wrong row `i` of batch row `b` (`classify_row`'s): the
+    heads' shares over the task-text characters up to its query (the token before it), and
+    their weight on the (shifted) reference with the level it is compared with (with a
+    level per head: the least a lookup head keeps of its own, against 1)."""
+    import torch
+
+    enc, shift_b = batch.encodings[b], batch.shifts[b]
+    query = shift_b + enc.target_offset + i - 1
+    weights = torch.stack([maps[la][b, h, query] for la, h in lens.heads]).mean(0)
+    total = float(weights[cols].sum()) or 1.0
+    shares = {char_of[c]: float(weights[c]) / total for c in cols if c <= query}
+    keys = [p + lens.shift for p in forced.reference[i]]
+    cells = [
+        shift_b + enc.position(k)
+        for k in keys
+        if 0 <= k < len(forced.text) and shift_b + enc.position(k) <= query
+    ]
+    mass = sum(float(weights[c]) for c in cells)
+    row_level = lens.level
+    if lens.per_head:  # the least a lookup head keeps of its own level
+        row_level = 1.0
+        mass = (
+            min(
+                sum(float(maps[lens.heads[j][0]][b, lens.heads[j][1], query, c]) for c in cells)
+                / lens.levels[j]
+                for j in lens.looking
+            )
+            if lens.looking
+            else None
+        )
+    return shares, mass, row_level
+
+
+def _summary(lens: _Lens, found) -> dict[str, Any]:
+    """The shares of the classes over instances (each instance's first wrong row, the
+    verdict's basis) and, for the reader, over every wrong row."""
     firsts = [first for first, _ in found]
     per_instance = [c for _, c in found]
     tokens = {k: sum(c[k] for c in per_instance) for k in CLASSES}
     shares = [{k: v / sum(c.values()) for k, v in c.items()} for c in per_instance]
     n = len(shares)
     return {
-        "heads": [list(h) for h in heads],
-        "shift": shift,
-        "dominance": dominance,
-        "level": levels if per_head else level,
-        "tolerance": tolerance,
+        "heads": [list(h) for h in lens.heads],
+        "shift": lens.shift,
+        "dominance": lens.dominance,
+        "level": lens.levels if lens.per_head else lens.level,
+        "tolerance": lens.tolerance,
         "basis": BASIS,
         "instances": n,
         "tokens": n,

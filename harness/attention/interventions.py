@@ -12,9 +12,11 @@ intervention. The heads come from a `HeadRanking` (top, bottom) or are drawn at 
 cells are the reference (optionally `ref + shift`) or, for the positions control, as many
 random non-reference keys per row. One prefill of the prompt (all but its last token, a part
 no setting changes: no reference row lies there) is computed once per batch and copied for
-every setting (`harness.engine.prefill`), and continued by both passes: the generation and
-the teacher-forced forward each forward only a row's last prompt column and its answer
-(issue 45: the forced pass used to forward every row's whole prompt again). The settings of
+every setting (`harness.engine.prefill.setting_groups`, which runs the groups and their
+passes; this module says what each group's plan is and reads its records), and continued by
+both passes: the generation and the teacher-forced forward each forward only a row's last
+prompt column and its answer (the forced pass used to forward every row's whole prompt
+again). The settings of
 a batch run together, as nnsight batches its invokes: one generation (and one
 teacher-forced forward) whose rows are instances x settings, each row under its own setting
 (a per-row capture `Intervention`), up to `MAX_ROWS` rows; `batched=False` runs one
@@ -242,19 +244,12 @@ def score_batch(
     records {config, index, length, target_len, tf_token_acc, tf_exact (every target
     character right; the EOS row is not a character), tf_prediction (the argmax, decoded one
     token per target position: a list of strings, the tokenizer's text for a special
-    token)}: a dose ladder's settings cost one forward per batch."""
-    from harness.engine.capture import AttentionPlan
-    from harness.engine.prefill import cache_copy, prompt_prefix_cache
-    from harness.engine.scoring import Scorer, collate_left, max_new_tokens, token_accuracy
+    token)}: a dose ladder's settings cost one forward per batch. The engine runs the passes
+    (`harness.engine.prefill.setting_groups`: the groups, the shared prefill, its copies);
+    this says what each group's plan is and reads its records."""
+    from harness.engine.prefill import setting_groups
+    from harness.engine.scoring import Scorer, collate_left
 
-    scorer = Scorer(model, char_tok)
-    full = collate_left(encodings, char_tok.pad_id, with_answer=True)
-    reference = full.reference_mask()
-    # Keys a query may use: the prompt's real tokens, and every answer column (in
-    # generation those hold what the model wrote; in teacher forcing the gold answer).
-    allowed = full.attention_mask.bool().clone()
-    allowed[:, full.prompt_width :] = True
-    max_new = max_new_tokens(encodings)
     for setting in settings:
         if not setting.is_baseline and ranking is None:
             raise ValueError(f"setting {setting.name} needs a head ranking")
@@ -262,65 +257,77 @@ def score_batch(
         raise ValueError(
             "generate=False scores the teacher-forced pass: teacher_forced must be True"
         )
+    scorer = Scorer(model, char_tok)
+    full = collate_left(encodings, char_tok.pad_id, with_answer=True)
+    reference = full.reference_mask()
+    # Keys a query may use: the prompt's real tokens, and every answer column (in
+    # generation those hold what the model wrote; in teacher forcing the gold answer).
+    allowed = full.attention_mask.bool().clone()
+    allowed[:, full.prompt_width :] = True
     interventions = [
         intervention_for(s, ranking, reference, allowed) if ranking else None for s in settings
     ]
-    prompts = collate_left(encodings, char_tok.pad_id, with_answer=False)
-    prefix = None
-    # One prefill per batch, shared by every setting: no setting changes a prompt row (the
-    # teacher-forced ladder then forwards only the answer columns of each row).
-    if reuse_prefill and prompts.prompt_width > 1:
-        prefix = prompt_prefix_cache(model, prompts)
-    # Settings per generation: all of them (rows = instances x settings) up to MAX_ROWS
-    # rows, so that a large grid does not hold one huge KV cache; unbatched, one at a time.
+
+    def plan_of(members: list[int]):
+        return _group_plan([interventions[i] for i in members], reference, len(encodings))
+
+    # Settings per pass: all of them (rows = instances x settings) up to MAX_ROWS rows, so
+    # that a large grid does not hold one huge KV cache; unbatched, one at a time.
     per_group = max(1, MAX_ROWS // len(encodings)) if batched else 1
-    every = list(range(len(settings)))
-    groups = [every[first : first + per_group] for first in range(0, len(every), per_group)]
+    groups = setting_groups(
+        scorer,
+        encodings,
+        len(settings),
+        plan_of,
+        per_group=per_group,
+        generate=generate,
+        teacher_forced=teacher_forced,
+        reuse_prefill=reuse_prefill,
+    )
     out: dict[str, list[dict[str, Any]]] = {}
-    for chosen in groups:
-        count = len(chosen)
-        rows = [enc for enc in encodings for _ in range(count)]
-        if count == 1:
-            iv = interventions[chosen[0]]
-            plan = AttentionPlan(reference=reference, head_mass=False, intervention=iv)
-        else:
-            iv = per_row_intervention([interventions[i] for i in chosen], len(encodings), reference)
-            repeated = reference.repeat_interleave(count, dim=0)
-            plan = AttentionPlan(reference=repeated, head_mass=False, intervention=iv)
-        extra = cache_copy(model, prefix, count) if prefix is not None else {}
-        if not generate:
-            forced = scorer.teacher_force(rows, plan, **extra)[0]
-            for s, index in enumerate(chosen):
-                out[settings[index].name] = [
-                    _forced_record(scorer, instance, enc, forced, b * count + s)
-                    for b, (instance, enc) in enumerate(zip(chunk, encodings))
+    for group in groups:
+        for s, index in enumerate(group.members):
+            rows = [(x, enc, group.row(b, s)) for b, (x, enc) in enumerate(zip(chunk, encodings))]
+            if generate:
+                records = [_answer_record(scorer, x, enc, group, row) for x, enc, row in rows]
+            else:
+                records = [
+                    _forced_record(scorer, x, enc, group.forced, row) for x, enc, row in rows
                 ]
-            continue
-        gen, _ = scorer.generate(rows, plan, max_new, **extra)
-        extra = {}  # the generation extended its copy: freed before the forced pass's own
-        forced = None
-        if teacher_forced:  # the same prefill continued
-            again = cache_copy(model, prefix, count) if prefix is not None else {}
-            forced = scorer.teacher_force(rows, plan, **again)[0]
-        for s, index in enumerate(chosen):
-            records = []
-            for b, (instance, enc) in enumerate(zip(chunk, encodings)):
-                row = b * count + s
-                record = scorer.answer_record(instance, enc, gen.ids[row])
-                record = {
-                    "config": record["config"],
-                    "index": record["index"],
-                    "length": record["length"],
-                    "target_len": enc.target_len,
-                    "prediction": record["prediction"],
-                    "exact_match": record["exact_match"],
-                    "partial_acc": record["partial_acc"],
-                }
-                if forced is not None:
-                    record["tf_token_acc"] = token_accuracy(forced.correct[row])
-                records.append(record)
             out[settings[index].name] = records
     return out
+
+
+def _group_plan(interventions, reference, instances: int):
+    """The capture plan of one group of settings: one setting's own intervention, or one
+    per row (`per_row_intervention`) over the instances repeated once per setting."""
+    from harness.engine.capture import AttentionPlan
+
+    if len(interventions) == 1:
+        return AttentionPlan(reference=reference, head_mass=False, intervention=interventions[0])
+    iv = per_row_intervention(interventions, instances, reference)
+    repeated = reference.repeat_interleave(len(interventions), dim=0)
+    return AttentionPlan(reference=repeated, head_mass=False, intervention=iv)
+
+
+def _answer_record(scorer, instance, encoding, group, row: int) -> dict[str, Any]:
+    """The free-running record of one row (and its teacher-forced token accuracy, when the
+    group was forced too)."""
+    from harness.engine.scoring import token_accuracy
+
+    answer = scorer.answer_record(instance, encoding, group.generation.ids[row])
+    record = {
+        "config": answer["config"],
+        "index": answer["index"],
+        "length": answer["length"],
+        "target_len": encoding.target_len,
+        "prediction": answer["prediction"],
+        "exact_match": answer["exact_match"],
+        "partial_acc": answer["partial_acc"],
+    }
+    if group.forced is not None:
+        record["tf_token_acc"] = token_accuracy(group.forced.correct[row])
+    return record
 
 
 def _forced_record(scorer, instance, encoding, forced, row: int) -> dict[str, Any]:

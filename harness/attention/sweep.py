@@ -138,21 +138,9 @@ def run_sweep(
     say(f"validation: baseline and {len(settings)} settings")
     validation_records = evaluate([BASELINE, *settings], "validation")
     scored = {k: v for k, v in validation_records.items() if k != BASELINE.name}
-    eligible = scored
-    guard: dict[str, Any] = {}
+    eligible, guard = scored, {}
     if id_guard is not None:
-        if id_guard < 0:
-            raise ValueError(f"id_guard must be >= 0, got {id_guard}")
-        say(f"id validation (guard {id_guard}): baseline and {len(settings)} settings")
-        id_validation = evaluate([BASELINE, *settings], "id_validation")
-        floor = score_of(id_validation[BASELINE.name], "exact_match") - id_guard
-        kept = [n for n in scored if score_of(id_validation[n], "exact_match") >= floor - 1e-12]
-        eligible = {n: scored[n] for n in kept} or scored
-        guard = {
-            "id_guard": id_guard,
-            "id_guard_kept": kept,
-            "id_validation": {n: summarise(r) for n, r in id_validation.items()},
-        }
+        eligible, guard = _id_guarded(evaluate, settings, scored, id_guard, say)
     chosen_name = select(eligible, metric)
     chosen = next(s for s in settings if s.name == chosen_name)
 
@@ -190,3 +178,21 @@ def run_sweep(
         }
         result["records"]["id"] = id_records
     return result
+
+
+def _id_guarded(evaluate: Evaluate, settings, scored, id_guard: float, say):
+    """(the settings that may be chosen, the guard's fields of the results): every grid
+    point scored on the ID validation stream, those whose ID exact match stays within
+    `id_guard` of the baseline's kept (all of them when none does)."""
+    if id_guard < 0:
+        raise ValueError(f"id_guard must be >= 0, got {id_guard}")
+    say(f"id validation (guard {id_guard}): baseline and {len(settings)} settings")
+    id_validation = evaluate([BASELINE, *settings], "id_validation")
+    floor = score_of(id_validation[BASELINE.name], "exact_match") - id_guard
+    kept = [n for n in scored if score_of(id_validation[n], "exact_match") >= floor - 1e-12]
+    guard = {
+        "id_guard": id_guard,
+        "id_guard_kept": kept,
+        "id_validation": {n: summarise(r) for n, r in id_validation.items()},
+    }
+    return ({n: scored[n] for n in kept} or scored), guard

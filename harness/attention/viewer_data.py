@@ -244,25 +244,14 @@ def build_viewer_data(
     """
     import numpy as np
 
-    from harness.attention.sweep import Setting
-    from harness.engine.capture import Intervention, model_shape
+    from harness.engine.capture import model_shape
     from harness.engine.scoring import Scorer
 
     if not instances:
         raise ValueError("instances must not be empty")
     scorer = Scorer(model, tokenizer, prompt, batch_size=batch_size)  # refuses batch_size < 1
-    if setting is not None and not isinstance(setting, (Setting, Intervention)):
-        raise ValueError(
-            f"setting must be a sweep Setting or a capture Intervention, got {type(setting)}"
-        )
-    if isinstance(setting, Setting) and setting.is_baseline:
-        setting = None
-    if isinstance(setting, Setting) and ranking is None:
-        raise ValueError(f"setting {setting.name} needs a head ranking")
+    setting, names = _shown_settings(setting, ranking)
     num_layers, num_heads = model_shape(model)
-    names = [BASELINE]
-    if setting is not None:
-        names.append(setting.name if isinstance(setting, Setting) else "intervention")
     share_sum = np.zeros((num_layers, num_heads))
     share_rows = 0
 
@@ -293,31 +282,6 @@ def build_viewer_data(
     views = [{"name": "rollout", "kind": "rollout"}]
     views += [{"name": f"L{la} mean", "kind": "layer", "layer": la} for la in range(num_layers)]
     views += [{"name": f"L{la}H{h}", "kind": "head", "layer": la, "head": h} for la, h in heads]
-    out_instances = []
-    for x, case in zip(instances, cases):
-        base = case[BASELINE]
-        entry = {
-            "config": x.config or x.task,
-            "index": int(x.index),
-            "prompt": x.prompt,
-            "target": x.target,
-            "text": x.prompt + x.target,
-            "lengths": base["lengths"],
-            "mask": base["mask"],
-            "settings": {},
-        }
-        for name in names:
-            c = case[name]
-            stack = [c["rollout"], *c["layers"], *(c["heads"][la, h] for la, h in heads)]
-            data, maxima = zip(*(quantise(m, base["lengths"]) for m in stack))
-            entry["settings"][name] = {
-                "predicted": c["predicted"],
-                "correct": c["correct"],
-                "scores": [None if s is None else round(s, 7) for s in c["scores"]],
-                "maps": _pack(np.concatenate(data)),
-                "row_max": _pack(np.concatenate(maxima)),
-            }
-        out_instances.append(entry)
     return {
         "format": FORMAT,
         "layers": num_layers,
@@ -327,5 +291,56 @@ def build_viewer_data(
         "quantisation": "uint8 = round(255 * value / row max); row_max float32 per row",
         "encoding": ENCODING,
         "meta": dict(meta or {}),
-        "instances": out_instances,
+        "instances": [_instance_entry(x, case, names, heads) for x, case in zip(instances, cases)],
     }
+
+
+def _shown_settings(setting, ranking) -> tuple[Any, list[str]]:
+    """(the intervention shown beside the baseline, or None; the settings' names, the
+    baseline's first), `setting` checked (ValueError: neither a sweep Setting nor a capture
+    Intervention, or a Setting without a ranking)."""
+    from harness.attention.sweep import Setting
+    from harness.engine.capture import Intervention
+
+    if setting is not None and not isinstance(setting, (Setting, Intervention)):
+        raise ValueError(
+            f"setting must be a sweep Setting or a capture Intervention, got {type(setting)}"
+        )
+    if isinstance(setting, Setting) and setting.is_baseline:
+        setting = None
+    if isinstance(setting, Setting) and ranking is None:
+        raise ValueError(f"setting {setting.name} needs a head ranking")
+    names = [BASELINE]
+    if setting is not None:
+        names.append(setting.name if isinstance(setting, Setting) else "intervention")
+    return setting, names
+
+
+def _instance_entry(x, case, names, heads) -> dict[str, Any]:
+    """One instance of the viewer's data: its text and mask, and per setting its answer,
+    scores and quantised maps (the rollout, every layer's mean, the chosen heads)."""
+    import numpy as np
+
+    base = case[BASELINE]
+    entry = {
+        "config": x.config or x.task,
+        "index": int(x.index),
+        "prompt": x.prompt,
+        "target": x.target,
+        "text": x.prompt + x.target,
+        "lengths": base["lengths"],
+        "mask": base["mask"],
+        "settings": {},
+    }
+    for name in names:
+        c = case[name]
+        stack = [c["rollout"], *c["layers"], *(c["heads"][la, h] for la, h in heads)]
+        data, maxima = zip(*(quantise(m, base["lengths"]) for m in stack))
+        entry["settings"][name] = {
+            "predicted": c["predicted"],
+            "correct": c["correct"],
+            "scores": [None if s is None else round(s, 7) for s in c["scores"]],
+            "maps": _pack(np.concatenate(data)),
+            "row_max": _pack(np.concatenate(maxima)),
+        }
+    return entry

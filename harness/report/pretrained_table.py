@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.attention.controls import at_dose, dose_field
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import rewrite_block
 from harness.report.findings import verdict_name, where
@@ -193,17 +194,17 @@ def controls_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
     if controls.get("C") is None:
         return "no dose chosen"
     parts = [f"ref {_points(controls.get('reference'))}"]
-    for k, push in (controls.get("pointers") or {}).items():
+    for k, push in (at_dose(controls, "pointer") or {}).items():
         follow = push.get("following") or {}
         # null: no wrong row where the moved text differs, so following is not measured
         followed = f"{follow['gain']:+.2f}" if follow.get("gain") is not None else "-"
         gain = push.get("gain") or {}
         shown = f"{100 * gain['gain']:+.1f}" if gain.get("gain") is not None else "-"
         parts.append(f"ref{k} {shown}, followed {followed}")
-    drawn = controls.get("random_heads") or {}
+    drawn = at_dose(controls, "other_heads") or {}
     if drawn.get("max") is not None:
         parts.append(f"random heads {100 * drawn['max']:+.1f}")
-    elif controls.get("random_heads_available") == 0:
+    elif controls.get(f"{dose_field('other_heads')}_available") == 0:
         parts.append("no random heads (N = all)")
     ident = controls.get("id") or {}
     if ident.get("baseline") is not None and ident.get("at_dose") is not None:

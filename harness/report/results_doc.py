@@ -28,6 +28,7 @@ from typing import Any
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.jsonfile import read_json  # noqa: F401  (re-exported)
 from attentionspan_datasets.metrics import METRICS
+from harness.attention.controls import at_dose, dose_field
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
@@ -147,20 +148,23 @@ def controls_at_dose(dose: Any, verdict: Any) -> dict[str, Any] | None:
             "threshold"
         ):
             continue
-        drawn = entry.get("random_heads") or {}
+        drawn = at_dose(entry, "other_heads") or {}
+        # each control under the field it writes in the curve (`controls.dose_field`)
         return out | {
             "threshold": chosen.get("threshold"),
             "reference": entry.get("reference"),
-            "pointers": {
+            dose_field("pointer"): {
                 k: {
                     "gain": p.get("gain"),
                     "following": ((p.get("following") or {}).get("gain")),
                     "rows": (p.get("following") or {}).get("rows"),
                 }
-                for k, p in (entry.get("pointers") or {}).items()
+                for k, p in (at_dose(entry, "pointer") or {}).items()
             },
-            "random_heads": {k: drawn.get(k) for k in ("max", "mean", "count")},
-            "random_heads_available": (test.get("random_draws") or {}).get("available"),
+            dose_field("other_heads"): {k: drawn.get(k) for k in ("max", "mean", "count")},
+            f"{dose_field('other_heads')}_available": (test.get("random_draws") or {}).get(
+                "available"
+            ),
             "id": {
                 "baseline": ((test.get("baseline") or {}).get("id") or {}).get("tf_exact"),
                 "at_dose": (entry.get("id") or {}).get("tf_exact"),

@@ -7,6 +7,7 @@ read them live in `harness.attention.verdicts`.
     control_settings(chosen, seeds=(0, 1))   # the settings scored beside the chosen one
     roles_of("top4-C2", names)["random4-C2-s0"]        # "random_heads"
     [c.role for c in ladder_controls()]                  # ["pointer", "other_heads"]
+    at_dose(curve["doses"][3], "pointer")                # what the pointer control wrote there
 
                       runs at
     random_heads      grid          the same N and C on random heads (one setting per seed)
@@ -21,7 +22,10 @@ A control is a `Control` value (`base.py`): its role, which its settings carry
 (`Setting.role`) and reports read; where it runs. At the grid: how it makes its settings
 from the chosen one, and its entry in the reports' legend. On the ladder (`AtDose`): its
 settings beside each dose's push, its field in the dose curve, its dose-table columns, its
-lines in the dose figure, and the numbers the calibrated verdict reads from it. A new
+lines in the dose figure, and the numbers the calibrated verdict reads from it. Each
+declares the options it reads (`Option`: name and default; `ControlOptions` and
+`LadderOptions` collect them from the registry), and reports, tables and verdicts find
+what a ladder control wrote by its role (`at_dose`, `dose_field`), never by its key. A new
 control is one module defining `CONTROL` and one line in `CONTROLS`. Nothing here imports
 torch (reports read the roles, the legend, the columns and the lines) or the sweep and the
 ladder (which import this package to score the controls).
@@ -30,7 +34,8 @@ ladder (which import this package to score the controls).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from harness.attention.controls import (
     bottom_heads,
@@ -45,9 +50,9 @@ from harness.attention.controls.base import (
     AtDose,
     Column,
     Control,
-    ControlOptions,
     LadderContext,
-    LadderOptions,
+    Option,
+    Options,
     Reading,
     Series,
 )
@@ -84,25 +89,68 @@ def ladder_readings() -> tuple[Reading, ...]:
     return tuple(r for c in ladder_controls() for r in c.ladder.numbers)
 
 
+def control(role: str) -> Control:
+    """The registered control whose role is `role` (ValueError naming the roles if none)."""
+    for c in CONTROLS:
+        if c.role == role:
+            return c
+    raise ValueError(f"no control has the role {role!r}: {[c.role for c in CONTROLS]}")
+
+
+def dose_field(role: str) -> str:
+    """The field the ladder control of `role` writes in each dose entry of a curve (and a
+    digest keeps under the same name): the pointer control's is "pointers", the other heads'
+    "random_heads". Readers find a control's numbers by its role, never by that key."""
+    ladder = control(role).ladder
+    if ladder is None:
+        raise ValueError(f"control {role!r} does not run on the ladder")
+    return ladder.key
+
+
+def at_dose(entry: Mapping[str, Any] | None, role: str) -> Any:
+    """What the ladder control of `role` wrote in one dose entry (None: nothing there)."""
+    return (entry or {}).get(dose_field(role))
+
+
+class ControlOptions(Options):
+    """What the sweep passes every grid control: the options they declare
+    (`Control.options`; today the random draws' `seeds` and the `pointer_shifts`)."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__((o for c in grid_controls() for o in c.options), **values)
+
+
+class LadderOptions(Options):
+    """What the dose ladder passes every ladder control at each dose: the options they
+    declare (`AtDose.options`; today the `pointer_shifts` and the other heads'
+    `random_seeds`). An empty tuple: that control makes nothing, as on the validation
+    ladder, which only chooses N and the dose."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__((o for c in ladder_controls() for o in c.ladder.options), **values)
+
+
 def control_settings(
     chosen: Setting,
-    seeds: Iterable[int] = (0, 1, 2),
-    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
+    seeds: Iterable[int] | None = None,
     restore: bool = True,
+    **options: Any,
 ) -> list[Setting]:
     """The settings of every grid control of `chosen` (none for the baseline), in `CONTROLS`
-    order, each carrying its control's role. `restore=False` leaves the restore control out
-    (it needs ID levels in the head ranking)."""
+    order, each carrying its control's role. `seeds` and the other `options` (by the names
+    the controls declare, e.g. `pointer_shifts`): `ControlOptions`, each control's default
+    where not given. `restore=False` leaves the restore control out (it needs ID levels in
+    the head ranking)."""
     if chosen.is_baseline:
         return []
-    options = ControlOptions(
-        seeds=tuple(int(s) for s in seeds), pointer_shifts=tuple(pointer_shifts)
-    )
+    if seeds is not None:
+        options["seeds"] = seeds
+    made = ControlOptions(**options)
     out = []
-    for control in grid_controls():
-        if control.role == "restore" and not restore:
+    for c in grid_controls():
+        if c.role == "restore" and not restore:
             continue
-        out += [dataclasses.replace(s, role=control.role) for s in control.make(chosen, options)]
+        out += [dataclasses.replace(s, role=c.role) for s in c.make(chosen, made)]
     return out
 
 
@@ -135,7 +183,7 @@ def roles_of(chosen_name: str, names: Iterable[str]) -> dict[str, str]:
 
 def legend() -> str:
     """What each control's rows are, for a report: one clause per control."""
-    return "; ".join(control.legend for control in grid_controls())
+    return "; ".join(c.legend for c in grid_controls())
 
 
 __all__ = [
@@ -147,10 +195,15 @@ __all__ = [
     "ControlOptions",
     "LadderContext",
     "LadderOptions",
+    "Option",
+    "Options",
     "Reading",
     "Series",
     "answer_at_reference",
+    "at_dose",
+    "control",
     "control_settings",
+    "dose_field",
     "grid_controls",
     "ladder_controls",
     "ladder_readings",

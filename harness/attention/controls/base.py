@@ -8,7 +8,7 @@ data (`Series`, `Column`) that `harness.report` draws and writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,21 +16,57 @@ GRID, LADDER = "grid", "ladder"  # where a control runs (`Control.runs_at`)
 Reader = Callable[[Mapping[str, Any]], Any]  # a value from one dose entry of the curve
 
 
-@dataclass(frozen=True)
-class ControlOptions:
-    """What a sweep passes every control (a control reads what it needs, if anything)."""
-
-    seeds: tuple[int, ...]  # random draws, one setting per seed
-    pointer_shifts: tuple[int, ...]  # the pointer control's offsets k (ref + k)
+def int_tuple(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
 
 
 @dataclass(frozen=True)
-class LadderOptions:
-    """What the dose ladder passes every control at each dose (an empty tuple: that control
-    makes nothing, as on the validation ladder, which only chooses N and the dose)."""
+class Option:
+    """One option a control declares: its name (the keyword the sweep or the ladder takes,
+    and the attribute the control reads from `Options`), its default, and how a given value
+    is made one (`convert`, also applied to the default)."""
 
-    pointer_shifts: tuple[int, ...]  # offsets k of the pushes at ref + shift + k
-    random_seeds: tuple[int, ...]  # seeds whose head draws differ (`interventions.other_seeds`)
+    name: str
+    default: Any
+    convert: Callable[[Any], Any] = int_tuple
+
+
+class Options:
+    """What the sweep (`ControlOptions`) or the ladder (`LadderOptions`) passes its controls:
+    one value per option the controls declare (`Control.options`, `AtDose.options`), read as
+    an attribute (`options.seeds`). Controls that declare the same name share one value, and
+    must agree on its default; a name no control declares is refused, so a misspelt option
+    never goes unread."""
+
+    def __init__(self, declared: Iterable[Option], **values: Any) -> None:
+        by_name: dict[str, Option] = {}
+        for option in declared:
+            known = by_name.setdefault(option.name, option)
+            if known.default != option.default:
+                raise ValueError(
+                    f"two controls declare option {option.name!r} with different defaults: "
+                    f"{known.default!r} and {option.default!r}"
+                )
+        unknown = sorted(set(values) - set(by_name))
+        if unknown:
+            raise ValueError(f"no control declares the option(s) {unknown}: {sorted(by_name)}")
+        self._values = {
+            name: option.convert(values.get(name, option.default))
+            for name, option in by_name.items()
+        }
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(f"no control declares the option {name!r}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._values == self._values
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"{type(self).__name__}({fields})"
 
 
 @dataclass
@@ -114,16 +150,18 @@ class AtDose:
     its settings' records; columns(curve): its dose-table columns; series(curve, entries):
     its lines in the dose figure for one set of entries (one threshold); numbers: what the
     verdict reads from it; curve_fields and baseline_fields (context, every setting it
-    made): fields it adds to the curve and to the curve's baseline."""
+    made): fields it adds to the curve and to the curve's baseline; options: what it reads
+    from the ladder's `Options` (`make(top, options)`), with their defaults."""
 
     key: str
-    make: Callable[[Any, LadderOptions], list[Any]]
+    make: Callable[[Any, Options], list[Any]]
     read: Callable[[LadderContext, Any, list[Any]], Any]
     columns: Callable[[Mapping[str, Any]], list[Column]]
     series: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], list[Series]]
     numbers: tuple[Reading, ...] = ()
     curve_fields: Callable[[LadderContext, list[Any]], dict[str, Any]] | None = None
     baseline_fields: Callable[[LadderContext, list[Any]], dict[str, Any]] | None = None
+    options: tuple[Option, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,13 +169,15 @@ class Control:
     """One control. `role` is what its settings carry (`Setting.role`) and reports read to
     find them (never the format of a name). At the grid's chosen setting (`make` given):
     `make(chosen, options)` returns its settings of a chosen (non-baseline) setting, and
-    `legend` is its entry in a report's list of controls. At every dose of the ladder
-    (`ladder` given): `AtDose`."""
+    `legend` is its entry in a report's list of controls, and `options` what it reads from
+    the sweep's `Options`, with their defaults. At every dose of the ladder (`ladder`
+    given): `AtDose`."""
 
     role: str
-    make: Callable[[Any, ControlOptions], list[Any]] | None
+    make: Callable[[Any, Options], list[Any]] | None
     legend: str = ""
     ladder: AtDose | None = None
+    options: tuple[Option, ...] = ()
 
     def __post_init__(self) -> None:
         if self.make is None and self.ladder is None:

@@ -10,7 +10,15 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from harness.attention.controls.base import AtDose, Column, Control, Reading, Series, mean_or_none
+from harness.attention.controls.base import (
+    AtDose,
+    Column,
+    Control,
+    Option,
+    Reading,
+    Series,
+    mean_or_none,
+)
 from harness.foundation.stats import format_number as _n
 
 KEY = "random_heads"  # its field in each dose entry of the ladder's curve
@@ -90,5 +98,7 @@ CONTROL = Control(
         columns,
         series,
         numbers=(Reading("random_heads_max", "chosen", best_draw),),
+        # seeds whose head draws differ (`interventions.other_seeds`); none: no draw
+        options=(Option("random_seeds", ()),),
     ),
 )

@@ -15,11 +15,12 @@ from harness.attention.controls.base import (
     Column,
     Control,
     LadderContext,
+    Option,
     Reading,
     Series,
     mean_or_none,
 )
-from harness.attention.verdicts.evidence import followed
+from harness.attention.evidence import followed
 from harness.foundation.stats import format_gain, record_key
 from harness.foundation.stats import format_number as _n
 
@@ -180,6 +181,13 @@ def series(curve: Mapping[str, Any], entries) -> list[Series]:
     return out
 
 
+def followed_at(entry: Mapping[str, Any] | None) -> dict[str, float]:
+    """The shifted pushes followed at one dose entry (`harness.attention.evidence`)."""
+    return followed((entry or {}).get(KEY))
+
+
+SHIFTS = Option("pointer_shifts", POINTER_SHIFTS)  # the offsets k of the pushes at ref + k
+
 CONTROL = Control(
     "pointer",
     make,
@@ -191,10 +199,12 @@ CONTROL = Control(
         columns,
         series,
         numbers=(
-            Reading("followed", "chosen", followed),
-            Reading("followed_at_top", "top", followed),
+            Reading("followed", "chosen", followed_at),
+            Reading("followed_at_top", "top", followed_at),
         ),
         curve_fields=curve_fields,
         baseline_fields=baseline_fields,
+        options=(SHIFTS,),
     ),
+    options=(SHIFTS,),
 )

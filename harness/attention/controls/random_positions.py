@@ -4,6 +4,7 @@
 import dataclasses
 
 from harness.attention.controls.base import Control
+from harness.attention.controls.random_heads import SEEDS
 
 
 def make(chosen, options):
@@ -15,4 +16,5 @@ CONTROL = Control(
     "random_positions",
     make,
     "`*randpos*` the chosen heads at as many random non-reference keys per row",
+    options=(SEEDS,),
 )

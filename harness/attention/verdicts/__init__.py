@@ -2,8 +2,6 @@
 
     vocabulary         each verdict word, what it means, what it rules out; the thresholds
                        (MOSTLY, POINTER_EXCESS, MIN_POINTER_ROWS, ID_TOLERANCE, ON_REFERENCE)
-    evidence           what counts as evidence at one dose (a shifted push `followed`), which
-                       the controls name in the numbers they hand the calibrated verdict
     calibrated         the headline verdict: N and the dose chosen on OOD validation from the
                        dose ladder, the kind of failure from where the errors look, the
                        ladder's controls read at the chosen dose on OOD test (its numbers
@@ -13,7 +11,10 @@
 
 A rule takes measured values (curves, gains, diagnoses: plain data) and returns
 {"verdict", "reasons" or "reason", "numbers"}; it measures nothing and writes nothing.
-Reports import the words and thresholds from `vocabulary`, never restate them. A new rule
+Reports import the words and thresholds from `vocabulary`, never restate them. What counts
+as evidence at one dose (a shifted push `followed`, and its thresholds) sits below this
+folder and the controls (`harness.attention.evidence`): the pointer control names it in the
+numbers it hands the calibrated verdict, so a control never imports a verdict. A new rule
 is one module here speaking `vocabulary`'s words (a new word is one `Verdict` line there),
 and a test under tests/harness/attention/verdicts/ on inputs whose verdict is known.
 Nothing here is imported at package import: each module is imported by name.

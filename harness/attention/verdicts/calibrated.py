@@ -70,8 +70,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.attention.controls import ladder_readings
-from harness.attention.verdicts.evidence import finite, followed
+from harness.attention.controls import at_dose, ladder_readings
+from harness.attention.evidence import finite, followed
 from harness.attention.verdicts.vocabulary import (
     CALIBRATED,
     CONFLICTING_EVIDENCE,
@@ -231,16 +231,17 @@ def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list
     reference = dose.get("reference") or {}
     if not above_zero(reference):
         failed.append("the reference push does not gain on test (interval)")
-    for k, excess in followed(dose).items():
+    pushes = at_dose(dose, "pointer")
+    for k, excess in followed(pushes).items():
         failed.append(f"the push at ref{k} is followed ({excess:+.2f})")
     low = reference.get("low", math.nan)
-    for k, pointer in (dose.get("pointers") or {}).items():
+    for k, pointer in (pushes or {}).items():
         high = (pointer.get("gain") or {}).get("high", math.nan)
         if not (finite(high) and finite(low) and high < low):
             failed.append(f"the push at ref{k} gains about as much as at the reference")
-    if not dose.get("pointers"):
+    if not pushes:
         failed.append("no shifted push was measured")
-    best = (dose.get("random_heads") or {}).get("max")
+    best = (at_dose(dose, "other_heads") or {}).get("max")
     if best is None:
         if not _no_random_heads(curve):
             failed.append("random other heads were not measured")
@@ -268,7 +269,7 @@ def read_kind(
     """What one kind of error says, read with the dose evidence at the chosen dose: (the
     verdict it supports, the reasons). Every condition is read at that dose."""
     dose_text = f"at C = {chosen['strength']:g} (chosen on validation)" if chosen else ""
-    pushes = followed(at) if at else {}
+    pushes = followed(at_dose(at, "pointer")) if at else {}
     pushed = ", ".join(f"ref{k}" for k in pushes)
     if kind == "on_reference":
         reasons = [

@@ -83,18 +83,7 @@ def verdict(
     A gain without its numbers, or an ID pair that is not two shares, is a ValueError naming
     the argument (an empty gain would read as "no gain" and decide the verdict silently).
     """
-    _check_gain("chosen_gain", chosen_gain)
-    if restore_gain is not None:
-        _check_gain("restore_gain", restore_gain)
-    for k, gain in shift_gains.items():
-        _check_gain(f"shift_gains[{k}]", gain)
-    if id_exact is not None and (
-        len(id_exact) != 2 or not all(_is_number(x) and 0 <= x <= 1 for x in id_exact)
-    ):
-        raise ValueError(
-            f"id_exact must be (baseline, chosen) exact match, two shares in [0, 1], got "
-            f"{id_exact!r}"
-        )
+    _check_inputs(chosen_gain, restore_gain, shift_gains, id_exact)
     reasons: list[str] = []
     followed = {
         k: f["excess"]
@@ -128,6 +117,40 @@ def verdict(
         # gain there is nothing to explain.
         reasons.append("but the chosen setting's gain is not above 0 (interval)")
         return {"verdict": INCONCLUSIVE, "reasons": reasons, "numbers": numbers}
+    reasons = _not_repaired(
+        chosen_gain, restore_gain, follows, shift_gains, id_exact, answer_at_reference
+    )
+    if reasons:
+        return {"verdict": INCONCLUSIVE, "reasons": reasons, "numbers": numbers}
+    return {
+        "verdict": REPAIR,
+        "reasons": ["the gain survives restore, shifted pointers are not followed, ID holds"],
+        "numbers": numbers,
+    }
+
+
+def _check_inputs(chosen_gain, restore_gain, shift_gains, id_exact) -> None:
+    """ValueError naming a gain without its numbers, or an ID pair that is not two shares."""
+    _check_gain("chosen_gain", chosen_gain)
+    if restore_gain is not None:
+        _check_gain("restore_gain", restore_gain)
+    for k, gain in shift_gains.items():
+        _check_gain(f"shift_gains[{k}]", gain)
+    if id_exact is not None and (
+        len(id_exact) != 2 or not all(_is_number(x) and 0 <= x <= 1 for x in id_exact)
+    ):
+        raise ValueError(
+            f"id_exact must be (baseline, chosen) exact match, two shares in [0, 1], got "
+            f"{id_exact!r}"
+        )
+
+
+def _not_repaired(
+    chosen_gain, restore_gain, follows, shift_gains, id_exact, answer_at_reference
+) -> list[str]:
+    """Every condition of a repair that fails, with no shifted setting followed ([]: a
+    repair)."""
+    reasons = []
     if not above_zero(chosen_gain):
         reasons.append("the chosen setting's gain is not above 0 (interval)")
     if not above_zero(restore_gain):
@@ -144,13 +167,7 @@ def verdict(
         # still pass (there, a pointer cannot hand the answer over).
         if answer_at_reference is None or answer_at_reference >= 0.5:
             reasons.append("no row could measure pointer following")
-    if reasons:
-        return {"verdict": INCONCLUSIVE, "reasons": reasons, "numbers": numbers}
-    return {
-        "verdict": REPAIR,
-        "reasons": ["the gain survives restore, shifted pointers are not followed, ID holds"],
-        "numbers": numbers,
-    }
+    return reasons
 
 
 def assess(sweep: Mapping[str, Any], instances: Sequence[Any], metric: str | None = None):

@@ -26,7 +26,7 @@ RULE_MODULES = (
     "harness.attention.heads",
     "harness.attention.dose",
     "harness.attention.diagnosis",
-    "harness.attention.verdicts.evidence",
+    "harness.attention.evidence",
     "harness.attention.verdicts.calibrated",
     "harness.attention.verdicts.vocabulary",
 )

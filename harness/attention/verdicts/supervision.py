@@ -85,59 +85,59 @@ def study_verdict(
     }
     said = f"{chosen}'s OOD {metric} gain {format_gain(gain)} points"
     if above_zero(gain):
-        unbeaten = [name for name, d in versus.items() if not above_zero(d)]
-        # random heads pulled to the reference attend right too: they question the heads
-        elsewhere = [name for name in unbeaten if control_roles.get(name) != RANDOM_HEADS]
-        every_seed = bool(per_seed) and min(per_seed) > 0
-
-        def listed(names) -> str:  # "wrong3-w1 (+10.2 [+8.8, +11.6]), ..."
-            return ", ".join(f"{name} ({format_gain(versus[name])})" for name in names)
-
-        if elsewhere:
-            verdict = NOT_SPECIFIC
-            reason = f"{said}, but not above {listed(elsewhere)}"
-        elif unbeaten and every_seed:
-            verdict = REFERENCE_NOT_HEADS
-            beaten = [name for name in versus if name not in unbeaten]
-            reason = (
-                f"{said}, in every seed run, above {listed(beaten)}, "
-                f"but not above {listed(unbeaten)}"
-            )
-        elif not every_seed:
-            verdict = INCONCLUSIVE
-            above = "above each control" if not unbeaten else "not above " + ", ".join(unbeaten)
-            reason = f"{said}, {above}, but not in every seed run ({_seeds(per_seed)})"
-        else:
-            verdict = GENERALISES
-            reason = f"{said}, in every seed run, above each control"
+        verdict, reason = _with_gain(said, versus, per_seed, control_roles)
     else:
-        hurt = " (a loss)" if below_zero(gain) else ""
-        if on_reference is not None and on_reference >= ON_REFERENCE:
-            verdict = NOT_BOTTLENECK
-            reason = (
-                f"{said}{hurt}, while on {on_reference:.2f} of its wrong OOD instances the "
-                "supervised heads looked at the reference as much as in distribution"
-            )
-        elif not above_zero(mass_gain):
-            verdict = DID_NOT_TAKE
-            reason = (
-                f"{said}{hurt}; the supervised heads' OOD reference mass moved "
-                f"{format_gain(mass_gain)} points over the baseline's"
-            )
-        else:
-            verdict = INCONCLUSIVE
-            shown = "n/a" if on_reference is None else f"{on_reference:.2f}"
-            reason = (
-                f"{said}{hurt}; the heads' OOD reference mass rose {format_gain(mass_gain)} "
-                f"points, yet they looked there as in distribution on {shown} of the wrong "
-                "instances"
-            )
+        verdict, reason = _without_gain(said, gain, mass_gain, on_reference)
     return {
         "verdict": verdict,
         "reason": reason,
         "rules_out": RULES_OUT[verdict],
         "numbers": numbers,
     }
+
+
+def _with_gain(said: str, versus, per_seed, control_roles) -> tuple[str, str]:
+    """Rule 1 (the gain's interval lies above 0): (verdict, reason)."""
+    unbeaten = [name for name, d in versus.items() if not above_zero(d)]
+    # random heads pulled to the reference attend right too: they question the heads
+    elsewhere = [name for name in unbeaten if control_roles.get(name) != RANDOM_HEADS]
+    every_seed = bool(per_seed) and min(per_seed) > 0
+
+    def listed(names) -> str:  # "wrong3-w1 (+10.2 [+8.8, +11.6]), ..."
+        return ", ".join(f"{name} ({format_gain(versus[name])})" for name in names)
+
+    if elsewhere:
+        return NOT_SPECIFIC, f"{said}, but not above {listed(elsewhere)}"
+    if unbeaten and every_seed:
+        beaten = [name for name in versus if name not in unbeaten]
+        return REFERENCE_NOT_HEADS, (
+            f"{said}, in every seed run, above {listed(beaten)}, but not above {listed(unbeaten)}"
+        )
+    if not every_seed:
+        above = "above each control" if not unbeaten else "not above " + ", ".join(unbeaten)
+        return INCONCLUSIVE, f"{said}, {above}, but not in every seed run ({_seeds(per_seed)})"
+    return GENERALISES, f"{said}, in every seed run, above each control"
+
+
+def _without_gain(said: str, gain, mass_gain, on_reference) -> tuple[str, str]:
+    """Rules 2 to 4 (no gain above 0): (verdict, reason)."""
+    hurt = " (a loss)" if below_zero(gain) else ""
+    if on_reference is not None and on_reference >= ON_REFERENCE:
+        return NOT_BOTTLENECK, (
+            f"{said}{hurt}, while on {on_reference:.2f} of its wrong OOD instances the "
+            "supervised heads looked at the reference as much as in distribution"
+        )
+    if not above_zero(mass_gain):
+        return DID_NOT_TAKE, (
+            f"{said}{hurt}; the supervised heads' OOD reference mass moved "
+            f"{format_gain(mass_gain)} points over the baseline's"
+        )
+    shown = "n/a" if on_reference is None else f"{on_reference:.2f}"
+    return INCONCLUSIVE, (
+        f"{said}{hurt}; the heads' OOD reference mass rose {format_gain(mass_gain)} "
+        f"points, yet they looked there as in distribution on {shown} of the wrong "
+        "instances"
+    )
 
 
 def _seeds(values: Sequence[float]) -> str:

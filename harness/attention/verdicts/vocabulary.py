@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.attention.evidence import MIN_POINTER_ROWS as MIN_POINTER_ROWS
+from harness.attention.evidence import POINTER_EXCESS as POINTER_EXCESS
+
 # --- thresholds -------------------------------------------------------------------------------
 MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an error
-POINTER_EXCESS = 0.2  # a shifted push is "followed": the model writes what it points at this
-# much more often than without intervention, on the same rows
-MIN_POINTER_ROWS = 20  # rows a following rate needs before it counts
+# A shifted push is "followed" (POINTER_EXCESS, on MIN_POINTER_ROWS rows or more): said once
+# in `harness.attention.evidence`, below the pointer control that names it and the rules here.
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under a push and still "hold"
 NAMED = 0.25  # a kind of error holding this share of the instances or more is named
 ON_REFERENCE = 0.5  # the supervision study's "most wrong instances": on_reference share >= this

@@ -96,3 +96,60 @@ def test_a_new_control_is_one_module_and_one_registry_line(monkeypatch):
     assert controls.legend().endswith("; `*C2x` the chosen heads at 2C")
     # Not a random-head control: the findings do not call it one.
     assert not any("Random heads" in line for line in intervention_findings({"sweep": sweep}))
+
+
+def test_a_control_is_found_by_its_role_and_writes_its_own_field():
+    """Readers ask the registry for a ladder control's field by role; the keys are the
+    curves' and digests' own ("pointers", "random_heads"), never restated by a reader."""
+    assert controls.control("pointer") is controls.CONTROLS[4]
+    assert controls.dose_field("pointer") == "pointers"
+    assert controls.dose_field("other_heads") == "random_heads"
+    entry = {"pointers": {"+3": {}}, "random_heads": {"max": 0.1}}
+    assert controls.at_dose(entry, "other_heads") == {"max": 0.1}
+    assert controls.at_dose(None, "pointer") is None and controls.at_dose({}, "pointer") is None
+    with pytest.raises(ValueError, match="no control has the role 'nope'"):
+        controls.control("nope")
+    with pytest.raises(ValueError, match="does not run on the ladder"):
+        controls.dose_field("knockout")
+
+
+def test_the_options_are_the_ones_the_controls_declare():
+    grid = controls.ControlOptions()
+    assert (grid.seeds, grid.pointer_shifts) == ((0, 1, 2), (-3, 3))  # the controls' defaults
+    ladder = controls.LadderOptions(random_seeds=[4, "5"])
+    assert (ladder.pointer_shifts, ladder.random_seeds) == ((-3, 3), (4, 5))
+    with pytest.raises(ValueError, match=r"no control declares the option\(s\) \['draws'\]"):
+        controls.LadderOptions(draws=3)
+    with pytest.raises(AttributeError, match="seeds"):
+        getattr(ladder, "seeds")  # noqa: B009 (a grid option: no ladder control declares it)
+    with pytest.raises(ValueError, match="different defaults"):
+        controls.Options([controls.Option("seeds", (0,)), controls.Option("seeds", (1,))])
+
+
+def test_a_new_control_brings_its_own_option(monkeypatch):
+    def make(chosen, options):
+        return [dataclasses.replace(chosen, strength=f * chosen.strength) for f in options.factors]
+
+    factors = controls.Option("factors", (3,), convert=tuple)  # floats: not the int default
+    toy = controls.Control("scaled", make, "`*Cx` the chosen heads at f C", options=(factors,))
+    monkeypatch.setattr(controls, "CONTROLS", (*controls.CONTROLS, toy))
+    made = controls.control_settings(CHOSEN, seeds=(0,))
+    assert made[-1].name == "top4-C6"  # its default
+    made = controls.control_settings(CHOSEN, seeds=(0,), factors=(0.5,))
+    assert made[-1].name == "top4-C1"
+    with pytest.raises(ValueError, match="no control declares"):
+        controls.control_settings(CHOSEN, draws=(1,))
+
+
+def test_no_control_imports_a_verdict():
+    """The verdicts read the controls (their readings, their fields); a control importing a
+    verdict would close a circle between the two packages."""
+    from tests.harness.test_imports import graph
+
+    edges = graph()
+    reaching = {
+        name: sorted(t for t in targets if t.startswith("harness.attention.verdicts"))
+        for name, targets in edges.items()
+        if name.startswith("harness.attention.controls")
+    }
+    assert not any(reaching.values()), reaching

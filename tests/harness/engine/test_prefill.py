@@ -50,3 +50,39 @@ def test_a_repeated_copy_serves_each_row_once_per_setting(loaded):
     cached = teacher_forced_batch(model, char_tok, rows, **cache_copy(model, prefix, 3))
     assert cached.predicted == whole.predicted
     assert torch.equal(cached.batch.input_ids, whole.batch.input_ids)
+
+
+def test_setting_groups_run_every_setting_once_on_the_shared_prefill(loaded):
+    """Five settings in groups of two: three groups (2, 2, 1), each a generation and a
+    teacher-forced pass over the instances x its settings, continuing the shared prefill,
+    with what passes without it give; the plan of each group is asked for once."""
+    from harness.engine.capture import AttentionPlan
+    from harness.engine.prefill import setting_groups
+    from harness.engine.scoring import Scorer
+
+    model, char_tok, encodings = loaded
+    scorer = Scorer(model, char_tok)
+    asked = []
+
+    def plan_of(members):
+        asked.append(list(members))
+        return AttentionPlan()
+
+    groups = list(setting_groups(scorer, encodings, 5, plan_of, per_group=2))
+    assert asked == [g.members for g in groups] == [[0, 1], [2, 3], [4]]
+    free = generate_batch(
+        model, char_tok, encodings, max_new_tokens=max(e.target_len for e in encodings) + 1
+    )
+    whole = teacher_forced_batch(model, char_tok, encodings)
+    for group in groups:
+        for b in range(len(encodings)):
+            for s in range(len(group.members)):
+                row = group.row(b, s)
+                assert group.generation.ids[row] == free.ids[b]
+                assert group.forced.predicted[row] == whole.predicted[b]
+    only_forced = list(setting_groups(scorer, encodings, 1, plan_of, per_group=4, generate=False))
+    assert only_forced[0].generation is None and only_forced[0].forced is not None
+    with pytest.raises(ValueError, match="needs a pass"):
+        setting_groups(
+            scorer, encodings, 1, plan_of, per_group=1, generate=False, teacher_forced=False
+        )
