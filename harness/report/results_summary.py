@@ -117,9 +117,26 @@ def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, l
     return lines, verdicts
 
 
+def _opening(ids: list[float], oods: list[float]) -> str:
+    """How many models learn their task in distribution, and how they do out of it."""
+    if not ids or not oods:
+        return "The digests here hold no ID and OOD test exact match to summarise."
+    learnt = sum(x >= LEARNT for x in ids)
+    every = learnt == len(ids)
+    who = "Every model here learns its" if every else f"{learnt} of {len(ids)} models learn their"
+    return (
+        f"{who} task in distribution (test exact match {LEARNT:.2f} or more; all "
+        f"{_span(ids)}), and all fail longer inputs (out of distribution {_span(oods)}), as "
+        "the paper's models do."
+    )
+
+
 def render_summary(folder: Path) -> str:
     """The block, from every digest in `folder`."""
     digests = read_digests(folder)
+    if not digests:  # a page whose digests lie elsewhere (or not yet): said, never a crash
+        note = f"No digest (quick-run*.json) lies beside this page in {folder} yet."
+        return "\n".join([BEGIN, "", note, "", END])
     lines, verdicts = task_lines(digests)
     models = sum(len(v) for v in verdicts.values())
     # "1 of 2 models of addition, ..." per task with a nudge-repairable model
@@ -130,14 +147,7 @@ def render_summary(folder: Path) -> str:
     ]
     ids = [x for d in digests for r in d["tasks"].values() if (x := _exact(r, "id")) is not None]
     oods = [x for d in digests for r in d["tasks"].values() if (x := _exact(r, "ood")) is not None]
-    learnt = sum(x >= LEARNT for x in ids)
-    every = learnt == len(ids)
-    who = "Every model here learns its" if every else f"{learnt} of {len(ids)} models learn their"
-    opening = (
-        f"{who} task in distribution (test exact match {LEARNT:.2f} or more; all "
-        f"{_span(ids)}), and all fail longer inputs (out of distribution {_span(oods)}), as "
-        "the paper's models do."
-    )
+    opening = _opening(ids, oods)
     if repairable:
         verdict = (
             f"Of the {models} models with a calibrated verdict, the {REPAIRABLE} ones "

@@ -122,3 +122,9 @@ def test_the_opening_counts_the_models_that_fall_short_in_distribution(tmp_path)
     _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "no lookup")})
     text = " ".join(results_summary.render_summary(tmp_path).split())
     assert "Every model here learns its task in distribution" in text
+
+
+def test_a_folder_without_digests_is_said_not_a_crash(tmp_path):
+    text = results_summary.render_summary(tmp_path)
+    assert "No digest (quick-run*.json) lies beside this page" in text
+    assert text.startswith(results_summary.BEGIN) and text.endswith(results_summary.END)
