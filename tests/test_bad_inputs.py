@@ -1652,8 +1652,8 @@ def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no
     finally:
         no_work.undo()
     assert status is None, err
-    # eval, attention and reproduce load their model before the folder is touched
-    if command in ("train", "supervision"):
+    # train, eval, attention and reproduce load their model before the folder is touched
+    if command == "supervision":
         assert own_file not in seen[0] and "notes.txt" in seen[0]  # aside while the work ran
     else:
         assert own_file in seen[0] and not any(".attentionspan-replaced" in n for n in seen[0])
