@@ -296,6 +296,7 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     fine-tunes (`task_train_config`), trained, resumed or reused. A model already there is
     reused only when it was trained with the same options (`check_task_models` refuses
     otherwise, before any work)."""
+    from harness.foundation.ownership import replacing
     from harness.foundation.runs import FINAL, prune_checkpoints
 
     folder = task_model_folder(out, task, run)
@@ -304,10 +305,14 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     if mismatch:
         raise ValueError(mismatch)
     config = task_train_config(cfg, task, folder, run)
-    # an interruption names reproduce, not `train --resume`: the rerun resumes this model
+    # an interruption names reproduce, not `train --resume`: the rerun resumes this model;
+    # when this run replaces an earlier one (--overwrite), the interruption puts the earlier
+    # run back and keeps none of this one: nothing to continue (the claim says what to do)
     again = (
-        f"the same attentionspan reproduce command (--output {out}): it resumes {folder} "
-        "and reuses every finished stage"
+        ""
+        if replacing(out)
+        else f"the same attentionspan reproduce command (--output {out}; without --overwrite, "
+        f"which starts over): it resumes {folder} and reuses every finished stage"
     )
     doing = f"fine-tuning {cfg.pretrained}" if cfg.pretrained else "training"
     final, reused = trained_model(config, f"model for {name}", log, cfg.progress, again, doing)

@@ -130,7 +130,7 @@ def test_an_interrupted_train_overwrite_leaves_the_earlier_run(finished_run, tmp
         assert "holds a finished run of attentionspan train" in err
     else:
         assert status == {"SIGINT": 130, "SIGTERM": 143}[how], err
-        assert "is kept as it was (the run replacing it did not finish)" in err
+        assert "is kept as it was (the run replacing it did not finish" in err
         assert "--resume" not in err  # the new run is not kept: nothing to resume
     assert snapshot(out) == before
 
