@@ -49,6 +49,7 @@ from attentionspan_datasets.ownership import (
     move_aside,
     open_record,
     put_back,
+    read_manifest,
     running,
     settle,
     write_manifest,
@@ -282,14 +283,19 @@ class Claim:
 
 
 def replacing(path: str | os.PathLike) -> bool:
-    """Whether the run writing `path` now replaces an earlier run (its manifest's open
-    record names the folder the earlier run waits in): an interruption then puts the
-    earlier run back and keeps nothing of this one, so there is nothing to continue."""
-    try:
-        record = inspect(Path(path)).open
-    except ValueError:  # no manifest this package wrote: no run of it replacing another
-        return False
-    return bool(record and record.get("aside"))
+    """Whether `path` lies in (or is) a folder whose run now replaces an earlier run (the
+    manifest's open record names the folder the earlier run waits in): an interruption then
+    puts the earlier run back and keeps nothing of this one, so there is nothing to
+    continue. A model folder of reproduce or supervision is asked about by its own path."""
+    for folder in (Path(path), *Path(path).parents):
+        try:
+            manifest = read_manifest(folder)
+        except (OSError, ValueError):  # a manifest no run of this package wrote
+            continue
+        record = (manifest or {}).get("open")
+        if isinstance(record, dict) and record.get("aside"):
+            return True
+    return False
 
 
 def _runs_state(command: str, path: Path) -> str:

@@ -274,12 +274,16 @@ def check_task_models(cfg: ReproduceConfig, out: Path) -> None:
 def trained_model(config, who: str, log, progress: bool, again: str, doing: str = "training"):
     """The final model of `config` (a TrainConfig), reused when finished, else resumed or
     trained (`who`: "model for reversal", how the log names it; `again`: the command that
-    resumes it when interrupted). The caller has refused a model recorded with other options
-    (`model_mismatch`). Returns its folder, and whether it was reused."""
+    resumes it when interrupted, unless the run replaces an earlier one). The caller has
+    refused a model recorded with other options (`model_mismatch`). Returns its folder, and
+    whether it was reused."""
+    from harness.foundation.ownership import replacing
     from harness.foundation.runs import FINAL
     from harness.training.train import train
 
     folder = Path(config.output)
+    if replacing(folder):  # --overwrite: an interruption puts the earlier run back and
+        again = ""  # keeps nothing of this one, so no line says to continue it
     saved = saved_model(folder)
     if saved is not None and saved.name == FINAL:
         log(f"{who}: reusing {saved} (trained with the same options)")
@@ -296,7 +300,6 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     fine-tunes (`task_train_config`), trained, resumed or reused. A model already there is
     reused only when it was trained with the same options (`check_task_models` refuses
     otherwise, before any work)."""
-    from harness.foundation.ownership import replacing
     from harness.foundation.runs import FINAL, prune_checkpoints
 
     folder = task_model_folder(out, task, run)
@@ -305,13 +308,9 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     if mismatch:
         raise ValueError(mismatch)
     config = task_train_config(cfg, task, folder, run)
-    # an interruption names reproduce, not `train --resume`: the rerun resumes this model;
-    # when this run replaces an earlier one (--overwrite), the interruption puts the earlier
-    # run back and keeps none of this one: nothing to continue (the claim says what to do)
+    # an interruption names reproduce, not `train --resume`: the rerun resumes this model
     again = (
-        ""
-        if replacing(out)
-        else f"the same attentionspan reproduce command (--output {out}; without --overwrite, "
+        f"the same attentionspan reproduce command (--output {out}; without --overwrite, "
         f"which starts over): it resumes {folder} and reuses every finished stage"
     )
     doing = f"fine-tuning {cfg.pretrained}" if cfg.pretrained else "training"
