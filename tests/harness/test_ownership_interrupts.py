@@ -190,7 +190,7 @@ def earlier_results(command: str, out: Path) -> None:
 BROKEN = ["no weights", "truncated weights", "torn config", "nan weights", "short context"]
 
 
-@pytest.mark.parametrize("command", ["train", "eval", "attention", "reproduce"])
+@pytest.mark.parametrize("command", ["train", "eval", "attention", "reproduce", "pretrained"])
 @pytest.mark.parametrize("broken", BROKEN)
 def test_overwrite_with_a_model_that_cannot_serve_leaves_the_earlier_run(
     finished_run, tmp_path, command, broken, capsys
@@ -227,11 +227,12 @@ def test_overwrite_with_a_model_that_cannot_serve_leaves_the_earlier_run(
         args = ["train", "--model", str(model), "--config", "reversal_id", "--max-steps", "2"]
     else:
         out = tmp_path / "out"
-        earlier_results(command, out)
+        earlier_results("reproduce" if command == "pretrained" else command, out)
         args = {
             "eval": ["eval", "--model", str(model), "--configs", "reversal_id", "-n", "2"],
             "attention": ["attention", "--model", str(model), "--configs", "reversal_id"],
             "reproduce": ["reproduce", "--model", str(model), "--config", "reversal"],
+            "pretrained": ["reproduce", "--pretrained", str(model), "--tasks", "reversal"],
         }[command]
     before, touched = snapshot(out), stamps(out)
     capsys.readouterr()
