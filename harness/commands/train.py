@@ -92,7 +92,8 @@ def config_from_args(args):
 
 def check(args):
     """What train refuses before any work, writing nothing (`attentionspan launch` runs it
-    before it starts processes): the config and the claim on --output."""
+    before it starts processes): the config, the claim on --output, and when the claim
+    replaces an earlier run, the model against the run's data."""
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
     from harness.foundation.runs import check_model_files, check_not_in_use
