@@ -1652,8 +1652,8 @@ def test_its_own_folder_continues_or_needs_overwrite(command, harness_places, no
     finally:
         no_work.undo()
     assert status is None, err
-    # eval, attention and reproduce load their model before the folder is touched
-    if command in ("train", "supervision"):
+    # train, eval, attention and reproduce load their model before the folder is touched
+    if command == "supervision":
         assert own_file not in seen[0] and "notes.txt" in seen[0]  # aside while the work ran
     else:
         assert own_file in seen[0] and not any(".attentionspan-replaced" in n for n in seen[0])
@@ -1966,6 +1966,94 @@ def test_a_file_nested_absurdly_deep_is_one_line_naming_it(args, deep, tmp_path)
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"attentionspan {args[0]}: error: "), err[0]
     assert str(tmp_path / deep) in err[0], err[0]
-    # (train cuts the reason at 100 characters)
     says = "is not a manifest" if ".attentionspan" in deep else "nested more than 100"
     assert says in err[0], err[0]
+
+
+TORN_JSON = '{"prompt": {"instruction": "Rev'  # a file cut short by a full disk or a kill
+
+# (where the bad file goes, the command, what the line says of it besides its path); every
+# reader of a file a user hands the tool, or that a killed run could leave torn
+READERS = {
+    # a model folder's run file, read as the model loads
+    "eval-run-file": (
+        "model/attentionspan_run.json",
+        ["eval", "--model", "{tmp}/model", "--configs", "reversal_id", "-n", "2"],
+        {"deep": "nested more than 100", "torn": "not valid JSON (torn or cut short?)"},
+    ),
+    "attention-run-file": (
+        "model/attentionspan_run.json",
+        ["attention", "--model", "{tmp}/model", "--configs", "reversal_id", "-n", "2"],
+        {"deep": "nested more than 100", "torn": "not valid JSON (torn or cut short?)"},
+    ),
+    "reproduce-run-file": (
+        "model/attentionspan_run.json",
+        ["reproduce", "--model", "{tmp}/model", "--output", "{tmp}/reproduce"],
+        {"deep": "nested more than 100", "torn": "not valid JSON (torn or cut short?)"},
+    ),
+    # a checkpoint's run file and the run's log, read by --resume
+    "resume-run-file": (
+        "run/checkpoint-1/attentionspan_run.json",
+        ["train", "--output", "{tmp}/run", "--resume"],
+        {"deep": "nested more than 100", "torn": "not valid JSON (torn or cut short?)"},
+    ),
+    "resume-log": (
+        "run/log.jsonl",
+        ["train", "--output", "{tmp}/run", "--resume"],
+        {"deep": "line 1 is not a JSON record", "torn": "line 1 is not a JSON record"},
+    ),
+    # an --output folder whose settings.json no run of the pipeline wrote (no manifest)
+    "reproduce-settings": (
+        "reproduce/settings.json",
+        ["reproduce", "--model", "{tmp}/model", "--output", "{tmp}/reproduce", "--overwrite"],
+        {"deep": "did not write ('settings.json')", "torn": "did not write ('settings.json')"},
+    ),
+    "supervision-settings": (
+        "supervision/settings.json",
+        ["supervision", "--output", "{tmp}/supervision", "--overwrite"],
+        {"deep": "did not write ('settings.json')", "torn": "did not write ('settings.json')"},
+    ),
+    # an --output file: replaced only when it is the command's own
+    "heads-output": (
+        "ranking.json",
+        ["heads", "--model", "{tmp}/model", "--config", "reversal_id", "-n", "2"]
+        + ["--output", "{tmp}/ranking.json"],
+        {"deep": "did not write", "torn": "did not write"},
+    ),
+    "baselines-output": (
+        "baselines.json",
+        ["baselines", "--task", "t1", "--output", "{tmp}/baselines.json"],
+        {"deep": "did not write", "torn": "did not write"},
+    ),
+    # the ranking --attention-supervision top:N reads
+    "supervision-ranking": (
+        "heads.json",
+        ["train", "--model", "scratch", "--config", "reversal_id", "--output", "{tmp}/train"]
+        + ["--attention-supervision", "top:1", "--supervision-ranking", "{tmp}/heads.json"],
+        {"deep": "nested more than 100", "torn": "not valid JSON (torn or cut short?)"},
+    ),
+}
+
+
+@pytest.mark.parametrize("how", ["deep", "torn"])
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_torn_or_deep_json_file_is_one_line_naming_it(reader, how, places, tmp_path):
+    """Each reader of a JSON file the user hands the tool (or a killed run leaves): a file
+    nested 100,000 deep (json's decoder recursed on it: a RecursionError traceback) or cut
+    short is refused in one line naming it, status 2, before anything is written."""
+    where, args, says = READERS[reader]
+    shutil.copytree(places["model"], tmp_path / "model")
+    shutil.copytree(places["run"], tmp_path / "run")
+    path = tmp_path / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    bad = DEEP_JSON if how == "deep" else TORN_JSON
+    if reader == "resume-log":  # a broken line with whole ones after it
+        bad += '\n{"step": 1}\n'
+    path.write_text(bad)
+    before = _snapshot(tmp_path)
+    status, err, _ = run_cli([a.format(tmp=tmp_path) for a in [*args, "--no-progress"]])
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith(f"attentionspan {args[0]}: error: "), err[0]
+    named = str(path) if "did not write" not in says[how] else str(path.parent)
+    assert named in err[0] and says[how] in err[0], err[0]
+    assert _snapshot(tmp_path) == before

@@ -123,7 +123,20 @@ def check(args):
     claim = claim_output("--output", config.output, "reproduce", overwrite=args.overwrite)
     if config.model:  # a short context, NaN weights, ...: before the folder is touched
         check_model_serves(config)
+    elif config.pretrained and claim.will_replace:  # a local one: before the run moves aside
+        check_local_pretrained(config)
     return config, claim
+
+
+def check_local_pretrained(cfg) -> None:
+    """A local --pretrained folder checked as the run checks it once it starts
+    (`harness.pipeline.prepare.check_pretrained_serves`), here before an earlier run moves
+    aside; a known model is fetched and checked by the run (it may not be here yet)."""
+    from harness.foundation.models import KNOWN_MODELS
+    from harness.pipeline.prepare import check_pretrained_serves, pretrained_folder
+
+    if cfg.pretrained not in KNOWN_MODELS:
+        check_pretrained_serves(cfg, pretrained_folder(cfg.pretrained))
 
 
 def check_model_serves(cfg) -> None:

@@ -92,7 +92,8 @@ def config_from_args(args):
 
 def check(args):
     """What train refuses before any work, writing nothing (`attentionspan launch` runs it
-    before it starts processes): the config and the claim on --output."""
+    before it starts processes): the config, the claim on --output, and when the claim
+    replaces an earlier run, the model against the run's data."""
     from harness.foundation.outputs import check_output_folder
     from harness.foundation.ownership import claim_output
     from harness.foundation.runs import check_model_files, check_not_in_use
@@ -107,7 +108,29 @@ def check(args):
     claim = claim_output(
         "--output", config.output, "train", resume=args.resume, overwrite=args.overwrite
     )
+    if claim.will_replace:  # NaN weights, a short context, ...: before the run moves aside
+        check_model_serves(config)
     return config, claim
+
+
+def check_model_serves(config) -> None:
+    """The model loaded and checked against the run's data as `set_up` will (weights there
+    and finite, a causal LM, every character a token, the longest text of --config and of
+    each curriculum stage within its context, the supervised heads there): one line, before
+    the claim moves an earlier run aside. Only then: it costs a second load, and a refusal
+    in `set_up` leaves a new or resumed folder as it found it."""
+    from harness.training.setup import (
+        load_checked_model,
+        load_ranking,
+        make_source,
+        supervised_heads,
+    )
+
+    source = make_source(config)
+    ranking = load_ranking(config)
+    model, _, _ = load_checked_model(config, source, None)
+    supervised_heads(config, model, ranking)
+    del model
 
 
 def check_dataset_findable(path: str | None) -> None:

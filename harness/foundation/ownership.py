@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from attentionspan_datasets.jsonfile import read_json
 from attentionspan_datasets.ownership import (
     MANIFEST,
     Folder,
@@ -49,6 +49,7 @@ from attentionspan_datasets.ownership import (
     move_aside,
     open_record,
     put_back,
+    read_manifest,
     running,
     settle,
     write_manifest,
@@ -89,9 +90,9 @@ def _settings_legacy(key: str) -> Callable[[Path], bool]:
     """A settings.json the pipeline wrote: its options (with `key`) and the versions."""
 
     def written(path: Path) -> bool:
-        try:
-            data = json.loads((path / "settings.json").read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        try:  # torn or absurdly deep: not the pipeline's (json's RecursionError included)
+            data = read_json(path / "settings.json")
+        except ValueError:
             return False
         return isinstance(data, dict) and "versions" in data and key in data
 
@@ -210,6 +211,18 @@ class Claim:
     def active(self) -> bool:
         return self.path is not None and is_main_process()
 
+    @property
+    def will_replace(self) -> bool:
+        """Entering will move an earlier run aside: what could refuse the work is best
+        checked before, so that a refusal never touches the earlier run (put back as it was
+        all the same, but moved twice)."""
+        return (
+            self.active
+            and self.overwrite
+            and self.folder is not None
+            and bool(own_entries(self.folder, self.command))
+        )
+
     def patterns(self) -> tuple[str, ...]:
         return RULES[self.command].patterns() + LEFTOVERS
 
@@ -247,7 +260,8 @@ class Claim:
                 if issubclass(kind, KeyboardInterrupt):
                     print(
                         f"the earlier run in {str(self.path)!r} is kept as it was (the run "
-                        "replacing it did not finish)",
+                        "replacing it did not finish, and nothing of it is kept); to replace "
+                        "it, run the command again with --overwrite (it starts over)",
                         file=sys.stderr,
                     )
             return
@@ -266,6 +280,22 @@ class Claim:
             (self.path / MANIFEST).unlink()
             for made in self._made:  # deepest first; a folder with anything in it stays
                 made.rmdir()
+
+
+def replacing(path: str | os.PathLike) -> bool:
+    """Whether `path` lies in (or is) a folder whose run now replaces an earlier run (the
+    manifest's open record names the folder the earlier run waits in): an interruption then
+    puts the earlier run back and keeps nothing of this one, so there is nothing to
+    continue. A model folder of reproduce or supervision is asked about by its own path."""
+    for folder in (Path(path), *Path(path).parents):
+        try:
+            manifest = read_manifest(folder)
+        except (OSError, ValueError):  # a manifest no run of this package wrote
+            continue
+        record = (manifest or {}).get("open")
+        if isinstance(record, dict) and record.get("aside"):
+            return True
+    return False
 
 
 def _runs_state(command: str, path: Path) -> str:
@@ -365,9 +395,9 @@ def json_with(*keys: str) -> Callable[[Path], bool]:
     """`written` for check_own_file: a JSON object holding `keys`."""
 
     def written(path: Path) -> bool:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        try:  # torn or absurdly deep: not the command's (json's RecursionError included)
+            data = read_json(path)
+        except ValueError:
             return False
         return isinstance(data, dict) and all(k in data for k in keys)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.atomic import atomic_path, atomic_write_text
+from attentionspan_datasets.jsonfile import parse_json, read_json
 
 if TYPE_CHECKING:
     from harness.foundation.data import PromptConfig
@@ -88,8 +89,9 @@ class TrainState:
 def read_run_file(folder: str | Path) -> dict[str, Any] | None:
     """The run file of a model folder, checked; None when there is none.
 
-    ValueError naming the file for invalid JSON, an unknown section or an unknown key in
-    the prompt, scratch or state sections.
+    ValueError naming the file for a file that is not a JSON object (torn, nested absurdly
+    deep, foreign), an unknown section or an unknown key in the prompt, scratch or state
+    sections.
     """
     from harness.foundation.data import PromptConfig
     from harness.foundation.models import ScratchConfig
@@ -97,12 +99,7 @@ def read_run_file(folder: str | Path) -> dict[str, Any] | None:
     path = Path(folder) / RUN_CONFIG_FILE
     if not path.is_file():
         return None
-    try:
-        info = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(info, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(info).__name__}")
+    info = read_json(path, expect=dict)  # torn, deep, not an object: one line naming it
     _check_keys(path, "", info, RUN_FILE_SECTIONS)
     for section, cls in (
         ("prompt", PromptConfig),
@@ -634,9 +631,9 @@ def invocation_cpu(log_path: Path) -> list[float]:
     spent: list[float] = []
     last = None
     for line in log_path.read_text(encoding="utf-8").splitlines():
-        try:
-            cpu = json.loads(line).get("cpu_s")
-        except (json.JSONDecodeError, AttributeError):
+        try:  # a line cut short by a kill, or absurdly nested: no time read from it
+            cpu = parse_json(line, str(log_path)).get("cpu_s")
+        except (ValueError, AttributeError):
             continue
         if not isinstance(cpu, (int, float)):
             continue

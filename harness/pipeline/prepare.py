@@ -274,12 +274,16 @@ def check_task_models(cfg: ReproduceConfig, out: Path) -> None:
 def trained_model(config, who: str, log, progress: bool, again: str, doing: str = "training"):
     """The final model of `config` (a TrainConfig), reused when finished, else resumed or
     trained (`who`: "model for reversal", how the log names it; `again`: the command that
-    resumes it when interrupted). The caller has refused a model recorded with other options
-    (`model_mismatch`). Returns its folder, and whether it was reused."""
+    resumes it when interrupted, unless the run replaces an earlier one). The caller has
+    refused a model recorded with other options (`model_mismatch`). Returns its folder, and
+    whether it was reused."""
+    from harness.foundation.ownership import replacing
     from harness.foundation.runs import FINAL
     from harness.training.train import train
 
     folder = Path(config.output)
+    if replacing(folder):  # --overwrite: an interruption puts the earlier run back and
+        again = ""  # keeps nothing of this one, so no line says to continue it
     saved = saved_model(folder)
     if saved is not None and saved.name == FINAL:
         log(f"{who}: reusing {saved} (trained with the same options)")
@@ -306,8 +310,8 @@ def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) ->
     config = task_train_config(cfg, task, folder, run)
     # an interruption names reproduce, not `train --resume`: the rerun resumes this model
     again = (
-        f"the same attentionspan reproduce command (--output {out}): it resumes {folder} "
-        "and reuses every finished stage"
+        f"the same attentionspan reproduce command (--output {out}; without --overwrite, "
+        f"which starts over): it resumes {folder} and reuses every finished stage"
     )
     doing = f"fine-tuning {cfg.pretrained}" if cfg.pretrained else "training"
     final, reused = trained_model(config, f"model for {name}", log, cfg.progress, again, doing)

@@ -8,13 +8,13 @@ each other before any model loads.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.atomic import atomic_write_text
+from attentionspan_datasets.jsonfile import parse_json, read_json
 from harness.foundation.options import option
 from harness.foundation.runs import (
     LOG_FILE,
@@ -126,8 +126,8 @@ def check_foreign(checkpoint: Path, config: TrainConfig, run_config: Path) -> No
     another run copied in). A folder without a readable train_config.json is not judged:
     the checkpoint's own run file is then all there is."""
     try:
-        folder = TrainConfig.from_dict(json.loads(run_config.read_text()))
-    except (OSError, ValueError, TypeError):
+        folder = TrainConfig.from_dict(read_json(run_config, expect=dict))
+    except (ValueError, TypeError):  # torn, deep (read_json), or options of another version
         return
     ours, theirs = flat_options(config), flat_options(folder)
     differ = [k for k in ours if k != "output" and ours[k] != theirs.get(k)]
@@ -158,8 +158,8 @@ def check_supervised_heads(path: Path, heads) -> None:
     pairs = heads.nonzero().tolist()
     for line in path.read_text().splitlines() if path.is_file() else []:
         try:
-            record = json.loads(line)
-        except ValueError:  # a line cut short: trim_log drops it
+            record = parse_json(line, str(path))
+        except ValueError:  # a line cut short (trim_log drops it), or absurdly nested
             continue
         if isinstance(record, dict) and record.get("supervised_heads", pairs) != pairs:
             raise ValueError(
@@ -201,6 +201,8 @@ def _logged_step(line: str) -> float:
     """The step of a log line; a line cut short (a full disk, a crash mid-write) is
     past every step, so it is dropped."""
     try:
-        return json.loads(line).get("step", 0)
+        step = parse_json(line, LOG_FILE).get("step", 0)  # deep: ValueError, not recursion
     except (ValueError, AttributeError):
         return math.inf
+    # a step that is no number is no record the run wrote
+    return step if isinstance(step, (int, float)) and not isinstance(step, bool) else math.inf

@@ -20,6 +20,7 @@ from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.generation import resolve_config
+from attentionspan_datasets.jsonfile import JSONFileError
 from harness.engine.inference import model_shape
 from harness.foundation.data import (
     DatasetSource,
@@ -414,10 +415,15 @@ def load_ranking(config: TrainConfig):
         )
     try:
         ranking = HeadRanking.load(path)
+    except JSONFileError as error:  # torn, deep, not an object: the reader's line names it
+        raise ValueError(f"'supervision_ranking': {error}") from None
     except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
+        # a value of the file may be quoted in the reason: shown whole unless absurdly long
+        reason = " ".join(str(error).split())
+        reason = reason if len(reason) <= 300 else reason[:300] + " ..."
         raise ValueError(
             f"'supervision_ranking' {str(shown)!r} is not a head ranking "
-            f"({type(error).__name__}: {str(error)[:100]})"
+            f"({type(error).__name__}: {reason})"
         ) from None
     return ranking
 

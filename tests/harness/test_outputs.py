@@ -358,14 +358,11 @@ def test_a_torn_last_log_line_is_dropped_on_resume(tmp_path):
 
 
 # --- reproduce --quick: an interruption names reproduce --------------------------------------
-def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeypatch, capsys):
-    """The issue: SIGTERM during `reproduce --quick`'s training said `attentionspan train
-    --output OUT/models/reversal --resume`; rerunning reproduce is what resumes it (and
-    reuses the finished stages)."""
+@pytest.fixture
+def sigterm_after_a_step(monkeypatch):
+    """reproduce --quick's recipe made tiny (4 steps), and SIGTERM after its first step."""
     import harness.training.train
     from harness.pipeline import settings
-    from harness.pipeline.prepare import task_model
-    from harness.pipeline.settings import ReproduceConfig
 
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64}
     recipe = {"max_steps": 4, "batch_size": 2, "lr": 2e-3, "eval_size": 2, "scratch": tiny}
@@ -378,11 +375,54 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
         return loss, tokens, True
 
     monkeypatch.setattr(harness.training.train, "train_step", step_then_sigterm)
+
+
+def test_an_interrupted_quick_training_says_to_rerun_reproduce(
+    tmp_path, sigterm_after_a_step, capsys
+):
+    """The issue: SIGTERM during `reproduce --quick`'s training said `attentionspan train
+    --output OUT/models/reversal --resume`; rerunning reproduce is what resumes it (and
+    reuses the finished stages), without --overwrite (which would start it over)."""
+    from harness.pipeline.prepare import task_model
+    from harness.pipeline.settings import ReproduceConfig
+
     out = tmp_path / "rq"
     cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), progress=False)
     with pytest.raises(KeyboardInterrupt):
         task_model(cfg, "reversal", out, lambda message: None)
     err = capsys.readouterr().err
     assert "continue with: the same attentionspan reproduce command" in err, err
-    assert f"(--output {out})" in err and "train --resume" not in err
+    assert f"(--output {out}; without --overwrite" in err and "train --resume" not in err
     assert (out / "models" / "reversal" / "checkpoint-1").is_dir()
+
+
+def test_an_interrupted_quick_training_that_replaces_a_run_says_it_is_kept(
+    tmp_path, sigterm_after_a_step, capsys
+):
+    """reproduce --overwrite interrupted while it trains: the earlier run is put back and
+    nothing of the new one kept, so no line says to continue it (a rerun would resume the
+    earlier run, not this one); the one line about it says the earlier run is kept and how
+    to replace it."""
+    from attentionspan_datasets.ownership import write_manifest
+    from harness.foundation.ownership import claim_output
+    from harness.pipeline.prepare import task_model
+    from harness.pipeline.settings import ReproduceConfig
+
+    out = tmp_path / "rq"
+    (out / "stages").mkdir(parents=True)
+    (out / "stages" / "reversal-eval.json").write_text('{"earlier": true}\n')
+    (out / "report.md").write_text("# the earlier report\n")
+    write_manifest(out, "reproduce", ["stages", "report.md"])
+    before = {str(p): p.read_bytes() if p.is_file() else None for p in sorted(out.rglob("*"))}
+    cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        with claim_output("--output", out, "reproduce", overwrite=True) as claim:
+            assert claim.replacing
+            task_model(cfg, "reversal", out, lambda message: None)
+    said = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in said if not line.startswith("Writing model shards")]  # a bar
+    assert err[0] == "interrupted at step 1 of 4", err
+    assert len(err) == 2 and f"the earlier run in {str(out)!r} is kept as it was" in err[1], err
+    assert "run the command again with --overwrite (it starts over)" in err[1], err
+    after = {str(p): p.read_bytes() if p.is_file() else None for p in sorted(out.rglob("*"))}
+    assert after == before

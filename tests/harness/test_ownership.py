@@ -241,3 +241,23 @@ def test_a_link_to_a_folder_that_does_not_exist_is_refused_at_once(tmp_path):
     with claim_output("--output", tmp_path / "to-there", "eval"):  # a link to a folder: fine
         (tmp_path / "to-there" / "results.json").write_text("{}")
     assert manifest(tmp_path / "there")["files"] == ["results.json"]
+
+
+def test_a_folder_inside_a_run_that_replaces_another_is_said_to_be_replacing(tmp_path):
+    """What an interrupted model training inside reproduce or supervision reads to know
+    whether an interruption keeps its checkpoint (a plain run) or puts the earlier run back
+    (--overwrite replacing one): only the latter is `replacing`."""
+    from harness.foundation.ownership import replacing
+
+    out = tmp_path / "run"
+    finished_train(out)
+    inside = out / "models" / "reversal"
+    assert not replacing(inside) and not replacing(out)  # a finished run: nothing open
+    with claim_output("--output", out, "train", overwrite=True) as claim:
+        assert claim.replacing and replacing(inside) and replacing(out)
+    assert not replacing(inside)  # whole: the earlier run went
+    fresh = tmp_path / "fresh"
+    with claim_output("--output", fresh, "train"):  # a run under way, replacing nothing
+        assert (fresh / MANIFEST).is_file() and not replacing(fresh / "models")
+    (tmp_path / MANIFEST).write_text("{torn")  # a user's file of that name above: no answer
+    assert not replacing(inside)

@@ -36,6 +36,17 @@ def snapshot(folder: Path) -> dict[str, bytes | None]:
     }
 
 
+def stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    """(inode, change time) of everything in the folder, hidden entries included: a move
+    aside and back leaves the bytes as they were but not these (a rename sets the change
+    time, the manifest is rewritten). The folder's own times are left out: the check that
+    it can be written creates and removes a probe file in it."""
+    return {
+        str(p.relative_to(folder)): (p.lstat().st_ino, p.lstat().st_ctime_ns)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
 def start(args: list[str], cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
@@ -119,7 +130,7 @@ def test_an_interrupted_train_overwrite_leaves_the_earlier_run(finished_run, tmp
         assert "holds a finished run of attentionspan train" in err
     else:
         assert status == {"SIGINT": 130, "SIGTERM": 143}[how], err
-        assert "is kept as it was (the run replacing it did not finish)" in err
+        assert "is kept as it was (the run replacing it did not finish" in err
         assert "--resume" not in err  # the new run is not kept: nothing to resume
     assert snapshot(out) == before
 
@@ -176,13 +187,18 @@ def earlier_results(command: str, out: Path) -> None:
     (out / "notes.txt").write_text("the user's\n")
 
 
-@pytest.mark.parametrize("command", ["train", "eval", "attention", "reproduce"])
-@pytest.mark.parametrize("broken", ["no weights", "nan weights", "short context"])
+BROKEN = ["no weights", "truncated weights", "torn config", "nan weights", "short context"]
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "attention", "reproduce", "pretrained"])
+@pytest.mark.parametrize("broken", BROKEN)
 def test_overwrite_with_a_model_that_cannot_serve_leaves_the_earlier_run(
-    finished_run, tmp_path, command, broken
+    finished_run, tmp_path, command, broken, capsys
 ):
-    """A typo in --model (a folder without weights), NaN weights, a context shorter than
-    the task: refused in one line, the earlier run byte-identical."""
+    """A typo in --model (a folder without weights), weights cut short, a config.json cut
+    short, NaN weights, a context shorter than the task: refused in one line before the
+    folder is touched: the earlier run byte-identical, and never moved aside and back
+    (every entry's inode and time as they were, the hidden ones too)."""
     import json
 
     from harness.cli import main
@@ -190,6 +206,12 @@ def test_overwrite_with_a_model_that_cannot_serve_leaves_the_earlier_run(
     model = Path(shutil.copytree(finished_run / "final", tmp_path / "model"))
     if broken == "no weights":
         (model / "model.safetensors").unlink()
+    elif broken == "truncated weights":
+        weights = (model / "model.safetensors").read_bytes()
+        (model / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    elif broken == "torn config":
+        config = (model / "config.json").read_text()
+        (model / "config.json").write_text(config[: len(config) // 2])
     elif broken == "nan weights":
         from safetensors.torch import load_file, save_file
 
@@ -205,15 +227,20 @@ def test_overwrite_with_a_model_that_cannot_serve_leaves_the_earlier_run(
         args = ["train", "--model", str(model), "--config", "reversal_id", "--max-steps", "2"]
     else:
         out = tmp_path / "out"
-        earlier_results(command, out)
+        earlier_results("reproduce" if command == "pretrained" else command, out)
         args = {
             "eval": ["eval", "--model", str(model), "--configs", "reversal_id", "-n", "2"],
             "attention": ["attention", "--model", str(model), "--configs", "reversal_id"],
             "reproduce": ["reproduce", "--model", str(model), "--config", "reversal"],
+            "pretrained": ["reproduce", "--pretrained", str(model), "--tasks", "reversal"],
         }[command]
-    before = snapshot(out)
+    before, touched = snapshot(out), stamps(out)
+    capsys.readouterr()
     assert main([*args, "--output", str(out), "--overwrite", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(model) in err[0], err
     assert snapshot(out) == before
+    assert stamps(out) == touched
     assert not (out / MANIFEST).read_text().count('"open"')
 
 
