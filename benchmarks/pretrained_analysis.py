@@ -145,16 +145,13 @@ def tiny_smollm2_shape(folder: Path) -> Path:
 def run(args) -> dict:
     import torch
 
-    from attentionspan_datasets.generation import resolve_config
-    from attentionspan_datasets.instructions import instruction_for
     from harness.foundation.data import PromptConfig
     from harness.pipeline.reproduce import Processes, TaskRun
     from harness.pipeline.settings import (
         PRETRAINED_SIZES,
         QUICK_OOD,
         ReproduceConfig,
-        task_presets,
-        task_short_name,
+        TaskValue,
     )
     from harness.report.report_md import pipeline_writers
 
@@ -166,21 +163,20 @@ def run(args) -> dict:
         model=folder,
         config=args.task,
         output=str(work / "out"),
-        ood=QUICK_OOD.get(task_short_name(args.task), {}),
+        ood=QUICK_OOD.get(TaskValue.of(args.task).short, {}),
         device="cpu",
         progress=False,
         **sizes,
     )
     procs = Processes("cpu")
-    task_run = TaskRun(cfg, args.task, folder, work / "out", procs, pipeline_writers())
+    task_run = TaskRun(cfg, cfg.task_values[0], folder, work / "out", procs, pipeline_writers())
     task_run.log = lambda message: None
     counter = Counter()
     loaded = time.process_time()
     task_run.load()
     loaded = time.process_time() - loaded
     if not args.model:  # --pretrained's instruction line (the tiny tokenizer has no template)
-        name = resolve_config(task_presets(args.task)[0]).task_name
-        task_run.prompt = PromptConfig(instruction=instruction_for(name))
+        task_run.prompt = PromptConfig(instruction=cfg.task_values[0].instruction)
     counter.attach(task_run.model)
     ladder_n = args.ladder_n if args.ladder_n is not None else (0 if args.model else 4)
     if ladder_n:

@@ -145,7 +145,6 @@ def check_model_serves(cfg) -> None:
         saved_prompt,
     )
     from harness.foundation.tokenization import CharTokenizer
-    from harness.pipeline.settings import task_presets
 
     where = f"--model {cfg.model!r}"
     check_model_files(cfg.model)  # missing, no weights, an encoder: before loading
@@ -156,9 +155,10 @@ def check_model_serves(cfg) -> None:
     except (ValueError, OSError) as error:
         text = " ".join(str(error).split())
         raise ValueError(text if text.startswith(where) else f"{where}: {text}") from None
-    id_name, ood_name = task_presets(cfg.config)
+    task = cfg.task_values[0]  # --model's one task
+    id_name, ood_name = task.presets
     check_model_for(where, model, tokenizer, (id_name, ood_name), prompt)
-    overrides = cfg.ood_for(cfg.config)
+    overrides = cfg.ood_for(task)
     if overrides:  # the OOD lengths the run will use, past the preset's own
         try:
             check_context(

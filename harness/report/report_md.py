@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
@@ -32,6 +33,9 @@ from harness.report.findings import (
     seed_groups,
     verdict_name,
 )
+
+if TYPE_CHECKING:
+    from harness.pipeline.settings import TaskValue
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
 PAPER = (
@@ -546,14 +550,12 @@ def task_title(name: str, task: dict[str, Any]) -> str:
     )
 
 
-def task_folder(out: Path, name: str, task: dict[str, Any]) -> Path:
-    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`TaskValue.run_name`). The
-    pipeline's results carry the task's value (`seed_run["task"]`, and `name` for run 0),
-    which is read as it is; a name (a report made from saved results) is resolved here."""
-    from harness.pipeline.settings import TaskValue
-
+def task_folder(out: Path, values: Mapping[str, TaskValue], name: str, task: dict) -> Path:
+    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`TaskValue.run_name`). `values`:
+    the run's task values by the name each was given (`task_values`, resolved once by the
+    settings); the results name theirs (`seed_run["task"]`, and `name` for run 0)."""
     run = task.get("seed_run") or {}
-    return out / TaskValue.of(run.get("task", name)).run_name(run.get("run", 0))
+    return out / values[run.get("task", name)].run_name(run.get("run", 0))
 
 
 # --- the document ---------------------------------------------------------------------------
@@ -575,8 +577,9 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         *summary_table(tasks),
         *seeds_section(tasks),
     ]
+    values = {str(value): value for value in cfg.task_values}
     for task_name, task in tasks.items():
-        folder = task_folder(out, task_name, task)
+        folder = task_folder(out, values, task_name, task)
         folder.mkdir(parents=True, exist_ok=True)
         ood = task.get("ood") or {}
         shown = ", ".join(f"{k}={v}" for k, v in ood.items())

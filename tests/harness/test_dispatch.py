@@ -372,7 +372,7 @@ def test_bad_placement_is_one_line_from_the_cli(model_dir, tmp_path, capsys, com
 
 def test_reproduce_takes_the_options_and_loads_the_model_split(model_dir, tmp_path):
     from harness.pipeline.reproduce import Processes, TaskRun
-    from harness.pipeline.settings import ReproduceConfig
+    from harness.pipeline.settings import ReproduceConfig, TaskValue
 
     with pytest.raises(ValueError, match="give --device cuda or --device-map"):
         ReproduceConfig(model=str(model_dir), device="cuda", device_map="auto")
@@ -382,6 +382,8 @@ def test_reproduce_takes_the_options_and_loads_the_model_split(model_dir, tmp_pa
         model=str(model_dir), output=str(tmp_path / "out"), device_map=json.dumps(SPLIT)
     )
     assert cfg.to_dict()["device_map"] == json.dumps(SPLIT)
-    task = TaskRun(cfg, "reversal", str(model_dir), tmp_path / "out", Processes("cpu"), None)
+    task = TaskRun(
+        cfg, TaskValue.of("reversal"), str(model_dir), tmp_path / "out", Processes("cpu"), None
+    )
     model = task.load()
     assert is_dispatched(model) and model.hf_device_map == SPLIT

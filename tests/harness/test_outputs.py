@@ -381,7 +381,7 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(tmp_path, monkeyp
     out = tmp_path / "rq"
     cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        task_model(cfg, "reversal", out, lambda message: None)
+        task_model(cfg, cfg.task_values[0], out, lambda message: None)
     err = capsys.readouterr().err
     assert "continue with: the same attentionspan reproduce command" in err, err
     assert f"(--output {out})" in err and "train --resume" not in err
