@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
+from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain, mean_interval
 from harness.foundation.stats import format_number as _n
 from harness.report.dose_md import dose_section, lookups_section
@@ -84,6 +85,7 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
 
     heads = task["heads"]
     source = heads.get("source", {})
+    lookup = recorded_lookup(heads)
     path = plots.head_heatmap(
         {"mean weight per target row on the reference": heads["per_row"]},
         folder / "head-ranking.png",
@@ -93,15 +95,14 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
     lines = [
         f"Ranked on {source.get('instances')} instances of `{source.get('config')}` "
         f"(`{source.get('split')}` split, indices {source.get('indices')}, seed "
-        f"{source.get('seed')}), teacher-forced; shift {source.get('shift')}, threshold "
+        f"{source.get('seed')}), teacher-forced; shift {lookup['offset']}, threshold "
         f"{source.get('threshold')}; {heads['rows']} target rows. Offset profile: the mean "
         "weight per target row at ref-2 .. ref+2 (a head that reads ref+1 is a shallow "
         "model's lookup through a previous-token head; docs/results.md)."
         + (
-            f" Offset: {source['lookup_offset']['text']} (the top "
-            f"{source['lookup_offset'].get('heads', 4)} heads' mean; every later stage reads "
-            "there)."
-            if source.get("lookup_offset")
+            f" Offset: {lookup['text']} (the top {lookup.get('heads', 4)} heads' mean; every "
+            "later stage reads there)."
+            if "text" in lookup
             else ""
         ),
         "",
@@ -423,7 +424,7 @@ def diagnosis_section(task, command: str) -> list[str]:
     )
     lines = [
         f"Heads {heads} (the ladder's top N, or with no gain the lookup heads), at "
-        f"ref{first['shift']:+d}; {rule} {counted}",
+        f"ref{recorded_lookup(first)['offset']:+d}; {rule} {counted}",
         "",
         "| config | instances with a wrong token | wrong tokens | "
         + " | ".join(c.replace("_", " ") for c in CLASSES)
