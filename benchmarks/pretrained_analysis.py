@@ -6,7 +6,7 @@ fine-tune, counted per stage.
 
 Runs `TaskRun.run` (harness.pipeline.reproduce: eval, attention, heads, sweep, dose,
 diagnosis, verdict, at_dose, viewer) at --pretrained's sizes (its grid, controls, ladder and
-batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, issue 45's sizes) into a
+batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, the sizes its verdicts need) into a
 fresh temporary folder (nothing cached), and reports per stage, counted by a hook on the
 model's forward (no caller is changed):
 - forwards: calls of the model (one per batch pass; a generation is one per new token);
@@ -30,7 +30,7 @@ so the test ladder has the draws a fine-tuned model's has. With --model (a fine-
 final/ folder, e.g. OUT/models/reversal/final of a `reproduce --pretrained` run) the same
 stages run on it with its saved prompt: the coordinator's SmolLM2 and Gemma figures.
 
-Target (issue 45): a SmolLM2 seed run at most 35 CPU-minutes, a Gemma run at most 60,
+Target: a SmolLM2 seed run at most 35 CPU-minutes, a Gemma run at most 60,
 fine-tune included; this prints the analysis's share.
 """
 
@@ -271,7 +271,7 @@ def main() -> int:
     )
     print(
         f"analysis: {out['analysis_cpu_s'] / 60:.1f} CPU-min on this model (+{out['load_cpu_s']} s "
-        f"loading); target (issue 45): a SmolLM2 seed run <= {SMOLLM2_TARGET_MIN} CPU-min, "
+        f"loading); target: a SmolLM2 seed run <= {SMOLLM2_TARGET_MIN} CPU-min, "
         f"a Gemma run <= {GEMMA_TARGET_MIN}, fine-tune included"
     )
     return 0

@@ -99,7 +99,7 @@ QUICK_SIZES = {
 # --pretrained: sizes for a 135M-270M model on a CPU (about 100x a tiny model's cost per
 # token); options given explicitly win. Threads: the rule of docs/performance.md, not fixed
 # at one as for --quick's tiny models (not measured on this model yet).
-# 64 test and 64 validation instances (issue 45): 32 gave rows whose verdicts rested on
+# 64 test and 64 validation instances: 32 gave rows whose verdicts rested on
 # a handful of instances a kind, and too few validation pairs for the dose's interval.
 PRETRAINED_SIZES = {
     "num_heads": 30,

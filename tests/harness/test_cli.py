@@ -134,7 +134,7 @@ def test_help_lists_the_registered_commands_and_promises_nothing_else():
     assert {"generate", "show", "export", "train", "eval", "models"} <= commands
     assert len(COMMAND_MODULES) == len(set(COMMAND_MODULES))
     if not commands & {"reproduce", "heads", "intervene", "capture"}:
-        assert "analy" not in parser.description  # issue 14: no promise of what is not there
+        assert "analy" not in parser.description  # no promise of what is not there
 
 
 def test_each_module_registers_exactly_the_commands_listed_for_it():

@@ -1,5 +1,4 @@
-"""Models split across devices (`harness.foundation.dispatch`, issue 36 part 2): the options' forms
-and
+"""Models split across devices (`harness.foundation.dispatch`): the options' forms and
 one-line refusals, and a tiny random Llama dispatched by accelerate over "cpu" and "disk"
 (weights on the meta device, loaded by hooks at each forward) giving the same records as
 the same model loaded whole: attention (Table 2), the head ranking, intervention settings,

@@ -1,4 +1,4 @@
-"""harness.foundation.outputs (issue 32): an output path that cannot be written is refused before
+"""harness.foundation.outputs: an output path that cannot be written is refused before
 any
 work, a write that fails later is one line naming the file with nothing half-written left
 (temporary files included), and SIGTERM lets every atomic write remove its temporary.

@@ -124,7 +124,7 @@ def test_pretrained_sizes_and_exclusive_options(tmp_path, pretrained, capsys):
         if name != "num_test":
             assert getattr(cfg, name) == value, name
     assert cfg.num_test == 5  # given explicitly: wins
-    # issue 45's sizes: 64 test and 64 validation instances a model; --quick's unchanged
+    # --pretrained's sizes: 64 test and 64 validation instances a model; --quick's unchanged
     sizes, quick = settings.PRETRAINED_SIZES, settings.QUICK_SIZES
     assert (sizes["num_test"], sizes["num_validation"]) == (64, 64)
     assert (quick["num_test"], quick["num_validation"]) == (64, 48)
