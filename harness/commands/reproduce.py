@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from harness.commands import claim_output_folder
 from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
@@ -109,8 +110,6 @@ def check(args):
     """What reproduce refuses before any work, writing nothing (`attentionspan launch` runs
     it before it starts processes): the config and the claim on --output."""
     from harness.foundation.models import check_head_counts
-    from harness.foundation.outputs import check_output_folder
-    from harness.foundation.ownership import claim_output
     from harness.foundation.runs import check_model_files
 
     config = config_from_args(args)
@@ -118,9 +117,9 @@ def check(args):
         check_model_files(config.model)  # missing, no weights, an encoder: one line
     if not config.pretrained:  # --pretrained: checked once its model is there (fetched)
         check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch
-    check_output_folder("--output", config.output)  # read-only, full: before any work
-    # another command's folder, a user's files: refused here (its own: a rerun resumes)
-    claim = claim_output("--output", config.output, "reproduce", overwrite=args.overwrite)
+    # read-only, full; another command's folder, a user's files: refused before any work (its
+    # own: a rerun resumes)
+    claim = claim_output_folder(config.output, "reproduce", overwrite=args.overwrite)
     if config.model:  # a short context, NaN weights, ...: before the folder is touched
         check_model_serves(config)
     return config, claim
