@@ -134,7 +134,6 @@ def check_model_serves(cfg) -> None:
     --model, before settings.json and the first progress line."""
     from pathlib import Path
 
-    from attentionspan_datasets.generation import resolve_config
     from harness.foundation.data import check_context
     from harness.foundation.models import check_model_for
     from harness.foundation.runs import (
@@ -160,9 +159,7 @@ def check_model_serves(cfg) -> None:
     overrides = cfg.ood_for(task)
     if overrides:  # the OOD lengths the run will use, past the preset's own
         try:
-            check_context(
-                model, CharTokenizer(tokenizer), resolve_config(ood_name, **overrides), prompt
-            )
+            check_context(model, CharTokenizer(tokenizer), task.ood_config(overrides), prompt)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
     del model, tokenizer

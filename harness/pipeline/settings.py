@@ -326,8 +326,8 @@ class ReproduceConfig:
         for index, task in enumerate(self.task_values):
             try:
                 if index == 0 and self.ood:  # kept typed: settings.json, the report's command
-                    self.ood = _parse_values(task.config_class, self.ood)
-                task.config_class.from_params({**task.ood.params, **self.ood_for(task)})
+                    self.ood = parse_overrides(task, self.ood)
+                task.ood_config(self.ood_for(task))
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {task.ood.name}: {error}") from None
             if self.shift is not None:
@@ -347,7 +347,7 @@ class ReproduceConfig:
         """Overrides of the task's OOD preset: `ood`, or with `quick` or `pretrained` and
         none given, the task's quick default (its "quick_ood" recipe)."""
         if self.ood or not (self.quick or self.pretrained):
-            return _parse_values(task.config_class, self.ood)
+            return parse_overrides(task, self.ood)
         return dict(task.recipes["quick_ood"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -375,18 +375,12 @@ def check_model_choice(model: str | None, quick: bool, pretrained: str | None) -
         )
 
 
-def parse_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Overrides of `preset`, the values given as text (`--ood use_flip=false`) converted by
-    the type of the task's field (`TaskConfig.parse_value`: the rule of --param and
-    --curriculum); values already typed (the Python API) are kept."""
-    from attentionspan_datasets.generation import resolve_config
-
-    return _parse_values(type(resolve_config(preset)), overrides)
-
-
-def _parse_values(config_class: type, overrides: dict[str, Any]) -> dict[str, Any]:
+def parse_overrides(task: TaskValue, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides of the task's presets, the values given as text (`--ood use_flip=false`)
+    converted by the type of the task's field (`TaskConfig.parse_value`: the rule of --param
+    and --curriculum); values already typed (the Python API) are kept."""
     return {
-        key: config_class.parse_value(key, value) if isinstance(value, str) else value
+        key: task.config_class.parse_value(key, value) if isinstance(value, str) else value
         for key, value in overrides.items()
     }
 
@@ -520,6 +514,12 @@ class TaskValue(str):
             **own,
             "scratch": {**QUICK_TRAIN.get("scratch", {}), **own.get("scratch", {})},
         }
+
+    def ood_config(self, overrides: Mapping[str, Any]):
+        """The OOD preset's TaskConfig with `overrides` (typed) on top, labelled with the
+        preset's name, as `resolve_config(task.ood.name, **overrides)` makes it."""
+        params = {**self.ood.params, **overrides}
+        return self.config_class.from_params(params).labelled(self.ood.name)
 
     def run_name(self, run: int) -> str:
         """The folder of seed run `run` (OUT/<it>/ and OUT/models/<it>/): the task's own
