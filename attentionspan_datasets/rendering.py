@@ -5,7 +5,7 @@ The grid has a row per target character and a column per character of `prompt + 
 (causally earlier), and a blank the positions after it (LEGEND says so to the reader).
 A grid wider than the terminal is wrapped into panels of columns; a very large instance is
 cut to its first MAX_ROWS target rows and the MAX_COLUMNS columns before them, so drawing
-never takes more than a moment (issue 13: 20,000 characters once took over 90 s).
+never takes more than a moment (20,000 characters once took over 90 s).
 """
 
 from __future__ import annotations

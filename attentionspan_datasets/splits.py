@@ -174,7 +174,7 @@ def iter_split(
 def _iterate(drawer: _Drawer, start: int, stop: int | None) -> Iterator[Instance]:
     # A separate generator function, so that bad arguments fail at the call, not at next().
     # Streaming the train split is what `load_dataset(..., streaming=True)` does row by row
-    # (issue 3's target: 70% of the raw generator's rate), so the first attempt, which
+    # (the target: 70% of the raw generator's rate), so the first attempt, which
     # gives 90% of train rows, is drawn here inline: the same draws as `drawer.row(index)`,
     # which takes over from attempt 1 when the first draw is not in the split.
     rng, cfg, generate, seed, label = (

@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/attention_capture.py [--rounds 5] [--device cuda]
 
-Targets (issues 10 and 11), on the default scratch Llama (4 layers, hidden 128, 4 heads,
+Targets, on the default scratch Llama (4 layers, hidden 128, 4 heads,
 random weights), batch 8:
 - teacher-forced pass over 256 tokens recording per-head sums on the references and the
   head-mean maps for rollout (`harness.engine.capture`): at most 1.3x the time and 1.3x
@@ -21,7 +21,7 @@ The reference is reversal-shaped: each answer row refers to its mirrored prompt 
     OMP_NUM_THREADS=1 python benchmarks/attention_capture.py --commands [--model NAME] \
         [--num 32] [--batch 16]
 
-The commands through the scoring engine (issue 21), on `--num` reversal_ood test instances
+The commands through the scoring engine, on `--num` reversal_ood test instances
 (default: the scratch Llama; `--model smollm2-135m-instruct` after `attentionspan models
 fetch smollm2-135m-instruct`), CPU time of this process:
 - `eval` (`evaluate_model`: generation + teacher forcing) against the attention analysis

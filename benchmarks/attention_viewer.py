@@ -6,7 +6,7 @@
         --configs reversal_id reversal_ood -n 25 --output /tmp/viewer-rev \\
         --screenshot docs/figures/attention-viewer.png
 
-Target (issue 24): at most 5 MB for 50 reversal_ood instances of SmolLM2-135M (30 layers x 9
+Target: at most 5 MB for 50 reversal_ood instances of SmolLM2-135M (30 layers x 9
 heads: the rollout, 30 layer means and the top 8 heads, `harness.attention.viewer_data`).
 Prints one JSON line: bytes, seconds to build (measurement and writing), views, instances.
 

@@ -3,7 +3,7 @@
     python benchmarks/datasets_build.py [--config addition_ood] [--rows 100000] [--repeats 2]
     python benchmarks/datasets_build.py --parquet-only [--parquet-rows 5000]
 
-Targets (issue 3): building 100,000 addition_ood train rows with num_proc=2 is at least 1.6x
+Targets: building 100,000 addition_ood train rows with num_proc=2 is at least 1.6x
 faster than with num_proc=1 (wall clock, each build into a fresh cache folder; validation
 and test keep their default 1,000 rows). Parquet bytes per instance, masks included, are
 recorded for every preset (no target: the figure for docs/performance.md).

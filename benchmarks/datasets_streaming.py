@@ -2,7 +2,7 @@
 
     python benchmarks/datasets_streaming.py [--configs addition_ood reversal_ood] [--rows 2000]
 
-Target (issue 3): iterating the streamed train split row by row keeps at least 70% of the
+Target: iterating the streamed train split row by row keeps at least 70% of the
 raw generator's instances/s (`iter_instances` over the same split stream). The two are
 measured in alternating rounds in one process; rates are instances per second of CPU time
 of this process (`time.process_time`), so other work on a busy machine does not skew the

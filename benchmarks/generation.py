@@ -8,7 +8,7 @@ Rates are per CPU-second (this process pinned to one core; the CLI's child proce
 by its own user + system time), so other work on a shared machine slows the wall clock
 but much less the figure. The load average is printed with the figures all the same.
 
-Targets (issue 9, section 5), printed beside each figure:
+Targets, printed beside each figure:
 - every `_ood` preset, masks included: >= 25,000 instances/s through the Python API;
 - `attentionspan generate PRESET -n N --format jsonl`: >= 80% of the API's rate for that
   preset. Judged like for like: both from a fresh interpreter (start-up and imports

@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/generation_batched.py [--model runs/rev/final] \
         [--config reversal_id] [-n 128] [--batch-size 32] [--rounds 3]
 
-Target (issue 5): on the tiny model, batched generation evaluates at least 4x more
+Target: on the tiny model, batched generation evaluates at least 4x more
 instances per second than one-at-a-time generation. Both call
 `harness.engine.inference.generate_batch` (what `attentionspan eval` runs) on the same instances
 with the same cap (the longest target in the call + 1); a batch of one is the

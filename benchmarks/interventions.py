@@ -7,10 +7,10 @@ Times (CPU seconds of this process, one torch thread: the machine is shared) for
 of OOD reversal prompts, greedy, KV-cached:
 - eager: `generate()` with transformers' eager attention, no capture;
 - intervention: the capture function adding C to the top-N heads' reference weights at
-  every generated token (target, issue 11: at most 1.15x eager);
+  every generated token (target: at most 1.15x eager);
 - a sweep of K settings (default 9) as one batched generation per batch (rows = instances x
   settings, one setting per row, the prompt prefix prefilled once), against K separate
-  generations (`batched=False, reuse_prefill=False`); target (issue 21): at most 0.4x.
+  generations (`batched=False, reuse_prefill=False`); target: at most 0.4x.
 Without --model a tiny random Llama (4 layers x 4 heads, hidden 128) is built in memory.
 """
 

@@ -1,4 +1,4 @@
-"""Cost of `attnspan-hf`'s `attention=true` in an lm-eval run (issue 24).
+"""Cost of `attnspan-hf`'s `attention=true` in an lm-eval run.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/lm_eval_attention.py [--num 32] [--rounds 3]
     OMP_NUM_THREADS=1 PYTHONPATH=/other/checkout python benchmarks/lm_eval_attention.py \\

@@ -4,7 +4,7 @@
     OMP_NUM_THREADS=1 python benchmarks/long_input_memory.py --scratch   # a tiny stand-in
     OMP_NUM_THREADS=1 python benchmarks/long_input_memory.py --chars 2000 1000 500
 
-Target (issue 36, part 3): on one string-reversal instance of `--chars` characters (prompt
+Target: on one string-reversal instance of `--chars` characters (prompt
 plus target; 2,000 by default) fed as the harness feeds it (one token per character, left
 collated, teacher-forced over prompt + target + EOS, full logits), the peak memory of
 - `capture`: recording each head's mass on the reference (`AttentionPlan(reference,

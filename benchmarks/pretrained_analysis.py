@@ -6,7 +6,7 @@ fine-tune, counted per stage.
 
 Runs `TaskRun.run` (harness.pipeline.reproduce: eval, attention, heads, sweep, dose,
 diagnosis, verdict, at_dose, viewer) at --pretrained's sizes (its grid, controls, ladder and
-batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, issue 45's sizes) into a
+batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, the sizes its verdicts need) into a
 fresh temporary folder (nothing cached), and reports per stage, counted by a hook on the
 model's forward (no caller is changed):
 - forwards: calls of the model (one per batch pass; a generation is one per new token);
@@ -30,7 +30,7 @@ so the test ladder has the draws a fine-tuned model's has. With --model (a fine-
 final/ folder, e.g. OUT/models/reversal/final of a `reproduce --pretrained` run) the same
 stages run on it with its saved prompt: the coordinator's SmolLM2 and Gemma figures.
 
-Target (issue 45): a SmolLM2 seed run at most 35 CPU-minutes, a Gemma run at most 60,
+Target: a SmolLM2 seed run at most 35 CPU-minutes, a Gemma run at most 60,
 fine-tune included; this prints the analysis's share.
 """
 
@@ -145,16 +145,13 @@ def tiny_smollm2_shape(folder: Path) -> Path:
 def run(args) -> dict:
     import torch
 
-    from attentionspan_datasets.generation import resolve_config
-    from attentionspan_datasets.instructions import instruction_for
     from harness.foundation.data import PromptConfig
     from harness.pipeline.reproduce import Processes, TaskRun
     from harness.pipeline.settings import (
         PRETRAINED_SIZES,
         QUICK_OOD,
         ReproduceConfig,
-        task_presets,
-        task_short_name,
+        TaskValue,
     )
     from harness.report.report_md import pipeline_writers
 
@@ -166,21 +163,20 @@ def run(args) -> dict:
         model=folder,
         config=args.task,
         output=str(work / "out"),
-        ood=QUICK_OOD.get(task_short_name(args.task), {}),
+        ood=QUICK_OOD.get(TaskValue.of(args.task).short, {}),
         device="cpu",
         progress=False,
         **sizes,
     )
     procs = Processes("cpu")
-    task_run = TaskRun(cfg, args.task, folder, work / "out", procs, pipeline_writers())
+    task_run = TaskRun(cfg, cfg.task_values[0], folder, work / "out", procs, pipeline_writers())
     task_run.log = lambda message: None
     counter = Counter()
     loaded = time.process_time()
     task_run.load()
     loaded = time.process_time() - loaded
     if not args.model:  # --pretrained's instruction line (the tiny tokenizer has no template)
-        name = resolve_config(task_presets(args.task)[0]).task_name
-        task_run.prompt = PromptConfig(instruction=instruction_for(name))
+        task_run.prompt = PromptConfig(instruction=cfg.task_values[0].instruction)
     counter.attach(task_run.model)
     ladder_n = args.ladder_n if args.ladder_n is not None else (0 if args.model else 4)
     if ladder_n:
@@ -275,7 +271,7 @@ def main() -> int:
     )
     print(
         f"analysis: {out['analysis_cpu_s'] / 60:.1f} CPU-min on this model (+{out['load_cpu_s']} s "
-        f"loading); target (issue 45): a SmolLM2 seed run <= {SMOLLM2_TARGET_MIN} CPU-min, "
+        f"loading); target: a SmolLM2 seed run <= {SMOLLM2_TARGET_MIN} CPU-min, "
         f"a Gemma run <= {GEMMA_TARGET_MIN}, fine-tune included"
     )
     return 0

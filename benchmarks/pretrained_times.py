@@ -3,7 +3,7 @@
     python benchmarks/pretrained_times.py               # every --pretrained digest in docs/
     python benchmarks/pretrained_times.py FOLDER        # those in another folder
 
-Target (issue 45): at most 35 CPU-minutes a SmolLM2-135M-Instruct seed run and 60 a
+Target: at most 35 CPU-minutes a SmolLM2-135M-Instruct seed run and 60 a
 Gemma-3-270M one, at 64 validation and 64 test instances. Each stage's CPU seconds (user +
 system of the process, one thread) were measured when the stage was computed and kept in the
 run's results (`results["cpu_s"]`, the fine-tune's too), so this prints the run as it was

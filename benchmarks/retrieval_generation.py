@@ -12,7 +12,7 @@ a burst of load on the shared machine lowers one round of every preset rather th
 round of one. The minimum over rounds is printed beside the median, and the load average
 before and after.
 
-Target (issue 12, "Performance"): every preset at least 20,000 instances/s on one core,
+Target: every preset at least 20,000 instances/s on one core,
 printed beside each figure against the median. `--profile PRESET` prints a cProfile of
 that preset instead (paper mask unless --mask says otherwise).
 """
@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from attentionspan_datasets import PRESETS, iter_instances  # noqa: E402
 from attentionspan_datasets.presets import RETRIEVAL_TASKS  # noqa: E402
 
-TARGET = 20_000  # instances/s, every retrieval preset and mask (issue 12)
+TARGET = 20_000  # instances/s, every retrieval preset and mask
 MASKS = ("paper", "sufficient", "minimal")
 
 

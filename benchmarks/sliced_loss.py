@@ -36,7 +36,7 @@ def run(model: str, task: str, steps: int, skip: int, full: bool, folder: Path):
     from harness.training.train import train
 
     cfg = ReproduceConfig(pretrained=model, tasks=[task], output=str(folder))
-    config = task_train_config(cfg, task, folder)
+    config = task_train_config(cfg, cfg.task_values[0], folder)
     config.max_steps, config.train_size, config.log_every = steps, 4 * steps, 1
     config.save_every, config.eval_size = steps, 4
     saved = train_loss.SLICED_FROM_VOCABULARY

@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/supervision_step.py [--steps 40] [--rounds 3]
     OMP_NUM_THREADS=1 python benchmarks/supervision_step.py --heads top:... --loss mass
 
-Target (issue 35): a supervised step costs at most 1.3x an unsupervised one. Both runs are
+Target: a supervised step costs at most 1.3x an unsupervised one. Both runs are
 `harness.training.train.train` on the default scratch Llama (4 layers, hidden 128, 4 heads; one
 token
 per character) on reversal_id, batch 32, from the same weights over the same batches; the

@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/train_loop.py [--steps 60] [--rounds 3] [--batch-size 32]
     OMP_NUM_THREADS=1 python benchmarks/train_loop.py --mixed-precision bf16   # bf16 vs fp32
 
-Target (issue 5): `harness.training.train.train` keeps at least 90% of the bare loop's tokens/s, so
+Target: `harness.training.train.train` keeps at least 90% of the bare loop's tokens/s, so
 instance generation, encoding, collation, accelerate and logging cost little. Both train the
 default scratch Llama (4 layers, hidden 128; one token per character) on reversal_id from
 the same initial weights, with the same AdamW, clipping and batches; the bare loop gets its

@@ -6,7 +6,7 @@ Checked: every repository path the page names exists; every folder of the harnes
 described there by its path, and every harness module by its path or (in its folder's line)
 its file name; every name the page puts in a module (on the module's line, as "`Name` in
 `path.py`", or dotted) is defined there; README.md links the page; no file of the repository
-cites a design document kept outside it.
+cites a design document kept outside it or the project's own issue numbers.
 """
 
 from __future__ import annotations
@@ -72,6 +72,48 @@ def test_nothing_cites_a_design_document_outside_the_repository():
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         citing += [f"{name}: {word}" for word in outside if word in text]
+    assert not citing, citing
+
+
+# "issue" or "issues" and a number: the project's own tracker, whose numbers say nothing to
+# a reader of the file (the reason goes there instead). Another project's issue
+# ("lm-eval issue #3104") or a link to it says where to read on, and stays.
+ISSUE = re.compile(r"\b[Ii]ssues?[ _-]?#?\d+")
+UPSTREAM = re.compile(r"(lm-eval|transformers|torch|accelerate|datasets|pytest)\s+[Ii]ssues?")
+
+
+def _issue_citations(text: str) -> list[str]:
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if ISSUE.search(line) and "github.com/" not in line and not UPSTREAM.search(line)
+    ]
+
+
+def test_no_text_cites_the_projects_own_issue_numbers():
+    word = "iss" + "ue"  # spelt in two parts, so this file does not cite one either
+    assert _issue_citations(f"Target ({word} 45): at most 35 CPU-minutes")
+    assert _issue_citations(f"# --- I{word[1:]}s 10 and 11: the capture")
+    assert _issue_citations(f"see {word} #3")
+    assert not _issue_citations("no output type carries it (lm-eval issue #3104), and")
+    assert not _issue_citations("see https://github.com/huggingface/transformers/issues/123")
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    citing = []
+    for name in files:
+        path = REPO / name
+        # JSON: recorded outputs (the digests), which a document re-renders byte for byte
+        if path.suffix not in {".py", ".md", ".cfg", ".toml", ".yaml", ".yml", ".sh", ".txt", ""}:
+            continue
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        citing += [f"{name}: {line}" for line in _issue_citations(text)]
     assert not citing, citing
 
 

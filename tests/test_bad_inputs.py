@@ -7,7 +7,7 @@ One table per surface. A CLI row is `attentionspan ARGS` run in-process through
 `attentionspan CMD: error: ...`, holding every fragment of the row (the option or field it
 names, and the allowed values or the cap where there are some). An API row must raise one
 ValueError whose one-line message holds its fragments. A new command adds its rows here
-(issue 13: "the corpus of bad inputs in tests/ grows with each new command").
+(the corpus of bad inputs in tests/ grows with each new command).
 
 Nothing here trains more than one optimizer step (the resumable run folder) and every
 model is a tiny random one built once per module; every CLI row runs under an alarm that
@@ -201,7 +201,7 @@ CLI_ROWS = [
     ("generate-negative-start", ["generate", "reversal", "--start", "-1"], ["--start", ">= 0"]),
     ("generate-seed-not-int", ["generate", "reversal", "--seed", "abc"], ["--seed", "'abc'"]),
     ("generate-format", ["generate", "reversal", "--format", "xml"], ["--format", "'jsonl'"]),
-    # issue 23: -n has a cap (--force lifts it), the index range is int64, named by option
+    # -n has a cap (--force lifts it), the index range is int64, named by option
     (
         "generate-huge-n",
         ["generate", "reversal", "-n", HUGE],
@@ -617,8 +617,8 @@ def test_a_bad_command_line_is_one_line_and_status_2(args, fragments, places, ca
 
 def test_refusals_write_nothing(places):
     """A refused export, reproduce, baselines or train leaves nothing behind: a refused
-    train removes the run folder it made, lock file included (issue 32;
-    harness.foundation.runs.RunLock.discard)."""
+    train removes the run folder it made, lock file included
+    (harness.foundation.runs.RunLock.discard)."""
     for name in ("export", "reproduce", "baselines.json", "train"):
         assert not (places["tmp"] / name).exists(), name
 
@@ -726,7 +726,7 @@ def _api_rows():
             lambda: datasets.load_dataset("attentionspan", "nope"),
             ["'nope'", "reversal_id"],
         ),
-        # issue 23: a config that is not a name, num_proc, the cache folder
+        # a config that is not a name, num_proc, the cache folder
         ("generate-config-list", lambda: api.generate(["reversal_id"]), ["'config'", "list"]),
         ("generate-config-dict", lambda: api.generate({"a": 1}), ["'config'", "dict"]),
         ("generate-config-int", lambda: api.generate(3), ["'config'", "int 3"]),
@@ -966,7 +966,7 @@ def test_the_readme_says_what_each_refusal_means():
         assert message in section, message
 
 
-# --- issue 23, the harness: model folders, caps, options checked before the work
+# --- the harness: model folders, caps, options checked before the work
 
 
 @pytest.fixture(scope="module")
@@ -1324,7 +1324,7 @@ def test_a_bad_harness_config_is_one_value_error_line(row_id):
     assert_one_value_error_line(*rows[row_id])
 
 
-# --- issue 32: an output that cannot be written, refused before the work
+# --- an output that cannot be written, refused before the work
 
 # (id, arguments, fragment naming the path). Read-only and full disks are simulated by the
 # write of harness.foundation.outputs' probe failing (tests run as root, which passes every
@@ -1399,7 +1399,7 @@ def test_an_output_under_a_file_is_refused_before_the_work(args, harness_places,
     assert "a_file" in err[0] and ("lies under the file" in err[0] or "is a file" in err[0])
 
 
-# --- issue 32, foreign inputs: a model whose vocabulary is smaller than its tokenizer, a
+# --- foreign inputs: a model whose vocabulary is smaller than its tokenizer, a
 # dataset of other columns or types, and lm-eval's options (refused before the work)
 
 
@@ -1527,7 +1527,7 @@ def test_a_foreign_input_to_the_api_is_one_value_error_line(row_id):
     assert_one_value_error_line(*rows[row_id])
 
 
-# --- issue 46: folders the tool owns (the manifest rule), and the fourth round -------------
+# --- folders the tool owns (the manifest rule), and the fourth round -----------------------
 # Every command that writes an --output folder: (arguments without --output, a file it writes
 # there, whether a rerun into its own folder continues without a flag).
 OWNED_FOLDERS = {

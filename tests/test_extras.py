@@ -1,4 +1,4 @@
-"""setup.cfg's lean base and its extras (issue 33: the README's install pulled about 120
+"""setup.cfg's lean base and its extras (the README's install once pulled about 120
 packages, selenium and nltk among them).
 
     python -m pytest -q tests/test_extras.py

@@ -299,7 +299,7 @@ def test_bad_input(tmp_path, configs, kwargs, message):
 
 def test_a_full_disk_is_refused_before_the_build(tmp_path, monkeypatch):
     """A full disk still creates an empty file: the probe writes bytes, so the refusal
-    comes before any split is built (issue 46: it came after the progress lines)."""
+    comes before any split is built (it came after the progress lines)."""
     import errno
     import tempfile
 

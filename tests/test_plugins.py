@@ -89,8 +89,10 @@ def test_the_module_is_imported_at_the_first_read_of_the_registry(example_env):
         print(presets.pair("rotation")[1].params["max_length"], presets.SHORT_NAMES["rotation"])
         from attentionspan_datasets.instructions import instruction_for
         print(instruction_for("string_rotation"))
-        from harness.pipeline.settings import pretrained_recipe, quick_recipe
-        print(quick_recipe("rotation")["max_steps"], pretrained_recipe("rotation")["max_steps"])
+        from harness.pipeline.settings import TaskValue
+        rotation = TaskValue.of("rotation")
+        quick, pretrained = rotation.recipe(False), rotation.recipe(True)
+        print(quick["max_steps"], pretrained["max_steps"])
         """,
     ).splitlines()
     assert out[0] == "False LazyRegistry"

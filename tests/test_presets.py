@@ -96,7 +96,7 @@ def test_unknown_names_list_the_allowed_ones():
     assert str(error.value).endswith(", ".join(sorted(PAIRS)))
 
 
-# --- issue 33: a misspelt name is answered with the names it is close to -------------------
+# --- a misspelt name is answered with the names it is close to -----------------------------
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ def test_readme_opens_with_two_setup_commands():
 
 
 def test_the_main_job_needs_no_extra():
-    """issue 33: the main job installs the lean base; the tests' packages are an extra."""
+    """The main job installs the lean base; the tests' packages are an extra."""
     main_job, tests = setup_commands()
     assert "pip install -e . &&" in main_job and "[" not in main_job
     assert 'pip install -q -e ".[dev]"' in tests
@@ -35,7 +35,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_the_quick_command_leaves_out_the_slow_tests_and_ci_runs_them():
-    """issue 43: command 2 deselects the tests marked slow (pyproject's addopts); CI runs the
+    """Command 2 deselects the tests marked slow (pyproject's addopts); CI runs the
     slow set after it, so every test still runs there."""
     config = (REPO / "pyproject.toml").read_text()  # text: tomllib is not in Python 3.10
     assert "addopts = \"-ra -m 'not slow'\"" in config

@@ -75,7 +75,7 @@ TARGET_DRAWS = 3000  # per preset; successor_id (270 prompts) repeats each about
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_no_prompt_has_two_targets(preset):
-    """Every task is well-posed: a prompt fixes its target (issue 13: successor prompts once
+    """Every task is well-posed: a prompt fixes its target (successor prompts once
     had several)."""
     targets: dict[str, str] = {}
     repeats = 0
@@ -180,8 +180,8 @@ def int_fields(config_class) -> list[str]:
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_every_size_has_a_cap_refused_within_a_second(task):
-    """Issue 13: a huge size (10^24) is refused at once, naming the field and its cap (the
-    issue's 10^9 cases go through the command line in tests/commands/test_generate.py)."""
+    """A huge size (10^24) is refused at once, naming the field and its cap (the
+    10^9 cases go through the command line in tests/commands/test_generate.py)."""
     config_class = get_task(task).config_class
     for name in int_fields(config_class):
         partner = {"min_": "max_", "max_": "min_"}.get(name[:4], "") + name[4:]

@@ -4,7 +4,7 @@
     python benchmarks/gpu/split_check.py --device cuda --model FOLDER --offload cpu
     OMP_NUM_THREADS=1 python benchmarks/gpu/split_check.py --device cpu   # here: cpu + disk
 
-Issue 36, part 2, on a GPU: "a cuda:0 + cpu split gives the same numbers as cuda:0 alone;
+The device split on a GPU: "a cuda:0 + cpu split gives the same numbers as cuda:0 alone;
 record the time". The model (a folder, or by default a from-scratch Llama of --layers x
 --hidden built here and saved, nothing to carry) is loaded twice: whole on --device, and
 dispatched by accelerate with the embeddings and the first half of its layers on --device

@@ -136,3 +136,22 @@ class Lookup:
         if values is None or not heads:
             return None
         return [values[layer][head] for layer, head in heads]
+
+
+def recorded_lookup(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the lookup read, as a results file records it: the one reader of the offset
+    from a stage's saved dict, so that the report never picks it out of a key itself.
+    Returns {"offset": k (None where not recorded)} with what finding it recorded beside
+    it ("mass", "masses", "text", "heads"; "found": False where --shift gave it).
+
+    `record`: a saved head ranking (its source: ranked at "shift", found as
+    "lookup_offset"), the verdict's numbers (the "offset" record, else "shift"), an entry
+    of the results' "lookups" ("offset", "mass") or a diagnosis ("shift")."""
+    source = record.get("source")
+    if isinstance(source, Mapping):  # a saved ranking: its own offset, then how it was found
+        return {**(source.get("lookup_offset") or {}), "offset": source.get("shift")}
+    found = record.get("offset")
+    if isinstance(found, Mapping):  # the verdict's numbers
+        return {**found, "offset": found.get("offset", record.get("shift"))}
+    offset = record.get("shift") if found is None else found
+    return {"offset": offset, **({"mass": record["mass"]} if "mass" in record else {})}

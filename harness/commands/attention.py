@@ -29,6 +29,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
+from harness.commands import claim_output_folder, prompt_over
 from harness.foundation.dispatch import placement_field
 from harness.foundation.options import (
     add_config_arguments,
@@ -39,7 +40,6 @@ from harness.foundation.options import (
     parser_words,
     quiet_transformers,
     refuse_device_option,
-    resolve_instruction,
 )
 
 
@@ -87,23 +87,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run_command)
 
 
-def resolve_prompt(args, saved, configs):
-    """The prompt saved with the model, with --instruction / --num-fewshot / --chat on top."""
-    from harness.foundation.runs import saved_prompt
-
-    base = saved_prompt(saved, args.model)
-    changes = {
-        k: v
-        for k, v in (
-            ("instruction", resolve_instruction(args.instruction, configs)),
-            ("num_fewshot", args.num_fewshot),
-            ("chat", args.chat),
-        )
-        if v is not None
-    }
-    return dataclasses.replace(base, **changes)
-
-
 def describe_prompt(prompt) -> str:
     parts = [f"instruction {prompt.instruction!r}" if prompt.instruction else "no instruction"]
     parts.append(f"{prompt.num_fewshot} few-shot")
@@ -119,9 +102,7 @@ def check(args):
     from harness.attention.analysis import AnalysisConfig
     from harness.evaluation.evaluate import default_configs, saved_run_config
     from harness.foundation.dispatch import Placement
-    from harness.foundation.outputs import check_output_folder
-    from harness.foundation.ownership import claim_output
-    from harness.foundation.runs import check_model_files
+    from harness.foundation.runs import check_model_files, saved_prompt
 
     check_model_files(args.model)  # missing, no weights, an encoder: named before loading
     saved = saved_run_config(args.model)
@@ -135,10 +116,10 @@ def check(args):
     Placement.of(args)  # a malformed --device-map or --max-memory: before the model
     values = config_values(args, AnalysisConfig)
     config = AnalysisConfig(**{**values, "configs": configs, "modes": tuple(values["modes"])})
-    prompt = resolve_prompt(args, saved, configs)
-    check_output_folder("--output", args.output)  # a file, read-only, full: before the model
-    # an earlier analysis, another command's folder, a user's files: refused here
-    claim = claim_output("--output", args.output, "attention", overwrite=args.overwrite)
+    prompt = prompt_over(saved_prompt(saved, args.model), args, configs)
+    # a file, read-only, full; an earlier analysis, another command's folder, a user's files:
+    # refused here, before the model
+    claim = claim_output_folder(args.output, "attention", overwrite=args.overwrite)
     return config, prompt, claim
 
 

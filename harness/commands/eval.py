@@ -11,11 +11,11 @@ The measurement is `harness.evaluation.evaluate` (`evaluate_model`); the files (
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
+from harness.commands import claim_output_folder, prompt_given, prompt_over
 from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
@@ -23,7 +23,6 @@ from harness.foundation.options import (
     main_for,
     quiet_transformers,
     refuse_device_option,
-    resolve_instruction,
 )
 
 
@@ -53,32 +52,18 @@ def check(args):
     """What eval refuses before any work, writing nothing (`attentionspan launch` runs it
     before it starts processes): the config and the claim on --output."""
     from harness.evaluation.evaluate import EvalConfig, default_configs, saved_run_config
-    from harness.foundation.outputs import check_output_folder
-    from harness.foundation.ownership import claim_output
     from harness.foundation.runs import check_model_files, saved_prompt
 
     check_model_files(args.model)  # missing, no weights, an encoder: before --output is touched
-    prompt = None
-    if args.instruction is not None or args.num_fewshot is not None or args.chat is not None:
+    prompt = None  # none given: the saved one, read where the model loads
+    if prompt_given(args):
         saved = saved_run_config(args.model)
-        base = saved_prompt(saved, args.model)
         configs = args.configs or default_configs(saved)
-        prompt = dataclasses.replace(
-            base,
-            **{
-                k: v
-                for k, v in (
-                    ("instruction", resolve_instruction(args.instruction, configs)),
-                    ("num_fewshot", args.num_fewshot),
-                    ("chat", args.chat),
-                )
-                if v is not None
-            },
-        )
+        prompt = prompt_over(saved_prompt(saved, args.model), args, configs)
     config = EvalConfig(**config_values(args, EvalConfig), prompt=prompt)
-    # an earlier eval's results, another command's folder, a user's files: refused here
-    check_output_folder("--output", config.output)  # read-only, full: before the claim
-    claim = claim_output("--output", config.output, "eval", overwrite=args.overwrite)
+    # read-only, full; an earlier eval's results, another command's folder, a user's files:
+    # refused here
+    claim = claim_output_folder(config.output, "eval", overwrite=args.overwrite)
     return config, claim
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from harness.commands import claim_output_folder
 from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
@@ -109,8 +110,6 @@ def check(args):
     """What reproduce refuses before any work, writing nothing (`attentionspan launch` runs
     it before it starts processes): the config and the claim on --output."""
     from harness.foundation.models import check_head_counts
-    from harness.foundation.outputs import check_output_folder
-    from harness.foundation.ownership import claim_output
     from harness.foundation.runs import check_model_files
 
     config = config_from_args(args)
@@ -118,9 +117,9 @@ def check(args):
         check_model_files(config.model)  # missing, no weights, an encoder: one line
     if not config.pretrained:  # --pretrained: checked once its model is there (fetched)
         check_head_counts(config.model or "scratch", config.counts)  # --quick: scratch
-    check_output_folder("--output", config.output)  # read-only, full: before any work
-    # another command's folder, a user's files: refused here (its own: a rerun resumes)
-    claim = claim_output("--output", config.output, "reproduce", overwrite=args.overwrite)
+    # read-only, full; another command's folder, a user's files: refused before any work (its
+    # own: a rerun resumes)
+    claim = claim_output_folder(config.output, "reproduce", overwrite=args.overwrite)
     if config.model:  # a short context, NaN weights, ...: before the folder is touched
         check_model_serves(config)
     elif config.pretrained and claim.will_replace:  # a local one: before the run moves aside
@@ -148,7 +147,6 @@ def check_model_serves(cfg) -> None:
     --model, before settings.json and the first progress line."""
     from pathlib import Path
 
-    from attentionspan_datasets.generation import resolve_config
     from harness.foundation.data import check_context
     from harness.foundation.models import check_model_for
     from harness.foundation.runs import (
@@ -158,7 +156,6 @@ def check_model_serves(cfg) -> None:
         saved_prompt,
     )
     from harness.foundation.tokenization import CharTokenizer
-    from harness.pipeline.settings import task_presets
 
     where = f"--model {cfg.model!r}"
     check_model_files(cfg.model)  # missing, no weights, an encoder: before loading
@@ -169,14 +166,13 @@ def check_model_serves(cfg) -> None:
     except (ValueError, OSError) as error:
         text = " ".join(str(error).split())
         raise ValueError(text if text.startswith(where) else f"{where}: {text}") from None
-    id_name, ood_name = task_presets(cfg.config)
+    task = cfg.task_values[0]  # --model's one task
+    id_name, ood_name = task.presets
     check_model_for(where, model, tokenizer, (id_name, ood_name), prompt)
-    overrides = cfg.ood_for(cfg.config)
+    overrides = cfg.ood_for(task)
     if overrides:  # the OOD lengths the run will use, past the preset's own
         try:
-            check_context(
-                model, CharTokenizer(tokenizer), resolve_config(ood_name, **overrides), prompt
-            )
+            check_context(model, CharTokenizer(tokenizer), task.ood_config(overrides), prompt)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
     del model, tokenizer

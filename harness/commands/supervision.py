@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from harness.commands import claim_output_folder
 from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
@@ -58,16 +59,15 @@ def config_from_args(args):
 
 
 def run_command(args) -> int:
-    from harness.foundation.outputs import check_output_folder, writing
-    from harness.foundation.ownership import claim_output
+    from harness.foundation.outputs import writing
     from harness.pipeline.supervision_study import run_study
     from harness.report.supervision_report import write_report
 
     quiet_transformers()
     config = config_from_args(args)
-    check_output_folder("--output", config.output)  # read-only, full: before any work
-    # another command's folder, a user's files: refused here (its own: a rerun resumes)
-    claim = claim_output("--output", config.output, "supervision", overwrite=args.overwrite)
+    # read-only, full; another command's folder, a user's files: refused before any work (its
+    # own: a rerun resumes)
+    claim = claim_output_folder(config.output, "supervision", overwrite=args.overwrite)
     with writing(config.output), claim:
         report = run_study(config, write_report)
     print(report)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attentionspan_datasets.guard import main_process
+from harness.commands import prompt_over
 from harness.foundation.options import (
     add_config_arguments,
     add_model_arguments,
@@ -26,7 +27,6 @@ from harness.foundation.options import (
     explicit_options,
     main_for,
     quiet_transformers,
-    resolve_instruction,
 )
 
 
@@ -81,11 +81,7 @@ def config_from_args(args):
     from harness.training.train import TrainConfig
 
     values = config_values(args, TrainConfig)
-    values["prompt"] = PromptConfig(
-        instruction=resolve_instruction(args.instruction, [args.config]),
-        num_fewshot=args.num_fewshot or 0,
-        chat=bool(args.chat),
-    )
+    values["prompt"] = prompt_over(PromptConfig(), args, [args.config])
     values["scratch"] = ScratchConfig(**config_values(args, ScratchConfig, prefix="scratch_"))
     return TrainConfig(**values)
 

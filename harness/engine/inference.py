@@ -310,7 +310,7 @@ def teacher_forced_batch(
     if first > 0 and "logits_to_keep" not in options and last_logits_only(model):
         # logits from that query on only: no prompt column's is read, and a large
         # vocabulary's output layer (Gemma 3's 262k words) over them cost about as much as
-        # the layers (issue 45); the kept columns' logits are the same
+        # the layers; the kept columns' logits are the same
         options["logits_to_keep"] = int(inputs["input_ids"].shape[1]) - first
         first = 0
     with torch.inference_mode(), autocast(mixed_precision, device):

@@ -212,7 +212,7 @@ def format_number(value, digits: int = 3) -> str:
 # (the pooled Welch test of the paper's Table 2) overstates its precision: on 200 OOD
 # instances of the scratch reversal model the pooled interval was half as wide as a
 # bootstrap over instances, and the within-instance difference 3.4x smaller than the pooled
-# one (a reviewer's measurement on main, 2026-11, issue 22).
+# one (a reviewer's measurement on main, 2026-11).
 DIRECTIONS = ("correct > wrong", "wrong > correct", "no difference at 5%")
 UNDETERMINED = "too few instances to tell"
 NOTHING_TO_COMPARE = {True: "no wrong tokens to compare", False: "no correct tokens to compare"}

@@ -30,9 +30,9 @@ from harness.pipeline.stages import Stages
 
 
 # --- the models a run trains first: --quick (from scratch), --pretrained (fine-tuned) --------
-def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 0):
+def task_train_config(cfg: ReproduceConfig, task: TaskValue, folder: Path, run: int = 0):
     """The TrainConfig of the model that --quick or --pretrained trains for `task` (seed run
-    `run`) into `folder`: the task's recipe (`quick_recipe`, or `pretrained_recipe`),
+    `run`) into `folder`: the task's recipe (`TaskValue.recipe`),
     `cfg.train_steps` instead of its steps when given, one epoch of fresh data drawn with
     seed `cfg.seed` + `run` (`seed_run_seeds`; run 0: `cfg.seed`, what a run without --seeds
     trains), a checkpoint every quarter of the steps. Then the weights it starts from:
@@ -41,7 +41,6 @@ def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 
     differ in their data alone."""
     from harness.training.train import TrainConfig
 
-    task = TaskValue.of(task)  # the run's own value passes as it is; a name: the API's
     recipe = task.recipe(pretrained=bool(cfg.pretrained))
     steps = cfg.train_steps or recipe["max_steps"]
     init_seed, data_seed = seed_run_seeds(cfg, run)
@@ -63,9 +62,9 @@ def task_train_config(cfg: ReproduceConfig, task: str, folder: Path, run: int = 
     return TrainConfig.from_dict(values)
 
 
-def task_model_folder(out: Path, task: str, run: int = 0) -> Path:
+def task_model_folder(out: Path, task: TaskValue, run: int = 0) -> Path:
     """OUT/models/<task>/ (seed run 0), OUT/models/<task>-seed<k>/ (seed run k)."""
-    return out / "models" / TaskValue.of(task).run_name(run)
+    return out / "models" / task.run_name(run)
 
 
 def train_options(cfg: ReproduceConfig, out: Path) -> dict[str, Any]:
@@ -226,7 +225,9 @@ def model_mismatch(saved: Path, config) -> Mismatch | None:
     return Mismatch(saved, differ=tuple((k, recorded.get(k), asked[k]) for k in differ))
 
 
-def task_model_mismatch(cfg: ReproduceConfig, task: str, out: Path, run: int = 0) -> str | None:
+def task_model_mismatch(
+    cfg: ReproduceConfig, task: TaskValue, out: Path, run: int = 0
+) -> str | None:
     """Why the model already in seed run `run`'s model folder cannot serve this run
     (`model_mismatch` against `task_train_config`): one line naming each option with the
     recorded and the asked value, and what to do; None when it matches or nothing is
@@ -295,7 +296,7 @@ def trained_model(config, who: str, log, progress: bool, again: str, doing: str 
     return str(train(config, resume=saved is not None, progress=progress, resume_with=again)), False
 
 
-def task_model(cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0) -> str:
+def task_model(cfg: ReproduceConfig, task: TaskValue, out: Path, log, run: int = 0) -> str:
     """The model for `task` (seed run `run`) that --quick trains from scratch or --pretrained
     fine-tunes (`task_train_config`), trained, resumed or reused. A model already there is
     reused only when it was trained with the same options (`check_task_models` refuses
@@ -326,7 +327,7 @@ FINE_TUNE_STAGE = "fine-tune"  # OUT/stages/<task or seed run>-fine-tune.json: i
 
 
 def timed_task_model(
-    cfg: ReproduceConfig, task: str, out: Path, log, run: int = 0, write: bool = True
+    cfg: ReproduceConfig, task: TaskValue, out: Path, log, run: int = 0, write: bool = True
 ) -> tuple[str, dict[str, Any] | None]:
     """`task_model`, and the CPU seconds (user + system, this process's) training it took:
     measured when it trains or resumes here and kept in a stage file keyed by its train

@@ -90,12 +90,7 @@ from harness.pipeline.settings import (  # noqa: F401  (re-exported: the pipelin
     SETTINGS_FILE,
     ReproduceConfig,
     TaskValue,
-    pretrained_recipe,
-    quick_recipe,
-    seed_run_name,
     seed_run_seeds,
-    task_presets,
-    task_short_name,
 )
 from harness.pipeline.stages import Stages, write_json_atomic
 
@@ -136,7 +131,7 @@ class TaskRun:
     def __init__(
         self,
         cfg: ReproduceConfig,
-        task: str,
+        task: TaskValue,
         model_dir: str,
         out: Path,
         procs,
@@ -146,10 +141,9 @@ class TaskRun:
         self.cfg, self.task, self.model_dir, self.procs = cfg, task, model_dir, procs
         self.writers = writers
         self.label = label or task  # every stage file's name starts with it
-        value = TaskValue.of(task)  # the run's own value passes as it is; a name: the API's
-        self.id_name, self.ood_name = value.presets
-        self.ood = cfg.ood_for(value)
-        self.dir = out / (label or value.short)
+        self.id_name, self.ood_name = task.presets
+        self.ood = cfg.ood_for(task)
+        self.dir = out / (label or task.short)
         self.stages = Stages(out, log=self.log, write=procs.main)
         self.cpu_counted: set[str] = set()  # stage files whose CPU time a step already holds
         self.model = self.tokenizer = self.prompt = None

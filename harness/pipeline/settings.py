@@ -53,7 +53,7 @@ QUICK_TRAIN = {"max_steps": 600, "batch_size": 32, "lr": 2e-3, "eval_size": 50, 
 # the tiny scratch models it is slower, so --quick stays fp32). The analysis runs in fp32.
 # The instruction (the task's, `TaskValue.instruction`) and the chat template, where the
 # model's tokenizer has one, are added per model and task
-# (`harness.pipeline.reproduce.pretrained_prompt`). A task without a recipe trains
+# (`harness.pipeline.prepare.pretrained_prompt`). A task without a recipe trains
 # PRETRAINED_TRAIN's steps; whether they suffice is not measured (docs/usage_analysis.md,
 # "Pretrained models").
 PRETRAINED_TRAIN: dict[str, Any] = {
@@ -99,7 +99,7 @@ QUICK_SIZES = {
 # --pretrained: sizes for a 135M-270M model on a CPU (about 100x a tiny model's cost per
 # token); options given explicitly win. Threads: the rule of docs/performance.md, not fixed
 # at one as for --quick's tiny models (not measured on this model yet).
-# 64 test and 64 validation instances (issue 45): 32 gave rows whose verdicts rested on
+# 64 test and 64 validation instances: 32 gave rows whose verdicts rested on
 # a handful of instances a kind, and too few validation pairs for the dose's interval.
 PRETRAINED_SIZES = {
     "num_heads": 30,
@@ -312,10 +312,13 @@ class ReproduceConfig:
             )
         # The tasks, resolved once from their names here and carried as values from here to
         # the report (an unknown name: one line naming the allowed tasks).
-        listed = [TaskValue.of(task) for task in self.tasks]
+        # --config only where it names the task (--quick and --pretrained read --tasks)
+        named = [*self.tasks, *([] if self.trains_models else [self.config])]
+        values = [TaskValue.of(task) for task in named]
+        listed = values[: len(self.tasks)]
         # an alias of a task already listed runs it twice into one folder (reversal, reversal_id)
         check_unique("'tasks'", [task.short for task in listed])
-        self.task_values = listed if self.trains_models else [TaskValue.of(self.config)]
+        self.task_values = listed if self.trains_models else values[-1:]
         if self.train_steps and self.trains_models:
             check_train_steps(self)
         if self.trains_models:
@@ -323,8 +326,8 @@ class ReproduceConfig:
         for index, task in enumerate(self.task_values):
             try:
                 if index == 0 and self.ood:  # kept typed: settings.json, the report's command
-                    self.ood = _parse_values(task.config_class, self.ood)
-                task.config_class.from_params({**task.ood.params, **self.ood_for(task)})
+                    self.ood = parse_overrides(task, self.ood)
+                task.ood_config(self.ood_for(task))
             except (TypeError, ValueError) as error:
                 raise ValueError(f"'ood' overrides for {task.ood.name}: {error}") from None
             if self.shift is not None:
@@ -340,12 +343,11 @@ class ReproduceConfig:
     def task_list(self) -> list[str]:
         return list(self.tasks) if self.trains_models else [self.config]
 
-    def ood_for(self, task: str | TaskValue) -> dict[str, Any]:
+    def ood_for(self, task: TaskValue) -> dict[str, Any]:
         """Overrides of the task's OOD preset: `ood`, or with `quick` or `pretrained` and
         none given, the task's quick default (its "quick_ood" recipe)."""
-        task = TaskValue.of(task)  # a value passes through (the pipeline's); a name: the API
         if self.ood or not (self.quick or self.pretrained):
-            return _parse_values(task.config_class, self.ood)
+            return parse_overrides(task, self.ood)
         return dict(task.recipes["quick_ood"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -373,18 +375,12 @@ def check_model_choice(model: str | None, quick: bool, pretrained: str | None) -
         )
 
 
-def parse_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Overrides of `preset`, the values given as text (`--ood use_flip=false`) converted by
-    the type of the task's field (`TaskConfig.parse_value`: the rule of --param and
-    --curriculum); values already typed (the Python API) are kept."""
-    from attentionspan_datasets.generation import resolve_config
-
-    return _parse_values(type(resolve_config(preset)), overrides)
-
-
-def _parse_values(config_class: type, overrides: dict[str, Any]) -> dict[str, Any]:
+def parse_overrides(task: TaskValue, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides of the task's presets, the values given as text (`--ood use_flip=false`)
+    converted by the type of the task's field (`TaskConfig.parse_value`: the rule of --param
+    and --curriculum); values already typed (the Python API) are kept."""
     return {
-        key: config_class.parse_value(key, value) if isinstance(value, str) else value
+        key: task.config_class.parse_value(key, value) if isinstance(value, str) else value
         for key, value in overrides.items()
     }
 
@@ -509,7 +505,7 @@ class TaskValue(str):
         """The TrainConfig options --pretrained fine-tunes the task with (PRETRAINED_TRAIN,
         then its "pretrained" recipe) or --quick trains it with (QUICK_TRAIN, then its
         "quick" recipe, `scratch` merged field by field). The model and its prompt come per
-        model and task (`harness.pipeline.reproduce.task_train_config`)."""
+        model and task (`harness.pipeline.prepare.task_train_config`)."""
         if pretrained:
             return {**PRETRAINED_TRAIN, **self.recipes["pretrained"]}
         own = self.recipes["quick"]
@@ -518,6 +514,12 @@ class TaskValue(str):
             **own,
             "scratch": {**QUICK_TRAIN.get("scratch", {}), **own.get("scratch", {})},
         }
+
+    def ood_config(self, overrides: Mapping[str, Any]):
+        """The OOD preset's TaskConfig with `overrides` (typed) on top, labelled with the
+        preset's name, as `resolve_config(task.ood.name, **overrides)` makes it."""
+        params = {**self.ood.params, **overrides}
+        return self.config_class.from_params(params).labelled(self.ood.name)
 
     def run_name(self, run: int) -> str:
         """The folder of seed run `run` (OUT/<it>/ and OUT/models/<it>/): the task's own
@@ -548,33 +550,6 @@ def check_declared_recipes(cfg: ReproduceConfig) -> None:
             raise ValueError(
                 f"{where}: 'max_steps' must be >= 1 (the steps reproduce trains), got {steps!r}"
             )
-
-
-# The name-taking forms of the values' readings, for the Python API and the tests; the
-# pipeline passes TaskValues, which they take as they are.
-def pretrained_recipe(task: str) -> dict[str, Any]:
-    """`TaskValue.recipe(pretrained=True)` of the task `task` names (or `task_id`)."""
-    return TaskValue.of(task).recipe(pretrained=True)
-
-
-def quick_recipe(task: str) -> dict[str, Any]:
-    """`TaskValue.recipe(pretrained=False)` of the task `task` names (or `task_id`)."""
-    return TaskValue.of(task).recipe(pretrained=False)
-
-
-def task_presets(task: str) -> tuple[str, str]:
-    """`reversal` (or `reversal_id`) -> (`reversal_id`, `reversal_ood`)."""
-    return TaskValue.of(task).presets
-
-
-def task_short_name(task: str) -> str:
-    """`reversal`, `reversal_id` or `reversal_ood` -> `reversal`: the task's folder name."""
-    return TaskValue.of(task).short
-
-
-def seed_run_name(task: str, run: int) -> str:
-    """`TaskValue.run_name`: `reversal` for run 0, `reversal-seed<k>` after it."""
-    return TaskValue.of(task).run_name(run)
 
 
 def seed_run_seeds(cfg: ReproduceConfig, run: int) -> tuple[int, int]:

@@ -1,9 +1,9 @@
 """The options of `attentionspan supervision` (saved as OUT/settings.json) and its arms.
 
     cfg = SupervisionConfig(tasks=["reversal"], seeds=3, output="runs/sup")
-    cfg.reproduce_config()            # --quick's options: the baseline models, the analysis
-    ladder_arms(cfg)                  # baseline (weight 0), w0.1, w0.3, w1
-    control_arms(cfg, 0.3, "reversal")  # wrong3-w0.3, random-w0.3, steps-x1.5
+    task = cfg.reproduce_config().task_values[0]  # --quick's options; the task's value
+    ladder_arms(cfg, task)            # baseline (weight 0), w0.1, w0.3, w1
+    control_arms(cfg, 0.3, task)      # wrong3-w0.3, random-w0.3, steps-x1.5
 
 An arm is one way of training the tiny scratch model of a task, everything else equal (the
 recipe, the init seed k and the data seed --seed + k of seed run k): the unsupervised
@@ -18,12 +18,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.generation import DEFAULT_SEED
 from harness.attention.sweep import SELECT_METRICS
 from harness.foundation.options import cli
 from harness.foundation.supervision_options import LOSSES, MAX_SHIFT
+
+if TYPE_CHECKING:
+    from harness.pipeline.settings import TaskValue
 
 SETTINGS_FILE = "settings.json"
 REPORT_FILE = "report.md"
@@ -247,20 +250,17 @@ class SupervisionConfig:
         return dataclasses.asdict(self)
 
 
-def model_heads(task: str) -> int:
+def model_heads(task: TaskValue) -> int:
     """The attention heads (layers x heads) of the scratch model --quick trains for `task`."""
     from harness.foundation.models import ScratchConfig
-    from harness.pipeline.settings import TaskValue
 
-    scratch = ScratchConfig(**TaskValue.of(task).recipe(pretrained=False)["scratch"])
+    scratch = ScratchConfig(**task.recipe(pretrained=False)["scratch"])
     return scratch.num_layers * scratch.num_heads
 
 
-def recipe_steps(cfg: SupervisionConfig, task: str) -> int:
+def recipe_steps(cfg: SupervisionConfig, task: TaskValue) -> int:
     """The steps of every arm but the extra-steps control: --train-steps, or the recipe's."""
-    from harness.pipeline.settings import TaskValue
-
-    return cfg.train_steps or TaskValue.of(task).recipe(pretrained=False)["max_steps"]
+    return cfg.train_steps or task.recipe(pretrained=False)["max_steps"]
 
 
 # --- the arms -------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def weight_name(weight: float) -> str:
     return BASELINE if weight == 0 else f"w{weight:g}"
 
 
-def ladder_arms(cfg: SupervisionConfig, task: str) -> list[Arm]:
+def ladder_arms(cfg: SupervisionConfig, task: TaskValue) -> list[Arm]:
     """The baseline, then one arm per weight > 0 in increasing order."""
     steps = recipe_steps(cfg, task)
     arms = [Arm(BASELINE, "baseline", steps=steps)]
@@ -309,7 +309,7 @@ def ladder_arms(cfg: SupervisionConfig, task: str) -> list[Arm]:
     return arms
 
 
-def control_arms(cfg: SupervisionConfig, weight: float, task: str) -> list[Arm]:
+def control_arms(cfg: SupervisionConfig, weight: float, task: TaskValue) -> list[Arm]:
     """The three controls, the supervised ones at `weight` (the ladder's choice): the wrong
     mask (ref + shift + wrong_shift), random heads, and the longer unsupervised run."""
     steps = recipe_steps(cfg, task)

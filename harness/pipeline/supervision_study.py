@@ -164,8 +164,8 @@ def _train_in_worker(config, name: str, again: str, threads: int) -> str:
 class TaskStudy:
     """Every arm of one task over the seed runs; `run()` returns its results."""
 
-    def __init__(self, cfg: SupervisionConfig, task: str, out: Path, procs):
-        task = TaskValue.of(task)  # resolved once: the arms, runs and folders read the value
+    def __init__(self, cfg: SupervisionConfig, task: TaskValue, out: Path, procs):
+        # the value, resolved once by the settings: the arms, runs and folders read it
         self.cfg, self.task, self.out, self.procs = cfg, task, out, procs
         self.repro = cfg.reproduce_config()
         self.short = task.short
@@ -570,10 +570,11 @@ def run_study(cfg: SupervisionConfig, report: Callable[..., Path]) -> Path:
         torch.set_num_threads(cfg.threads)
     out = Path(cfg.output)
     procs = Processes(cfg.device)
-    check_task_models(cfg.reproduce_config(), out)  # the baselines: refused before any work
+    repro = cfg.reproduce_config()  # its task values: the tasks, resolved once
+    check_task_models(repro, out)  # the baselines: refused before any work
     started = time.perf_counter()
     tasks = {}
-    for task in cfg.tasks:
+    for task in repro.task_values:
         results = TaskStudy(cfg, task, out, procs).run()
         write_json_atomic(out / results["task"] / RESULTS_FILE, results)
         tasks[results["task"]] = results

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain
 from harness.foundation.stats import format_number as _n
 from harness.report.findings import two_lookups_headline, where
@@ -141,6 +142,7 @@ def lookups_section(task, command: str) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for entry in lookups:
+        lookup = recorded_lookup(entry)
         verdict = entry.get("verdict") or {}
         numbers = verdict.get("numbers") or {}
         dose = (numbers.get("dose") or {}).get("C")
@@ -154,7 +156,7 @@ def lookups_section(task, command: str) -> list[str]:
             else "-"
         )
         lines.append(
-            f"| {where(entry.get('offset'))} | {_n(entry.get('mass'))} | {entry.get('n', '-')} "
+            f"| {where(lookup['offset'])} | {_n(lookup.get('mass'))} | {entry.get('n', '-')} "
             f"| {'-' if dose is None else f'{dose:g}'} | {errors or '-'} | "
             f"**{verdict.get('verdict', '-')}** | {fixed} |"
         )
@@ -162,7 +164,7 @@ def lookups_section(task, command: str) -> list[str]:
     for entry in lookups:
         verdict = entry.get("verdict") or {}
         lines += [
-            f"At {where(entry.get('offset'))}: **{verdict.get('verdict', '-')}**: "
+            f"At {where(recorded_lookup(entry)['offset'])}: **{verdict.get('verdict', '-')}**: "
             + "; ".join(verdict.get("reasons") or [])
             + ".",
             "",

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.attention.controls import roles_of
+from harness.attention.lookup import recorded_lookup
 from harness.attention.verdicts.vocabulary import ID_TOLERANCE
 from harness.foundation.stats import (
     MIN_KIND_INSTANCES,
@@ -186,7 +187,8 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
         for entry in lookups:
             verdict = entry.get("verdict") or {}
             out.append(
-                f"Calibrated verdict at {where(entry.get('offset'))} (dose-response and where "
+                f"Calibrated verdict at {where(recorded_lookup(entry)['offset'])} (dose-response "
+                "and where "
                 f"the errors look): **{verdict.get('verdict', 'none')}**: "
                 + "; ".join(verdict.get("reasons") or [])
                 + "."
@@ -215,7 +217,7 @@ def lookup_verdicts(task: Mapping[str, Any]) -> list[tuple[int, str]]:
         e.get("verdict") or (task.get("verdict") if not i else None) for i, e in enumerate(lookups)
     ]
     return [
-        (int(e.get("offset") or 0), (v or {}).get("verdict") or "none")
+        (int(recorded_lookup(e)["offset"] or 0), (v or {}).get("verdict") or "none")
         for e, v in zip(lookups, verdicts)
     ]
 
@@ -224,11 +226,12 @@ def two_lookups_headline(task: Mapping[str, Any]) -> str:
     """The headline of a run that judged two candidate lookups: both offsets with their ID
     mass, and whether the verdicts agree (never one of them picked)."""
     lookups = task["lookups"]
+    recorded = [recorded_lookup(e) for e in lookups]
     masses = " and ".join(
-        f"{where(e.get('offset'))} (ID mass {e['mass']:.2f})"
+        f"{where(e['offset'])} (ID mass {e['mass']:.2f})"
         if e.get("mass") is not None
-        else where(e.get("offset"))
-        for e in lookups
+        else where(e["offset"])
+        for e in recorded
     )
     judged = lookup_verdicts(task)
     words = {v for _, v in judged}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.attention.controls import at_dose, dose_field
+from harness.attention.lookup import recorded_lookup
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import rewrite_block
 from harness.report.findings import verdict_name, where
@@ -114,17 +115,15 @@ def offset_cell(task: Mapping[str, Any]) -> str:
         return PREDATES
     lookups = task.get("lookups") or []
     if len(lookups) >= 2:
-        first, second = lookups[0], lookups[1]
+        first, second = recorded_lookup(lookups[0]), recorded_lookup(lookups[1])
         return (
-            f"{where(first.get('offset'))} ({_fmt(first.get('mass'), 2)}); 2nd candidate "
-            f"{where(second.get('offset'))} ({_fmt(second.get('mass'), 2)})"
+            f"{where(first['offset'])} ({_fmt(first.get('mass'), 2)}); 2nd candidate "
+            f"{where(second['offset'])} ({_fmt(second.get('mass'), 2)})"
         )
-    numbers = verdict.get("numbers") or {}
-    offset = numbers.get("offset") or {}
-    shift = offset.get("offset", numbers.get("shift"))
-    mass = f" ({_fmt(offset.get('mass'), 2)})" if offset.get("mass") is not None else ""
-    given = ", given" if offset and offset.get("found") is False else ""
-    return f"{where(shift)}{mass}{given}"
+    lookup = recorded_lookup(verdict.get("numbers") or {})
+    mass = f" ({_fmt(lookup['mass'], 2)})" if lookup.get("mass") is not None else ""
+    given = ", given" if lookup.get("found") is False else ""
+    return f"{where(lookup['offset'])}{mass}{given}"
 
 
 def basis_cell(verdict: Mapping[str, Any]) -> str:
@@ -260,7 +259,9 @@ def verdict_rows(digests: list[Mapping[str, Any]]) -> list[str]:
             head = f"| {model} | {task_name} | {seed} | "
             if i:
                 head = f"| | | {seed}, 2nd lookup | "
-            offset = offset_cell(task) if not i else f"{where(source.get('offset'))} (2nd)"
+            offset = (
+                offset_cell(task) if not i else f"{where(recorded_lookup(source)['offset'])} (2nd)"
+            )
             rows.append(
                 f"{head}{offset} | {basis_cell(verdict)} | {verdict_cell(verdict)} | "
                 f"{dose_cell(source, verdict)} | {controls_cell(source, verdict)} | "

@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attentionspan_datasets.atomic import atomic_write_text
 from harness.attention.controls import legend, roles_of
+from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain, mean_interval
 from harness.foundation.stats import format_number as _n
 from harness.report.dose_md import dose_section, lookups_section
@@ -32,6 +34,9 @@ from harness.report.findings import (
     seed_groups,
     verdict_name,
 )
+
+if TYPE_CHECKING:
+    from harness.pipeline.settings import TaskValue
 
 OFFSET_KEYS = ("-2", "-1", "0", "1", "2")
 PAPER = (
@@ -80,6 +85,7 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
 
     heads = task["heads"]
     source = heads.get("source", {})
+    lookup = recorded_lookup(heads)
     path = plots.head_heatmap(
         {"mean weight per target row on the reference": heads["per_row"]},
         folder / "head-ranking.png",
@@ -89,15 +95,14 @@ def heads_section(task, folder: Path, command: str) -> list[str]:
     lines = [
         f"Ranked on {source.get('instances')} instances of `{source.get('config')}` "
         f"(`{source.get('split')}` split, indices {source.get('indices')}, seed "
-        f"{source.get('seed')}), teacher-forced; shift {source.get('shift')}, threshold "
+        f"{source.get('seed')}), teacher-forced; shift {lookup['offset']}, threshold "
         f"{source.get('threshold')}; {heads['rows']} target rows. Offset profile: the mean "
         "weight per target row at ref-2 .. ref+2 (a head that reads ref+1 is a shallow "
         "model's lookup through a previous-token head; docs/results.md)."
         + (
-            f" Offset: {source['lookup_offset']['text']} (the top "
-            f"{source['lookup_offset'].get('heads', 4)} heads' mean; every later stage reads "
-            "there)."
-            if source.get("lookup_offset")
+            f" Offset: {lookup['text']} (the top {lookup.get('heads', 4)} heads' mean; every "
+            "later stage reads there)."
+            if "text" in lookup
             else ""
         ),
         "",
@@ -419,7 +424,7 @@ def diagnosis_section(task, command: str) -> list[str]:
     )
     lines = [
         f"Heads {heads} (the ladder's top N, or with no gain the lookup heads), at "
-        f"ref{first['shift']:+d}; {rule} {counted}",
+        f"ref{recorded_lookup(first)['offset']:+d}; {rule} {counted}",
         "",
         "| config | instances with a wrong token | wrong tokens | "
         + " | ".join(c.replace("_", " ") for c in CLASSES)
@@ -546,14 +551,12 @@ def task_title(name: str, task: dict[str, Any]) -> str:
     )
 
 
-def task_folder(out: Path, name: str, task: dict[str, Any]) -> Path:
-    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`TaskValue.run_name`). The
-    pipeline's results carry the task's value (`seed_run["task"]`, and `name` for run 0),
-    which is read as it is; a name (a report made from saved results) is resolved here."""
-    from harness.pipeline.settings import TaskValue
-
+def task_folder(out: Path, values: Mapping[str, TaskValue], name: str, task: dict) -> Path:
+    """OUT/<task>/, or a seed run's OUT/<task>-seed<k>/ (`TaskValue.run_name`). `values`:
+    the run's task values by the name each was given (`task_values`, resolved once by the
+    settings); the results name theirs (`seed_run["task"]`, and `name` for run 0)."""
     run = task.get("seed_run") or {}
-    return out / TaskValue.of(run.get("task", name)).run_name(run.get("run", 0))
+    return out / values[run.get("task", name)].run_name(run.get("run", 0))
 
 
 # --- the document ---------------------------------------------------------------------------
@@ -575,8 +578,9 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         *summary_table(tasks),
         *seeds_section(tasks),
     ]
+    values = {str(value): value for value in cfg.task_values}
     for task_name, task in tasks.items():
-        folder = task_folder(out, task_name, task)
+        folder = task_folder(out, values, task_name, task)
         folder.mkdir(parents=True, exist_ok=True)
         ood = task.get("ood") or {}
         shown = ", ".join(f"{k}={v}" for k, v in ood.items())

@@ -29,6 +29,7 @@ from attentionspan_datasets.atomic import atomic_write_text
 from attentionspan_datasets.jsonfile import read_json  # noqa: F401  (re-exported)
 from attentionspan_datasets.metrics import METRICS
 from harness.attention.controls import at_dose, dose_field
+from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
@@ -185,7 +186,7 @@ def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
         dose = entry.get("dose") if i else result.get("dose")
         out.append(
             {
-                "offset": entry.get("offset"),
+                "offset": recorded_lookup(entry)["offset"],
                 "mass": entry.get("mass"),
                 "stage": entry.get("stage"),
                 **({"text": entry["text"]} if entry.get("text") else {}),

@@ -137,7 +137,7 @@ def test_add_data_commands_gives_a_parser_above_the_data_commands():
     assert not any("harness" in name for name in DATA_COMMAND_MODULES)
 
 
-# --- issue 23: where the folder goes ------------------------------------------------------
+# --- where the folder goes ----------------------------------------------------------------
 
 
 def test_two_exports_into_one_folder_do_not_both_succeed(tmp_path, monkeypatch):
@@ -357,7 +357,7 @@ def test_the_api_refuses_a_read_only_cache_dir(read_only_dir):
     ],
 )
 def test_the_data_cli_names_the_subcommand_in_one_line(capsys, argv, line):
-    """`python -m attentionspan_datasets` refuses as `attentionspan` does (issue 23)."""
+    """`python -m attentionspan_datasets` refuses as `attentionspan` does."""
     with pytest.raises(SystemExit) as done:
         main(argv)
     assert done.value.code == 2

@@ -164,7 +164,7 @@ def test_a_closed_pipe_is_not_an_error():
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
 
 
-# --- issue 13: sizes are capped, refused at once ---------------------------------------
+# --- sizes are capped, refused at once -------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -199,7 +199,7 @@ def test_show_draws_a_huge_instance_quickly_within_the_width(capsys, monkeypatch
     assert "(drawn: target rows 0-199 of 10000" in out.replace("\n", " ")
 
 
-# --- issue 14: a legend, the terminal width, any split's rows -----------------------------
+# --- a legend, the terminal width, any split's rows ---------------------------------------
 
 
 def test_show_all_has_a_legend_and_fits_the_terminal(capsys, monkeypatch):
@@ -207,7 +207,7 @@ def test_show_all_has_a_legend_and_fits_the_terminal(capsys, monkeypatch):
     code, out, _ = run_cli(capsys, "show", "--all")
     assert code == 0
     assert out.startswith("How to read a grid")
-    # issue 33: 1,500 lines scroll the legend away: it is printed again after the last grid
+    # 1,500 lines scroll the legend away: it is printed again after the last grid
     assert out.count("How to read a grid") == 2
     assert "How to read a grid" in out.split("t7_ood #0 ")[1]
     assert out.rstrip().endswith("One config: attentionspan show CONFIG")
@@ -370,7 +370,7 @@ def test_orjson_reference_is_json_dumps(reference):
     assert _orjson_reference(_orjson_dumps(), reference) == json.dumps(reference)
 
 
-# --- issue 23: what generate and show say ----------------------------------------------------
+# --- what generate and show say --------------------------------------------------------------
 
 
 def test_show_prints_its_legend_after_a_draw_never_before_an_error(capsys):
@@ -484,7 +484,7 @@ def test_a_full_disk_under_stdout_is_one_line(argv):
     )
 
 
-# --- issue 33: the main job's output keeps its explanation in view -------------------------
+# --- the main job's output keeps its explanation in view -----------------------------------
 
 
 def test_show_without_a_config_draws_one_grid_per_task_between_two_legends(capsys, monkeypatch):

@@ -134,7 +134,7 @@ def test_help_lists_the_registered_commands_and_promises_nothing_else():
     assert {"generate", "show", "export", "train", "eval", "models"} <= commands
     assert len(COMMAND_MODULES) == len(set(COMMAND_MODULES))
     if not commands & {"reproduce", "heads", "intervene", "capture"}:
-        assert "analy" not in parser.description  # issue 14: no promise of what is not there
+        assert "analy" not in parser.description  # no promise of what is not there
 
 
 def test_each_module_registers_exactly_the_commands_listed_for_it():
@@ -438,3 +438,25 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_continues(tmp_path):
     train(TrainConfig(output=str(out)), resume=True, stop_after=1, progress=False)
     last = json.loads(log.read_text().splitlines()[-1])
     assert last["step"] == step + 1
+
+
+def test_the_commands_read_the_prompt_options_over_a_base_prompt_alike():
+    import argparse
+
+    from attentionspan_datasets.instructions import instruction_for
+    from harness.commands import claim_output_folder, prompt_given, prompt_over
+    from harness.foundation.data import PromptConfig
+    from harness.foundation.options import DEFAULT_INSTRUCTION
+
+    saved = PromptConfig(instruction="Reverse it.", num_fewshot=2, chat=True)
+    none = argparse.Namespace(instruction=None, num_fewshot=None, chat=None)
+    assert not prompt_given(none) and prompt_over(saved, none, ["reversal_id"]) == saved
+    given = argparse.Namespace(instruction=DEFAULT_INSTRUCTION, num_fewshot=0, chat=False)
+    assert prompt_given(given)
+    assert prompt_over(saved, given, ["reversal_id", "reversal_ood"]) == PromptConfig(
+        instruction=instruction_for("string_reversal")
+    )
+    with pytest.raises(ValueError, match="--instruction default needs configs of one task"):
+        prompt_over(saved, given, ["reversal_id", "addition_id"])
+    with pytest.raises(ValueError, match="--output"):  # a file: refused before any claim
+        claim_output_folder(__file__, "eval", overwrite=False)

@@ -1,5 +1,4 @@
-"""Models split across devices (`harness.foundation.dispatch`, issue 36 part 2): the options' forms
-and
+"""Models split across devices (`harness.foundation.dispatch`): the options' forms and
 one-line refusals, and a tiny random Llama dispatched by accelerate over "cpu" and "disk"
 (weights on the meta device, loaded by hooks at each forward) giving the same records as
 the same model loaded whole: attention (Table 2), the head ranking, intervention settings,
@@ -372,7 +371,7 @@ def test_bad_placement_is_one_line_from_the_cli(model_dir, tmp_path, capsys, com
 
 def test_reproduce_takes_the_options_and_loads_the_model_split(model_dir, tmp_path):
     from harness.pipeline.reproduce import Processes, TaskRun
-    from harness.pipeline.settings import ReproduceConfig
+    from harness.pipeline.settings import ReproduceConfig, TaskValue
 
     with pytest.raises(ValueError, match="give --device cuda or --device-map"):
         ReproduceConfig(model=str(model_dir), device="cuda", device_map="auto")
@@ -382,6 +381,8 @@ def test_reproduce_takes_the_options_and_loads_the_model_split(model_dir, tmp_pa
         model=str(model_dir), output=str(tmp_path / "out"), device_map=json.dumps(SPLIT)
     )
     assert cfg.to_dict()["device_map"] == json.dumps(SPLIT)
-    task = TaskRun(cfg, "reversal", str(model_dir), tmp_path / "out", Processes("cpu"), None)
+    task = TaskRun(
+        cfg, TaskValue.of("reversal"), str(model_dir), tmp_path / "out", Processes("cpu"), None
+    )
     model = task.load()
     assert is_dispatched(model) and model.hf_device_map == SPLIT

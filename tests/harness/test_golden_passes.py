@@ -39,7 +39,7 @@ def plain(value):
 
 
 # Keys added on purpose after the golden file was written (the refactor itself added none):
-# the instance-aware Table 2 figures of issue 22 beside the pooled test they leave as it was.
+# the instance-aware Table 2 figures beside the pooled test they leave as it was.
 ADDED_KEYS = {"instance_aware"}
 
 

@@ -1,5 +1,5 @@
-"""`attentionspan heads`: where heads.json goes (issue 33: "heads.json goes where the user
-asked"; never into the model's folder, which may be read-only or shared)."""
+"""`attentionspan heads`: where heads.json goes (where the user
+asked; never into the model's folder, which may be read-only or shared)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`attentionspan launch` (harness/commands/launch.py): a command over several processes whose
-errors are one line, as in one process (issue 46). Refusals before any process starts, a
+errors are one line, as in one process. Refusals before any process starts, a
 process's refusal after the start passed on without the launcher's traceback, and (slow) two
 real CPU processes that fail and that succeed."""
 

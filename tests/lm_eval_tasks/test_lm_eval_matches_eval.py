@@ -1,5 +1,5 @@
-"""The same trained model gets the same scores from `attentionspan eval` and from lm-eval
-(issue 14): same test rows (splits.py), same saved prompt layout, same greedy answers, same
+"""The same trained model gets the same scores from `attentionspan eval` and from lm-eval:
+same test rows (splits.py), same saved prompt layout, same greedy answers, same
 metric aggregate."""
 
 from __future__ import annotations

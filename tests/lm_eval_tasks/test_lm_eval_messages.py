@@ -77,7 +77,7 @@ def test_lengths_outside_the_bins_are_one_line_per_task(tiny_model_dir, tmp_path
     assert "exact_match_len_" in result.stdout
 
 
-# Issue 32: refused in one line before the model loads (lm-eval's command builds its
+# Refused in one line before the model loads (lm-eval's command builds its
 # TaskManager, where our hook checks the named tasks, before simple_evaluate loads it).
 BEFORE_THE_MODEL = [
     (

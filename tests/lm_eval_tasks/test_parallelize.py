@@ -1,5 +1,5 @@
 """`attnspan-hf` with `parallelize=True` (lm-eval's HFLM arguments: device_map,
-max_memory_per_gpu, max_cpu_memory, offload_folder; issue 36 part 2): a tiny random Llama
+max_memory_per_gpu, max_cpu_memory, offload_folder): a tiny random Llama
 split over "cpu" and "disk" by accelerate gives the same answers and the same attention
 metrics as the model loaded whole; the inputs go where the embeddings run (not HFLM's
 default "cuda"); options that would do nothing, and splits capture cannot serve yet, are

@@ -325,7 +325,7 @@ def test_docstring_examples_are_right(short):
 
 
 def test_builder_and_lm_eval_dataset_accept_a_retrieval_preset(tmp_path):
-    """Issue 12: the builder (load_dataset's path) and lm-eval's custom_dataset take T1-T7."""
+    """The builder (load_dataset's path) and lm-eval's custom_dataset take T1-T7."""
     from attentionspan_datasets.builder import load
 
     ds = load("t6_len5", cache_dir=str(tmp_path), num_train=30, num_validation=10, num_test=10)

@@ -1,7 +1,7 @@
 """T1-T7 data is reproducible by contract: (config, seed, index) fixes the instance forever.
 
 The digests below were computed from the generator as it stood at commit 847f802, before
-its speed-ups (issue 12, "Performance"); every later optimisation must leave the instances
+its speed-ups; every later optimisation must leave the instances
 byte for byte the same: prompt, target, every mask variant, params. A digest covers 40
 instances from each of two seeds (one at a large start index) per mask variant, plus three
 single instances through `generate`. Regenerate only for a deliberate change of the data:

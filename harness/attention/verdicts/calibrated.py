@@ -130,7 +130,7 @@ def reading_rungs(validation: Mapping[str, Any]) -> list[tuple[float, float]]:
     (`choose_dose`) and the ladder's top rung (the controls reported there). Each as
     (strength, threshold), threshold 0.0 outside a threshold mode. Why: the random draws and
     shifted pushes at every rung were about three quarters of the test ladder's settings, and
-    the verdict reads none of the others (issue 45)."""
+    the verdict reads none of the others."""
 
     def rung(entry) -> tuple[float, float]:
         return (float(entry["strength"]), float(entry.get("threshold") or 0.0))

@@ -218,7 +218,7 @@ def test_where_errors_look_matches_attention_read_by_hand(attn_tokenizer, shift,
 
 
 def test_the_diagnosis_forward_keeps_one_column_of_logits(attn_tokenizer, monkeypatch):
-    """Issue 45: the diagnosis reads attention only, so its forward computes one column of
+    """The diagnosis reads attention only, so its forward computes one column of
     logits (a large vocabulary's output layer over every column cost more than the layers),
     and what it finds is what the forward with every column's logits finds."""
     model = build_tiny("llama", attn_tokenizer)

@@ -330,7 +330,7 @@ def test_the_teacher_forced_path_scores_as_the_generate_path(attn_tokenizer, tin
 
 
 def test_ladders_of_several_counts_scored_together_equal_each_alone(attn_tokenizer, tiny):
-    """Issue 45: the ladders of every N (the choice of N on validation) scored in one pass,
+    """The ladders of every N (the choice of N on validation) scored in one pass,
     the baseline and each batch's prefill once for all of them, give each N the curve its
     ladder alone gives, controls and ID included, in fewer forwards."""
     model, instances, ranking = tiny
@@ -360,7 +360,7 @@ def test_ladders_of_several_counts_scored_together_equal_each_alone(attn_tokeniz
 
 
 def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_tokenizer, tiny):
-    """Issue 45: the analysis runs the controls only where the verdict reads them. At those
+    """The analysis runs the controls only where the verdict reads them. At those
     rungs the curve is the whole ladder's, number for number (a setting's records do not
     depend on the settings beside it); elsewhere their fields are None and the table says
     "-"; fewer settings are scored."""

@@ -190,7 +190,7 @@ def test_settings_batched_per_row_equal_separate_generations(attn_tokenizer, kin
 
 @pytest.mark.parametrize("kind", ["llama", "gemma3"])
 def test_the_forced_pass_beside_a_generation_continues_the_shared_prefill(attn_tokenizer, kind):
-    """Issue 45: the teacher-forced pass scored beside each generation continues the batch's
+    """The teacher-forced pass scored beside each generation continues the batch's
     shared prefill instead of forwarding every row's whole prompt again. Every setting's
     records (the teacher-forced token accuracy among them) equal those of passes with no
     prefill at all, and the forced forward reads only each row's last prompt column and

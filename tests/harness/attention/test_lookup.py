@@ -103,3 +103,35 @@ def test_the_ranking_helpers_read_the_offset_and_the_profile():
     assert lookup_heads(ranked, share=0.2) == [(1, 2), (0, 1), (1, 0)]
     with pytest.raises(ValueError, match="share"):
         lookup_heads(ranked, share=0)
+
+
+def test_recorded_lookup_reads_the_offset_from_each_stage_that_records_it():
+    from harness.attention.lookup import recorded_lookup
+
+    found = {"offset": 1, "mass": 0.8, "text": "the lookup reads ref+1", "heads": 4}
+    ranking = {"source": {"shift": 1, "lookup_offset": found}, "offsets": {"1": []}}
+    assert recorded_lookup(ranking) == found
+    assert recorded_lookup({"source": {"shift": 2}}) == {"offset": 2}  # before the profile
+    given = {"offset": -1, "found": False}
+    assert recorded_lookup({"offset": given, "shift": -1}) == given  # the verdict's numbers
+    assert recorded_lookup({"offset": {}, "shift": 3}) == {"offset": 3}
+    assert recorded_lookup({"offset": 0, "mass": 0.4, "n": 2}) == {"offset": 0, "mass": 0.4}
+    assert recorded_lookup({"shift": -2, "heads": [[0, 1]]}) == {"offset": -2}  # a diagnosis
+    assert recorded_lookup({}) == {"offset": None}
+
+
+def test_the_report_reads_the_offset_only_through_recorded_lookup():
+    # a report module that picks the offset out of a key itself reads one of the places the
+    # stages record it and misses the others (a ranking's source, the verdict's numbers)
+    import re
+    from pathlib import Path
+
+    keys = re.compile(r"""get\(["'](shift|offset)["']|\[["']shift["']\]|lookup_offset""")
+    report = Path(__file__).resolve().parents[3] / "harness" / "report"
+    found = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in sorted(report.glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if keys.search(line)
+    ]
+    assert found == []

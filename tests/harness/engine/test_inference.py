@@ -131,7 +131,7 @@ def test_teacher_forcing_continues_a_prefix_cache(kind, models):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_teacher_forcing_computes_logits_from_the_last_prompt_column(kind, models):
-    """Issue 45: the forward asks for logits from the query before target[0] on (no prompt
+    """The forward asks for logits from the query before target[0] on (no prompt
     column's is read; a 262k-word output layer over the prompt cost as much as the layers),
     and gives the argmax and EOS rows of every column's logits."""
     model, char_tok = models[kind]

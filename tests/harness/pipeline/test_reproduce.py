@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.pipeline import reproduce as reproduce_module
-from harness.pipeline.reproduce import ReproduceConfig, reproduce, task_presets, task_short_name
+from harness.pipeline.reproduce import ReproduceConfig, TaskValue, reproduce
 from harness.pipeline.stages import Stages
 from harness.report.report_md import pipeline_writers
 from tests.harness.conftest import save_tiny_model
@@ -186,7 +186,7 @@ def test_the_attention_stage_takes_the_score_convention(tmp_path, model_dir):
             model=model_dir, output=str(out), progress=False, score_convention=convention, **tiny
         )
         run = reproduce_module.TaskRun(
-            cfg, "reversal", model_dir, out, Processes("cpu"), pipeline_writers()
+            cfg, TaskValue.of("reversal"), model_dir, out, Processes("cpu"), pipeline_writers()
         )
         runs[convention] = (run, run.run_attention())
     paper, authors = runs["paper"][1], runs["authors"][1]
@@ -222,14 +222,17 @@ def test_bad_options_name_the_field():
     with pytest.raises(ValueError, match="'ood' overrides for successor_ood"):
         ReproduceConfig(model="x", config="successor", ood={"max_length": 20})
     quick = ReproduceConfig(quick=True, tasks=["reversal", "successor"])
-    assert quick.ood_for("reversal") == {"max_length": 20} and quick.ood_for("successor") == {}
+    assert (
+        quick.ood_for(TaskValue.of("reversal")) == {"max_length": 20}
+        and quick.ood_for(TaskValue.of("successor")) == {}
+    )
     # --ood values take their field's type (bool, int, text), not a guess from the text
     va = ReproduceConfig(
         model="x", config="value_assignment", ood={"sorted_keys": "true", "max_length": "12"}
     )
-    assert va.ood_for("value_assignment") == {"sorted_keys": True, "max_length": 12}
+    assert va.ood_for(TaskValue.of("value_assignment")) == {"sorted_keys": True, "max_length": 12}
     flips = ReproduceConfig(model="x", config="ffml", ood={"use_flip": "false"})
-    assert flips.ood_for("ffml") == {"use_flip": False}
+    assert flips.ood_for(TaskValue.of("ffml")) == {"use_flip": False}
     with pytest.raises(ValueError, match="'sorted_keys' must be true or false"):
         ReproduceConfig(model="x", config="value_assignment", ood={"sorted_keys": "maybe"})
     # --seeds: 1 to 20, only where each seed run can train its own model (--quick)
@@ -244,10 +247,10 @@ def test_bad_options_name_the_field():
     with pytest.raises(ValueError, match="'seed' .* \\+ 'seeds' 3 - 1 = .* is outside"):
         ReproduceConfig(quick=True, seeds=3, seed=2**64 - 2)
     assert ReproduceConfig(quick=True, seeds=20).seeds == 20
-    assert task_presets("reversal") == ("reversal_id", "reversal_ood")
-    assert task_presets("successor_id") == ("successor_id", "successor_ood")
+    assert TaskValue.of("reversal").presets == ("reversal_id", "reversal_ood")
+    assert TaskValue.of("successor_id").presets == ("successor_id", "successor_ood")
     for name in ("reversal", "reversal_id", "reversal_ood", "string_reversal"):
-        assert task_short_name(name) == "reversal"  # the task's folder
+        assert TaskValue.of(name).short == "reversal"  # the task's folder
 
 
 def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
@@ -258,8 +261,9 @@ def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     cfg = ReproduceConfig(quick=True, output=str(tmp_path))
     assert cfg.train_steps == 0  # each task's own steps
     for task in sorted({*settings.QUICK_TASKS, *settings.QUICK_RECIPES}):
-        recipe = settings.quick_recipe(task)
-        config = task_train_config(cfg, task, tmp_path / task)
+        value = TaskValue.of(task)
+        recipe = value.recipe(pretrained=False)
+        config = task_train_config(cfg, value, tmp_path / task)
         assert isinstance(config, TrainConfig) and config.config == f"{task}_id"
         assert config.max_steps == recipe["max_steps"] and config.lr == recipe["lr"]
         assert config.train_size == recipe["max_steps"] * recipe["batch_size"]  # fresh data
@@ -268,7 +272,7 @@ def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     # --train-steps replaces every recipe's steps
     assert (
         task_train_config(
-            ReproduceConfig(quick=True, train_steps=7), "reversal", tmp_path
+            ReproduceConfig(quick=True, train_steps=7), TaskValue.of("reversal"), tmp_path
         ).max_steps
         == 7
     )
@@ -277,9 +281,9 @@ def test_each_quick_task_trains_with_a_valid_recipe(tmp_path, monkeypatch):
     # a recipe with a misspelt option fails by name, before any training
     monkeypatch.setitem(settings.QUICK_RECIPES, "reversal", {"learning_rate": 1e-3})
     with pytest.raises(ValueError, match="unknown training option.*learning_rate"):
-        task_train_config(cfg, "reversal", tmp_path)
+        task_train_config(cfg, TaskValue.of("reversal"), tmp_path)
     monkeypatch.setitem(settings.QUICK_RECIPES, "reversal", {"scratch": {"num_layers": 2}})
-    assert task_train_config(cfg, "reversal", tmp_path).scratch.num_layers == 2
+    assert task_train_config(cfg, TaskValue.of("reversal"), tmp_path).scratch.num_layers == 2
 
 
 def test_cli_one_line_errors(capsys):
@@ -296,13 +300,12 @@ def test_cli_one_line_errors(capsys):
 # --- --quick's models: seed runs, and a reused model that must match its options ----------
 def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
     from harness.pipeline.prepare import task_model_folder, task_train_config
-    from harness.pipeline.settings import quick_recipe
     from harness.training.train import TrainConfig
 
     cfg = ReproduceConfig(quick=True, seeds=3, seed=5)
-    run0 = task_train_config(cfg, "addition", tmp_path)
+    run0 = task_train_config(cfg, TaskValue.of("addition"), tmp_path)
     # run 0 is exactly what --quick trained before --seeds existed: init 0, data seed --seed
-    recipe = quick_recipe("addition")
+    recipe = TaskValue.of("addition").recipe(pretrained=False)
     steps = recipe["max_steps"]
     before = {
         **recipe,
@@ -314,14 +317,21 @@ def test_seed_run_k_trains_on_init_seed_k_and_data_seed_plus_k(tmp_path):
         "train_size": steps * recipe["batch_size"],
         "save_every": max(steps // 4, 1),
     }
-    assert run0 == TrainConfig.from_dict(before) == task_train_config(cfg, "addition", tmp_path, 0)
+    assert (
+        run0
+        == TrainConfig.from_dict(before)
+        == task_train_config(cfg, TaskValue.of("addition"), tmp_path, 0)
+    )
     assert (run0.seed, run0.scratch.seed) == (5, 0)
-    run2 = task_train_config(cfg, "addition", tmp_path, 2)
+    run2 = task_train_config(cfg, TaskValue.of("addition"), tmp_path, 2)
     assert (run2.seed, run2.scratch.seed) == (7, 2)
     assert dataclasses.replace(run2, seed=5, scratch=run0.scratch) == run0  # nothing else moves
     assert run2.scratch.num_layers == 2  # the recipe's own scratch options kept
-    assert task_model_folder(tmp_path, "addition") == tmp_path / "models" / "addition"
-    assert task_model_folder(tmp_path, "addition_id", 2) == tmp_path / "models" / "addition-seed2"
+    assert task_model_folder(tmp_path, TaskValue.of("addition")) == tmp_path / "models" / "addition"
+    assert (
+        task_model_folder(tmp_path, TaskValue.of("addition_id"), 2)
+        == tmp_path / "models" / "addition-seed2"
+    )
 
 
 def _fake_model(folder: Path, config, run_file: bool = True) -> Path:
@@ -348,10 +358,12 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
     out = tmp_path / "rq"
     first = ReproduceConfig(quick=True, tasks=["reversal"], output=str(out), train_steps=3, seed=7)
     folder = out / "models" / "reversal"
-    final = _fake_model(folder / "final", task_train_config(first, "reversal", folder))
+    final = _fake_model(
+        folder / "final", task_train_config(first, TaskValue.of("reversal"), folder)
+    )
     check_task_models(first, out)  # the same options: reused
     logged = []
-    assert task_model(first, "reversal", out, logged.append) == str(final)
+    assert task_model(first, TaskValue.of("reversal"), out, logged.append) == str(final)
     assert logged == [f"model for reversal: reusing {final} (trained with the same options)"]
 
     second = dataclasses.replace(first, train_steps=6, seed=8)
@@ -368,7 +380,7 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
         reproduce(second, writers=None)
     assert not (out / "settings.json").exists() and (final / "config.json").is_file()
     with pytest.raises(ValueError, match="recorded 7, asked 8"):
-        task_model(dataclasses.replace(first, seed=8), "reversal", out, logged.append)
+        task_model(dataclasses.replace(first, seed=8), TaskValue.of("reversal"), out, logged.append)
 
     # a recipe changed since the model was trained: named as a recipe option
     monkeypatch.setattr(settings, "QUICK_TRAIN", {**settings.QUICK_TRAIN, "lr": 1e-3})
@@ -379,7 +391,7 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
     # a half-finished run (its latest checkpoint) is resumed only with the same options
     shutil.rmtree(final)
     checkpoint = folder / "checkpoint-1"
-    _fake_model(checkpoint, task_train_config(first, "reversal", folder))
+    _fake_model(checkpoint, task_train_config(first, TaskValue.of("reversal"), folder))
     check_task_models(first, out)
     with pytest.raises(ValueError, match="checkpoint-1 is being trained \\(half-finished\\)"):
         check_task_models(second, out)
@@ -393,7 +405,7 @@ def test_a_reused_quick_model_must_match_its_options(tmp_path, monkeypatch):
     # seed run 1's folder holding a model initialised with seed 0
     seeds = dataclasses.replace(first, seeds=2)
     other = out / "models" / "reversal-seed1"
-    _fake_model(other / "final", task_train_config(seeds, "reversal", other, 0))
+    _fake_model(other / "final", task_train_config(seeds, TaskValue.of("reversal"), other, 0))
     with pytest.raises(ValueError) as error:
         check_task_models(seeds, out)
     assert "init seed (k in seed run k): recorded 0, asked 1" in str(error.value)

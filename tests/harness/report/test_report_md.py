@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from harness.commands.reproduce import add_arguments, config_from_args
-from harness.pipeline.reproduce import QUICK_SIZES, ReproduceConfig
+from harness.pipeline.reproduce import QUICK_SIZES, ReproduceConfig, TaskValue
 from harness.report.report_md import command_for
 
 
@@ -102,11 +102,13 @@ def test_seed_runs_get_a_table_an_agreement_line_and_their_own_folders(tmp_path)
     assert row1.endswith("| 0.500 | **pointer** |")
     assert "the verdicts differ: **repair** in seed run 0; **pointer** in seed run 1." in text
     assert seeds_section({"reversal": runs["reversal"] | {"seed_run": None}}) == []
-    assert task_folder(tmp_path, "reversal-seed1", runs["reversal-seed1"]) == (
+    values = {"reversal": TaskValue.of("reversal"), "reversal_id": TaskValue.of("reversal_id")}
+    assert task_folder(tmp_path, values, "reversal-seed1", runs["reversal-seed1"]) == (
         tmp_path / "reversal-seed1"
     )
-    assert task_folder(tmp_path, "reversal", runs["reversal"]) == tmp_path / "reversal"
-    assert task_folder(tmp_path, "reversal_id", {}) == tmp_path / "reversal"  # without --seeds
+    assert task_folder(tmp_path, values, "reversal", runs["reversal"]) == tmp_path / "reversal"
+    # without --seeds
+    assert task_folder(tmp_path, values, "reversal_id", {}) == tmp_path / "reversal"
     assert task_title("reversal-seed1", runs["reversal-seed1"]) == (
         "## reversal-seed1: seed run 1 (init seed 1, data seed 1235)"
     )
