@@ -418,7 +418,7 @@ def test_an_interrupted_quick_training_that_replaces_a_run_says_it_is_kept(
     with pytest.raises(KeyboardInterrupt):
         with claim_output("--output", out, "reproduce", overwrite=True) as claim:
             assert claim.replacing
-            task_model(cfg, "reversal", out, lambda message: None)
+            task_model(cfg, cfg.task_values[0], out, lambda message: None)
     said = capsys.readouterr().err.strip().splitlines()
     err = [line for line in said if not line.startswith("Writing model shards")]  # a bar
     assert err[0] == "interrupted at step 1 of 4", err
