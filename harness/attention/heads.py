@@ -18,10 +18,16 @@ Ties are broken by a measured quantity, not by where a head sits: heads with the
 are ordered by their whole offset profile's mass (the weight they put near the reference at
 any offset), and only heads equal on both keep (layer, head) order.
 
+Each head's null (`HeadRanking.nulls`): what attention spread evenly over each row's visible
+keys would weigh at ref + k, averaged as the levels are (no forward: it depends on the masks
+alone). Only heads that beat it (`harness.attention.lookup.beats_null`) count in the offset
+profile's masses, look up, or make a near tie or a split lookup (`second_lookup`).
+
 Lookup heads in distribution (`HeadRanking.lookup`, `harness.attention.lookup.lookup_heads`):
 the heads whose ID weight per row at the ranking's offset is at least LOOKUP_SHARE of the top
-head's. They are the heads the verdict must push together (a redundant partner is one of
-them), never draw as "random other heads", and read when no push gains. The pipeline carries
+head's and that beat their null. They are the heads the verdict must push together (a
+redundant partner is one of them), never draw as "random other heads", and read when no
+push gains. The pipeline carries
 them, with the offset, as one value (`harness.attention.lookup.Lookup`).
 """
 
@@ -278,10 +284,11 @@ def offset_masses(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[int, floa
 
 def lookup_offset(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[str, Any]:
     """Where the lookup reads: the offset k whose top-n heads' ID mass at ref + k is largest
-    (`offset_masses`; on a tie the offset nearest the reference, then the smaller), unless
-    it is within OFFSET_MARGIN of the reference's (then the reference), with
-    the masses and a sentence ("the lookup reads ref+1: ID mass 0.81, at the reference
-    0.17"). ValueError when the ranking has no offset profile."""
+    (`offset_masses`: heads beating their null only; on a tie the offset nearest the
+    reference, then the smaller), unless it is within OFFSET_MARGIN of the reference's (then
+    the reference), with the masses and a sentence ("the lookup reads ref+1: ID mass 0.81, at
+    the reference 0.17"; where no head beats its null anywhere, the reference, saying so).
+    ValueError when the ranking has no offset profile."""
     masses = offset_masses(ranking, n)
     if not masses:
         raise ValueError("the ranking has no offset profile (rank_heads measures one)")
