@@ -61,9 +61,11 @@ def null_at(ranking: HeadRanking, offset: int) -> float | None:
     return None if null is None else float(null)
 
 
-def beats_null(level: float, null: float, margin: float = NULL_MARGIN) -> bool:
-    """True when a head's ID level at an offset lies `margin` of the way from its null to all
-    of the row's weight or further (level - null >= margin x (1 - null))."""
+def beats_null(level: float, null: float, margin: float | None = None) -> bool:
+    """True when a head's ID level at an offset lies `margin` (default NULL_MARGIN) of the
+    way from its null to all of the row's weight or further (level - null >= margin x
+    (1 - null))."""
+    margin = NULL_MARGIN if margin is None else margin
     return level - null >= margin * (1.0 - null)
 
 
@@ -146,7 +148,7 @@ class Lookup:
         return {
             "offset": self.offset,
             "null": self.null,
-            "margin": NULL_MARGIN,
+            "margin": NULL_MARGIN,  # read when called: a test may set another
             "exists": self.exists,
             "heads": [
                 {

@@ -219,7 +219,7 @@ def calibrated_verdict(
     is read before anything else."""
     from harness.attention.verdicts.calibrated import calibrated_verdict as verdict_of
 
-    out = verdict_of(dose["validation"], dose["test"], diagnosis, lookup.evidence)
+    out = verdict_of(dose["validation"], dose["test"], diagnosis, lookup=lookup.evidence)
     if lookup.found:
         out["reasons"].insert(0, lookup.text)
         out["numbers"]["offset"] = dict(lookup.found)
