@@ -113,3 +113,26 @@ def test_each_model_gets_at_each_lookup_the_verdict_its_construction_implies(jud
             spec.why,
             lookup.evidence,
         )
+
+
+@pytest.mark.slow
+def test_every_earlier_model_with_a_lookup_passes_the_gate_and_the_one_without_does_not():
+    """The planted and calibration models keep their verdicts under rule G: each works in
+    distribution and, but for the models built without a lookup (whose verdict is *no
+    lookup* either way), a head at its offset beats its null."""
+    from tests import calibration_models as cm
+    from tests import planted as p
+
+    models = {
+        f"planted {m} shift {s}": (lambda m=m, s=s: p.build(m, s), m != "no_lookup")
+        for m in p.MECHANISMS
+        for s in p.SHIFTS
+    }
+    for name, spec in cm.MODELS.items():
+        models[name] = (lambda spec=spec: cm.build(spec), spec.mechanism != "no_lookup")
+    with cm.partner_task():  # one model's instances are the partner task's
+        for name, (make, has_lookup) in models.items():
+            model = make()
+            _, _, lookup = ranked(model)
+            assert lookup.exists is has_lookup, (name, lookup.evidence)
+            assert id_exact(model) >= ID_WORKS, name
