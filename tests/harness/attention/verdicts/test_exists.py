@@ -8,7 +8,31 @@ from __future__ import annotations
 from harness.attention.verdicts.calibrated import calibrated_verdict
 from harness.attention.verdicts.exists import lookup_gate
 from harness.attention.verdicts.vocabulary import ID_WORKS, NO_LOOKUP
-from tests.harness.attention.verdicts.test_calibrated import curve, dose, errors
+
+GAIN = {"gain": 0.5, "low": 0.4, "high": 0.6}
+NONE = {"gain": 0.0, "low": -0.05, "high": 0.05}
+
+
+def dose(c: float) -> dict:
+    """A dose whose reference push gains and whose controls do not (a clean repair)."""
+    pointer = {"gain": NONE, "following": {"gain": {"gain": 0.0}, "rows": 100}}
+    return {
+        "strength": c,
+        "threshold": None,
+        "reference": GAIN,
+        "pointers": {"-3": pointer, "+3": pointer},
+        "random_heads": {"max": 0.0, "mean": 0.0, "count": 3},
+        "id": {"tf_exact": 1.0},
+    }
+
+
+def curve(*doses) -> dict:
+    return {"baseline": {"id": {"tf_exact": 1.0}}, "doses": list(doses)}
+
+
+def errors(**shares) -> dict:
+    full = dict.fromkeys(("on_reference", "diluted", "misdirected", "elsewhere", "diffuse"), 0.0)
+    return {"shares": full | shares, "instances": 40}
 
 
 def evidence(level: float, null: float = 0.095, offset: int = 0) -> dict:
