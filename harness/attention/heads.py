@@ -18,10 +18,16 @@ Ties are broken by a measured quantity, not by where a head sits: heads with the
 are ordered by their whole offset profile's mass (the weight they put near the reference at
 any offset), and only heads equal on both keep (layer, head) order.
 
+Each head's null (`HeadRanking.nulls`): what attention spread evenly over each row's visible
+keys would weigh at ref + k, averaged as the levels are (no forward: it depends on the masks
+alone). Only heads that beat it (`harness.attention.lookup.beats_null`) count in the offset
+profile's masses, look up, or make a near tie or a split lookup (`second_lookup`).
+
 Lookup heads in distribution (`HeadRanking.lookup`, `harness.attention.lookup.lookup_heads`):
 the heads whose ID weight per row at the ranking's offset is at least LOOKUP_SHARE of the top
-head's. They are the heads the verdict must push together (a redundant partner is one of
-them), never draw as "random other heads", and read when no push gains. The pipeline carries
+head's and that beat their null. They are the heads the verdict must push together (a
+redundant partner is one of them), never draw as "random other heads", and read when no
+push gains. The pipeline carries
 them, with the offset, as one value (`harness.attention.lookup.Lookup`).
 """
 
@@ -34,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.attention.lookup import LOOKUP_SHARE, lookup_heads
+from harness.attention.lookup import LOOKUP_SHARE, beats_null, lookup_heads, null_at
 from harness.engine.positions import causal_valid, shift_mask  # noqa: F401  (re-exported)
 
 HEADS_FILE = "heads.json"
@@ -54,13 +60,17 @@ class HeadRanking:
     `scores[l][h]`: summed weight on the (shifted) reference keys over all target rows;
     `per_row[l][h]`: the same divided by the number of target rows with a reference (the
     mean weight a row puts there, 0..1); `order`: (layer, head) pairs, best first;
-    `offsets[str(k)][l][h]`: mean weight per row at ref + k; `source`: where it came from.
+    `offsets[str(k)][l][h]`: mean weight per row at ref + k; `nulls[str(k)]`: what attention
+    spread evenly over each row's visible keys would weigh at ref + k, averaged as the levels
+    are (the same for every head: it depends on the masks alone; empty in a ranking saved
+    before it was measured); `source`: where it came from.
     """
 
     scores: list[list[float]]
     per_row: list[list[float]]
     order: list[tuple[int, int]]
     offsets: dict[str, list[list[float]]] = field(default_factory=dict)
+    nulls: dict[str, float] = field(default_factory=dict)
     rows: int = 0
     source: dict[str, Any] = field(default_factory=dict)
 
@@ -107,6 +117,7 @@ class HeadRanking:
             per_row=data["per_row"],
             order=[tuple(x) for x in data["order"]],
             offsets=data.get("offsets", {}),
+            nulls=data.get("nulls", {}),
             rows=data.get("rows", 0),
             source=data.get("source", {}),
         )
@@ -136,6 +147,19 @@ class HeadRanking:
 RANKED = "ranked"  # the named reference of the ranking itself when it is thresholded
 
 
+def _shifted_masks(batch, reference, wanted) -> dict[str, Any]:
+    """{str(k): bool [batch, L, L] the `ref + k` cells a query may attend} for one batch."""
+    from harness.engine.positions import task_columns
+
+    # a moved reference keeps to the task text: ref-1 of the first prompt character is BOS
+    # (or the chat template), where attention sinks put their weight whatever they look up
+    text = task_columns(batch, reference.shape[-1])[:, None, :].to(reference.device)
+    return {
+        str(k): causal_valid(shift_mask(reference, k) & (text if k else True), batch.attention_mask)
+        for k in wanted
+    }
+
+
 def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float):
     """{k: [layers, heads] summed weight on `ref + k` cells} for one batch, and with a
     threshold {RANKED: the same at `shift`, counting only weights above it}, every one
@@ -143,21 +167,27 @@ def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float
     are the heads' levels (the offset profile, restore's ID level), whatever the ranking
     counts."""
     from harness.engine.capture import AttentionPlan, Reference
-    from harness.engine.positions import task_columns
 
-    # a moved reference keeps to the task text: ref-1 of the first prompt character is BOS
-    # (or the chat template), where attention sinks put their weight whatever they look up
-    text = task_columns(batch, reference.shape[-1])[:, None, :].to(reference.device)
-    references = {
-        str(k): Reference(
-            causal_valid(shift_mask(reference, k) & (text if k else True), batch.attention_mask)
-        )
-        for k in wanted
-    }
+    references = {k: Reference(m) for k, m in _shifted_masks(batch, reference, wanted).items()}
     if threshold > 0:
         references[RANKED] = Reference(references[str(shift)].mask, threshold)
     record = scorer.forward(batch, AttentionPlan(references=references), attention_only=True)
     return {k: record.mass(k) for k in references}
+
+
+def _batch_nulls(batch, reference, wanted) -> dict[str, float]:
+    """{str(k): the weight attention spread evenly over each row's visible keys would put on
+    its `ref + k` cells (cells / visible keys), summed over the rows with a reference}: a
+    head's null at k, summed as its level is (no forward: it depends on the masks alone)."""
+    import torch
+
+    rows = reference.any(-1)
+    everything = torch.ones_like(reference, dtype=torch.bool)
+    visible = causal_valid(everything, batch.attention_mask).sum(-1).clamp(min=1)
+    return {
+        k: float((mask.sum(-1) / visible)[rows].sum())
+        for k, mask in _shifted_masks(batch, reference, wanted).items()
+    }
 
 
 def rank_heads(
@@ -190,6 +220,7 @@ def rank_heads(
     ranked = RANKED if threshold > 0 else str(shift)
     sums = {str(k): torch.zeros(num_layers, num_heads) for k in wanted}
     sums[ranked] = torch.zeros(num_layers, num_heads)
+    nulls = {str(k): 0.0 for k in wanted}
     rows = 0
     start = time.perf_counter()
 
@@ -200,6 +231,8 @@ def rank_heads(
         rows += int(reference.any(-1).sum())
         for k, mass in _batch_masses(scorer, batch, reference, wanted, shift, threshold).items():
             sums[k] += mass.detach().float().cpu()
+        for k, null in _batch_nulls(batch, reference, wanted).items():
+            nulls[k] += null
 
     batches = math.ceil(len(instances) / batch_size)
     with tqdm(total=batches, desc="heads", disable=not progress, dynamic_ncols=True) as bar:
@@ -217,6 +250,7 @@ def rank_heads(
         order=[(i // num_heads, i % num_heads) for i in order],
         # the plain mean weight per row at every offset, the ranking's own shift included
         offsets={str(k): (sums[str(k)] / max(rows, 1)).tolist() for k in wanted},
+        nulls={k: v / max(rows, 1) for k, v in nulls.items()},
         rows=rows,
         source={
             **(source or {}),
@@ -231,59 +265,112 @@ def rank_heads(
 
 # --- where the lookup reads ------------------------------------------------------------------
 def offset_masses(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[int, float]:
-    """{offset k: the mean ID weight per row at ref + k of the n heads that weigh it most}
-    from the ranking's offset profile."""
+    """{offset k: the mean ID weight per row at ref + k of the n heads that weigh it most,
+    among the heads that beat their null there} from the ranking's offset profile: a
+    previous-token head whose weight lands on the reference on one row per answer, or heads
+    spreading their weight evenly, are not a lookup and do not lift an offset (0.0 where no
+    head beats its null; every head counts in a ranking without nulls)."""
     out = {}
     for k, values in ranking.offsets.items():
-        flat = sorted((v for layer in values for v in layer), reverse=True)
+        null = null_at(ranking, int(k))
+        flat = sorted(
+            (v for layer in values for v in layer if null is None or beats_null(v, null)),
+            reverse=True,
+        )
         top = flat[: max(1, min(n, len(flat)))]
-        out[int(k)] = sum(top) / len(top)
+        out[int(k)] = sum(top) / len(top) if top else 0.0
     return dict(sorted(out.items()))
 
 
 def lookup_offset(ranking: HeadRanking, n: int = OFFSET_HEADS) -> dict[str, Any]:
     """Where the lookup reads: the offset k whose top-n heads' ID mass at ref + k is largest
-    (`offset_masses`; on a tie the offset nearest the reference, then the smaller), unless
-    it is within OFFSET_MARGIN of the reference's (then the reference), with
-    the masses and a sentence ("the lookup reads ref+1: ID mass 0.81, at the reference
-    0.17"). ValueError when the ranking has no offset profile."""
+    (`offset_masses`: heads beating their null only; on a tie the offset nearest the
+    reference, then the smaller), unless it is within OFFSET_MARGIN of the reference's (then
+    the reference), with the masses and a sentence ("the lookup reads ref+1: ID mass 0.81, at
+    the reference 0.17"; where no head beats its null anywhere, the reference, saying so).
+    ValueError when the ranking has no offset profile."""
     masses = offset_masses(ranking, n)
     if not masses:
         raise ValueError("the ranking has no offset profile (rank_heads measures one)")
     best = max(masses, key=lambda k: (round(masses[k], 12), -abs(k), -k))
     if 0 in masses and masses[best] <= (1 + OFFSET_MARGIN) * masses[0]:
         best = 0
+    text = offset_text(best, masses)
+    if masses[best] <= 0 and ranking.nulls:
+        text = (
+            "no head beats its null at any offset (what attention spread evenly over the same "
+            "keys would weigh there): no lookup to read; ranked at the reference"
+        )
     return {
         "offset": best,
         "mass": masses[best],
         "masses": {f"{k:+d}" if k else "0": v for k, v in masses.items()},
         "heads": n,
-        "text": offset_text(best, masses),
+        "text": text,
     }
+
+
+def own_heads(ranking: HeadRanking, offset: int, chosen: int) -> list[tuple[int, int]]:
+    """The lookup heads at `offset` (`lookup_heads` there: half the top head's weight and
+    beating the null) that do not beat their null at `chosen`: heads that look up at
+    `offset` and not at the chosen offset (empty in a ranking without nulls)."""
+    null = null_at(ranking, chosen)
+    there = ranking.offsets.get(str(int(chosen)))
+    if null is None or there is None or null_at(ranking, offset) is None:
+        return []
+    return [
+        (la, h)
+        for la, h in lookup_heads(ranking, offset=offset)
+        if not beats_null(there[la][h], null)
+    ]
 
 
 def second_lookup(
     ranking: HeadRanking, chosen: int, n: int = OFFSET_HEADS
 ) -> dict[str, Any] | None:
-    """The second candidate lookup of a near tie, or None. The offsets *near-tied* are those
-    whose top-n heads' ID mass (`offset_masses`) is within OFFSET_MARGIN of the largest one
-    (largest <= (1 + OFFSET_MARGIN) x theirs, and above 0); at most two lookups are judged:
-    `chosen` (`lookup_offset`'s offset, the first) and the near-tied offset other than it
-    with the largest mass (on a tie the nearest the reference, then the smaller). None when
-    no other offset is near-tied (one lookup). SmolLM2 fine-tuned on reversal: 0.436 at
-    the reference (chosen, by the margin) and 0.455 at ref+1: ref+1 is the second."""
+    """The second candidate lookup, or None. Two cases, the heads of both beating their null
+    (`offset_masses`: an offset where none does weighs 0 and is never a candidate):
+    - a near tie: offsets whose top-n heads' ID mass is within OFFSET_MARGIN of the largest
+      (largest <= (1 + OFFSET_MARGIN) x theirs, and above 0);
+    - a split lookup: an offset with heads of its own (`own_heads`: lookup heads there that
+      do not beat their null at `chosen`) weighing LOOKUP_SHARE of the chosen offset's mass
+      or more: part of the lookup reads there, and it is judged there too.
+    At most two lookups are judged: `chosen` (`lookup_offset`'s offset, the first) and the
+    candidate other than it with the largest mass (on a tie the nearest the reference, then
+    the smaller). None when there is none (one lookup). SmolLM2 fine-tuned on reversal: 0.436
+    at the reference (chosen, by the margin) and 0.455 at ref+1: ref+1 is the second."""
     masses = offset_masses(ranking, n)
     best = max(masses.values(), default=0.0)
     if best <= 0:
         return None
-    tied = [
+    tied = {
         k for k, v in masses.items() if k != chosen and v > 0 and best <= (1 + OFFSET_MARGIN) * v
-    ]
-    if not tied:
+    }
+    split = {
+        k
+        for k, v in masses.items()
+        if k != chosen
+        and v > 0
+        and v >= LOOKUP_SHARE * masses.get(chosen, 0.0)
+        and own_heads(ranking, k, chosen)
+    }
+    if not tied | split:
         return None
-    k = max(tied, key=lambda j: (round(masses[j], 12), -abs(j), -j))
+    k = max(tied | split, key=lambda j: (round(masses[j], 12), -abs(j), -j))
     where = "the reference" if chosen == 0 else f"ref{chosen:+d}"
     here = "the reference" if k == 0 else f"ref{k:+d}"
+    both = f"{where} (ID mass {masses.get(chosen, 0):.2f}) and {here} ({masses[k]:.2f})"
+    if k in tied:
+        text = (
+            f"two candidate lookups: {both}, both within {OFFSET_MARGIN:.0%} of the largest: "
+            "both are judged"
+        )
+    else:
+        heads = ", ".join(f"({la}, {h})" for la, h in own_heads(ranking, k, chosen))
+        text = (
+            f"a lookup split across two offsets: {both}; heads {heads} look up at {here} and "
+            f"not at {where}: both are judged"
+        )
     return {
         "offset": k,
         "mass": masses[k],
@@ -291,10 +378,8 @@ def second_lookup(
         "heads": n,
         "found": True,
         "candidate": 2,
-        "text": (
-            f"two candidate lookups: {where} (ID mass {masses.get(chosen, 0):.2f}) and {here} "
-            f"({masses[k]:.2f}), both within {OFFSET_MARGIN:.0%} of the largest: both are judged"
-        ),
+        "split": k not in tied,
+        "text": text,
     }
 
 

@@ -4,6 +4,8 @@
     lookup = Lookup.of(ranking)      # a `HeadRanking`, fresh or reloaded from a stage file
     lookup.offset                    # 1: the lookup reads ref+1
     lookup.heads, lookup.levels      # the heads that look up in distribution, each one's ID level
+    lookup.null                      # what attention spread evenly would weigh there
+    lookup.evidence                  # each head's level beside its null: does a lookup exist?
     lookup.text                      # "the lookup reads ref+1: ID mass 0.81, at the reference 0.17"
 
 The offset decides the headline verdict: the ladder pushes at it, the controls move it, the
@@ -12,6 +14,13 @@ ranking once, here (`ranked_offset`: the offset the ranking was ranked at, which
 `harness.attention.heads.rank_lookup` makes the offset where the lookup reads), and every
 stage after the ranking receives this value instead of reading the offset back out of the
 ranking's `source` or a stage file's name.
+
+A head counts as looking up only where it beats its null (`beats_null`): the weight
+attention spread evenly over the same visible keys would put on the reference keys
+(`HeadRanking.nulls`), by NULL_MARGIN of the way from that null to all of the row's weight
+(`harness.attention.verdicts.vocabulary`). A previous-token head whose weight lands on the
+reference on one row per answer, or a head that spreads its weight evenly, has a level but
+no lookup.
 
 The module sits below `harness.attention.heads` (the ranking's `lookup()` reads its heads
 here), so it names `HeadRanking` only for type checking and reads the ranking through its
@@ -23,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from harness.attention.verdicts.vocabulary import NULL_MARGIN
 
 if TYPE_CHECKING:
     from harness.attention.heads import HeadRanking
@@ -42,20 +53,42 @@ def profile_at(ranking: HeadRanking, offset: int) -> list[list[float]] | None:
     return ranking.offsets.get(str(int(offset)))
 
 
+def null_at(ranking: HeadRanking, offset: int) -> float | None:
+    """What attention spread evenly over each row's visible keys would weigh at
+    `ref + offset`, averaged as a head's level is (`HeadRanking.nulls`); None where the
+    ranking did not measure it (one saved before nulls were)."""
+    null = ranking.nulls.get(str(int(offset)))
+    return None if null is None else float(null)
+
+
+def beats_null(level: float, null: float, margin: float | None = None) -> bool:
+    """True when a head's ID level at an offset lies `margin` (default NULL_MARGIN) of the
+    way from its null to all of the row's weight or further (level - null >= margin x
+    (1 - null))."""
+    margin = NULL_MARGIN if margin is None else margin
+    return level - null >= margin * (1.0 - null)
+
+
 def lookup_heads(
     ranking: HeadRanking, share: float = LOOKUP_SHARE, offset: int | None = None
 ) -> list[tuple[int, int]]:
     """The heads that look up in distribution, in ranking order: ID weight per row at the
-    ranking's offset (or `offset`) at least `share` of the top head's (none when no head
-    weighs anything there)."""
+    ranking's offset (or `offset`) at least `share` of the top head's and beating its null
+    there (`beats_null`; no null check in a ranking without nulls); none when no head weighs
+    anything there."""
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share}")
     where = ranked_offset(ranking) if offset is None else offset
     values = profile_at(ranking, where) or ranking.per_row
+    null = null_at(ranking, where)
     top = max((v for layer in values for v in layer), default=0.0)
     if top <= 0:
         return []
-    return [(la, h) for la, h in ranking.top(ranking.total) if values[la][h] >= share * top]
+    return [
+        (la, h)
+        for la, h in ranking.top(ranking.total)
+        if values[la][h] >= share * top and (null is None or beats_null(values[la][h], null))
+    ]
 
 
 @dataclass(frozen=True)
@@ -65,13 +98,16 @@ class Lookup:
     distribution, in ranking order (`lookup_heads`); `levels`: each one's mean ID weight
     per row at the offset; `found`: how the offset was found (`heads.lookup_offset`'s
     record: "mass", "masses", "text", "found", and "candidate": 2 for the second candidate
-    of a near tie), empty for a ranking without one. Build it with `Lookup.of`."""
+    of a near tie), empty for a ranking without one; `null`: what attention spread evenly
+    over the same keys would weigh at the offset (`null_at`; None where unmeasured), every
+    lookup head beats it. Build it with `Lookup.of`."""
 
     ranking: HeadRanking = field(repr=False)
     offset: int
     heads: tuple[tuple[int, int], ...]
     levels: tuple[float, ...]
     found: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    null: float | None = None
 
     def __post_init__(self):
         if self.offset != ranked_offset(self.ranking):
@@ -92,7 +128,38 @@ class Lookup:
         heads = tuple(lookup_heads(ranking, offset=offset))
         values = profile_at(ranking, offset) or ranking.per_row
         levels = tuple(float(values[la][h]) for la, h in heads)
-        return cls(ranking, offset, heads, levels, dict(found))
+        return cls(ranking, offset, heads, levels, dict(found), null_at(ranking, offset))
+
+    @property
+    def exists(self) -> bool | None:
+        """True when a head looks up at the offset beating its null, False when none does,
+        None when the null was not measured (a ranking saved before it was)."""
+        if self.null is None:
+            return None
+        return bool(self.heads)
+
+    @property
+    def evidence(self) -> dict[str, Any]:
+        """Whether a lookup exists, as the verdict reads it and the digest keeps it: the
+        offset, its null, the margin, and the top head and every lookup head each with its
+        ID level beside the null (the top head named even when it does not beat it)."""
+        values = profile_at(self.ranking, self.offset) or self.ranking.per_row
+        named = list(dict.fromkeys([*self.top(1), *self.heads]))
+        return {
+            "offset": self.offset,
+            "null": self.null,
+            "margin": NULL_MARGIN,  # read when called: a test may set another
+            "exists": self.exists,
+            "heads": [
+                {
+                    "head": [la, h],
+                    "level": float(values[la][h]),
+                    "null": self.null,
+                    "beats": None if self.null is None else beats_null(values[la][h], self.null),
+                }
+                for la, h in named
+            ],
+        }
 
     @property
     def text(self) -> str:

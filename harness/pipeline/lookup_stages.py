@@ -54,6 +54,9 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
         "n": run.cfg.num_heads,
         "threshold": run.cfg.head_threshold,
         "shift": shift,
+        # each head's null beside its level (a lookup head beats it): a ranking saved
+        # before nulls were measured is ranked again
+        "nulls": "uniform over the visible keys",
     }
 
     def compute():
@@ -88,6 +91,8 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
             offset = {**candidate, "text": offset_text(shift, masses, how)}
         ranking.source["lookup_offset"] = offset
         ranking.source["lookup_heads"] = [list(h) for h in ranking.lookup()]
+        # each lookup head's ID level beside its null, and whether one beats it
+        ranking.source["lookup_evidence"] = Lookup.of(ranking, offset).evidence
         return ranking.to_dict()
 
     data = run.stages.run(f"{label}-heads", settings, compute)
@@ -209,10 +214,12 @@ def calibrated_verdict(
 ) -> dict[str, Any]:
     """The verdict read from the dose curves and the OOD errors' diagnosis (`diagnosis`:
     the OOD stream's; `harness.attention.verdicts.calibrated`; docs/usage_analysis.md, "The
-    calibrated verdict"), where the lookup reads said first: every number depends on it."""
+    calibrated verdict"), where the lookup reads said first: every number depends on it;
+    whether a lookup exists (`Lookup.evidence`: each lookup head's ID level beside its null)
+    is read before anything else."""
     from harness.attention.verdicts.calibrated import calibrated_verdict as verdict_of
 
-    out = verdict_of(dose["validation"], dose["test"], diagnosis)
+    out = verdict_of(dose["validation"], dose["test"], diagnosis, lookup=lookup.evidence)
     if lookup.found:
         out["reasons"].insert(0, lookup.text)
         out["numbers"]["offset"] = dict(lookup.found)
@@ -287,6 +294,7 @@ def lookup_entry(
     entry = {
         "offset": lookup.offset,
         "mass": lookup.mass,
+        "evidence": lookup.evidence,
         "stage": stage,
         "heads": [list(h) for h in lookup.ranking.order[:8]],
         "n": dose.get("n"),

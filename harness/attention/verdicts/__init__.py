@@ -1,7 +1,10 @@
 """The room for judgement: every verdict rule, its thresholds and its words, in one folder.
 
     vocabulary         each verdict word, what it means, what it rules out; the thresholds
-                       (MOSTLY, POINTER_EXCESS, MIN_POINTER_ROWS, ID_TOLERANCE, ON_REFERENCE)
+                       (MOSTLY, POINTER_EXCESS, MIN_POINTER_ROWS, ID_TOLERANCE, ON_REFERENCE,
+                       ID_WORKS, NULL_MARGIN)
+    exists             the calibrated verdict's first gate: a lookup exists (the model works
+                       in distribution, a lookup head beats its null) before it is judged
     calibrated         the headline verdict: N and the dose chosen on OOD validation from the
                        dose ladder, the kind of failure from where the errors look, the
                        ladder's controls read at the chosen dose on OOD test (its numbers

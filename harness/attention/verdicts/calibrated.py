@@ -2,7 +2,7 @@
 when it errs, never from one chosen C.
 
     from harness.attention.verdicts.calibrated import calibrated_verdict
-    out = calibrated_verdict(validation_curve, test_curve, diagnosis)
+    out = calibrated_verdict(validation_curve, test_curve, diagnosis, lookup.evidence)
     out["verdict"]      # nudge-repairable, misdirected lookup, no lookup, downstream, ...
     out["reasons"]      # the conditions it rests on, or those that failed
 
@@ -11,6 +11,11 @@ of tests/planted.py and on the calibration models of tests/calibration_models.py
 behave like real ones: they keep writing after an error, slip to repeated characters, share
 a lookup between two heads, rank a decoy first, read ref+1, fail in two ways at once):
 
+G. A lookup exists before it is judged (`harness.attention.verdicts.exists`): the model
+   works in distribution (the ladder's baseline ID exact match at least ID_WORKS) and a
+   head at the offset beats its null (`harness.attention.lookup.Lookup.evidence`: ID level
+   NULL_MARGIN of the way above attention spread evenly over the same keys). Otherwise
+   *no lookup*, whatever the errors and the dose say: no lookup is there to fail.
 0. The lookup is read where it reads (`harness.attention.heads.rank_lookup`: the offset of
    the ranking's profile where the top heads weigh most, unless --shift gives one); the
    ladder, the diagnosis and this verdict all use that offset. Where another offset's top
@@ -72,6 +77,7 @@ from typing import Any
 
 from harness.attention.controls import at_dose, ladder_readings
 from harness.attention.evidence import finite, followed
+from harness.attention.verdicts.exists import lookup_gate
 from harness.attention.verdicts.vocabulary import (
     CALIBRATED,
     CONFLICTING_EVIDENCE,
@@ -335,9 +341,13 @@ def read_kind(
 
 
 def calibrated_verdict(
-    validation: Mapping[str, Any], test: Mapping[str, Any], diagnosis: Mapping[str, Any]
+    validation: Mapping[str, Any],
+    test: Mapping[str, Any],
+    diagnosis: Mapping[str, Any],
+    lookup: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The verdict of the module docstring, with its reasons and the numbers it read."""
+    """The verdict of the module docstring, with its reasons and the numbers it read.
+    `lookup`: the lookup's evidence (`Lookup.evidence`, for rule G; None: not read)."""
     chosen = choose_dose(validation)
     at = _at(test, chosen) if chosen else None
     shares = _shares(diagnosis)
@@ -367,6 +377,9 @@ def calibrated_verdict(
     def out(verdict: str, reasons: list[str], **extra) -> dict[str, Any]:
         return {"verdict": verdict, "reasons": reasons, "numbers": numbers | extra}
 
+    numbers["exists"], absent = lookup_gate(test, lookup)
+    if absent:
+        return out(NO_LOOKUP, absent)
     if not shares or not diagnosis.get("instances"):
         return out(NO_FAILURE, ["no OOD test answer has a wrong token to look at"])
     basis = diagnosis.get("basis") or "every wrong row"

@@ -28,6 +28,7 @@ RULE_MODULES = (
     "harness.attention.diagnosis",
     "harness.attention.evidence",
     "harness.attention.verdicts.calibrated",
+    "harness.attention.verdicts.exists",
     "harness.attention.verdicts.vocabulary",
 )
 

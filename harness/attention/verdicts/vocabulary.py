@@ -29,6 +29,22 @@ MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an er
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under a push and still "hold"
 NAMED = 0.25  # a kind of error holding this share of the instances or more is named
 ON_REFERENCE = 0.5  # the supervision study's "most wrong instances": on_reference share >= this
+# A lookup exists before it is judged (the calibrated verdict's first gate):
+# - the model works in distribution: ID exact match (the ladder's baseline on the ID test
+#   stream, teacher-forced: for greedy decoding the same as free-running exact match) at
+#   least ID_WORKS. Half: below it the model fails in distribution on most answers, so
+#   the ID levels every diagnosis compares with are those of a failing model; every model
+#   judged so far works there (ID exact 0.81-1.00) and a model that writes nothing reads 0;
+ID_WORKS = 0.5
+# - a head counts as looking up only when its ID level at the offset lies NULL_MARGIN of
+#   the way from its null (attention spread evenly over the same visible keys: cells /
+#   visible keys per row, averaged as the level is) to all of the row's weight:
+#   level - null >= NULL_MARGIN x (1 - null). A quarter: a previous-token head whose whole
+#   weight lands on the reference on the first row of each answer reads 1 / (mean answer
+#   length), 0.18 on answers of 1-10 characters (0.165 measured, against a null of 0.095:
+#   a bar of 0.32), and a head spreading its weight evenly reads its null; the lookups
+#   measured on trained models read 0.42-0.89 at their offset (top heads' mean).
+NULL_MARGIN = 0.25
 
 
 # --- words ------------------------------------------------------------------------------------
@@ -88,10 +104,17 @@ CALIBRATED: dict[str, Verdict] = _family(
     ),
     Verdict(
         NO_LOOKUP,
-        "the OOD errors are mostly diffuse (nothing stands out, the reference not first), and "
-        "at the dose chosen on validation a shifted push is followed",
-        "rules out reading a gain as a mended lookup: a push anywhere is followed at the "
-        "dose that gains",
+        "before anything else is read: the model does not work in distribution (ID exact "
+        "match under ID_WORKS), or no head at the lookup's offset beats its null (its ID "
+        "level NULL_MARGIN of the way above what attention spread evenly over the same keys "
+        "would give); or, a lookup existing, the OOD errors are mostly diffuse (nothing "
+        "stands out, the reference not first) and at the dose chosen on validation a "
+        "shifted push is followed",
+        "rules out judging where a lookup fails when there is none to judge (a model that "
+        "fails in distribution, heads that weigh the reference no more than even attention "
+        "or by coincidence, as a previous-token head on one row per answer); and reading a "
+        "gain as a mended lookup when a push anywhere is followed at the dose that gains. "
+        "Not that no other heads, offsets or positions hold a lookup",
     ),
     Verdict(
         DOWNSTREAM,

@@ -239,3 +239,82 @@ def test_ties_are_broken_by_the_offset_profile_not_the_index(
     ranking = rank_heads(model, attn_tokenizer, instances[:2])
     assert ranking.order[:2] == [(0, 1), (0, 0)]
     assert ranking.order[2:] == sorted(ranking.order[2:])  # equal on both: index order
+
+
+# --- each head against its null ----------------------------------------------------------------
+def test_the_null_is_what_heads_spreading_their_weight_evenly_measure(attn_tokenizer, instances):
+    """Uniform heads weigh each row's ref + k cells cells / visible keys: the null the
+    ranking records at every offset is exactly their level there."""
+    model = uniform_model(attn_tokenizer)
+    ranking = rank_heads(model, attn_tokenizer, instances, batch_size=4)
+    assert set(ranking.nulls) == set(ranking.offsets)
+    for k, values in ranking.offsets.items():
+        assert ranking.nulls[k] > 0
+        assert values[1][3] == pytest.approx(ranking.nulls[k], rel=1e-4), k
+    assert ranking.nulls["0"] == pytest.approx(
+        expected_mass(attn_tokenizer, instances) / ranking.rows, rel=1e-4
+    )
+    again = HeadRanking.from_dict(ranking.to_dict())
+    assert again.nulls == ranking.nulls
+
+
+def test_uniform_heads_give_no_offset_and_no_near_tie():
+    """Heads at their null (0.095 at the reference and at ref+1, a model with no lookup)
+    lift no offset: no lookup to read, and no second candidate from a 'near tie'."""
+    from harness.attention.heads import lookup_offset, offset_masses, second_lookup
+
+    flat = profile_ranking({0: [0.095] * 4, 1: [0.095] * 4})
+    assert second_lookup(flat, 0) is not None  # without nulls: the tie the report headlined
+    flat.nulls = {"0": 0.095, "1": 0.095}
+    assert offset_masses(flat) == {0: 0.0, 1: 0.0}
+    found = lookup_offset(flat)
+    assert found["offset"] == 0 and found["mass"] == 0.0
+    assert found["text"].startswith("no head beats its null at any offset")
+    assert second_lookup(flat, 0) is None
+
+
+def test_a_previous_token_head_does_not_lift_the_reference():
+    """A previous-token head at 0.165 (its weight on row 0's reference), against a null of
+    0.095, is not a lookup head: the reference's mass is the lookup heads' alone."""
+    from harness.attention.heads import offset_masses
+
+    ranking = profile_ranking({0: [0.9, 0.165, 0.095, 0.095], 1: [0.0, 0.0, 0.095, 0.095]})
+    assert offset_masses(ranking)[0] == pytest.approx((0.9 + 0.165 + 0.095 + 0.095) / 4)
+    ranking.nulls = {"0": 0.095, "1": 0.095}
+    assert offset_masses(ranking) == {0: pytest.approx(0.9), 1: 0.0}
+    assert ranking.lookup() == [(0, 0)]
+
+
+def test_a_lookup_split_across_two_offsets_is_judged_at_each():
+    """Half the heads read the reference, half ref+1: with a previous-token head the top
+    four at the reference outweighed ref+1 past the margin and the ref+1 half was never
+    judged; counting only heads beating their null, each half is a candidate."""
+    from harness.attention.heads import lookup_offset, own_heads, second_lookup
+
+    nulls = {"0": 0.1, "1": 0.1}
+    split = profile_ranking(
+        {0: [0.9, 0.85, 0.0, 0.0, 0.17, 0.1], 1: [0.0, 0.0, 0.88, 0.8, 0.0, 0.1]}
+    )
+    assert second_lookup(split, 0) is None  # the old profile: ref+1 never judged
+    split.nulls = nulls
+    assert lookup_offset(split)["offset"] == 0
+    second = second_lookup(split, 0)
+    assert second["offset"] == 1 and second["text"].startswith("two candidate lookups")
+    # a weaker ref+1 half (0.5, outside the 10% margin) with heads of its own: still judged
+    weaker = profile_ranking({0: [0.9, 0.85, 0.0, 0.0], 1: [0.0, 0.0, 0.5, 0.45]})
+    weaker.nulls = nulls
+    assert own_heads(weaker, 1, 0) == [(0, 2), (0, 3)]
+    second = second_lookup(weaker, 0)
+    assert second["offset"] == 1 and second["split"]
+    assert second["text"] == (
+        "a lookup split across two offsets: the reference (ID mass 0.88) and ref+1 (0.47); "
+        "heads (0, 2), (0, 3) look up at ref+1 and not at the reference: both are judged"
+    )
+    # the same heads weighing both offsets are one lookup, not a split; nor is a half under
+    # half the chosen offset's mass
+    broad = profile_ranking({0: [0.6, 0.55], 1: [0.4, 0.38]})
+    broad.nulls = nulls
+    assert own_heads(broad, 1, 0) == [] and second_lookup(broad, 0) is None
+    faint = profile_ranking({0: [0.9, 0.85, 0.0], 1: [0.0, 0.0, 0.4]})
+    faint.nulls = nulls
+    assert own_heads(faint, 1, 0) == [(0, 2)] and second_lookup(faint, 0) is None

@@ -135,3 +135,61 @@ def test_the_report_reads_the_offset_only_through_recorded_lookup():
         if keys.search(line)
     ]
     assert found == []
+
+
+# --- a lookup beats its null ------------------------------------------------------------------
+def with_nulls(ranked: HeadRanking, nulls: dict[str, float]) -> HeadRanking:
+    return dataclasses.replace(ranked, nulls=nulls)
+
+
+def test_a_head_beats_its_null_a_quarter_of_the_way_to_all_of_the_weight():
+    from harness.attention.lookup import beats_null
+    from harness.attention.verdicts.vocabulary import NULL_MARGIN
+
+    assert NULL_MARGIN == 0.25
+    # the previous-token head of a model that works nowhere: 0.165 against a null of 0.095
+    assert not beats_null(0.165, 0.095)
+    assert not beats_null(0.095, 0.095)  # a head spreading its weight evenly reads its null
+    bar = 0.095 + 0.25 * (1 - 0.095)
+    assert beats_null(bar + 1e-9, 0.095) and not beats_null(bar - 1e-6, 0.095)
+    assert beats_null(0.42, 0.01)  # the weakest lookup measured on a trained model
+
+
+def test_only_heads_beating_their_null_look_up_and_the_lookup_keeps_each_beside_it():
+    ranked = with_nulls(ranking(), {"0": 0.1, "1": 0.2})
+    # ref+1's bar: 0.2 + 0.25 x 0.8 = 0.4; (0, 1) at 0.5 still looks up, (1, 2) at 0.9 too
+    lookup = Lookup.of(ranked)
+    assert lookup.heads == ((1, 2), (0, 1)) and lookup.null == 0.2 and lookup.exists
+    assert lookup.evidence == {
+        "offset": 1,
+        "null": 0.2,
+        "margin": 0.25,
+        "exists": True,
+        "heads": [
+            {"head": [1, 2], "level": 0.9, "null": 0.2, "beats": True},
+            {"head": [0, 1], "level": 0.5, "null": 0.2, "beats": True},
+        ],
+    }
+    # a higher null: (0, 1) at 0.5 no longer beats it (bar 0.55), though half the top's
+    assert Lookup.of(with_nulls(ranking(), {"1": 0.4})).heads == ((1, 2),)
+
+
+def test_no_head_beating_its_null_is_no_lookup_and_an_unmeasured_null_claims_nothing():
+    # every head within a quarter of the way from a null of 0.88 to 1: none looks up
+    lookup = Lookup.of(with_nulls(ranking(), {"1": 0.88}))
+    assert lookup.heads == () and lookup.levels == () and lookup.exists is False
+    assert lookup.covering == 0
+    # the top head is named beside its null even when it does not beat it
+    assert lookup.evidence["heads"] == [
+        {"head": [1, 2], "level": 0.9, "null": 0.88, "beats": False}
+    ]
+    # a ranking saved before nulls were measured: the heads as before, existence unknown
+    old = Lookup.of(ranking())
+    assert old.null is None and old.exists is None and old.heads == ((1, 2), (0, 1))
+    assert old.evidence["heads"][0]["beats"] is None
+
+
+def test_the_nulls_survive_a_save_and_a_reload(tmp_path):
+    first = Lookup.of(with_nulls(ranking(), {"0": 0.1, "1": 0.2}))
+    again = Lookup.of(HeadRanking.load(first.ranking.save(tmp_path)))
+    assert again.null == 0.2 and again.evidence == first.evidence

@@ -156,10 +156,12 @@ def test_a_near_tie_judges_a_second_lookup_and_keeps_the_first_lookups_stages(
 ):
     """A run made before near ties were judged (one lookup) is reused as it is: the second
     candidate's ranking, ladder, diagnosis and free-running dose are its only new stages."""
-    from harness.attention import heads
+    from harness.attention import heads, lookup
 
     out = tmp_path / "out"
     cfg = ReproduceConfig(model=model_dir, output=str(out), **TINY)
+    # the tiny model is untrained: no head beats its null, so every head is let count
+    monkeypatch.setattr(lookup, "NULL_MARGIN", -1.0)
     monkeypatch.setattr(heads, "second_lookup", lambda *a, **k: None)
     reproduce(cfg, pipeline_writers())
     before = {p.name: p.read_text() for p in (out / "stages").iterdir()}
@@ -168,6 +170,7 @@ def test_a_near_tie_judges_a_second_lookup_and_keeps_the_first_lookups_stages(
     monkeypatch.undo()
 
     # every offset near-tied (a margin of 10x): the chosen one and the heaviest other
+    monkeypatch.setattr(lookup, "NULL_MARGIN", -1.0)
     monkeypatch.setattr(heads, "OFFSET_MARGIN", 10.0)
     ran = _computed(monkeypatch)
     report = reproduce(cfg, pipeline_writers())
