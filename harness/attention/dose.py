@@ -408,3 +408,18 @@ def _with_draws(drawn: dict[str, Any], ranking, n: int) -> dict[str, Any]:
             "asked)"
         )
     return drawn
+
+
+def with_id_of(curve: dict[str, Any], whole: Mapping[str, Any]) -> dict[str, Any]:
+    """`curve` (the ladder on a subset of the OOD instances, scored without ID) with the ID
+    figures of `whole` (the same ladder's curve on every instance, with ID): ID exact match
+    under a push does not depend on which OOD instances are read, so a subset's curve
+    carries the whole one's rather than scoring the ID stream again."""
+    by_rung = {(d["strength"], d.get("threshold")): d.get("id") for d in whole.get("doses", [])}
+    base_id = (whole.get("baseline") or {}).get("id")
+    if base_id is not None:
+        curve["baseline"]["id"] = base_id
+    curve["id_instances"] = whole.get("id_instances", 0)
+    for entry in curve.get("doses", []):
+        entry["id"] = by_rung.get((entry["strength"], entry.get("threshold")))
+    return curve
