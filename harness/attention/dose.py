@@ -28,8 +28,10 @@ ladder reads, at each dose C (and in conditional mode each threshold):
   accuracy (a push that repairs OOD by breaking ID is no repair).
 
 The controls may run at some rungs only (`controlled`; the analysis passes
-`verdicts.calibrated.reading_rungs`: the dose chosen on validation and the top rung, where
-the verdict reads them); a rung without them holds None in their fields.
+`verdicts.calibrated.reading_rungs`: the dose chosen on validation, each kind of error's own
+dose and the top rung, where the verdict reads them); a rung without them holds None in their
+fields. A curve of some of the OOD instances (a kind's) carries the whole curve's ID figures
+(`with_id_of`).
 
 Every statistic is over instances, not tokens. Everything is teacher-forced
 (`score_settings(..., generate=False)`): one forward per batch carries every setting of

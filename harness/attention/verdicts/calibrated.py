@@ -25,35 +25,52 @@ a lookup between two heads, rank a decoy first, read ref+1, fail in two ways at 
 2. The dose is chosen on the OOD *validation* curve (`harness.attention.dose`): among the
    doses whose reference gain's interval lies above 0 and under which ID exact match holds
    (falls by at most ID_TOLERANCE), the one with the largest gain, the smallest on a tie.
-   Every condition below is read on the *test* curve at that dose, never at another.
+   Every condition below is read on the *test* curve at that dose, never at another, and
+   each must be *measured* there (NOT_MEASURED): a rung the test curve lacks, a control not
+   run at it, ID not scored, or a shifted push whose following rests on fewer than
+   MIN_POINTER_ROWS rows leaves its condition unmeasured, and no word whose `means` names
+   that condition is said (*inconclusive*, the reasons naming what was not measured).
 3. Where the model looks when it errs (`harness.attention.diagnosis`, OOD test, the first
    wrong row of each instance: later rows read the model's own wrong characters) gives each
    instance a kind. Every kind holding NAMED of the instances or more is named:
    - two kinds or more: *mixed failure*, each kind with its share and its own reading
-     below (the report adds the share of OOD answers the dose repairs free-running); when
-     every named kind reads the same verdict (diluted and diffuse errors no dose helps:
-     *no attention effect*), that verdict, each kind named with its share;
+     below, at the dose *that kind* chooses (rule 2) on the OOD validation curve of its own
+     instances (`by_kind`: the validation stream split by the kind of each instance's first
+     wrong row; the test ladder's controls run at every such dose, `reading_rungs`); a kind
+     with no validation instance of its own is read at the whole curve's dose and says so
+     (WHOLE_CURVE_DOSE). The report adds the share of OOD answers the dose repairs
+     free-running. When every named kind reads the same verdict (diluted and diffuse errors
+     no dose helps: *no attention effect*), that verdict, each kind named (ALIKE_KINDS);
    - one kind, holding MOSTLY or more, is read:
      - on the reference: *downstream* (the heads look there as much as where the model
        works, and it still writes wrong; a push that gains supplies the answer);
      - misdirected (the keys that would give what the model wrote hold the heads):
-       *misdirected lookup*, saying whether the shifted pushes at the dose are followed;
+       *misdirected lookup*, saying whether the shifted pushes at the dose are followed
+       where that was measured (and that it was not read, with no dose);
      - diluted (the reference still leads, weaker than in distribution): *nudge-repairable*
        when at the dose the reference push gains (interval above 0), no shifted push is
        followed (following gain under POINTER_EXCESS), each gains less than the reference
        push (its interval's top under the reference gain's bottom), random other heads
        gain less (their best draw under that bottom; with no head left outside the N
-       pushed, N = all heads, the shifted pushes are the control) and ID holds; otherwise
-       *inconclusive*, naming each condition that failed;
+       pushed, N = all heads, the shifted pushes are the control: NO_RANDOM_HEADS) and ID
+       holds, each measured; otherwise *inconclusive*, naming each condition that failed or
+       was not measured;
      - diffuse (nothing stands out): *no lookup* when a shifted push is followed at the
        dose; *conflicting evidence* when instead every repair condition holds there (the
        errors say no lookup, the dose says a repairable lookup: both are named); otherwise
        *inconclusive*;
      - elsewhere (a wrong key holds the heads but its result is not written): *inconclusive*;
    - no kind holding MOSTLY: *inconclusive*.
-4. With no dose that gains on validation, a diluted or diffuse failure is *no attention
-   effect* (the diagnosis then reads the lookup heads in distribution); with no errors to
-   look at out of distribution, *no failure*.
+4. With no dose that gains on validation (a ladder with rungs), a diluted or diffuse
+   failure is *no attention effect* (the diagnosis then reads the lookup heads in
+   distribution). *no failure* only when the eval says no OOD test answer is wrong
+   (`diagnosis["answers"]`, over-long answers counted: the right answer and then more is
+   wrong with no wrong row); answers wrong with no wrong row to look at are *inconclusive*,
+   naming them; unread answers are not measured.
+
+The exceptions the rule makes (NO_RANDOM_HEADS, ALIKE_KINDS, WHOLE_CURVE_DOSE) are said once,
+in `vocabulary.EXCEPTIONS`; each word's `means` carries those it can be said under
+(`vocabulary.EXCEPTIONS_OF`), and the verdict lists those it took (`numbers["exceptions"]`).
 
 What it rules out and what it does not: the ladder's controls at the same dose rule out a
 gain that any push anywhere would give (pointers), one that any heads would give (random
