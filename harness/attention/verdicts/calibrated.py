@@ -334,7 +334,8 @@ def read_kind(
         return _read_located(kind, chosen, at, source)
     if chosen is None:
         what = "a diluted lookup" if kind == "diluted" else "no key stands out"
-        return NO_ATTENTION_EFFECT, [f"{what}; no dose gains on validation with ID holding"]
+        where = source or "validation"
+        return NO_ATTENTION_EFFECT, [f"{what}; no dose gains on {where} with ID holding"]
     dose_text = _dose_text(chosen, source)
     if at is None:
         return INCONCLUSIVE, [
@@ -377,8 +378,8 @@ def read_kind(
             + " and ID holds: the dose evidence says a repairable lookup",
         ]
     return INCONCLUSIVE, [
-        f"no key stands out, but {dose_text} no shifted push is followed and not every "
-        "condition of a repair holds",
+        f"no key stands out, but {dose_text} no shifted push is seen followed (on "
+        f"{MIN_POINTER_ROWS} rows or more) and not every condition of a repair holds",
         *failed,
     ]
 
@@ -591,7 +592,8 @@ def _mixed(out, where, left, named, readings) -> dict[str, Any]:
         (word,) = words
         parts = [f"{KIND_WORDS[k]} {v:.2f}" for k, v in named.items()]
         head = f"{where}: {' and '.join(parts)} both read {word}; {EXCEPTIONS[ALIKE_KINDS]}"
-        return out(word, [head, *left, *details], mixed=mixed)
+        # not "mixed": one word, as a single kind's (reports show a mixed failure's kinds)
+        return out(word, [head, *left, *details], kind_readings=mixed)
     parts = [f"{KIND_WORDS[k]} {v:.2f}: {readings[k]['verdict']}{at(k)}" for k, v in named.items()]
     head = f"{where}: kinds holding a quarter or more: {'; '.join(parts)}"
     return out(MIXED_FAILURE, [head, *left, *details], mixed=mixed)
