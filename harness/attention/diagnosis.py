@@ -173,7 +173,28 @@ def where_errors_look(
 
     forced = [forced_instance(x, prediction) for x, prediction, _ in wrong.values()]
     found = [c for counts in scorer.run(forced, classify_batch) for c in counts]
-    return _summary(lens, found)
+    out = _summary(lens, found)
+    # per instance index, the class of its first wrong row (a validation stream is split by
+    # kind with it), and the eval's count of wrong answers, over-long ones included
+    out["instance_kinds"] = {str(i): first for i, (first, _) in zip(wrong, found)}
+    out["answers"] = answer_counts(instances, records, len(wrong))
+    return out
+
+
+def answer_counts(instances, records, diagnosed: int) -> dict[str, int] | None:
+    """How many answers the eval counts wrong (`exact_match`), how many of them have a wrong
+    row to classify (`diagnosed`), and how many are over-long (the right answer, then more:
+    wrong, with no wrong row). None when the records carry no exact match (not measured)."""
+    by_index = {r["index"]: r for r in records}
+    if any("exact_match" not in by_index[x.index] for x in instances):
+        return None
+    wrong = [(x, by_index[x.index]) for x in instances if not by_index[x.index]["exact_match"]]
+    over = sum(
+        1
+        for x, r in wrong
+        if len(r["prediction"]) > len(x.target) and r["prediction"].startswith(x.target)
+    )
+    return {"total": len(instances), "wrong": len(wrong), "diagnosed": diagnosed, "over_long": over}
 
 
 @dataclasses.dataclass(frozen=True)

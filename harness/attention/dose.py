@@ -28,8 +28,10 @@ ladder reads, at each dose C (and in conditional mode each threshold):
   accuracy (a push that repairs OOD by breaking ID is no repair).
 
 The controls may run at some rungs only (`controlled`; the analysis passes
-`verdicts.calibrated.reading_rungs`: the dose chosen on validation and the top rung, where
-the verdict reads them); a rung without them holds None in their fields.
+`verdicts.calibrated.reading_rungs`: the dose chosen on validation, each kind of error's own
+dose and the top rung, where the verdict reads them); a rung without them holds None in their
+fields. A curve of some of the OOD instances (a kind's) carries the whole curve's ID figures
+(`with_id_of`).
 
 Every statistic is over instances, not tokens. Everything is teacher-forced
 (`score_settings(..., generate=False)`): one forward per batch carries every setting of
@@ -408,3 +410,18 @@ def _with_draws(drawn: dict[str, Any], ranking, n: int) -> dict[str, Any]:
             "asked)"
         )
     return drawn
+
+
+def with_id_of(curve: dict[str, Any], whole: Mapping[str, Any]) -> dict[str, Any]:
+    """`curve` (the ladder on a subset of the OOD instances, scored without ID) with the ID
+    figures of `whole` (the same ladder's curve on every instance, with ID): ID exact match
+    under a push does not depend on which OOD instances are read, so a subset's curve
+    carries the whole one's rather than scoring the ID stream again."""
+    by_rung = {(d["strength"], d.get("threshold")): d.get("id") for d in whole.get("doses", [])}
+    base_id = (whole.get("baseline") or {}).get("id")
+    if base_id is not None:
+        curve["baseline"]["id"] = base_id
+    curve["id_instances"] = whole.get("id_instances", 0)
+    for entry in curve.get("doses", []):
+        entry["id"] = by_rung.get((entry["strength"], entry.get("threshold")))
+    return curve

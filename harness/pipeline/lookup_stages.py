@@ -106,10 +106,12 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
 def run_dose(run, lookup: Lookup) -> dict[str, Any]:
     """The dose-response ladder (`harness.attention.dose`) at the lookup's offset. On the OOD
     validation stream the reference and ID rungs of every count (no controls: they do not
-    choose), from which `choose_count` picks N and the verdict its dose; then that N's
-    ladder on the test stream with its controls at the rungs the verdict reads them
-    (`reading_rungs`: the chosen dose and the top one), with its ID stream for ID exact
-    match; teacher-forced, every process on every instance (it is a few forwards)."""
+    choose), from which `choose_count` picks N and the verdict its dose; the validation
+    stream split by the kind of each instance's first wrong row (`validation_by_kind`: each
+    kind of a mixed failure chooses its own dose there); then that N's ladder on the test
+    stream with its controls at every rung the verdict reads (`reading_rungs`: the chosen
+    dose, each kind's and the top one), with its ID stream for ID exact match;
+    teacher-forced, every process on every instance (it is a few forwards)."""
     from harness.attention.dose import DEFAULT_DOSES, run_dose_ladders
     from harness.attention.verdicts.calibrated import choose_count, reading_rungs
 
@@ -126,10 +128,12 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
         "mode": cfg.mode,
         "thresholds": thresholds,
         "doses": list(DEFAULT_DOSES),
-        "controls_at": "reading rungs",  # not every rung (stages before this: all)
+        # not every rung (stages before this: all); each kind's dose too (before: the
+        # whole validation curve's alone)
+        "controls_at": "reading rungs, each kind's dose",
     }
 
-    def ladders(ns, stream, id_stream, **controls):
+    def ladders(ns, instances, id_stream, **controls):
         # every count's ladder in one pass: the baseline and each batch's prefill once, not
         # once per count; each curve is the one its ladder alone gives
         return run_dose_ladders(
@@ -138,8 +142,8 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
             run.prompt,
             lookup,
             ns,
-            run.instances(stream, share=False),
-            run.instances(id_stream, share=False),
+            instances,
+            run.instances(id_stream, share=False) if id_stream else (),
             cfg.batch_size,
             mode=cfg.mode,
             thresholds=thresholds,
@@ -148,21 +152,59 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
 
     def compute():
         run.load()
-        by_count = ladders(counts, "validation", "id_validation", pointer_shifts=(), draws=0)
+        validation = run.instances("validation", share=False)
+        by_count = ladders(counts, validation, "id_validation", pointer_shifts=(), draws=0)
         n, summary = choose_count(by_count, lookup=lookup.covering)
-        # the verdict reads validation's reference and ID rungs only (to choose the dose):
+        by_kind = validation_by_kind(run, lookup, {"n": n, "counts": summary}, by_count[n], ladders)
+        # the verdict reads validation's reference and ID rungs only (to choose the doses):
         # the chosen N's are already scored; the controls run on test alone, at the rungs
-        # the verdict reads them (the chosen dose and the top one)
-        controlled = reading_rungs(by_count[n])
+        # the verdict reads them (the chosen dose, each kind's and the top one)
+        controlled = reading_rungs(by_count[n], by_kind)
+        test = run.instances("test", share=False)
         return {
             "n": n,
             "counts": {str(k): v for k, v in summary.items()},
             "validation": by_count[n],
-            "test": ladders([n], "test", "id", controlled=controlled)[n],
+            "validation_by_kind": by_kind,
+            "test": ladders([n], test, "id", controlled=controlled)[n],
             "controlled": [list(r) for r in controlled],
         }
 
     return run.stages.run(f"{run.stage_label(lookup)}-dose", settings, compute)
+
+
+def validation_by_kind(run, lookup: Lookup, chosen, whole, ladders) -> dict[str, Any]:
+    """The chosen N's validation ladder (reference rungs) on the instances of each kind of
+    error ({kind: curve}): where the heads the diagnosis reads (`diagnosis_heads`) look on
+    each wrong validation answer's first wrong row, the instances grouped by that kind, each
+    group's curve carrying the whole curve's ID figures (`dose.with_id_of`: ID does not
+    depend on which OOD instances are read). What each kind of a mixed failure chooses its
+    dose on."""
+    from harness.attention.dose import with_id_of
+
+    found = diagnose(run, lookup, diagnosis_heads(lookup, chosen), "validation")
+    kinds = found.get("instance_kinds") or {}
+    instances = run.instances("validation", share=False)
+    out = {}
+    for kind in sorted(set(kinds.values())):
+        group = [x for x in instances if kinds.get(str(x.index)) == kind]
+        curve = ladders([chosen["n"]], group, None, pointer_shifts=(), draws=0)[chosen["n"]]
+        out[kind] = with_id_of(curve, whole) | {"kind_instances": len(group)}
+    return out
+
+
+def diagnose(run, lookup: Lookup, heads, stream: str) -> dict[str, Any]:
+    """Where `heads` look on each wrong answer of `stream` (free-running baseline records),
+    at the lookup's offset, each head against its own ID level there."""
+    from harness.attention.diagnosis import where_errors_look
+    from harness.attention.sweep import BASELINE
+    from harness.engine.scoring import Scorer
+
+    scorer = Scorer(run.model, run.tokenizer, run.prompt, run.cfg.batch_size)
+    records = run.score([BASELINE], stream)[BASELINE.name]
+    instances = run.instances(stream, share=False)
+    level = lookup.levels_of(heads)
+    return where_errors_look(scorer, instances, records, heads, shift=lookup.offset, level=level)
 
 
 def diagnosis_heads(lookup: Lookup, dose: dict[str, Any]) -> list[tuple[int, int]]:
@@ -180,11 +222,10 @@ def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
     ID and the OOD test streams (`harness.attention.diagnosis`), at the lookup's offset,
     each head against its own ID level there (`Lookup.levels_of`); the verdict reads each
     instance's first wrong row (`diagnosis.BASIS`)."""
-    from harness.attention.diagnosis import BASIS, where_errors_look
-    from harness.attention.sweep import BASELINE
-    from harness.engine.scoring import Scorer
+    from harness.attention.diagnosis import BASIS
 
     heads = diagnosis_heads(lookup, dose)
+    streams = (("id", run.id_name), ("test", run.ood_name))
     level = lookup.levels_of(heads)
     settings = run.base_settings() | {
         "n": run.cfg.num_test,
@@ -192,19 +233,12 @@ def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
         "shift": lookup.offset,
         "level": level,
         "basis": BASIS,
+        "answers": "counted",  # the eval's wrong answers, over-long ones included
     }
 
     def compute():
         run.load()
-        scorer = Scorer(run.model, run.tokenizer, run.prompt, run.cfg.batch_size)
-        out = {}
-        for stream, name in (("id", run.id_name), ("test", run.ood_name)):
-            records = run.score([BASELINE], stream)[BASELINE.name]
-            instances = run.instances(stream, share=False)
-            out[name] = where_errors_look(
-                scorer, instances, records, heads, shift=lookup.offset, level=level
-            )
-        return out
+        return {name: diagnose(run, lookup, heads, stream) for stream, name in streams}
 
     return run.stages.run(f"{run.stage_label(lookup)}-diagnosis", settings, compute)
 
@@ -219,7 +253,13 @@ def calibrated_verdict(
     is read before anything else."""
     from harness.attention.verdicts.calibrated import calibrated_verdict as verdict_of
 
-    out = verdict_of(dose["validation"], dose["test"], diagnosis, lookup=lookup.evidence)
+    out = verdict_of(
+        dose["validation"],
+        dose["test"],
+        diagnosis,
+        dose.get("validation_by_kind"),
+        lookup=lookup.evidence,
+    )
     if lookup.found:
         out["reasons"].insert(0, lookup.text)
         out["numbers"]["offset"] = dict(lookup.found)

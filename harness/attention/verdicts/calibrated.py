@@ -30,35 +30,52 @@ G. A lookup exists before it is judged (`harness.attention.verdicts.exists`): th
 2. The dose is chosen on the OOD *validation* curve (`harness.attention.dose`): among the
    doses whose reference gain's interval lies above 0 and under which ID exact match holds
    (falls by at most ID_TOLERANCE), the one with the largest gain, the smallest on a tie.
-   Every condition below is read on the *test* curve at that dose, never at another.
+   Every condition below is read on the *test* curve at that dose, never at another, and
+   each must be *measured* there (NOT_MEASURED): a rung the test curve lacks, a control not
+   run at it, ID not scored, or a shifted push whose following rests on fewer than
+   MIN_POINTER_ROWS rows leaves its condition unmeasured, and no word whose `means` names
+   that condition is said (*inconclusive*, the reasons naming what was not measured).
 3. Where the model looks when it errs (`harness.attention.diagnosis`, OOD test, the first
    wrong row of each instance: later rows read the model's own wrong characters) gives each
    instance a kind. Every kind holding NAMED of the instances or more is named:
    - two kinds or more: *mixed failure*, each kind with its share and its own reading
-     below (the report adds the share of OOD answers the dose repairs free-running); when
-     every named kind reads the same verdict (diluted and diffuse errors no dose helps:
-     *no attention effect*), that verdict, each kind named with its share;
+     below, at the dose *that kind* chooses (rule 2) on the OOD validation curve of its own
+     instances (`by_kind`: the validation stream split by the kind of each instance's first
+     wrong row; the test ladder's controls run at every such dose, `reading_rungs`); a kind
+     with no validation instance of its own is read at the whole curve's dose and says so
+     (WHOLE_CURVE_DOSE). The report adds the share of OOD answers the dose repairs
+     free-running. When every named kind reads the same verdict (diluted and diffuse errors
+     no dose helps: *no attention effect*), that verdict, each kind named (ALIKE_KINDS);
    - one kind, holding MOSTLY or more, is read:
      - on the reference: *downstream* (the heads look there as much as where the model
        works, and it still writes wrong; a push that gains supplies the answer);
      - misdirected (the keys that would give what the model wrote hold the heads):
-       *misdirected lookup*, saying whether the shifted pushes at the dose are followed;
+       *misdirected lookup*, saying whether the shifted pushes at the dose are followed
+       where that was measured (and that it was not read, with no dose);
      - diluted (the reference still leads, weaker than in distribution): *nudge-repairable*
        when at the dose the reference push gains (interval above 0), no shifted push is
        followed (following gain under POINTER_EXCESS), each gains less than the reference
        push (its interval's top under the reference gain's bottom), random other heads
        gain less (their best draw under that bottom; with no head left outside the N
-       pushed, N = all heads, the shifted pushes are the control) and ID holds; otherwise
-       *inconclusive*, naming each condition that failed;
+       pushed, N = all heads, the shifted pushes are the control: NO_RANDOM_HEADS) and ID
+       holds, each measured; otherwise *inconclusive*, naming each condition that failed or
+       was not measured;
      - diffuse (nothing stands out): *no lookup* when a shifted push is followed at the
        dose; *conflicting evidence* when instead every repair condition holds there (the
        errors say no lookup, the dose says a repairable lookup: both are named); otherwise
        *inconclusive*;
      - elsewhere (a wrong key holds the heads but its result is not written): *inconclusive*;
    - no kind holding MOSTLY: *inconclusive*.
-4. With no dose that gains on validation, a diluted or diffuse failure is *no attention
-   effect* (the diagnosis then reads the lookup heads in distribution); with no errors to
-   look at out of distribution, *no failure*.
+4. With no dose that gains on validation (a ladder with rungs), a diluted or diffuse
+   failure is *no attention effect* (the diagnosis then reads the lookup heads in
+   distribution). *no failure* only when the eval says no OOD test answer is wrong
+   (`diagnosis["answers"]`, over-long answers counted: the right answer and then more is
+   wrong with no wrong row); answers wrong with no wrong row to look at are *inconclusive*,
+   naming them; unread answers are not measured.
+
+The exceptions the rule makes (NO_RANDOM_HEADS, ALIKE_KINDS, WHOLE_CURVE_DOSE) are said once,
+in `vocabulary.EXCEPTIONS`; each word's `means` carries those it can be said under
+(`vocabulary.EXCEPTIONS_OF`), and the verdict lists those it took (`numbers["exceptions"]`).
 
 What it rules out and what it does not: the ladder's controls at the same dose rule out a
 gain that any push anywhere would give (pointers), one that any heads would give (random
@@ -79,9 +96,11 @@ from harness.attention.controls import at_dose, ladder_readings
 from harness.attention.evidence import finite, followed
 from harness.attention.verdicts.exists import lookup_gate
 from harness.attention.verdicts.vocabulary import (
+    ALIKE_KINDS,
     CALIBRATED,
     CONFLICTING_EVIDENCE,
     DOWNSTREAM,
+    EXCEPTIONS,
     ID_TOLERANCE,
     INCONCLUSIVE,
     MIN_POINTER_ROWS,
@@ -92,8 +111,11 @@ from harness.attention.verdicts.vocabulary import (
     NO_ATTENTION_EFFECT,
     NO_FAILURE,
     NO_LOOKUP,
+    NO_RANDOM_HEADS,
+    NOT_MEASURED,
     NUDGE_REPAIRABLE,
     POINTER_EXCESS,
+    WHOLE_CURVE_DOSE,
 )
 from harness.foundation.stats import above_zero
 
@@ -130,13 +152,17 @@ def choose_dose(validation: Mapping[str, Any]) -> dict[str, Any] | None:
     return best[1] if best else None
 
 
-def reading_rungs(validation: Mapping[str, Any]) -> list[tuple[float, float]]:
-    """The rungs where the calibrated verdict reads the controls, from the validation curve
-    alone (it is chosen before the test stream is scored): the dose chosen on it
-    (`choose_dose`) and the ladder's top rung (the controls reported there). Each as
-    (strength, threshold), threshold 0.0 outside a threshold mode. Why: the random draws and
-    shifted pushes at every rung were about three quarters of the test ladder's settings, and
-    the verdict reads none of the others."""
+def reading_rungs(
+    validation: Mapping[str, Any], by_kind: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[tuple[float, float]]:
+    """The rungs where the calibrated verdict reads the controls, from the validation curves
+    alone (they are chosen before the test stream is scored): the dose chosen on the whole
+    curve (`choose_dose`), the dose each kind chooses on its own validation instances
+    (`by_kind`: {kind: curve}; each kind of a mixed failure is read at its own,
+    `kind_doses`) and the ladder's top rung (the controls reported there). Each as
+    (strength, threshold), threshold 0.0 outside a threshold mode. Why not every rung: the
+    random draws and shifted pushes at every rung were about three quarters of the test
+    ladder's settings, and the verdict reads none of the others."""
 
     def rung(entry) -> tuple[float, float]:
         return (float(entry["strength"]), float(entry.get("threshold") or 0.0))
@@ -144,8 +170,9 @@ def reading_rungs(validation: Mapping[str, Any]) -> list[tuple[float, float]]:
     doses = validation.get("doses") or []
     if not doses:
         raise ValueError("reading_rungs needs a validation curve with doses")
-    chosen = choose_dose(validation)
-    picked = [rung(chosen)] if chosen else []
+    chosen = [choose_dose(validation)]
+    chosen += [choose_dose(c) for _, c in sorted((by_kind or {}).items()) if c.get("doses")]
+    picked = [rung(c) for c in chosen if c]
     top = max(doses, key=lambda e: (e.get("threshold") or 0.0, e["strength"]))
     return list(dict.fromkeys([*picked, rung(top)]))
 
@@ -228,34 +255,59 @@ def _no_random_heads(curve: Mapping[str, Any]) -> bool:
     return drawn.get("available") == 0
 
 
+def unmeasured_pushes(pushes: Mapping[str, Any] | None) -> dict[str, int]:
+    """{pointer shift: rows} of the shifted pushes whose following cannot be read: fewer than
+    MIN_POINTER_ROWS rows where the displaced answer differs from the gold one, or no
+    following gain at all (`evidence.followed` counts such a push as not followed; the
+    verdict counts it as not measured)."""
+    out = {}
+    for k, pointer in (pushes or {}).items():
+        follow = pointer.get("following") or {}
+        rows = int(follow.get("rows") or 0)
+        if rows < MIN_POINTER_ROWS or not finite((follow.get("gain") or {}).get("gain")):
+            out[k] = rows
+    return out
+
+
 def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list[str]:
     """What keeps a gain at `dose` (on the test curve) from being a nudge repair: [] when
-    every control at the same dose says the reference itself matters. With no head left to
-    draw random heads from, the shifted pushes are the control (they must gain less and not
-    be followed, as always)."""
+    every control at the same dose says the reference itself matters, each measured there.
+    A condition whose numbers are absent or too few is named "not measured" (`NOT_MEASURED`),
+    never counted as holding. With no head left to draw random heads from, the shifted
+    pushes are the control (they must gain less and not be followed, as always)."""
     failed = []
     reference = dose.get("reference") or {}
-    if not above_zero(reference):
+    if not reference or not finite(reference.get("low")):
+        failed.append(f"the reference push's gain on test was {NOT_MEASURED}")
+    elif not above_zero(reference):
         failed.append("the reference push does not gain on test (interval)")
     pushes = at_dose(dose, "pointer")
+    unread = unmeasured_pushes(pushes)
+    for k, rows in unread.items():
+        failed.append(
+            f"whether the push at ref{k} is followed was {NOT_MEASURED} ({rows} rows where it "
+            f"points at another answer, under {MIN_POINTER_ROWS})"
+        )
     for k, excess in followed(pushes).items():
         failed.append(f"the push at ref{k} is followed ({excess:+.2f})")
     low = reference.get("low", math.nan)
     for k, pointer in (pushes or {}).items():
         high = (pointer.get("gain") or {}).get("high", math.nan)
-        if not (finite(high) and finite(low) and high < low):
+        if not finite(high):
+            failed.append(f"the gain of the push at ref{k} was {NOT_MEASURED}")
+        elif not (finite(low) and high < low):
             failed.append(f"the push at ref{k} gains about as much as at the reference")
     if not pushes:
-        failed.append("no shifted push was measured")
+        failed.append(f"the shifted pushes were {NOT_MEASURED} at this dose")
     best = (at_dose(dose, "other_heads") or {}).get("max")
     if best is None:
         if not _no_random_heads(curve):
-            failed.append("random other heads were not measured")
+            failed.append(f"random other heads were {NOT_MEASURED} at this dose")
     elif not (finite(low) and best < low):
         failed.append(f"random other heads gain as much ({best:+.3f})")
     holds = id_holds(curve, dose)
     if holds is None:
-        failed.append("ID exact match under the dose was not measured")
+        failed.append(f"ID exact match under the dose was {NOT_MEASURED}")
     elif not holds:
         base = curve["baseline"]["id"]["tf_exact"]
         failed.append(f"ID exact match falls {base:.3f} -> {dose['id']['tf_exact']:.3f}")
@@ -266,17 +318,89 @@ def _gain(gain: Mapping[str, Any]) -> str:
     return f"{gain['gain']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}]"
 
 
+def _dose_text(chosen: Mapping[str, Any], source: str = "") -> str:
+    threshold = chosen.get("threshold")
+    at = f"C = {chosen['strength']:g}" + (f", threshold {threshold:g}" if threshold else "")
+    return f"at {at} (chosen on {source or 'validation'})"
+
+
 def read_kind(
     kind: str,
     test: Mapping[str, Any],
     chosen: Mapping[str, Any] | None,
     at: Mapping[str, Any] | None,
+    source: str = "",
 ) -> tuple[str, list[str]]:
-    """What one kind of error says, read with the dose evidence at the chosen dose: (the
-    verdict it supports, the reasons). Every condition is read at that dose."""
-    dose_text = f"at C = {chosen['strength']:g} (chosen on validation)" if chosen else ""
-    pushes = followed(at_dose(at, "pointer")) if at else {}
-    pushed = ", ".join(f"ref{k}" for k in pushes)
+    """What one kind of error says, read with the dose evidence at `chosen` (the dose chosen
+    on validation; `source` says on which of its instances): (the verdict it supports, the
+    reasons). Every condition is read at that dose on the test curve (`at`: its rung, None
+    when the test curve lacks it); a condition not measured there is said so, never
+    counted as holding or as failing."""
+    if kind in ("on_reference", "misdirected", "elsewhere"):
+        return _read_located(kind, chosen, at, source)
+    if chosen is None:
+        what = "a diluted lookup" if kind == "diluted" else "no key stands out"
+        where = source or "validation"
+        return NO_ATTENTION_EFFECT, [f"{what}; no dose gains on {where} with ID holding"]
+    dose_text = _dose_text(chosen, source)
+    if at is None:
+        return INCONCLUSIVE, [
+            f"the test curve has no rung {dose_text}: every condition there was {NOT_MEASURED}"
+        ]
+    failed = repair_conditions(test, at)
+    if kind == "diluted":
+        if failed:
+            return INCONCLUSIVE, [f"a diluted lookup, but {dose_text} " + failed[0], *failed[1:]]
+        return NUDGE_REPAIRABLE, [
+            "the reference still leads, weaker than in distribution",
+            f"{dose_text} the reference push gains {_gain(at['reference'])}; no shifted push "
+            f"is followed (each on {MIN_POINTER_ROWS} rows or more) and each gains less; "
+            + (
+                "random other heads gain less"
+                if not _no_random_heads(test)
+                else EXCEPTIONS[NO_RANDOM_HEADS]
+            )
+            + "; ID holds",
+        ]
+    # diffuse
+    pushes = followed(at_dose(at, "pointer"))
+    if pushes:
+        pushed = ", ".join(f"ref{k}" for k in pushes)
+        return NO_LOOKUP, [
+            "no key stands out",
+            f"{dose_text} the shifted pushes are followed ({pushed}): a push anywhere is "
+            "followed as much as at the reference",
+        ]
+    if not failed:
+        return CONFLICTING_EVIDENCE, [
+            "the errors say no lookup (no key stands out)",
+            f"but {dose_text} the reference push gains {_gain(at['reference'])}, no shifted "
+            "push is followed and each gains less, "
+            + (
+                "random other heads gain less"
+                if not _no_random_heads(test)
+                else EXCEPTIONS[NO_RANDOM_HEADS]
+            )
+            + " and ID holds: the dose evidence says a repairable lookup",
+        ]
+    return INCONCLUSIVE, [
+        f"no key stands out, but {dose_text} no shifted push is seen followed (on "
+        f"{MIN_POINTER_ROWS} rows or more) and not every condition of a repair holds",
+        *failed,
+    ]
+
+
+def _read_located(
+    kind: str, chosen: Mapping[str, Any] | None, at: Mapping[str, Any] | None, source: str
+) -> tuple[str, list[str]]:
+    """The kinds the diagnosis decides without a push (on the reference, misdirected,
+    elsewhere); what the pushes at the dose did is added where it was measured."""
+    if kind == "elsewhere":
+        return INCONCLUSIVE, [
+            "one wrong key holds the heads, but the model does not write what the task gives "
+            "there: these heads' lookup does not decide the answer"
+        ]
+    dose_text = _dose_text(chosen, source) if chosen else ""
     if kind == "on_reference":
         reasons = [
             "the heads look at the reference as much as where the model works, and it still "
@@ -288,71 +412,113 @@ def read_kind(
                 "it does not locate the failure"
             )
         return DOWNSTREAM, reasons
-    if kind == "misdirected":
+    pushes = at_dose(at, "pointer") if at else None
+    if chosen is None:
+        note = "no dose gains on validation, so whether a shifted push is followed was not read"
+    elif not pushes:
+        note = f"whether the shifted pushes {dose_text} are followed was {NOT_MEASURED}"
+    elif followed(pushes):
+        pushed = ", ".join(f"ref{k}" for k in followed(pushes))
         note = (
             f"the shifted pushes {dose_text} are followed ({pushed}): a push supplies the position"
-            if pushes
-            else f"no shifted push {dose_text or 'at any dose'} is followed"
         )
-        return MISDIRECTED_LOOKUP, [
-            "the keys that would give what the model wrote hold the heads: the lookup finds "
-            "the wrong key and the model computes on it",
-            note,
-        ]
-    if kind == "elsewhere":
-        return INCONCLUSIVE, [
-            "one wrong key holds the heads, but the model does not write what the task gives "
-            "there: these heads' lookup does not decide the answer"
-        ]
-    if chosen is None or at is None:
-        what = "a diluted lookup" if kind == "diluted" else "no key stands out"
-        return NO_ATTENTION_EFFECT, [f"{what}; no dose gains on validation with ID holding"]
-    failed = repair_conditions(test, at)
-    if kind == "diluted":
-        if failed:
-            return INCONCLUSIVE, ["a diluted lookup, but " + failed[0], *failed[1:]]
-        return NUDGE_REPAIRABLE, [
-            "the reference still leads, weaker than in distribution",
-            f"{dose_text} the reference push gains {_gain(at['reference'])}; no shifted push "
-            "is followed and each gains less; "
-            + (
-                "random other heads gain less"
-                if not _no_random_heads(test)
-                else "no head is left outside the N pushed to draw random heads from "
-                "(the shifted pushes are the control)"
-            )
-            + "; ID holds",
-        ]
-    # diffuse
-    if pushes:
-        return NO_LOOKUP, [
-            "no key stands out",
-            f"{dose_text} the shifted pushes are followed ({pushed}): a push anywhere is "
-            "followed as much as at the reference",
-        ]
-    if not failed:
-        return CONFLICTING_EVIDENCE, [
-            "the errors say no lookup (no key stands out)",
-            f"but {dose_text} the reference push gains {_gain(at['reference'])}, no shifted "
-            "push is followed and each gains less, random other heads gain less and ID "
-            "holds: the dose evidence says a repairable lookup",
-        ]
-    return INCONCLUSIVE, [f"no key stands out, but no shifted push {dose_text} is followed"]
+    elif unmeasured_pushes(pushes):
+        unread = ", ".join(f"ref{k}" for k in unmeasured_pushes(pushes))
+        note = (
+            f"whether the pushes at {unread} {dose_text} are followed was {NOT_MEASURED} "
+            f"(under {MIN_POINTER_ROWS} rows); the others are not followed"
+        )
+    else:
+        note = f"no shifted push {dose_text} is followed"
+    return MISDIRECTED_LOOKUP, [
+        "the keys that would give what the model wrote hold the heads: the lookup finds "
+        "the wrong key and the model computes on it",
+        note,
+    ]
 
 
-def calibrated_verdict(
+def kind_doses(
     validation: Mapping[str, Any],
-    test: Mapping[str, Any],
-    diagnosis: Mapping[str, Any],
-    lookup: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The verdict of the module docstring, with its reasons and the numbers it read.
-    `lookup`: the lookup's evidence (`Lookup.evidence`, for rule G; None: not read)."""
-    chosen = choose_dose(validation)
-    at = _at(test, chosen) if chosen else None
-    shares = _shares(diagnosis)
-    named = {k: v for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= NAMED}
-    numbers = {
+    by_kind: Mapping[str, Mapping[str, Any]] | None,
+    kinds,
+) -> dict[str, tuple[dict[str, Any] | None, str]]:
+    """{kind: (its dose, where it was chosen)} for each kind: the dose `choose_dose` picks on
+    the validation curve of that kind's own OOD validation instances (`by_kind`: {kind:
+    curve}, the validation stream split by the kind of each instance's first wrong row);
+    a kind without one (no validation instance of that kind, or a stream not split) gets the
+    whole curve's dose (`WHOLE_CURVE_DOSE`)."""
+    whole = choose_dose(validation)
+    out = {}
+    for kind in kinds:
+        own = (by_kind or {}).get(kind)
+        if own is not None and own.get("doses"):
+            out[kind] = (choose_dose(own), f"the {KIND_WORDS.get(kind, kind)} validation instances")
+        else:
+            out[kind] = (whole, "the whole validation curve")
+    return out
+
+
+def _answers_verdict(diagnosis: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """*no failure* only when the eval says no OOD answer is wrong (over-long answers
+    counted); a verdict of its own when answers are wrong but none has a wrong row to look
+    at; None when the diagnosis has wrong rows to read."""
+    answers = diagnosis.get("answers")
+    if diagnosis.get("instances") and _shares(diagnosis):
+        return None
+    if not answers:
+        return INCONCLUSIVE, [
+            "no OOD test answer has a wrong row to look at, and whether any answer is wrong "
+            f"(the eval's exact match) was {NOT_MEASURED}"
+        ]
+    if not answers.get("wrong"):
+        return NO_FAILURE, [f"no OOD test answer is wrong (0 of {answers.get('total')})"]
+    return INCONCLUSIVE, [
+        f"{answers['wrong']} of {answers.get('total')} OOD test answers are wrong, but none has "
+        f"a wrong row to look at ({answers.get('over_long', 0)} over-long: the right answer, "
+        "then more): where the heads look cannot say why they fail"
+    ]
+
+
+def _answers_note(diagnosis: Mapping[str, Any]) -> list[str]:
+    """The wrong answers the shares leave out (over-long ones have no wrong row)."""
+    answers = diagnosis.get("answers") or {}
+    left = (answers.get("wrong") or 0) - (answers.get("diagnosed") or 0)
+    if left <= 0:
+        return []
+    return [
+        f"{left} of the {answers['wrong']} wrong OOD test answers have no wrong row and are not "
+        f"in the shares ({answers.get('over_long', 0)} over-long: the right answer, then more)"
+    ]
+
+
+def _taken(reasons: list[str]) -> list[str]:
+    """The exceptions (`vocabulary.EXCEPTIONS`) whose sentence the reasons carry."""
+    return [e for e, sentence in EXCEPTIONS.items() if any(sentence in r for r in reasons)]
+
+
+def _read_kinds(validation, test, named, by_kind) -> dict[str, dict[str, Any]]:
+    """Each named kind's reading at the dose it chooses (`kind_doses`)."""
+    out = {}
+    for kind, (chosen, source) in kind_doses(validation, by_kind, named).items():
+        at = _at(test, chosen) if chosen else None
+        verdict, reasons = read_kind(kind, test, chosen, at, source)
+        if source == "the whole validation curve" and by_kind is not None:
+            reasons = [*reasons, EXCEPTIONS[WHOLE_CURVE_DOSE]]
+        elif by_kind is None:
+            reasons = [*reasons, EXCEPTIONS[WHOLE_CURVE_DOSE] + " (not split here)"]
+        out[kind] = {
+            "verdict": verdict,
+            "reasons": reasons,
+            "dose": None
+            if chosen is None
+            else {"C": chosen["strength"], "threshold": chosen.get("threshold")},
+            "dose_from": source,
+        }
+    return out
+
+
+def _numbers(validation, test, diagnosis, chosen, at, shares, named) -> dict[str, Any]:
+    return {
         "dose": None
         if chosen is None
         else {"C": chosen["strength"], "threshold": chosen.get("threshold")},
@@ -363,6 +529,7 @@ def calibrated_verdict(
         "errors": shares,
         "kinds": named,
         "error_instances": diagnosis.get("instances"),
+        "answers": diagnosis.get("answers"),
         "basis": diagnosis.get("basis"),
         "shift": diagnosis.get("shift"),
         "rule": {
@@ -374,39 +541,70 @@ def calibrated_verdict(
         },
     }
 
+
+def calibrated_verdict(
+    validation: Mapping[str, Any],
+    test: Mapping[str, Any],
+    diagnosis: Mapping[str, Any],
+    by_kind: Mapping[str, Mapping[str, Any]] | None = None,
+    lookup: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The verdict of the module docstring, with its reasons and the numbers it read.
+    `by_kind`: the OOD validation curve of each kind's own instances ({kind: curve}, the
+    validation stream split by the kind of each instance's first wrong row), from which each
+    kind of a mixed failure chooses its dose; None: not split (each kind is read at the
+    whole curve's dose, and says so). `lookup`: the lookup's evidence (`Lookup.evidence`, for
+    rule G; None: not read)."""
+    chosen = choose_dose(validation)
+    at = _at(test, chosen) if chosen else None
+    shares = _shares(diagnosis)
+    named = {k: v for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= NAMED}
+    numbers = _numbers(validation, test, diagnosis, chosen, at, shares, named)
+
     def out(verdict: str, reasons: list[str], **extra) -> dict[str, Any]:
-        return {"verdict": verdict, "reasons": reasons, "numbers": numbers | extra}
+        # the exceptions taken, by id: `vocabulary.EXCEPTIONS_OF[verdict]` must hold each
+        # (its `means` names them; tests/harness/attention/verdicts/test_vocabulary.py)
+        taken = {"exceptions": _taken(reasons)}
+        return {"verdict": verdict, "reasons": reasons, "numbers": numbers | extra | taken}
 
     numbers["exists"], absent = lookup_gate(test, lookup)
-    if absent:
+    if absent:  # rule G: no lookup is judged where none exists
         return out(NO_LOOKUP, absent)
-    if not shares or not diagnosis.get("instances"):
-        return out(NO_FAILURE, ["no OOD test answer has a wrong token to look at"])
+    answered = _answers_verdict(diagnosis)
+    if answered is not None:
+        return out(*answered)
+    if not validation.get("doses"):
+        return out(INCONCLUSIVE, [f"the OOD validation ladder was {NOT_MEASURED} (no rung)"])
     basis = diagnosis.get("basis") or "every wrong row"
     where = f"errors ({basis}): {_share_text(shares)} (over {diagnosis['instances']} instances)"
-    readings = {k: read_kind(k, test, chosen, at) for k in named}
-    words = {readings[k][0] for k in named}
-    if len(named) >= 2 and len(words) == 1 and MIXED_FAILURE not in words:
-        # kinds that read alike (a diluted and a diffuse failure no dose helps): one verdict,
-        # every kind named with its share
-        (word,) = words
-        parts = [f"{KIND_WORDS[k]} {v:.2f}" for k, v in named.items()]
-        reasons = [f"{where}: {' and '.join(parts)} both read {word}"]
-        for k in named:
-            reasons += [f"{KIND_WORDS[k]}: {r}" for r in readings[k][1]]
-        return out(word, reasons)
+    left = _answers_note(diagnosis)
     if len(named) >= 2:
-        parts = [f"{KIND_WORDS[k]} {v:.2f}: {readings[k][0]}" for k, v in named.items()]
-        reasons = [f"{where}: kinds holding a quarter or more: {'; '.join(parts)}"]
-        for k in named:
-            reasons += [f"{KIND_WORDS[k]}: {r}" for r in readings[k][1]]
-        return out(
-            MIXED_FAILURE,
-            reasons,
-            mixed=[{"kind": k, "share": v, "verdict": readings[k][0]} for k, v in named.items()],
-        )
+        readings = _read_kinds(validation, test, named, by_kind)
+        return _mixed(out, where, left, named, readings)
     top = max(shares, key=lambda k: shares[k])
     if shares[top] < MOSTLY:
-        return out(INCONCLUSIVE, [f"{where}: no kind of error holds half the instances"])
-    verdict, reasons = readings.get(top) or read_kind(top, test, chosen, at)
-    return out(verdict, [where, *reasons])
+        return out(INCONCLUSIVE, [f"{where}: no kind of error holds half the instances", *left])
+    verdict, reasons = read_kind(top, test, chosen, at)
+    return out(verdict, [where, *left, *reasons])
+
+
+def _mixed(out, where, left, named, readings) -> dict[str, Any]:
+    """Two kinds or more: *mixed failure*, each kind with its share, its dose and its
+    reading; kinds that all read alike give that one word (`ALIKE_KINDS`)."""
+    words = {r["verdict"] for r in readings.values()}
+    mixed = [{"kind": k, "share": v, **readings[k]} for k, v in named.items()]
+
+    def at(k):
+        dose = readings[k]["dose"]
+        return "" if dose is None else f" at C = {dose['C']:g}"
+
+    details = [f"{KIND_WORDS[k]}: {r}" for k in named for r in readings[k]["reasons"]]
+    if len(words) == 1:
+        (word,) = words
+        parts = [f"{KIND_WORDS[k]} {v:.2f}" for k, v in named.items()]
+        head = f"{where}: {' and '.join(parts)} both read {word}; {EXCEPTIONS[ALIKE_KINDS]}"
+        # not "mixed": one word, as a single kind's (reports show a mixed failure's kinds)
+        return out(word, [head, *left, *details], kind_readings=mixed)
+    parts = [f"{KIND_WORDS[k]} {v:.2f}: {readings[k]['verdict']}{at(k)}" for k, v in named.items()]
+    head = f"{where}: kinds holding a quarter or more: {'; '.join(parts)}"
+    return out(MIXED_FAILURE, [head, *left, *details], mixed=mixed)

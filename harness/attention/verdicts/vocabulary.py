@@ -83,21 +83,64 @@ def _family(*verdicts: Verdict) -> dict[str, Verdict]:
     return {v.word: v for v in verdicts}
 
 
+# --- the calibrated rule's exceptions, each said once -----------------------------------------
+# (condition id, sentence): the rule (`calibrated`) records the id wherever it takes the
+# exception, and the `means` of every word it can then say carries the sentence, so a test
+# holds the two together (tests/harness/attention/verdicts/test_vocabulary.py).
+NO_RANDOM_HEADS = "no_random_heads"
+ALIKE_KINDS = "alike_kinds"
+WHOLE_CURVE_DOSE = "whole_curve_dose"
+EXCEPTIONS: dict[str, str] = {
+    NO_RANDOM_HEADS: "with no head left outside the N pushed to draw random other heads from "
+    "(N = all heads), the shifted pushes are the control in their place",
+    ALIKE_KINDS: "two kinds of error or more that each hold NAMED of the instances and read "
+    "alike give that one word, each kind named with its share",
+    WHOLE_CURVE_DOSE: "a kind with no OOD validation instance of its own (or a validation "
+    "stream not split by kind) is read at the dose chosen on the whole validation curve, and "
+    "its reasons say so",
+}
+# the words each exception can give (`calibrated` checks every exception it takes is here)
+EXCEPTIONS_OF: dict[str, tuple[str, ...]] = {
+    NUDGE_REPAIRABLE: (NO_RANDOM_HEADS,),
+    CONFLICTING_EVIDENCE: (NO_RANDOM_HEADS,),
+    MIXED_FAILURE: (NO_RANDOM_HEADS, WHOLE_CURVE_DOSE),
+    NO_ATTENTION_EFFECT: (ALIKE_KINDS, WHOLE_CURVE_DOSE),
+    INCONCLUSIVE: (ALIKE_KINDS, WHOLE_CURVE_DOSE),
+}
+# What "not measured" means, said once: a condition whose numbers are absent (a rung the
+# test curve lacks, a control not run there, ID not scored) or too few (a following rate on
+# under MIN_POINTER_ROWS rows) is not measured, and no word whose `means` names it is said.
+NOT_MEASURED = "not measured"
+
+
+def _unless(word: str) -> str:
+    """The sentences of the exceptions `word` can be said under."""
+    said = [EXCEPTIONS[e] for e in EXCEPTIONS_OF.get(word, ())]
+    return ("; except: " + "; ".join(said)) if said else ""
+
+
+_REPAIR = (
+    "at the dose chosen on validation the reference push gains on test (interval above 0), no "
+    "shifted push is followed (each measured on MIN_POINTER_ROWS rows or more), each gains "
+    "less, random other heads gain less and ID holds, every one of these measured at that rung "
+    "of the test ladder"
+)
+
 CALIBRATED: dict[str, Verdict] = _family(
     Verdict(
         NUDGE_REPAIRABLE,
         "the OOD errors are mostly diluted (the reference still leads, weaker than in "
-        "distribution), and at the dose chosen on validation the reference push gains on "
-        "test, no shifted push is followed, each gains less, random other heads gain less and "
-        "ID holds",
+        "distribution), and " + _REPAIR + _unless(NUDGE_REPAIRABLE),
         "rules out a gain that any push anywhere would give, one that any heads would give and "
         "one bought by breaking the task; not that the ranked heads are the model's whole "
-        "lookup, nor that it transfers to another model or seed",
+        "lookup, nor that it transfers to another model or seed; where N = all heads, not "
+        "that other heads would gain as much (none is left to push)",
     ),
     Verdict(
         MISDIRECTED_LOOKUP,
         "the OOD errors are mostly misdirected: one wrong key holds the heads and the model "
-        "writes the task's result on it",
+        "writes the task's result on it (whether the shifted pushes at the dose are followed "
+        "is reported where it was measured, and said not measured where it was not)",
         "rules out a failure downstream of the lookup (the rest of the model computes "
         "correctly on whatever it is pointed at); not that a push repairs the lookup: it may "
         "supply the position",
@@ -109,7 +152,7 @@ CALIBRATED: dict[str, Verdict] = _family(
         "level NULL_MARGIN of the way above what attention spread evenly over the same keys "
         "would give); or, a lookup existing, the OOD errors are mostly diffuse (nothing "
         "stands out, the reference not first) and at the dose chosen on validation a "
-        "shifted push is followed",
+        "shifted push is followed (on MIN_POINTER_ROWS rows or more)",
         "rules out judging where a lookup fails when there is none to judge (a model that "
         "fails in distribution, heads that weigh the reference no more than even attention "
         "or by coincidence, as a previous-token head on one row per answer); and reading a "
@@ -125,34 +168,43 @@ CALIBRATED: dict[str, Verdict] = _family(
     ),
     Verdict(
         MIXED_FAILURE,
-        "two kinds of error or more each hold NAMED of the instances or more: each is named "
-        "with its share and the reading its kind gets at the chosen dose",
+        "two kinds of error or more each hold NAMED of the instances or more and read "
+        "differently: each is named with its share and the reading its kind gets at the dose "
+        "chosen on the OOD validation instances of that kind (the test ladder's controls run "
+        "at every such dose)" + _unless(MIXED_FAILURE),
         "rules out one explanation for every failure; a repair, where one kind allows it, is "
-        "partial (the report gives the share of OOD answers the dose repairs free-running)",
+        "partial (the report gives the share of OOD answers the dose repairs free-running); "
+        "each kind's conditions are read on the whole test curve at its dose, not on its "
+        "instances alone",
     ),
     Verdict(
         CONFLICTING_EVIDENCE,
-        "the errors are mostly diffuse (no lookup), but at the chosen dose every condition of "
-        "a repair holds (the reference push gains, no shifted push is followed, each gains "
-        "less, random other heads gain less, ID holds): both lines are named",
+        "the errors are mostly diffuse (no lookup), but "
+        + _REPAIR
+        + ": both lines are named"
+        + _unless(CONFLICTING_EVIDENCE),
         "rules out neither reading: where the model looks and what a push does disagree",
     ),
     Verdict(
         NO_ATTENTION_EFFECT,
-        "the errors are diluted or diffuse and no dose gains on OOD validation with ID holding",
+        "the errors are diluted or diffuse and no dose of the OOD validation ladder (measured, "
+        "with at least one rung) gains with ID holding" + _unless(NO_ATTENTION_EFFECT),
         "rules out that pushing the ranked heads helps at any dose of the ladder; not that "
         "other heads or another push would",
     ),
     Verdict(
         NO_FAILURE,
-        "no OOD test answer has a wrong token to look at",
+        "no OOD test answer is wrong, read from the eval's exact match (an over-long answer, "
+        "the right one and then more, is wrong though it has no wrong row)",
         "rules out nothing: there is no failure to explain",
     ),
     Verdict(
         INCONCLUSIVE,
         "the errors are mostly elsewhere or of no one kind, or a condition of the reading "
-        "their kind suggests failed (the reasons name each)",
-        "rules out little: the reasons say which condition failed",
+        "their kind suggests failed or was " + NOT_MEASURED + " (the reasons name each), or "
+        "answers are wrong with no wrong row to look at (over-long answers)"
+        + _unless(INCONCLUSIVE),
+        "rules out little: the reasons say which condition failed or was not measured",
     ),
 )
 

@@ -422,3 +422,29 @@ def test_a_planted_dilution_gains_at_the_reference_from_a_small_dose():
     for k in ("-3", "+3"):
         small = by_c[0.3]["pointers"][k]["following"]
         assert small["rows"] > 0 and small["rate"] == 0.0
+
+
+def test_a_subsets_curve_carries_the_whole_curves_id_figures():
+    """A kind's curve is scored on some OOD instances without ID; ID under a push does not
+    depend on which OOD instances are read, so it takes the whole curve's, rung by rung."""
+    from harness.attention.dose import with_id_of
+
+    whole = {
+        "baseline": {"id": {"tf_exact": 1.0}},
+        "id_instances": 30,
+        "doses": [
+            {"strength": 0.3, "threshold": None, "id": {"tf_exact": 0.98}},
+            {"strength": 2.0, "threshold": None, "id": {"tf_exact": 0.4}},
+        ],
+    }
+    part = {
+        "baseline": {"tf_exact": 0.0},
+        "id_instances": 0,
+        "doses": [
+            {"strength": 2.0, "threshold": None, "id": None},
+            {"strength": 0.5, "threshold": None, "id": None},
+        ],
+    }
+    out = with_id_of(part, whole)
+    assert out["baseline"]["id"] == {"tf_exact": 1.0} and out["id_instances"] == 30
+    assert [d["id"] for d in out["doses"]] == [{"tf_exact": 0.4}, None]

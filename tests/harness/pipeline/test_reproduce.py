@@ -547,7 +547,7 @@ def test_the_verdicts_dose_is_scored_free_running(tmp_path, model_dir, monkeypat
     own (the ladder is teacher-forced), on OOD test and ID, and the report says so."""
     import harness.attention.verdicts.calibrated as verdict_module
 
-    def chose_one(validation, test, diagnosis, lookup=None):
+    def chose_one(validation, test, diagnosis, by_kind=None, lookup=None):
         return {"verdict": "inconclusive", "reasons": ["x"], "numbers": {"dose": {"C": 0.5}}}
 
     monkeypatch.setattr(verdict_module, "calibrated_verdict", chose_one)

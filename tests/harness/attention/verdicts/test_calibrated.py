@@ -39,7 +39,14 @@ def curve(*doses):
 
 def errors(**shares):
     full = dict.fromkeys(("on_reference", "diluted", "misdirected", "elsewhere", "diffuse"), 0.0)
-    return {"shares": full | shares, "instances": 40}
+    answers = {"total": 40, "wrong": 40, "diagnosed": 40, "over_long": 0}
+    return {"shares": full | shares, "instances": 40, "answers": answers}
+
+
+def no_errors(wrong=0, over_long=0):
+    """A diagnosis with no wrong row: the eval says `wrong` answers are wrong anyway."""
+    answers = {"total": 40, "wrong": wrong, "diagnosed": 0, "over_long": over_long}
+    return {"shares": {}, "instances": 0, "answers": answers}
 
 
 def test_the_dose_is_the_largest_validated_gain_with_id_holding_smallest_on_a_tie():
@@ -110,9 +117,7 @@ def test_the_kind_of_error_decides_first():
     spread = {"diluted": 0.24, "diffuse": 0.24, "elsewhere": 0.24, "misdirected": 0.28}
     out = calibrated_verdict(ladder, ladder, errors(**spread))
     assert out["verdict"] == "inconclusive" and "half" in out["reasons"][0]
-    assert calibrated_verdict(ladder, ladder, {"shares": {}, "instances": 0})["verdict"] == (
-        "no failure"
-    )
+    assert calibrated_verdict(ladder, ladder, no_errors())["verdict"] == "no failure"
 
 
 def test_every_kind_holding_a_quarter_is_named_with_its_share_and_reading():
@@ -146,17 +151,19 @@ def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
         "gains about as much": dose(0.3, pointers={"+3": pointer(gain=GAIN)}),
         "random other heads gain as much": dose(0.3, random_max=0.45),
         "ID exact match falls 1.000 -> 0.900": dose(0.3, id_exact=0.9),
-        "no shifted push was measured": dose(0.3, pointers={}),
+        "the shifted pushes were not measured": dose(0.3, pointers={}),
     }
     for reason, failing in cases.items():
         out = calibrated_verdict(good, curve(failing), errors(diluted=0.9))
         assert out["verdict"] == "inconclusive", reason
         assert any(reason in r for r in out["reasons"]), (reason, out["reasons"])
-    # a following rate on too few rows says nothing
+    # a following rate on too few rows is not measured: the push's following is unknown,
+    # so "no shifted push is followed" cannot be claimed (it was, before: counted as not
+    # followed, which said nudge-repairable with no following evidence at all)
     few = dose(0.3, pointers={"+3": pointer(follow=0.9, rows=5)})
-    assert calibrated_verdict(good, curve(few), errors(diluted=0.9))["verdict"] == (
-        "nudge-repairable"
-    )
+    out = calibrated_verdict(good, curve(few), errors(diluted=0.9))
+    assert out["verdict"] == "inconclusive"
+    assert any("ref+3 is followed was not measured (5 rows" in r for r in out["reasons"])
     # N = all heads: no head is left to draw; the shifted pushes are the control
     every = dose(0.3)
     every["random_heads"] = {"max": None, "count": 0}
@@ -164,6 +171,7 @@ def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
     out = calibrated_verdict(good, alone, errors(diluted=0.9))
     assert out["verdict"] == "nudge-repairable"
     assert "shifted pushes are the control" in out["reasons"][-1]
+    assert out["numbers"]["exceptions"] == ["no_random_heads"]
     unmeasured = curve(every)  # draws were possible but none was measured
     assert calibrated_verdict(good, unmeasured, errors(diluted=0.9))["verdict"] == "inconclusive"
 
@@ -215,6 +223,138 @@ def test_the_numbers_name_the_basis_and_the_offset_of_the_diagnosis():
     assert out["numbers"]["basis"] == "first wrong row of each instance"
     assert out["numbers"]["shift"] == 1
     assert "first wrong row of each instance" in out["reasons"][0]
+
+
+# --- no condition claimed unmeasured --------------------------------------------------------
+def _without(entry, *fields):
+    return {k: (None if k in fields else v) for k, v in entry.items()}
+
+
+def _unmeasured_cases():
+    """(case, validation, test, diagnosis, the word that would be said were the condition
+    measured and holding): each word's `means` names the condition left unmeasured here."""
+    good = curve(dose(0.3))
+    few = {"-3": pointer(rows=19), "+3": pointer()}  # one push on 19 rows: not measured
+    lacking = curve(dose(2.0))  # the test ladder lacks the chosen rung (0.3)
+    bare = curve(_without(dose(0.3), "pointers", "random_heads"))  # no controls at the rung
+    no_id = curve(_without(dose(0.3), "id"))
+    no_ref = curve(dose(0.3, reference={}))
+    return [
+        (
+            "following on 19 rows",
+            good,
+            curve(dose(0.3, pointers=few)),
+            errors(diluted=0.9),
+            "nudge-repairable",
+        ),
+        (
+            "following on 19 rows",
+            good,
+            curve(dose(0.3, pointers=few)),
+            errors(diffuse=0.9),
+            "conflicting evidence",
+        ),
+        ("rung missing on test", good, lacking, errors(diluted=0.9), "nudge-repairable"),
+        ("rung missing on test", good, lacking, errors(diffuse=0.9), "no attention effect"),
+        ("controls not run", good, bare, errors(diluted=0.9), "nudge-repairable"),
+        ("controls not run", good, bare, errors(diffuse=0.9), "conflicting evidence"),
+        ("ID not scored", good, no_id, errors(diluted=0.9), "nudge-repairable"),
+        ("reference gain not read", good, no_ref, errors(diluted=0.9), "nudge-repairable"),
+        ("no validation rung", curve(), good, errors(diffuse=0.9), "no attention effect"),
+        ("eval not read", good, good, {"shares": {}, "instances": 0}, "no failure"),
+        ("over-long answers", good, good, no_errors(wrong=5, over_long=5), "no failure"),
+    ]
+
+
+@pytest.mark.parametrize("case", _unmeasured_cases(), ids=lambda c: f"{c[0]}: {c[4]}")
+def test_no_word_is_said_while_a_condition_it_means_was_not_measured(case):
+    """Each word's `means` names conditions; here one of them was not measured (or too few
+    rows measure it), and the word is not said: the reasons say what was not measured."""
+    name, validation, test, diagnosis, word = case
+    out = calibrated_verdict(validation, test, diagnosis)
+    assert out["verdict"] != word, (name, out["reasons"])
+    assert out["verdict"] == "inconclusive", (name, out["verdict"])
+    said = " ".join(out["reasons"])
+    assert "not measured" in said or "over-long" in said, (name, out["reasons"])
+
+
+def test_over_long_answers_are_failures_with_no_wrong_row():
+    """An over-long answer (the right one, then more) is wrong by the eval and has no wrong
+    row: a model whose only failures are over-long is not told it does not fail, and where
+    other answers are diagnosed the over-long ones are named beside the shares."""
+    ladder = curve(dose(0.3))
+    out = calibrated_verdict(ladder, ladder, no_errors(wrong=5, over_long=5))
+    assert out["verdict"] == "inconclusive"
+    assert "5 of 40 OOD test answers are wrong" in out["reasons"][0]
+    assert "5 over-long" in out["reasons"][0]
+    found = errors(diluted=0.9)
+    found["answers"] = {"total": 40, "wrong": 22, "diagnosed": 17, "over_long": 5}
+    out = calibrated_verdict(ladder, ladder, found)
+    assert out["verdict"] == "nudge-repairable"
+    assert any("5 of the 22 wrong OOD test answers have no wrong row" in r for r in out["reasons"])
+
+
+def test_a_misdirected_lookup_says_only_what_was_read_of_the_pushes():
+    """With no dose nothing was pushed: the reasons do not say that no push is followed."""
+    flat = curve(dose(0.3, NONE))
+    out = calibrated_verdict(flat, flat, errors(misdirected=0.9))
+    assert out["verdict"] == "misdirected lookup"
+    assert "not read" in out["reasons"][2] and "no shifted push" not in out["reasons"][2]
+    few = curve(dose(0.3, pointers={"-3": pointer(rows=3), "+3": pointer()}))
+    out = calibrated_verdict(curve(dose(0.3)), few, errors(misdirected=0.9))
+    assert "ref-3" in out["reasons"][2] and "not measured" in out["reasons"][2]
+    bare = curve(_without(dose(0.3), "pointers"))
+    out = calibrated_verdict(curve(dose(0.3)), bare, errors(misdirected=0.9))
+    assert "not measured" in out["reasons"][2]
+
+
+def _split(**kinds):
+    """Validation curves of each kind's own instances."""
+    return {k: curve(*doses) for k, doses in kinds.items()}
+
+
+def test_each_kind_of_a_mixed_failure_is_read_at_the_dose_it_chooses():
+    """Dilution gains at C = 0.3 on its own validation instances; misdirection needs C = 1.
+    The whole curve chooses C = 1, where the shifted pushes are followed: read there the
+    diluted kind is inconclusive; read at its own dose it is nudge-repairable."""
+    strong = {"gain": 0.8, "low": 0.7, "high": 0.9}
+    followed = {"-3": pointer(follow=0.6), "+3": pointer(follow=0.5)}
+    validation = curve(dose(0.3), dose(1.0, strong))
+    test = curve(dose(0.3), dose(1.0, strong, pointers=followed))
+    by_kind = _split(
+        diluted=(dose(0.3), dose(1.0)),  # a tie: the smaller C
+        misdirected=(dose(0.3, SMALL), dose(1.0, strong)),
+    )
+    found = errors(diluted=0.5, misdirected=0.5)
+    out = calibrated_verdict(validation, test, found, by_kind)
+    assert out["verdict"] == "mixed failure"
+    readings = {m["kind"]: (m["verdict"], m["dose"]["C"]) for m in out["numbers"]["mixed"]}
+    assert readings == {
+        "diluted": ("nudge-repairable", 0.3),
+        "misdirected": ("misdirected lookup", 1.0),
+    }
+    assert "diluted 0.50: nudge-repairable at C = 0.3" in out["reasons"][0]
+    assert reading_rungs(validation, by_kind) == [(1.0, 0.0), (0.3, 0.0)]
+    # not split: each kind at the whole curve's dose, and the reasons say so
+    unsplit = calibrated_verdict(validation, test, found)
+    readings = {m["kind"]: m["verdict"] for m in unsplit["numbers"]["mixed"]}
+    assert readings["diluted"] == "inconclusive"
+    assert "whole_curve_dose" in unsplit["numbers"]["exceptions"]
+    # a kind's dose whose rung the test ladder lacks: not measured, not a reading
+    out = calibrated_verdict(validation, curve(dose(1.0, strong)), found, by_kind)
+    diluted = next(m for m in out["numbers"]["mixed"] if m["kind"] == "diluted")
+    assert diluted["verdict"] == "inconclusive"
+    assert "not measured" in diluted["reasons"][0]
+
+
+def test_a_kind_without_validation_instances_of_its_own_takes_the_whole_curves_dose():
+    validation = curve(dose(0.3))
+    found = errors(diluted=0.5, on_reference=0.5)
+    out = calibrated_verdict(validation, validation, found, _split(diluted=(dose(0.3),)))
+    mixed = {m["kind"]: m for m in out["numbers"]["mixed"]}
+    assert mixed["diluted"]["dose_from"] == "the diluted validation instances"
+    assert mixed["on_reference"]["dose_from"] == "the whole validation curve"
+    assert out["numbers"]["exceptions"] == ["whole_curve_dose"]
 
 
 # --- calibration: the planted models --------------------------------------------------------

@@ -57,7 +57,7 @@ def test_a_model_that_works_nowhere_is_no_lookup_not_downstream():
     assert calibrated_verdict(curve(dose(1.0)), curve(dose(1.0)), on_ref)["verdict"] == (
         "downstream"
     )
-    out = calibrated_verdict(id_curve(1.0), id_curve(0.0, dose(1.0)), on_ref, evidence(0.9))
+    out = calibrated_verdict(id_curve(1.0), id_curve(0.0, dose(1.0)), on_ref, lookup=evidence(0.9))
     assert out["verdict"] == NO_LOOKUP, out
     assert "does not work in distribution: ID exact match 0.00, under 0.5" in out["reasons"][0]
     assert out["numbers"]["exists"]["id_exact"] == 0.0
@@ -66,7 +66,7 @@ def test_a_model_that_works_nowhere_is_no_lookup_not_downstream():
 
 def test_no_head_beating_its_null_is_no_lookup_with_the_level_beside_the_null():
     on_ref = errors(on_reference=1.0)
-    out = calibrated_verdict(curve(dose(1.0)), curve(dose(1.0)), on_ref, evidence(0.165))
+    out = calibrated_verdict(curve(dose(1.0)), curve(dose(1.0)), on_ref, lookup=evidence(0.165))
     assert out["verdict"] == NO_LOOKUP
     assert out["reasons"] == [
         "no head at the reference beats its null: the top head's ID level 0.165, attention "
@@ -83,7 +83,9 @@ def test_no_head_beating_its_null_is_no_lookup_with_the_level_beside_the_null():
 
 def test_a_working_model_with_a_lookup_is_read_as_before():
     on_ref = errors(on_reference=1.0)
-    out = calibrated_verdict(curve(dose(1.0)), id_curve(0.5, dose(1.0)), on_ref, evidence(0.9))
+    out = calibrated_verdict(
+        curve(dose(1.0)), id_curve(0.5, dose(1.0)), on_ref, lookup=evidence(0.9)
+    )
     assert out["verdict"] == "downstream"  # ID exact exactly at the bar works
     assert out["numbers"]["exists"]["works"] is True
 

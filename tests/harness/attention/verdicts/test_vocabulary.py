@@ -84,3 +84,40 @@ def test_no_module_outside_the_room_restates_a_verdict_word():
             if said:
                 found[str(path.relative_to(REPO))] = sorted(said)
     assert not found, found
+
+
+def _exception_cases():
+    """Hand-made curves and diagnoses on which the calibrated rule takes each exception."""
+    from tests.harness.attention.verdicts.test_calibrated import NONE, curve, dose, errors
+
+    every = dose(0.3)
+    every["random_heads"] = {"max": None, "count": 0}
+    alone = curve(every) | {"random_draws": {"available": 0}}  # N = all heads
+    good, flat = curve(dose(0.3)), curve(dose(0.3, NONE))
+    few = curve(dose(0.3, pointers={"+3": {"gain": NONE, "following": {"rows": 3}}}))
+    return [
+        (good, alone, errors(diluted=0.9), None),
+        (good, alone, errors(diffuse=0.9), None),
+        (good, alone, errors(diluted=0.5, on_reference=0.5), None),
+        (flat, flat, errors(diluted=0.5, diffuse=0.5), None),
+        (good, few, errors(diluted=0.5, diffuse=0.5), None),
+        (flat, flat, errors(diluted=0.5, diffuse=0.5), {"diluted": flat}),
+        (good, good, errors(diluted=0.5, on_reference=0.5), {"diluted": good}),
+    ]
+
+
+def test_every_exception_the_rule_takes_is_named_by_the_words_means():
+    """The calibrated rule's exceptions are said once (`vocabulary.EXCEPTIONS`): where the
+    rule takes one, the word it says must list it (`EXCEPTIONS_OF`) and its `means` must
+    carry the sentence; every declared pair is taken by some case (none is stale)."""
+    for word, ids in vocabulary.EXCEPTIONS_OF.items():
+        for e in ids:
+            assert vocabulary.EXCEPTIONS[e] in vocabulary.CALIBRATED[word].means, (word, e)
+    taken = set()
+    for validation, test, found, by_kind in _exception_cases():
+        out = calibrated.calibrated_verdict(validation, test, found, by_kind)
+        for e in out["numbers"]["exceptions"]:
+            assert e in vocabulary.EXCEPTIONS_OF.get(out["verdict"], ()), (out["verdict"], e)
+            taken.add((out["verdict"], e))
+    declared = {(w, e) for w, ids in vocabulary.EXCEPTIONS_OF.items() for e in ids}
+    assert declared == taken, declared ^ taken
