@@ -28,7 +28,11 @@ a lookup between two heads, rank a decoy first, read ref+1, fail in two ways at 
    Every condition below is read on the *test* curve at that dose, never at another.
 3. Where the model looks when it errs (`harness.attention.diagnosis`, OOD test, the first
    wrong row of each instance: later rows read the model's own wrong characters) gives each
-   instance a kind. Every kind holding NAMED of the instances or more is named:
+   instance a kind, beside its null: the same reading on the rows the model gets right in
+   distribution. A kind of lookup failure (diluted, misdirected, elsewhere, diffuse) counts
+   only where its share exceeds its null share by NULL_EXCESS (`null_shares`,
+   `exceeds_null`); on reference always counts (correct ID rows pass its test by
+   construction). Every kind that counts holding NAMED of the instances or more is named:
    - two kinds or more: *mixed failure*, each kind with its share and its own reading
      below (the report adds the share of OOD answers the dose repairs free-running); when
      every named kind reads the same verdict (diluted and diffuse errors no dose helps:
@@ -50,7 +54,7 @@ a lookup between two heads, rank a decoy first, read ref+1, fail in two ways at 
        errors say no lookup, the dose says a repairable lookup: both are named); otherwise
        *inconclusive*;
      - elsewhere (a wrong key holds the heads but its result is not written): *inconclusive*;
-   - no kind holding MOSTLY: *inconclusive*.
+   - no kind that counts holding MOSTLY (or none counting): *inconclusive*.
 4. With no dose that gains on validation, a diluted or diffuse failure is *no attention
    effect* (the diagnosis then reads the lookup heads in distribution); with no errors to
    look at out of distribution, *no failure*.
@@ -87,6 +91,7 @@ from harness.attention.verdicts.vocabulary import (
     NO_FAILURE,
     NO_LOOKUP,
     NUDGE_REPAIRABLE,
+    NULL_EXCESS,
     POINTER_EXCESS,
 )
 from harness.foundation.stats import above_zero
@@ -215,6 +220,22 @@ def _share_text(shares: Mapping[str, float]) -> str:
     return ", ".join(f"{KIND_WORDS.get(k, k)} {v:.2f}" for k, v in shares.items() if v)
 
 
+def null_shares(diagnosis: Mapping[str, Any]) -> dict[str, float]:
+    """Each kind's null share: the same classification, with the same heads and levels, on
+    the rows the model gets right in distribution (`diagnosis.where_errors_look`'s
+    `null["id"]`); empty for a diagnosis made without them (every kind then counts)."""
+    null = ((diagnosis.get("null") or {}).get("id") or {}).get("shares") or {}
+    return {k: v for k, v in null.items() if v is not None}
+
+
+def exceeds_null(kind: str, share: float, nulls: Mapping[str, float]) -> bool:
+    """Whether a kind of error is present: a lookup failure only where its share exceeds its
+    null share by NULL_EXCESS; on reference always (its null is the calibration of the
+    on-reference test itself: correct ID rows pass it by construction)."""
+    excess = round(share - nulls.get(kind, 0.0), 12)  # exactly NULL_EXCESS above counts
+    return kind == "on_reference" or kind not in nulls or excess >= NULL_EXCESS
+
+
 def _no_random_heads(curve: Mapping[str, Any]) -> bool:
     """True when no head outside the N pushed is left to draw from (N = all heads, or every
     other head looks up in distribution)."""
@@ -341,7 +362,10 @@ def calibrated_verdict(
     chosen = choose_dose(validation)
     at = _at(test, chosen) if chosen else None
     shares = _shares(diagnosis)
-    named = {k: v for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= NAMED}
+    # a kind of lookup failure counts only above its null (the same reading on correct rows)
+    nulls = null_shares(diagnosis)
+    present = {k: v for k, v in shares.items() if v and exceeds_null(k, v, nulls)}
+    named = {k: v for k, v in sorted(present.items(), key=lambda kv: -kv[1]) if v >= NAMED}
     numbers = {
         "dose": None
         if chosen is None
@@ -351,6 +375,7 @@ def calibrated_verdict(
         # chosen dose, and for the reader at the top dose
         **control_numbers(at, (test.get("doses") or [None])[-1]),
         "errors": shares,
+        "null": nulls,
         "kinds": named,
         "error_instances": diagnosis.get("instances"),
         "basis": diagnosis.get("basis"),
@@ -358,6 +383,7 @@ def calibrated_verdict(
         "rule": {
             "mostly": MOSTLY,
             "named": NAMED,
+            "null_excess": NULL_EXCESS,
             "pointer_excess": POINTER_EXCESS,
             "min_pointer_rows": MIN_POINTER_ROWS,
             "id_tolerance": ID_TOLERANCE,
@@ -371,6 +397,8 @@ def calibrated_verdict(
         return out(NO_FAILURE, ["no OOD test answer has a wrong token to look at"])
     basis = diagnosis.get("basis") or "every wrong row"
     where = f"errors ({basis}): {_share_text(shares)} (over {diagnosis['instances']} instances)"
+    if nulls:
+        where += f"; on the correct ID rows: {_share_text(nulls)}"
     readings = {k: read_kind(k, test, chosen, at) for k in named}
     words = {readings[k][0] for k in named}
     if len(named) >= 2 and len(words) == 1 and MIXED_FAILURE not in words:
@@ -392,8 +420,10 @@ def calibrated_verdict(
             reasons,
             mixed=[{"kind": k, "share": v, "verdict": readings[k][0]} for k, v in named.items()],
         )
-    top = max(shares, key=lambda k: shares[k])
-    if shares[top] < MOSTLY:
+    if not present:
+        return out(INCONCLUSIVE, [f"{where}: no kind of error exceeds its null by {NULL_EXCESS}"])
+    top = max(present, key=lambda k: present[k])
+    if present[top] < MOSTLY:
         return out(INCONCLUSIVE, [f"{where}: no kind of error holds half the instances"])
     verdict, reasons = readings.get(top) or read_kind(top, test, chosen, at)
     return out(verdict, [where, *reasons])

@@ -23,11 +23,19 @@ from harness.attention.evidence import MIN_POINTER_ROWS as MIN_POINTER_ROWS
 from harness.attention.evidence import POINTER_EXCESS as POINTER_EXCESS
 
 # --- thresholds -------------------------------------------------------------------------------
-MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an error
+# a kind of error "mostly": at least half the instances with an error (a lookup failure also
+# NULL_EXCESS above its null)
+MOSTLY = 0.5
 # A shifted push is "followed" (POINTER_EXCESS, on MIN_POINTER_ROWS rows or more): said once
 # in `harness.attention.evidence`, below the pointer control that names it and the rules here.
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under a push and still "hold"
 NAMED = 0.25  # a kind of error holding this share of the instances or more is named
+# A kind of lookup failure (diluted, misdirected, elsewhere, diffuse) is read as present only
+# where its share of the first wrong rows exceeds its null share (the same classification on
+# the correct ID rows, `harness.attention.diagnosis`) by this much: about two standard errors
+# of a share near 0.1 over the 30 or so instances a test stream errs on (sqrt(.1 x .9 / 30)
+# = 0.055), so a kind the heads show as often where the model works is never its failure.
+NULL_EXCESS = 0.1
 ON_REFERENCE = 0.5  # the supervision study's "most wrong instances": on_reference share >= this
 
 
@@ -70,40 +78,45 @@ def _family(*verdicts: Verdict) -> dict[str, Verdict]:
 CALIBRATED: dict[str, Verdict] = _family(
     Verdict(
         NUDGE_REPAIRABLE,
-        "the OOD errors are mostly diluted (the reference still leads, weaker than in "
-        "distribution), and at the dose chosen on validation the reference push gains on "
-        "test, no shifted push is followed, each gains less, random other heads gain less and "
-        "ID holds",
+        "the OOD errors are mostly diluted (the reference keys still lead per key, weaker than "
+        "in distribution; NULL_EXCESS above the share of correct ID rows read so), and at the "
+        "dose chosen on validation the reference push gains on test, no shifted push is "
+        "followed, each gains less, random other heads gain less and ID holds",
         "rules out a gain that any push anywhere would give, one that any heads would give and "
         "one bought by breaking the task; not that the ranked heads are the model's whole "
         "lookup, nor that it transfers to another model or seed",
     ),
     Verdict(
         MISDIRECTED_LOOKUP,
-        "the OOD errors are mostly misdirected: one wrong key holds the heads and the model "
-        "writes the task's result on it",
+        "the OOD errors are mostly misdirected (NULL_EXCESS above the share of correct ID rows "
+        "read so): one wrong key holds the heads and the model writes the task's result on it",
         "rules out a failure downstream of the lookup (the rest of the model computes "
         "correctly on whatever it is pointed at); not that a push repairs the lookup: it may "
         "supply the position",
     ),
     Verdict(
         NO_LOOKUP,
-        "the OOD errors are mostly diffuse (nothing stands out, the reference not first), and "
-        "at the dose chosen on validation a shifted push is followed",
+        "the OOD errors are mostly diffuse (nothing stands out, the reference keys not first per "
+        "key, so uniform attention reads so whatever the reference's size; NULL_EXCESS above "
+        "the share of correct ID rows read so), and at the dose chosen on validation a shifted "
+        "push is followed",
         "rules out reading a gain as a mended lookup: a push anywhere is followed at the "
         "dose that gains",
     ),
     Verdict(
         DOWNSTREAM,
-        "the OOD errors are mostly on the reference: the heads look there as much as where "
-        "the model works, and it still writes wrong",
+        "the OOD errors are mostly on the reference: each lookup head keeps its ID level as "
+        "the correct ID rows do (at least 1 - tolerance of its mean, or as much as the lowest "
+        "NULL_QUANTILE of those rows; no lookup failure exceeds its null), and it still writes "
+        "wrong",
         "rules out that the model fails for not looking at the reference; a push that gains "
         "then supplies the answer",
     ),
     Verdict(
         MIXED_FAILURE,
-        "two kinds of error or more each hold NAMED of the instances or more: each is named "
-        "with its share and the reading its kind gets at the chosen dose",
+        "two kinds of error or more each hold NAMED of the instances or more (a lookup failure "
+        "also NULL_EXCESS above its null share): each is named with its share and the reading "
+        "its kind gets at the chosen dose",
         "rules out one explanation for every failure; a repair, where one kind allows it, is "
         "partial (the report gives the share of OOD answers the dose repairs free-running)",
     ),
@@ -127,8 +140,9 @@ CALIBRATED: dict[str, Verdict] = _family(
     ),
     Verdict(
         INCONCLUSIVE,
-        "the errors are mostly elsewhere or of no one kind, or a condition of the reading "
-        "their kind suggests failed (the reasons name each)",
+        "the errors are mostly elsewhere or of no one kind (a lookup failure counting only "
+        "where it exceeds its null), or a condition of the reading their kind suggests failed "
+        "(the reasons name each)",
         "rules out little: the reasons say which condition failed",
     ),
 )
