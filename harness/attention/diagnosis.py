@@ -184,7 +184,7 @@ def read_row(
         pointed = "elsewhere"
     # per key, so that uniform attention never leads, whatever the reference's size
     seen = [k for k in keys if k in shares] or list(keys)
-    leads = bool(seen) and on / len(seen) > top_share
+    leads = bool(seen) and round(on / len(seen) - top_share, 12) > 0  # a tie does not lead
     return RowReading(pointed, leads, on)
 
 
