@@ -173,31 +173,46 @@ def diagnosis_heads(lookup: Lookup, dose: dict[str, Any]) -> list[tuple[int, int
 def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
     """Where the ranked heads look on each wrong answer token, without intervention, on the
     ID and the OOD test streams (`harness.attention.diagnosis`), at the lookup's offset,
-    each head against its own ID level there (`Lookup.levels_of`); the verdict reads each
-    instance's first wrong row (`diagnosis.BASIS`)."""
-    from harness.attention.diagnosis import BASIS, where_errors_look
+    each head's on-reference test calibrated on the ID test stream's correct rows, which are
+    also every kind's null; OOD also with the top 1 and top 4 ranked heads (`head_sets`);
+    the verdict reads each instance's first wrong row (`diagnosis.BASIS`)."""
+    from harness.attention.diagnosis import BASIS, NULL_BASIS, where_errors_look
     from harness.attention.sweep import BASELINE
     from harness.engine.scoring import Scorer
 
     heads = diagnosis_heads(lookup, dose)
     level = lookup.levels_of(heads)
+    compare = {f"top-{k}": lookup.top(k) for k in (1, 4)}
     settings = run.base_settings() | {
         "n": run.cfg.num_test,
         "heads": [list(h) for h in heads],
         "shift": lookup.offset,
         "level": level,
         "basis": BASIS,
+        "null": NULL_BASIS,
+        "compare": {k: [list(h) for h in v] for k, v in compare.items()},
     }
 
     def compute():
         run.load()
         scorer = Scorer(run.model, run.tokenizer, run.prompt, run.cfg.batch_size)
+        id_rows = (
+            run.instances("id", share=False),
+            run.score([BASELINE], "id")[BASELINE.name],
+        )
         out = {}
         for stream, name in (("id", run.id_name), ("test", run.ood_name)):
             records = run.score([BASELINE], stream)[BASELINE.name]
             instances = run.instances(stream, share=False)
             out[name] = where_errors_look(
-                scorer, instances, records, heads, shift=lookup.offset, level=level
+                scorer,
+                instances,
+                records,
+                heads,
+                shift=lookup.offset,
+                level=level,
+                id_rows=id_rows,
+                compare=compare if stream == "test" else None,
             )
         return out
 
