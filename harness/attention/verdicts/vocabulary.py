@@ -107,8 +107,8 @@ CALIBRATED: dict[str, Verdict] = _family(
         DOWNSTREAM,
         "the OOD errors are mostly on the reference: each lookup head keeps its ID level as "
         "the correct ID rows do (at least 1 - tolerance of its mean, or as much as the lowest "
-        "NULL_QUANTILE of those rows; no lookup failure exceeds its null), and it still writes "
-        "wrong",
+        "diagnosis.NULL_QUANTILE of those rows; no lookup failure exceeds its null), and it "
+        "still writes wrong",
         "rules out that the model fails for not looking at the reference; a push that gains "
         "then supplies the answer",
     ),
