@@ -313,12 +313,15 @@ PLANTED = {
 }
 
 
+@pytest.mark.parametrize("null", [False, True])
 @pytest.mark.parametrize("shift", [0, 1])
 @pytest.mark.parametrize("mechanism", sorted(PLANTED))
-def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift):
+def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift, null):
     """Calibration on models whose truth is known: the ranking's top head, at the ranking's
-    shift, with the level the ranking measured in distribution, classifies most wrong
-    tokens of each planted mechanism as what it was built to do."""
+    shift, with the level the ranking measured in distribution (or, `null`, calibrated on
+    the correct ID rows as the pipeline reads it), classifies most wrong tokens of each
+    planted mechanism as what it was built to do, and with the null the kind exceeds its
+    share of the correct ID rows."""
     from harness.attention.heads import rank_heads
     from harness.attention.interventions import score_settings
     from harness.attention.sweep import BASELINE
@@ -328,17 +331,24 @@ def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift):
     ranking = rank_heads(model, tokenizer, ids, shift=shift, batch_size=16)
     heads = ranking.top(1)
     records = score_settings(model, tokenizer, ood, [BASELINE], None, batch_size=16)
+    options = {"level": diagnosis.id_level(ranking, heads, shift)}
+    if null:
+        id_records = score_settings(model, tokenizer, ids, [BASELINE], None, batch_size=16)
+        options = {"id_rows": (ids, id_records["baseline"])}
     found = diagnosis.where_errors_look(
         Scorer(model, tokenizer, batch_size=16),
         ood,
         records["baseline"],
         heads,
         shift=shift,
-        level=diagnosis.id_level(ranking, heads, shift),
+        **options,
     )
     shares = found["shares"]
     assert max(shares, key=shares.get) == PLANTED[mechanism], shares
     assert shares[PLANTED[mechanism]] >= 0.6, shares
+    if null and PLANTED[mechanism] != "on_reference":
+        excess = shares[PLANTED[mechanism]] - found["null"]["id"]["shares"][PLANTED[mechanism]]
+        assert excess >= 0.5, (shares, found["null"])
 
 
 def masses_by_hand(model, tokenizer, instance, prediction, heads, shift):
