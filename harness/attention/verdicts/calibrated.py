@@ -377,6 +377,8 @@ def calibrated_verdict(
         "errors": shares,
         "null": nulls,
         "kinds": named,
+        # whether the dominant kind changes with the heads read (top 1, top 4, N)
+        "kind_changes": diagnosis.get("kind_changes"),
         "error_instances": diagnosis.get("instances"),
         "basis": diagnosis.get("basis"),
         "shift": diagnosis.get("shift"),
