@@ -421,6 +421,8 @@ def diagnosis_section(task, command: str) -> list[str]:
 
 def _diagnosis_rule(first: dict[str, Any]) -> str:
     """The diagnosis's classes as its record says they were read."""
+    from harness.attention.verdicts.vocabulary import NULL_EXCESS
+
     level = first.get("level")
     tolerance = 1 - first.get("tolerance", 0)
     test = first.get("on_reference") or {}
@@ -458,7 +460,7 @@ def _diagnosis_rule(first: dict[str, Any]) -> str:
     null = (
         " Beside them, the same reading on the rows the model gets right (every row before "
         "an instance's first error), the null: the verdict counts a kind of lookup failure "
-        "only where its share exceeds the ID null's by the rule's margin."
+        f"only where its share exceeds the ID null's by {NULL_EXCESS:g} or more."
         if first.get("null")
         else ""
     )
@@ -473,7 +475,8 @@ def _head_set_lines(found: dict[str, Any]) -> list[str]:
         if len(sets) < 2:
             continue
         parts = [
-            f"{label} ({len(entry['heads'])} heads): {entry['dominant'] or '-'}"
+            f"{label} ({len(entry['heads'])} head{'s' * (len(entry['heads']) > 1)}): "
+            f"{entry['dominant'] or '-'}"
             for label, entry in sets.items()
         ]
         changes = "changes" if result.get("kind_changes") else "does not change"
