@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.calibration_models import MODELS as EARLIER
 from tests.calibration_round3_diagnosis import MODELS, build, judge
 
 
@@ -91,3 +92,20 @@ def test_each_model_gets_the_kind_and_verdict_its_construction_implies(judged, n
     if spec.kind != "on_reference":
         assert found["shares"][spec.kind] - null[spec.kind] > 0.5, (spec.why, null)
     assert out["verdict"]["verdict"] == spec.verdict, (spec.why, out["verdict"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", sorted(EARLIER))
+def test_the_earlier_calibration_models_keep_their_verdicts_with_the_null(name, seed):
+    """tests/calibration_models.py's models, judged with the diagnosis reading its null on
+    the ID rows as the pipeline does (tests/harness/test_calibration.py judges them with the
+    ranking's levels alone): each keeps the verdict its construction implies, so the null
+    changes no verdict that was not the confound it removes."""
+    from tests.calibration_models import build as build_earlier
+
+    spec = EARLIER[name]
+    out = judge(build_earlier(spec), seed=seed)
+    assert out["verdict"]["verdict"] == spec.verdict, (spec.why, out["verdict"])
+    if spec.kinds:
+        assert set(out["verdict"]["numbers"]["kinds"]) == set(spec.kinds), out["verdict"]
