@@ -72,8 +72,9 @@ the rows the model gets right: the rows before the first error of every ID insta
 misdirected, elsewhere, diffuse) is evidence only where its share of the first wrong rows
 exceeds its ID null share (the calibrated verdict reads it so: `vocabulary.NULL_EXCESS`);
 on reference needs no excess, its null is the threshold's calibration (correct ID rows
-pass it by construction). Reading every row costs no second forward: the same teacher-forced
-forward per batch, now over every instance (right ones too) and the ID instances once.
+pass it by construction). Reading every row and every head set costs no second forward per
+row: the same teacher-forced forward per batch, now over every instance (right ones too),
+plus one forward over the ID rows for the null (none more when they are the rows diagnosed).
 
 Head sets (`compare`): the same rows read with other heads (top-1, top-4 beside the chosen
 N), each against its own null, in the same forwards; `head_sets` gives each one's shares and
@@ -326,7 +327,8 @@ def where_errors_look(
         tests[name] = (calibrate(correct, tolerance) if id_read is not None else None) or (
             given_levels(level if name == MAIN else None, len(lens.heads), tolerance)
         )
-    read = _read(scorer, lenses, instances, records)
+    same = id_rows is not None and id_rows[0] is instances and id_rows[1] is records
+    read = id_read if same else _read(scorer, lenses, instances, records)  # ID: read once
     found = {
         name: _summary(lens, tests[name], name, read, id_read) for name, lens in lenses.items()
     }

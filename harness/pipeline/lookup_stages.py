@@ -202,8 +202,10 @@ def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
         )
         out = {}
         for stream, name in (("id", run.id_name), ("test", run.ood_name)):
-            records = run.score([BASELINE], stream)[BASELINE.name]
-            instances = run.instances(stream, share=False)
+            instances, records = id_rows  # the ID stream is read once, its null beside it
+            if stream != "id":
+                records = run.score([BASELINE], stream)[BASELINE.name]
+                instances = run.instances(stream, share=False)
             out[name] = where_errors_look(
                 scorer,
                 instances,

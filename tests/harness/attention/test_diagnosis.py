@@ -416,6 +416,9 @@ def test_the_null_is_the_same_reading_on_the_rows_the_model_gets_right(attn_toke
     passed = sum(expected.passes(m) for m in rows) / len(rows)
     assert passed >= 1 - diagnosis.NULL_QUANTILE
     assert found["instances"] == len(ood) - 1
+    # the ID stream diagnosed with its own null: read once, its correct rows the same
+    own = diagnosis.where_errors_look(scorer, ids, id_records, heads, id_rows=(ids, id_records))
+    assert own["null"]["id"] == own["null"]["ood"] == null["id"] and own["instances"] == 1
     # the other head set: what reading it alone finds, in the same forwards
     alone = diagnosis.where_errors_look(scorer, ood, records, top1, id_rows=(ids, id_records))
     sets = found["head_sets"]
