@@ -193,18 +193,40 @@ def validation_by_kind(run, lookup: Lookup, chosen, whole, ladders) -> dict[str,
     return out
 
 
-def diagnose(run, lookup: Lookup, heads, stream: str) -> dict[str, Any]:
+def id_rows(run) -> tuple[list, list]:
+    """The ID test stream's instances and free-running baseline records: the rows whose
+    correct part calibrates the on-reference test and gives every kind its null."""
+    from harness.attention.sweep import BASELINE
+
+    return run.instances("id", share=False), run.score([BASELINE], "id")[BASELINE.name]
+
+
+def diagnose(run, lookup: Lookup, heads, stream: str, ids=None, compare=None) -> dict[str, Any]:
     """Where `heads` look on each wrong answer of `stream` (free-running baseline records),
-    at the lookup's offset, each head against its own ID level there."""
+    at the lookup's offset, read beside the ID test stream's correct rows (`ids`, from
+    `id_rows`; made here when not given); `compare`: other head sets read on the same rows."""
     from harness.attention.diagnosis import where_errors_look
     from harness.attention.sweep import BASELINE
     from harness.engine.scoring import Scorer
 
     scorer = Scorer(run.model, run.tokenizer, run.prompt, run.cfg.batch_size)
-    records = run.score([BASELINE], stream)[BASELINE.name]
-    instances = run.instances(stream, share=False)
+    ids = ids if ids is not None else id_rows(run)
+    if stream == "id":
+        instances, records = ids  # the ID stream is read once, its null beside it
+    else:
+        records = run.score([BASELINE], stream)[BASELINE.name]
+        instances = run.instances(stream, share=False)
     level = lookup.levels_of(heads)
-    return where_errors_look(scorer, instances, records, heads, shift=lookup.offset, level=level)
+    return where_errors_look(
+        scorer,
+        instances,
+        records,
+        heads,
+        shift=lookup.offset,
+        level=level,
+        id_rows=ids,
+        compare=compare,
+    )
 
 
 def diagnosis_heads(lookup: Lookup, dose: dict[str, Any]) -> list[tuple[int, int]]:
@@ -220,13 +242,15 @@ def diagnosis_heads(lookup: Lookup, dose: dict[str, Any]) -> list[tuple[int, int
 def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
     """Where the ranked heads look on each wrong answer token, without intervention, on the
     ID and the OOD test streams (`harness.attention.diagnosis`), at the lookup's offset,
-    each head against its own ID level there (`Lookup.levels_of`); the verdict reads each
-    instance's first wrong row (`diagnosis.BASIS`)."""
-    from harness.attention.diagnosis import BASIS
+    each head's on-reference test calibrated on the ID test stream's correct rows, which are
+    also every kind's null; OOD also with the top 1 and top 4 ranked heads (`head_sets`);
+    the verdict reads each instance's first wrong row (`diagnosis.BASIS`)."""
+    from harness.attention.diagnosis import BASIS, NULL_BASIS
 
     heads = diagnosis_heads(lookup, dose)
     streams = (("id", run.id_name), ("test", run.ood_name))
     level = lookup.levels_of(heads)
+    compare = {f"top-{k}": lookup.top(k) for k in (1, 4)}
     settings = run.base_settings() | {
         "n": run.cfg.num_test,
         "heads": [list(h) for h in heads],
@@ -234,11 +258,17 @@ def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
         "level": level,
         "basis": BASIS,
         "answers": "counted",  # the eval's wrong answers, over-long ones included
+        "null": NULL_BASIS,
+        "compare": {k: [list(h) for h in v] for k, v in compare.items()},
     }
 
     def compute():
         run.load()
-        return {name: diagnose(run, lookup, heads, stream) for stream, name in streams}
+        ids = id_rows(run)
+        return {
+            name: diagnose(run, lookup, heads, stream, ids, compare if stream == "test" else None)
+            for stream, name in streams
+        }
 
     return run.stages.run(f"{run.stage_label(lookup)}-diagnosis", settings, compute)
 

@@ -389,7 +389,8 @@ def attention_section(task, folder: Path, command: str) -> list[str]:
 
 def diagnosis_section(task, command: str) -> list[str]:
     """Where the ranked heads looked on each wrong answer token, ID and OOD, without any
-    intervention (`harness.attention.diagnosis`)."""
+    intervention (`harness.attention.diagnosis`), each share beside its null (the same
+    reading on the rows the model gets right) and the OOD kind with other head sets."""
     from harness.attention.diagnosis import CLASSES
 
     found = task.get("diagnosis") or {}
@@ -397,9 +398,47 @@ def diagnosis_section(task, command: str) -> list[str]:
         return []
     first = next(iter(found.values()))
     heads = ", ".join(f"L{layer}H{head}" for layer, head in first["heads"])
+    lines = [
+        f"Heads {heads} (the ladder's top N, or with no gain the lookup heads), at "
+        f"ref{recorded_lookup(first)['offset']:+d}; {_diagnosis_rule(first)}",
+        "",
+        "| config | rows | instances with a wrong token | wrong tokens | "
+        + " | ".join(c.replace("_", " ") for c in CLASSES)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(CLASSES),
+    ]
+    for name, result in found.items():
+        shares = result["shares"]
+        cells = [_n(shares[c]) if shares[c] is not None else "-" for c in CLASSES]
+        lines.append(
+            f"| {name} | first wrong rows | {result['instances']} | {result['tokens']} | "
+            f"{' | '.join(cells)} |"
+        )
+        for which, label in (("id", "correct ID rows (null)"), ("ood", "correct rows here")):
+            null = (result.get("null") or {}).get(which)
+            if null:
+                cells = [_n(null["shares"][c]) for c in CLASSES]
+                lines.append(f"| {name} | {label}: {null['rows']} | | | {' | '.join(cells)} |")
+    lines.append("")
+    lines += _head_set_lines(found)
+    return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
+
+
+def _diagnosis_rule(first: dict[str, Any]) -> str:
+    """The diagnosis's classes as its record says they were read."""
+    from harness.attention.verdicts.vocabulary import NULL_EXCESS
+
     level = first.get("level")
     tolerance = 1 - first.get("tolerance", 0)
-    if isinstance(level, list):
+    test = first.get("on_reference") or {}
+    if test.get("basis") == "correct ID rows":
+        levels = ", ".join(_n(v) for v in test["levels"])
+        enough = (
+            f"for each lookup head at least {_n(test['threshold'])} x its mean on the correct "
+            f"ID rows ({levels}): the smaller of {tolerance:g} and what the lowest 5% of those "
+            "rows reach, so they pass by construction"
+        )
+    elif isinstance(level, list):
         levels = ", ".join(_n(v) for v in level)
         enough = f"for each lookup head at least {tolerance:g} x its own ID level ({levels})"
     elif level is not None:
@@ -407,12 +446,13 @@ def diagnosis_section(task, command: str) -> list[str]:
     else:
         enough = f"at least {first['dominance']:g} of the row"
     rule = (
-        f"a wrong row is *misdirected* when the keys outside the reference that would make "
-        f"the model write what it wrote hold at least {first['dominance']:g} of the heads' "
+        f"a row is *misdirected* when the keys outside the reference that would make the "
+        f"model write what it wrote hold at least {first['dominance']:g} of the heads' "
         "task-text weight together, *elsewhere* when one other key does and its result was "
         f"not written, *on the reference* when the heads' weight there is {enough} (a "
-        "failure downstream of the lookup), *diluted* when less but the reference still "
-        "holds more than any other key, *diffuse* when nothing stands out."
+        "failure downstream of the lookup), *diluted* when less but the reference keys still "
+        "hold more per key than any other key, *diffuse* when nothing stands out (uniform "
+        "attention reads diffuse whatever the reference's size)."
     )
     basis = first.get("basis")
     counted = (
@@ -422,23 +462,35 @@ def diagnosis_section(task, command: str) -> list[str]:
         if basis
         else "Shares are means over the instances with a wrong token (each counts once)."
     )
-    lines = [
-        f"Heads {heads} (the ladder's top N, or with no gain the lookup heads), at "
-        f"ref{recorded_lookup(first)['offset']:+d}; {rule} {counted}",
-        "",
-        "| config | instances with a wrong token | wrong tokens | "
-        + " | ".join(c.replace("_", " ") for c in CLASSES)
-        + " |",
-        "|---|---|---|" + "---|" * len(CLASSES),
-    ]
+    null = (
+        " Beside them, the same reading on the rows the model gets right (every row before "
+        "an instance's first error), the null: the verdict counts a kind of lookup failure "
+        f"only where its share exceeds the ID null's by {NULL_EXCESS:g} or more."
+        if first.get("null")
+        else ""
+    )
+    return f"{rule} {counted}{null}"
+
+
+def _head_set_lines(found: dict[str, Any]) -> list[str]:
+    """The dominant kind of the first wrong rows with each head set read, per config."""
+    lines = []
     for name, result in found.items():
-        shares = result["shares"]
-        cells = [_n(shares[c]) if shares[c] is not None else "-" for c in CLASSES]
-        lines.append(
-            f"| {name} | {result['instances']} | {result['tokens']} | {' | '.join(cells)} |"
-        )
-    lines.append("")
-    return lines + _made_by(command, f"stage `{task['task']}-diagnosis`")
+        sets = result.get("head_sets") or {}
+        if len(sets) < 2:
+            continue
+        parts = [
+            f"{label} ({len(entry['heads'])} head{'s' * (len(entry['heads']) > 1)}): "
+            f"{entry['dominant'] or '-'}"
+            for label, entry in sets.items()
+        ]
+        changes = "changes" if result.get("kind_changes") else "does not change"
+        lines += [
+            f"{name}, the dominant kind with other head sets: {'; '.join(parts)} (the kind "
+            f"{changes} with the heads read).",
+            "",
+        ]
+    return lines
 
 
 def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:

@@ -116,7 +116,9 @@ def digest(out: Path) -> dict[str, Any]:
     return json_safe(tasks)
 
 
-DIAGNOSIS = ("instances", "tokens", "shares", "level")
+# each share beside its null (the same reading on the rows the model gets right), and
+# whether the dominant kind changes with the head set read (top 1, top 4, N)
+DIAGNOSIS = ("instances", "tokens", "shares", "null", "level", "kind_changes")
 # fields a digest gained after some were committed: `check` compares them only where the
 # committed digest has them (a figure it never held is not a figure that moved); `cpu_s`
 # is how long a run took, never compared

@@ -37,7 +37,11 @@ G. A lookup exists before it is judged (`harness.attention.verdicts.exists`): th
    that condition is said (*inconclusive*, the reasons naming what was not measured).
 3. Where the model looks when it errs (`harness.attention.diagnosis`, OOD test, the first
    wrong row of each instance: later rows read the model's own wrong characters) gives each
-   instance a kind. Every kind holding NAMED of the instances or more is named:
+   instance a kind, beside its null: the same reading on the rows the model gets right in
+   distribution. A kind of lookup failure (diluted, misdirected, elsewhere, diffuse) counts
+   only where its share exceeds its null share by NULL_EXCESS (`null_shares`,
+   `exceeds_null`); on reference always counts (correct ID rows pass its test by
+   construction). Every kind that counts holding NAMED of the instances or more is named:
    - two kinds or more: *mixed failure*, each kind with its share and its own reading
      below, at the dose *that kind* chooses (rule 2) on the OOD validation curve of its own
      instances (`by_kind`: the validation stream split by the kind of each instance's first
@@ -65,7 +69,7 @@ G. A lookup exists before it is judged (`harness.attention.verdicts.exists`): th
        errors say no lookup, the dose says a repairable lookup: both are named); otherwise
        *inconclusive*;
      - elsewhere (a wrong key holds the heads but its result is not written): *inconclusive*;
-   - no kind holding MOSTLY: *inconclusive*.
+   - no kind that counts holding MOSTLY (or none counting): *inconclusive*.
 4. With no dose that gains on validation (a ladder with rungs), a diluted or diffuse
    failure is *no attention effect* (the diagnosis then reads the lookup heads in
    distribution). *no failure* only when the eval says no OOD test answer is wrong
@@ -114,6 +118,7 @@ from harness.attention.verdicts.vocabulary import (
     NO_RANDOM_HEADS,
     NOT_MEASURED,
     NUDGE_REPAIRABLE,
+    NULL_EXCESS,
     POINTER_EXCESS,
     WHOLE_CURVE_DOSE,
 )
@@ -246,6 +251,22 @@ def _shares(diagnosis: Mapping[str, Any]) -> dict[str, float]:
 
 def _share_text(shares: Mapping[str, float]) -> str:
     return ", ".join(f"{KIND_WORDS.get(k, k)} {v:.2f}" for k, v in shares.items() if v)
+
+
+def null_shares(diagnosis: Mapping[str, Any]) -> dict[str, float]:
+    """Each kind's null share: the same classification, with the same heads and levels, on
+    the rows the model gets right in distribution (`diagnosis.where_errors_look`'s
+    `null["id"]`); empty for a diagnosis made without them (every kind then counts)."""
+    null = ((diagnosis.get("null") or {}).get("id") or {}).get("shares") or {}
+    return {k: v for k, v in null.items() if v is not None}
+
+
+def exceeds_null(kind: str, share: float, nulls: Mapping[str, float]) -> bool:
+    """Whether a kind of error is present: a lookup failure only where its share exceeds its
+    null share by NULL_EXCESS; on reference always (its null is the calibration of the
+    on-reference test itself: correct ID rows pass it by construction)."""
+    excess = round(share - nulls.get(kind, 0.0), 12)  # exactly NULL_EXCESS above counts
+    return kind == "on_reference" or kind not in nulls or excess >= NULL_EXCESS
 
 
 def _no_random_heads(curve: Mapping[str, Any]) -> bool:
@@ -517,7 +538,7 @@ def _read_kinds(validation, test, named, by_kind) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _numbers(validation, test, diagnosis, chosen, at, shares, named) -> dict[str, Any]:
+def _numbers(validation, test, diagnosis, chosen, at, shares, named, nulls) -> dict[str, Any]:
     return {
         "dose": None
         if chosen is None
@@ -527,7 +548,10 @@ def _numbers(validation, test, diagnosis, chosen, at, shares, named) -> dict[str
         # chosen dose, and for the reader at the top dose
         **control_numbers(at, (test.get("doses") or [None])[-1]),
         "errors": shares,
+        "null": nulls,
         "kinds": named,
+        # whether the dominant kind changes with the heads read (top 1, top 4, N)
+        "kind_changes": diagnosis.get("kind_changes"),
         "error_instances": diagnosis.get("instances"),
         "answers": diagnosis.get("answers"),
         "basis": diagnosis.get("basis"),
@@ -535,6 +559,7 @@ def _numbers(validation, test, diagnosis, chosen, at, shares, named) -> dict[str
         "rule": {
             "mostly": MOSTLY,
             "named": NAMED,
+            "null_excess": NULL_EXCESS,
             "pointer_excess": POINTER_EXCESS,
             "min_pointer_rows": MIN_POINTER_ROWS,
             "id_tolerance": ID_TOLERANCE,
@@ -558,8 +583,11 @@ def calibrated_verdict(
     chosen = choose_dose(validation)
     at = _at(test, chosen) if chosen else None
     shares = _shares(diagnosis)
-    named = {k: v for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= NAMED}
-    numbers = _numbers(validation, test, diagnosis, chosen, at, shares, named)
+    # a kind of lookup failure counts only above its null (the same reading on correct rows)
+    nulls = null_shares(diagnosis)
+    present = {k: v for k, v in shares.items() if v and exceeds_null(k, v, nulls)}
+    named = {k: v for k, v in sorted(present.items(), key=lambda kv: -kv[1]) if v >= NAMED}
+    numbers = _numbers(validation, test, diagnosis, chosen, at, shares, named, nulls)
 
     def out(verdict: str, reasons: list[str], **extra) -> dict[str, Any]:
         # the exceptions taken, by id: `vocabulary.EXCEPTIONS_OF[verdict]` must hold each
@@ -577,12 +605,17 @@ def calibrated_verdict(
         return out(INCONCLUSIVE, [f"the OOD validation ladder was {NOT_MEASURED} (no rung)"])
     basis = diagnosis.get("basis") or "every wrong row"
     where = f"errors ({basis}): {_share_text(shares)} (over {diagnosis['instances']} instances)"
+    if nulls:
+        where += f"; on the correct ID rows: {_share_text(nulls)}"
     left = _answers_note(diagnosis)
     if len(named) >= 2:
         readings = _read_kinds(validation, test, named, by_kind)
         return _mixed(out, where, left, named, readings)
-    top = max(shares, key=lambda k: shares[k])
-    if shares[top] < MOSTLY:
+    if not present:
+        reasons = [f"{where}: no kind of error exceeds its null by {NULL_EXCESS}", *left]
+        return out(INCONCLUSIVE, reasons)
+    top = max(present, key=lambda k: present[k])
+    if present[top] < MOSTLY:
         return out(INCONCLUSIVE, [f"{where}: no kind of error holds half the instances", *left])
     verdict, reasons = read_kind(top, test, chosen, at)
     return out(verdict, [where, *left, *reasons])

@@ -23,11 +23,19 @@ from harness.attention.evidence import MIN_POINTER_ROWS as MIN_POINTER_ROWS
 from harness.attention.evidence import POINTER_EXCESS as POINTER_EXCESS
 
 # --- thresholds -------------------------------------------------------------------------------
-MOSTLY = 0.5  # a kind of error "mostly": at least half the instances with an error
+# a kind of error "mostly": at least half the instances with an error (a lookup failure also
+# NULL_EXCESS above its null)
+MOSTLY = 0.5
 # A shifted push is "followed" (POINTER_EXCESS, on MIN_POINTER_ROWS rows or more): said once
 # in `harness.attention.evidence`, below the pointer control that names it and the rules here.
 ID_TOLERANCE = 0.05  # ID exact match may fall this much under a push and still "hold"
 NAMED = 0.25  # a kind of error holding this share of the instances or more is named
+# A kind of lookup failure (diluted, misdirected, elsewhere, diffuse) is read as present only
+# where its share of the first wrong rows exceeds its null share (the same classification on
+# the correct ID rows, `harness.attention.diagnosis`) by this much: about two standard errors
+# of a share near 0.1 over the 30 or so instances a test stream errs on (sqrt(.1 x .9 / 30)
+# = 0.055), so a kind the heads show as often where the model works is never its failure.
+NULL_EXCESS = 0.1
 ON_REFERENCE = 0.5  # the supervision study's "most wrong instances": on_reference share >= this
 # A lookup exists before it is judged (the calibrated verdict's first gate):
 # - the model works in distribution: ID exact match (the ladder's baseline on the ID test
@@ -129,8 +137,10 @@ _REPAIR = (
 CALIBRATED: dict[str, Verdict] = _family(
     Verdict(
         NUDGE_REPAIRABLE,
-        "the OOD errors are mostly diluted (the reference still leads, weaker than in "
-        "distribution), and " + _REPAIR + _unless(NUDGE_REPAIRABLE),
+        "the OOD errors are mostly diluted (the reference keys still lead per key, weaker than "
+        "in distribution; NULL_EXCESS above the share of correct ID rows read so), and "
+        + _REPAIR
+        + _unless(NUDGE_REPAIRABLE),
         "rules out a gain that any push anywhere would give, one that any heads would give and "
         "one bought by breaking the task; not that the ranked heads are the model's whole "
         "lookup, nor that it transfers to another model or seed; where N = all heads, not "
@@ -138,9 +148,10 @@ CALIBRATED: dict[str, Verdict] = _family(
     ),
     Verdict(
         MISDIRECTED_LOOKUP,
-        "the OOD errors are mostly misdirected: one wrong key holds the heads and the model "
-        "writes the task's result on it (whether the shifted pushes at the dose are followed "
-        "is reported where it was measured, and said not measured where it was not)",
+        "the OOD errors are mostly misdirected (NULL_EXCESS above the share of correct ID rows "
+        "read so): one wrong key holds the heads and the model writes the task's result on it "
+        "(whether the shifted pushes at the dose are followed is reported where it was "
+        "measured, and said not measured where it was not)",
         "rules out a failure downstream of the lookup (the rest of the model computes "
         "correctly on whatever it is pointed at); not that a push repairs the lookup: it may "
         "supply the position",
@@ -151,8 +162,10 @@ CALIBRATED: dict[str, Verdict] = _family(
         "match under ID_WORKS), or no head at the lookup's offset beats its null (its ID "
         "level NULL_MARGIN of the way above what attention spread evenly over the same keys "
         "would give); or, a lookup existing, the OOD errors are mostly diffuse (nothing "
-        "stands out, the reference not first) and at the dose chosen on validation a "
-        "shifted push is followed (on MIN_POINTER_ROWS rows or more)",
+        "stands out, the reference keys not first per key, so uniform attention reads so "
+        "whatever the reference's size; NULL_EXCESS above the share of correct ID rows read "
+        "so) and at the dose chosen on validation a shifted push is followed (on "
+        "MIN_POINTER_ROWS rows or more)",
         "rules out judging where a lookup fails when there is none to judge (a model that "
         "fails in distribution, heads that weigh the reference no more than even attention "
         "or by coincidence, as a previous-token head on one row per answer); and reading a "
@@ -161,17 +174,20 @@ CALIBRATED: dict[str, Verdict] = _family(
     ),
     Verdict(
         DOWNSTREAM,
-        "the OOD errors are mostly on the reference: the heads look there as much as where "
-        "the model works, and it still writes wrong",
+        "the OOD errors are mostly on the reference: each lookup head keeps its ID level as "
+        "the correct ID rows do (at least 1 - tolerance of its mean, or as much as the lowest "
+        "diagnosis.NULL_QUANTILE of those rows; no lookup failure exceeds its null), and it "
+        "still writes wrong",
         "rules out that the model fails for not looking at the reference; a push that gains "
         "then supplies the answer",
     ),
     Verdict(
         MIXED_FAILURE,
-        "two kinds of error or more each hold NAMED of the instances or more and read "
-        "differently: each is named with its share and the reading its kind gets at the dose "
-        "chosen on the OOD validation instances of that kind (the test ladder's controls run "
-        "at every such dose)" + _unless(MIXED_FAILURE),
+        "two kinds of error or more each hold NAMED of the instances or more (a lookup "
+        "failure also NULL_EXCESS above its null share) and read differently: each is named "
+        "with its share and the reading its kind gets at the dose chosen on the OOD "
+        "validation instances of that kind (the test ladder's controls run at every such "
+        "dose)" + _unless(MIXED_FAILURE),
         "rules out one explanation for every failure; a repair, where one kind allows it, is "
         "partial (the report gives the share of OOD answers the dose repairs free-running); "
         "each kind's conditions are read on the whole test curve at its dose, not on its "
@@ -200,10 +216,10 @@ CALIBRATED: dict[str, Verdict] = _family(
     ),
     Verdict(
         INCONCLUSIVE,
-        "the errors are mostly elsewhere or of no one kind, or a condition of the reading "
-        "their kind suggests failed or was " + NOT_MEASURED + " (the reasons name each), or "
-        "answers are wrong with no wrong row to look at (over-long answers)"
-        + _unless(INCONCLUSIVE),
+        "the errors are mostly elsewhere or of no one kind (a lookup failure counting only "
+        "where it exceeds its null), or a condition of the reading their kind suggests failed "
+        "or was " + NOT_MEASURED + " (the reasons name each), or answers are wrong with no "
+        "wrong row to look at (over-long answers)" + _unless(INCONCLUSIVE),
         "rules out little: the reasons say which condition failed or was not measured",
     ),
 )

@@ -97,6 +97,64 @@ def test_no_key_standing_out_is_diluted_when_the_reference_leads_else_diffuse():
     assert classify_row(shares, [2], 0, "x", never, dominance=0.3) == "on_reference"
 
 
+def test_uniform_attention_reads_diffuse_whatever_the_references_size():
+    """Summed, two reference keys under uniform attention hold twice any other key: the old
+    rule read that diluted (addition, successor) where one key reads diffuse (reversal). Per
+    key the reference never leads under uniform attention, so both read diffuse."""
+    uniform = {k: 0.1 for k in range(10)}
+    for reference in ([4], [4, 5], [2, 4, 6]):
+        assert classify_row(uniform, reference, 0, "x", never) == "diffuse", reference
+        assert classify_row(uniform, reference, 0, "x", never, mass=0.1, level=0.9) == "diffuse"
+    # a reference of two keys that leads per key (0.2 each against 0.075) is diluted ...
+    leading = {k: 0.075 for k in range(8)} | {8: 0.2, 9: 0.2}
+    assert classify_row(leading, [8, 9], 0, "x", never, mass=0.4, level=0.9) == "diluted"
+    # ... and one whose sum leads but whose keys do not (0.12 each against 0.13) is diffuse
+    summed = {k: 0.095 for k in range(8)} | {8: 0.12, 9: 0.12}
+    summed[0] = 0.13
+    assert classify_row(summed, [8, 9], 0, "x", never, mass=0.24, level=0.9) == "diffuse"
+
+
+def test_the_on_reference_test_is_calibrated_so_correct_id_rows_pass():
+    """Eight heads whose ID mass varies row to row (each row's mass 0.2-1.0 x the head's mean,
+    independently): 95% of its own mean for every head fails most rows where the model works;
+    the calibrated threshold passes at least 1 - NULL_QUANTILE of them by construction."""
+    import random
+
+    rng = random.Random(0)
+    rows = [tuple(0.5 * rng.uniform(0.2, 1.8) for _ in range(8)) for _ in range(400)]
+    test = diagnosis.calibrate(rows, diagnosis.DEFAULT_TOLERANCE)
+    assert test.looking == tuple(range(8))
+    assert test.levels == pytest.approx([sum(r[j] for r in rows) / 400 for j in range(8)])
+    old = diagnosis.OnReference(test.levels, test.looking, 1 - diagnosis.DEFAULT_TOLERANCE)
+    assert sum(old.passes(r) for r in rows) / len(rows) < 0.05  # the confound
+    passed = sum(test.passes(r) for r in rows) / len(rows)
+    assert passed >= 1 - diagnosis.NULL_QUANTILE
+    assert test.threshold == test.quantile < 1 - diagnosis.DEFAULT_TOLERANCE
+    # the same threshold still fails a head that lost most of its weight
+    assert not test.passes((0.5,) * 7 + (0.02,))
+    # heads whose weight barely varies keep the old rule: within 5% of the mean
+    tight = [(0.93 + 0.001 * (k % 3), 0.5) for k in range(100)]
+    test = diagnosis.calibrate(tight, diagnosis.DEFAULT_TOLERANCE)
+    assert test.threshold == 1 - diagnosis.DEFAULT_TOLERANCE
+    assert test.passes((0.9, 0.5)) and not test.passes((0.85, 0.5))
+    # a decoy (a head with a level under half the largest) is not a lookup head
+    assert diagnosis.calibrate([(0.8, 0.1), (0.8, 0.3)], 0.05).looking == (0,)
+    assert diagnosis.calibrate([], 0.05) is None
+
+
+def test_given_levels_are_the_old_rule():
+    """Without ID rows: a level per head (each lookup head within `tolerance` of its own) or
+    one level for the heads' mean mass."""
+    per_head = diagnosis.given_levels([0.9, 0.1, 0.6], 3, 0.05)
+    assert per_head.looking == (0, 2) and per_head.threshold == 0.95
+    assert per_head.passes((0.86, 0.0, 0.58)) and not per_head.passes((0.86, 0.0, 0.5))
+    pooled = diagnosis.given_levels(0.5, 3, 0.05)
+    assert pooled.passes((0.9, 0.0, 0.6)) and not pooled.passes((0.9, 0.0, 0.5))
+    assert diagnosis.given_levels(None, 3, 0.05) is None
+    with pytest.raises(ValueError, match="one value per head"):
+        diagnosis.given_levels([0.5], 3, 0.05)
+
+
 def test_displaced_answer_is_the_oracle_on_the_moved_keys():
     x = reversal("abcd")  # "abcd=" -> "dcba"; row i reads key 3 - i
     assert displaced_answer(x, x.text, 0, 0) == "d"
@@ -255,12 +313,15 @@ PLANTED = {
 }
 
 
+@pytest.mark.parametrize("null", [False, True])
 @pytest.mark.parametrize("shift", [0, 1])
 @pytest.mark.parametrize("mechanism", sorted(PLANTED))
-def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift):
+def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift, null):
     """Calibration on models whose truth is known: the ranking's top head, at the ranking's
-    shift, with the level the ranking measured in distribution, classifies most wrong
-    tokens of each planted mechanism as what it was built to do."""
+    shift, with the level the ranking measured in distribution (or, `null`, calibrated on
+    the correct ID rows as the pipeline reads it), classifies most wrong tokens of each
+    planted mechanism as what it was built to do, and with the null the kind exceeds its
+    share of the correct ID rows."""
     from harness.attention.heads import rank_heads
     from harness.attention.interventions import score_settings
     from harness.attention.sweep import BASELINE
@@ -270,14 +331,103 @@ def test_planted_mechanisms_err_where_they_were_built_to(mechanism, shift):
     ranking = rank_heads(model, tokenizer, ids, shift=shift, batch_size=16)
     heads = ranking.top(1)
     records = score_settings(model, tokenizer, ood, [BASELINE], None, batch_size=16)
+    options = {"level": diagnosis.id_level(ranking, heads, shift)}
+    if null:
+        id_records = score_settings(model, tokenizer, ids, [BASELINE], None, batch_size=16)
+        options = {"id_rows": (ids, id_records["baseline"])}
     found = diagnosis.where_errors_look(
         Scorer(model, tokenizer, batch_size=16),
         ood,
         records["baseline"],
         heads,
         shift=shift,
-        level=diagnosis.id_level(ranking, heads, shift),
+        **options,
     )
     shares = found["shares"]
     assert max(shares, key=shares.get) == PLANTED[mechanism], shares
     assert shares[PLANTED[mechanism]] >= 0.6, shares
+    if null and PLANTED[mechanism] != "on_reference":
+        excess = shares[PLANTED[mechanism]] - found["null"]["id"]["shares"][PLANTED[mechanism]]
+        assert excess >= 0.5, (shares, found["null"])
+
+
+def masses_by_hand(model, tokenizer, instance, prediction, heads, shift):
+    """Each head's plain weight on the shifted reference, on every row before the first
+    error of `prediction`, from eager output_attentions, unbatched."""
+    import torch
+
+    from harness.foundation.tokenization import CharTokenizer, encode_instance
+
+    forced = forced_instance(instance, prediction)
+    enc = encode_instance(CharTokenizer(tokenizer), forced)
+    with torch.no_grad():
+        out = model(torch.tensor([enc.input_ids]), output_attentions=True)
+    wrong = [i for i, (a, b) in enumerate(zip(prediction, instance.target)) if a != b]
+    if len(prediction) < len(instance.target):
+        wrong.append(len(prediction))
+    first = min(wrong, default=len(instance.target))
+    rows = []
+    for i in range(first):
+        query = enc.target_offset + i - 1
+        cells = [
+            enc.position(p + shift)
+            for p in instance.reference[i]
+            if 0 <= p + shift < len(forced.text) and enc.position(p + shift) <= query
+        ]
+        rows.append(tuple(float(out.attentions[la][0, h, query, cells].sum()) for la, h in heads))
+    return rows
+
+
+def test_the_null_is_the_same_reading_on_the_rows_the_model_gets_right(attn_tokenizer):
+    """With ID rows: the on-reference test is calibrated on their correct rows (levels and
+    threshold as read by hand), each class's share of those rows is the ID null, the OOD
+    rows before each first error the OOD null, and another head set is read on the same
+    rows, its dominant kind beside the chosen one's."""
+    model = build_tiny("llama", attn_tokenizer)
+    ids = list(iter_split("reversal_id", split="validation", stop=8))
+    ood = list(iter_split("reversal_ood", split="validation", stop=6, max_length=14))
+    # ID: right answers but one; OOD: wrong from the third row on, one right answer
+    id_records = [{"index": x.index, "prediction": x.target} for x in ids]
+    id_records[0]["prediction"] = "#" * len(ids[0].target)
+    predictions = [x.target[:2] + "9" * (len(x.target) - 2) for x in ood]
+    predictions[0] = ood[0].target
+    records = [{"index": x.index, "prediction": p} for x, p in zip(ood, predictions)]
+    heads, top1 = [(0, 1), (1, 2)], [(1, 2)]
+    scorer = Scorer(model, attn_tokenizer, batch_size=4)
+    found = diagnosis.where_errors_look(
+        scorer, ood, records, heads, id_rows=(ids, id_records), compare={"top-1": top1}
+    )
+    rows = [
+        m
+        for x, r in zip(ids, id_records)
+        for m in masses_by_hand(model, attn_tokenizer, x, r["prediction"], heads, 0)
+    ]
+    expected = diagnosis.calibrate(rows, diagnosis.DEFAULT_TOLERANCE)
+    read = found["on_reference"]
+    assert read["basis"] == "correct ID rows"
+    assert read["levels"] == pytest.approx(list(expected.levels), abs=1e-5)
+    assert read["threshold"] == pytest.approx(expected.threshold, abs=1e-5)
+    null = found["null"]
+    assert null["id"]["rows"] == len(rows) == sum(len(x.target) for x in ids[1:])
+    assert null["ood"]["rows"] == len(ood[0].target) + 2 * (len(ood) - 1)
+    for which in ("id", "ood"):
+        assert sum(null[which]["shares"].values()) == pytest.approx(1.0)
+    # rows on the reference or pointed elsewhere: the test passes at least 95% of ID rows
+    passed = sum(expected.passes(m) for m in rows) / len(rows)
+    assert passed >= 1 - diagnosis.NULL_QUANTILE
+    assert found["instances"] == len(ood) - 1
+    # the ID stream diagnosed with its own null: read once, its correct rows the same
+    own = diagnosis.where_errors_look(scorer, ids, id_records, heads, id_rows=(ids, id_records))
+    assert own["null"]["id"] == own["null"]["ood"] == null["id"] and own["instances"] == 1
+    # the other head set: what reading it alone finds, in the same forwards
+    alone = diagnosis.where_errors_look(scorer, ood, records, top1, id_rows=(ids, id_records))
+    sets = found["head_sets"]
+    assert sets["top-1"]["shares"] == alone["shares"]
+    assert sets["top-1"]["null"] == alone["null"]["id"]["shares"]
+    assert sets["N"]["shares"] == found["shares"] and sets["N"]["heads"] == [[0, 1], [1, 2]]
+    assert found["kind_changes"] == (sets["N"]["dominant"] != sets["top-1"]["dominant"])
+    # without ID rows there is no ID null, and the levels are the ones given
+    plain = diagnosis.where_errors_look(scorer, ood, records, heads, level=[0.3, 0.2])
+    assert plain["null"]["id"] is None
+    assert plain["null"]["ood"]["rows"] == null["ood"]["rows"]
+    assert plain["on_reference"]["basis"] == "given level" and plain["level"] == [0.3, 0.2]

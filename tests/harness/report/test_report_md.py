@@ -113,3 +113,50 @@ def test_seed_runs_get_a_table_an_agreement_line_and_their_own_folders(tmp_path)
         "## reversal-seed1: seed run 1 (init seed 1, data seed 1235)"
     )
     assert task_title("reversal", {}) == "## reversal"
+
+
+def test_the_diagnosis_section_shows_each_share_beside_its_null_and_the_head_sets():
+    """The OOD first wrong rows, the same reading on the correct ID rows (the null) and on
+    the correct OOD rows, the on-reference threshold as calibrated, and the dominant kind
+    with each head set read."""
+    from harness.report.report_md import diagnosis_section
+
+    kinds = ("on_reference", "diluted", "misdirected", "elsewhere", "diffuse")
+
+    def shares(**given):
+        return {k: given.get(k, 0.0) for k in kinds}
+
+    found = {
+        "heads": [[0, 2], [0, 3]],
+        "shift": 0,
+        "dominance": 0.5,
+        "tolerance": 0.05,
+        "level": [0.9, 0.8],
+        "on_reference": {
+            "levels": [0.9, 0.8],
+            "looking": [0, 1],
+            "threshold": 0.87,
+            "id_quantile": 0.87,
+            "basis": "correct ID rows",
+        },
+        "basis": "first wrong row of each instance",
+        "instances": 14,
+        "tokens": 14,
+        "shares": shares(diluted=1.0),
+        "null": {
+            "id": {"rows": 165, "shares": shares(on_reference=0.96, diluted=0.04)},
+            "ood": {"rows": 50, "shares": shares(on_reference=0.5, diluted=0.5)},
+        },
+        "head_sets": {
+            "N": {"heads": [[0, 2], [0, 3]], "dominant": "diluted"},
+            "top-1": {"heads": [[0, 2]], "dominant": "diffuse"},
+        },
+        "kind_changes": True,
+    }
+    text = "\n".join(diagnosis_section({"task": "rev", "diagnosis": {"rev_ood": found}}, "x"))
+    assert "| rev_ood | first wrong rows | 14 | 14 | 0.000 | 1.000 |" in text
+    assert "| rev_ood | correct ID rows (null): 165 | | | 0.960 | 0.040 |" in text
+    assert "| rev_ood | correct rows here: 50 | | | 0.500 | 0.500 |" in text
+    assert "at least 0.870 x its mean on the correct ID rows (0.900, 0.800)" in text
+    assert "exceeds the ID null's by 0.1" in text
+    assert "N (2 heads): diluted; top-1 (1 head): diffuse (the kind changes" in text

@@ -143,6 +143,51 @@ def test_every_kind_holding_a_quarter_is_named_with_its_share_and_reading():
     assert "diluted 0.53 and diffuse 0.47 both read no attention effect" in out["reasons"][0]
 
 
+def with_null(found, **null):
+    """`found` with the same classification's shares on the correct ID rows beside it."""
+    full = dict.fromkeys(("on_reference", "diluted", "misdirected", "elsewhere", "diffuse"), 0.0)
+    return found | {"null": {"id": {"rows": 200, "shares": full | null}, "ood": None}}
+
+
+def test_a_kind_of_lookup_failure_counts_only_above_its_null():
+    """The same heads read diffuse on 75% of the rows the model gets right: diffuse on 80% of
+    its first wrong rows is no evidence of a missing lookup (0.05 over its null, under
+    NULL_EXCESS), and what is left (on reference 0.2) holds no half: inconclusive. Far above
+    its null (0.05) the same share is read as before."""
+    from harness.attention.verdicts.vocabulary import NULL_EXCESS
+
+    ladder = curve(dose(0.3, pointers={"-3": pointer(follow=0.5), "+3": pointer()}))
+    found = errors(diffuse=0.8, on_reference=0.2)
+    assert calibrated_verdict(ladder, ladder, with_null(found, diffuse=0.05))["verdict"] == (
+        "no lookup"
+    )
+    out = calibrated_verdict(ladder, ladder, with_null(found, diffuse=0.75, on_reference=0.25))
+    assert out["verdict"] == "inconclusive" and "half" in out["reasons"][0], out
+    assert out["numbers"]["kinds"] == {}, out["numbers"]
+    assert out["numbers"]["null"]["diffuse"] == 0.75
+    assert "on the correct ID rows: on reference 0.25, diffuse 0.75" in out["reasons"][0]
+    # exactly NULL_EXCESS above counts; a hair under does not
+    edge = errors(diluted=0.6, on_reference=0.4)
+    assert (
+        "diluted"
+        in calibrated_verdict(ladder, ladder, with_null(edge, diluted=0.6 - NULL_EXCESS))[
+            "numbers"
+        ]["kinds"]
+    )
+    assert (
+        "diluted"
+        not in calibrated_verdict(
+            ladder, ladder, with_null(edge, diluted=0.6 - NULL_EXCESS + 0.01)
+        )["numbers"]["kinds"]
+    )
+    # on reference needs no excess: its null is the on-reference test's own calibration
+    out = calibrated_verdict(ladder, ladder, with_null(errors(on_reference=0.9), on_reference=0.95))
+    assert out["verdict"] == "downstream", out
+    # no kind above its null at all: inconclusive, saying so
+    out = calibrated_verdict(ladder, ladder, with_null(errors(diffuse=1.0), diffuse=0.95))
+    assert out["verdict"] == "inconclusive" and "exceeds its null" in out["reasons"][0]
+
+
 def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
     good = curve(dose(0.3))
     assert calibrated_verdict(good, good, errors(diluted=0.9))["verdict"] == "nudge-repairable"
