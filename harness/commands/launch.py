@@ -32,6 +32,7 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 
 from attentionspan_datasets import guard
 from harness.foundation.options import PROG, UsageError, run_guarded
@@ -212,6 +213,9 @@ def quiet_launcher() -> None:
     for name, logger in logging.root.manager.loggerDict.items():
         if name.startswith(LAUNCHER_LOGGERS) and isinstance(logger, logging.Logger):
             logger.setLevel(logging.CRITICAL + 1)
+    # A busy default port (another launch on this machine) is handled by accelerate itself,
+    # which finds a free one; its warning about it is launcher noise, not the command's line.
+    warnings.filterwarnings("ignore", message=r"Port `\d+` is already in use", category=UserWarning)
 
 
 def status(exitcode: int) -> int:
