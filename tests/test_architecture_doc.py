@@ -53,9 +53,8 @@ def test_the_readme_links_the_page():
     assert "(docs/architecture.md)" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
-def test_nothing_cites_a_design_document_outside_the_repository():
-    # spelt in two parts, so this file does not cite them either
-    outside = ("DESIGN" + ".md", "/work/" + "shared", "FINDINGS" + ".md")
+def _tracked_texts(suffixes: set[str]) -> list[tuple[str, str]]:
+    """(name, text) of every file git tracks or would track whose suffix is in `suffixes`."""
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"],
         cwd=REPO,
@@ -63,15 +62,24 @@ def test_nothing_cites_a_design_document_outside_the_repository():
         text=True,
         check=True,
     ).stdout.split()
-    citing = []
-    for name in files:
-        path = REPO / name
-        if path.suffix not in {".py", ".md", ".cfg", ".toml", ".yaml", ".yml", ".sh", ""}:
-            continue
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        citing += [f"{name}: {word}" for word in outside if word in text]
+    paths = [(name, REPO / name) for name in files]
+    return [
+        (name, path.read_text(encoding="utf-8", errors="replace"))
+        for name, path in paths
+        if path.suffix in suffixes and path.is_file()
+    ]
+
+
+def test_nothing_cites_a_design_document_outside_the_repository():
+    # spelt in two parts, so this file does not cite them either
+    outside = ("DESIGN" + ".md", "/work/" + "shared", "FINDINGS" + ".md")
+    suffixes = {".py", ".md", ".cfg", ".toml", ".yaml", ".yml", ".sh", ""}
+    citing = [
+        f"{name}: {word}"
+        for name, text in _tracked_texts(suffixes)
+        for word in outside
+        if word in text
+    ]
     assert not citing, citing
 
 
@@ -97,23 +105,13 @@ def test_no_text_cites_the_projects_own_issue_numbers():
     assert _issue_citations(f"see {word} #3")
     assert not _issue_citations("no output type carries it (lm-eval issue #3104), and")
     assert not _issue_citations("see https://github.com/huggingface/transformers/issues/123")
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    citing = []
-    for name in files:
-        path = REPO / name
-        # JSON: recorded outputs (the digests), which a document re-renders byte for byte
-        if path.suffix not in {".py", ".md", ".cfg", ".toml", ".yaml", ".yml", ".sh", ".txt", ""}:
-            continue
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        citing += [f"{name}: {line}" for line in _issue_citations(text)]
+    # JSON: recorded outputs (the digests), which a document re-renders byte for byte
+    suffixes = {".py", ".md", ".cfg", ".toml", ".yaml", ".yml", ".sh", ".txt", ""}
+    citing = [
+        f"{name}: {line}"
+        for name, text in _tracked_texts(suffixes)
+        for line in _issue_citations(text)
+    ]
     assert not citing, citing
 
 
