@@ -16,6 +16,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain
 from harness.foundation.stats import format_number as _n
 from harness.report.findings import two_lookups_headline, where
+from harness.report.stability_md import HEADING, shown_word, stability_cell, stability_sentence
 
 
 def made_by(command: str, detail: str) -> list[str]:
@@ -101,8 +102,10 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
     note = (test.get("random_draws") or {}).get("note")
     lines += ["", *([note + ".", ""] if note else [])]
     lines += [
-        f"**Calibrated verdict: {verdict['verdict']}** (the rule of docs/usage_analysis.md, "
+        f"**Calibrated verdict: {shown_word(verdict)}** (the rule of docs/usage_analysis.md, "
         '"The calibrated verdict"): ' + "; ".join(verdict["reasons"]) + ".",
+        "",
+        stability_sentence(verdict),
         "",
     ]
     at = task.get("at_dose")
@@ -138,8 +141,8 @@ def lookups_section(task, command: str) -> list[str]:
         f"own (`{lookups[1].get('stage')}-*`).",
         "",
         "| lookup | ID mass | N | dose C | OOD errors (first wrong row) | calibrated verdict | "
-        "wrong OOD answers repaired free-running |",
-        "|---|---|---|---|---|---|---|",
+        f"{HEADING} | wrong OOD answers repaired free-running |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for entry in lookups:
         lookup = recorded_lookup(entry)
@@ -158,13 +161,15 @@ def lookups_section(task, command: str) -> list[str]:
         lines.append(
             f"| {where(lookup['offset'])} | {_n(lookup.get('mass'))} | {entry.get('n', '-')} "
             f"| {'-' if dose is None else f'{dose:g}'} | {errors or '-'} | "
-            f"**{verdict.get('verdict', '-')}** | {fixed} |"
+            f"**{shown_word(verdict) if verdict else '-'}** | {stability_cell(verdict)} | "
+            f"{fixed} |"
         )
     lines.append("")
     for entry in lookups:
         verdict = entry.get("verdict") or {}
         lines += [
-            f"At {where(recorded_lookup(entry)['offset'])}: **{verdict.get('verdict', '-')}**: "
+            f"At {where(recorded_lookup(entry)['offset'])}: "
+            f"**{shown_word(verdict) if verdict else '-'}**: "
             + "; ".join(verdict.get("reasons") or [])
             + ".",
             "",

@@ -25,6 +25,7 @@ from harness.foundation.stats import (
     scarce_kind,
 )
 from harness.foundation.stats import format_number as _n
+from harness.report.stability_md import shown_word
 
 # ID exact match falling more than the verdicts tolerate is reported as a cost
 ID_COST = ID_TOLERANCE
@@ -189,14 +190,14 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
             out.append(
                 f"Calibrated verdict at {where(recorded_lookup(entry)['offset'])} (dose-response "
                 "and where "
-                f"the errors look): **{verdict.get('verdict', 'none')}**: "
+                f"the errors look): **{shown_word(verdict)}**: "
                 + "; ".join(verdict.get("reasons") or [])
                 + "."
             )
     elif calibrated:
         out.append(
             f"Calibrated verdict (dose-response and where the errors look): "
-            f"**{calibrated['verdict']}**: " + "; ".join(calibrated["reasons"]) + "."
+            f"**{shown_word(calibrated)}**: " + "; ".join(calibrated["reasons"]) + "."
         )
     return out
 
@@ -217,8 +218,7 @@ def lookup_verdicts(task: Mapping[str, Any]) -> list[tuple[int, str]]:
         e.get("verdict") or (task.get("verdict") if not i else None) for i, e in enumerate(lookups)
     ]
     return [
-        (int(recorded_lookup(e)["offset"] or 0), (v or {}).get("verdict") or "none")
-        for e, v in zip(lookups, verdicts)
+        (int(recorded_lookup(e)["offset"] or 0), shown_word(v)) for e, v in zip(lookups, verdicts)
     ]
 
 
@@ -266,8 +266,9 @@ def verdict_name(task: Mapping[str, Any]) -> str:
     judged = lookup_verdicts(task)
     if len({v for _, v in judged}) > 1:
         return " / ".join(f"{v} at {where(k)}" for k, v in judged)
+    # under STABLE a calibrated verdict is "unstable: w1 / w2", never one word
     verdict = task.get("verdict") or (task.get("sweep") or {}).get("verdict") or {}
-    return verdict.get("verdict") or "none"
+    return shown_word(verdict)
 
 
 def _runs_text(runs: list[int]) -> str:

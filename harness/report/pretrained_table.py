@@ -34,6 +34,8 @@ from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import rewrite_block
 from harness.report.findings import verdict_name, where
 from harness.report.results_summary import read_digests, role_scores
+from harness.report.stability_md import HEADING as STABILITY
+from harness.report.stability_md import shown_word, stability_cell
 
 BEGIN = (
     "<!-- pretrained-table: generated from the --pretrained digests (docs/quick-run-*.json) "
@@ -139,7 +141,7 @@ def basis_cell(verdict: Mapping[str, Any]) -> str:
 def verdict_cell(verdict: Mapping[str, Any]) -> str:
     """The verdict with the shares it read: a mixed failure's kinds each with its share and
     reading; otherwise the kinds named (a quarter of the instances or more), or the largest."""
-    word = verdict.get("verdict", "-")
+    word = shown_word(verdict) if verdict.get("verdict") else "-"  # under STABLE: unstable
     numbers = verdict.get("numbers") or {}
     if not round_two(verdict):
         return f"{word} (round 1)"
@@ -264,8 +266,8 @@ def verdict_rows(digests: list[Mapping[str, Any]]) -> list[str]:
             )
             rows.append(
                 f"{head}{offset} | {basis_cell(verdict)} | {verdict_cell(verdict)} | "
-                f"{dose_cell(source, verdict)} | {controls_cell(source, verdict)} | "
-                f"{repaired_cell(verdict)} |"
+                f"{stability_cell(verdict)} | {dose_cell(source, verdict)} | "
+                f"{controls_cell(source, verdict)} | {repaired_cell(verdict)} |"
             )
     return rows
 
@@ -438,9 +440,9 @@ def render_table(folder: Path) -> str:
         ),
         "",
         "| model | task | seed run | lookup read at (ID mass) | errors read (instances) | "
-        "calibrated verdict (shares) | dose | controls at the dose (OOD test, points) | "
-        "repaired free-running |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"calibrated verdict (shares) | {STABILITY} | dose | controls at the dose (OOD test, "
+        "points) | repaired free-running |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *verdict_rows(digests),
         "",
         textwrap.fill(verdict_counts(digests), width=92, break_on_hyphens=False),

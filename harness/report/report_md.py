@@ -34,6 +34,8 @@ from harness.report.findings import (
     seed_groups,
     verdict_name,
 )
+from harness.report.stability_md import HEADING as STABILITY
+from harness.report.stability_md import stability_cell
 
 if TYPE_CHECKING:
     from harness.pipeline.settings import TaskValue
@@ -497,8 +499,9 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
     """One row per task: the chosen setting against the baseline and the random-head control."""
     lines = [
         "| task | chosen on validation | OOD partial: baseline -> chosen | gain (95% CI) | "
-        "random heads: gain | ID exact: baseline -> chosen | calibrated verdict |",
-        "|---|---|---|---|---|---|---|",
+        "random heads: gain | ID exact: baseline -> chosen | calibrated verdict | "
+        f"{STABILITY} |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, task in tasks.items():
         sweep = task["sweep"]
@@ -516,7 +519,8 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
             f"{_n(test[chosen]['partial_acc'])} | {format_gain(gains[chosen]['partial_acc'])} | "
             f"{', '.join(randoms) or '-'} | {_n(ident.get('baseline', {}).get('exact_match'))} "
             f"-> {_n(ident.get(chosen, {}).get('exact_match'))} | "
-            f"{verdict_name(task) if task.get('verdict') else '-'} |"
+            f"{verdict_name(task) if task.get('verdict') else '-'} | "
+            f"{stability_cell(task.get('verdict'))} |"
         )
     return lines + [""]
 
@@ -543,8 +547,8 @@ def seeds_section(tasks: dict[str, dict[str, Any]]) -> list[str]:
             "",
             "| seed run | init seed | data seed | ID exact | OOD exact | OOD partial | chosen "
             f"on validation | OOD gain {metric.replace('_', ' ')} (95% CI) | random heads: gain "
-            "| ID exact under chosen | verdict |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| ID exact under chosen | verdict | {STABILITY} |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, results in runs:
             run = results["seed_run"]
@@ -567,7 +571,8 @@ def seeds_section(tasks: dict[str, dict[str, Any]]) -> list[str]:
                 f"{_n(id_row.get('exact_match'))} | {_n(ood_row.get('exact_match'))} | "
                 f"{_n(ood_row.get('partial_acc'))} | {chosen or '-'} | "
                 f"{format_gain(gain) if gain else '-'} | "
-                f"{', '.join(randoms) or '-'} | {_n(under)} | **{verdict_name(results)}** |"
+                f"{', '.join(randoms) or '-'} | {_n(under)} | **{verdict_name(results)}** | "
+                f"{stability_cell(results.get('verdict'))} |"
             )
         lines += ["", seed_agreement(task, runs), ""]
     return lines

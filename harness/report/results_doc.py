@@ -34,6 +34,8 @@ from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
 from harness.report.results_summary import json_safe, write_summary
+from harness.report.stability_md import HEADING as STABILITY
+from harness.report.stability_md import stability_cell
 
 BEGIN = (
     "<!-- quick-findings: generated from the run below by harness/report/results_doc.py; "
@@ -290,8 +292,9 @@ def render(
     lines += [
         "",
         "| task | chosen | OOD gain | restore gain | pointer following at ref-3 / ref+3 "
-        "(without) | ID exact: baseline -> chosen | repair or pointer | calibrated verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "(without) | ID exact: baseline -> chosen | repair or pointer | calibrated verdict | "
+        f"{STABILITY} |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, task in tasks.items():
         sweep = task["sweep"]
@@ -318,7 +321,8 @@ def render(
             f"| {name} | {chosen} | {format_gain(sweep['test_gains'][chosen][metric])} | "
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
             f"{verdict.get('verdict', '-')} | "
-            f"{verdict_name(task) if task.get('verdict') else '-'} |"
+            f"{verdict_name(task) if task.get('verdict') else '-'} | "
+            f"{stability_cell(task.get('verdict'))} |"
         )
     lines += [
         "",
@@ -398,7 +402,30 @@ def _figures(task: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[
             else lookup
             for lookup in out["lookups"]
         ]
+    if saved is not None:
+        _unrecorded_stability(out, saved)
     return out
+
+
+def _unrecorded_stability(task: dict[str, Any], saved: dict[str, Any]) -> None:
+    """A verdict's stability (measured after digests were committed) is compared only where
+    the committed verdict holds one: a figure the digest never held has not moved."""
+
+    def strip(verdict: Any, kept: Any) -> Any:
+        if isinstance(verdict, dict) and "stability" in verdict:
+            if not (isinstance(kept, dict) and "stability" in kept):
+                return {k: v for k, v in verdict.items() if k != "stability"}
+        return verdict
+
+    task["verdict"] = strip(task.get("verdict"), saved.get("verdict"))
+    lookups, before = task.get("lookups"), saved.get("lookups")
+    if isinstance(lookups, list) and isinstance(before, list) and len(lookups) == len(before):
+        task["lookups"] = [
+            {**e, "verdict": strip(e.get("verdict"), (b or {}).get("verdict"))}
+            if isinstance(e, dict) and "verdict" in e
+            else e
+            for e, b in zip(lookups, before)
+        ]
 
 
 def moved_lines(moved: list[str], digest_file) -> list[str]:

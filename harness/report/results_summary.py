@@ -24,6 +24,7 @@ from attentionspan_datasets.jsonfile import read_json
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
+from harness.report.stability_md import NOT_RECORDED, stability_cell
 
 BEGIN = (
     "<!-- results-summary: generated from docs/quick-run*.json by "
@@ -87,6 +88,15 @@ def _counts(verdicts: list[str]) -> str:
     return ", ".join(f"*{v}*" + (f" x{n}" if n > 1 else "") for v, n in seen.items())
 
 
+def _stabilities(results: list[Mapping[str, Any]]) -> str:
+    """Each run's stability, "share (flip margin)" ("; stability not recorded" for digests
+    made before it was measured)."""
+    cells = [stability_cell(r.get("verdict")) for r in results]
+    if all(c == NOT_RECORDED for c in cells):
+        return f"; stability {NOT_RECORDED}"
+    return "; stability " + ", ".join(cells)
+
+
 def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, list[str]]]:
     """One bullet per task (its seed runs together) and {task: its calibrated verdicts}."""
     runs: dict[str, list[Mapping[str, Any]]] = {}
@@ -110,7 +120,7 @@ def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, l
                 if len(results) == 1
                 else (" (the seeds agree)" if len(set(called)) == 1 else " (the seeds differ)")
             )
-            said = f"{_counts(called)}{agree}"
+            said = f"{_counts(called)}{agree}{_stabilities(results)}"
         else:
             said = "measured before the calibrated verdict: no calibrated verdict yet"
         lines.append(f"- **{task}** ({models}; {learnt}): {said}.")

@@ -118,11 +118,18 @@ def resample(
     return out
 
 
-def unstable_as(word: Word, shares: Mapping[Word, float]) -> str:
-    """ "unstable: w1 / w2 (0.62 / 0.35)": the words resamples take at least MAIN_WORD of the
-    time, most taken first, the sample's own word always among them."""
+def main_words(word: Word, shares: Mapping[Word, float]) -> list[Word]:
+    """The words an unstable verdict is between: those resamples take at least MAIN_WORD of
+    the time, most taken first, the sample's own word always among them."""
     main = [w for w, s in shares.items() if s >= MAIN_WORD or w == word]
-    main.sort(key=lambda w: -shares.get(w, 0.0))
+    if word not in main:  # no resample gave it back
+        main.append(word)
+    return sorted(main, key=lambda w: -shares.get(w, 0.0))
+
+
+def unstable_as(word: Word, shares: Mapping[Word, float]) -> str:
+    """ "unstable: w1 / w2 (0.62 / 0.35)": the main words (`main_words`) with their shares."""
+    main = main_words(word, shares)
     said = " / ".join(str(w) for w in main)
     return f"unstable: {said} ({' / '.join(f'{shares.get(w, 0.0):.2f}' for w in main)})"
 

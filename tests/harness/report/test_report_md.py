@@ -97,9 +97,10 @@ def test_seed_runs_get_a_table_an_agreement_line_and_their_own_folders(tmp_path)
     assert row0.startswith(
         "| 0 (`reversal`) | 0 | 1234 | 1.000 | 0.000 | 0.210 | top4-C2 | +13.0 ["
     )
-    assert row0.endswith("| +13.0, +1.0 | 0.000 | **repair** |")  # both random seeds' gains
+    # both random seeds' gains; a verdict read before stability was measured says so
+    assert row0.endswith("| +13.0, +1.0 | 0.000 | **repair** | not recorded |")
     assert row1.startswith("| 1 (`reversal-seed1`) | 1 | 1235 |")
-    assert row1.endswith("| 0.500 | **pointer** |")
+    assert row1.endswith("| 0.500 | **pointer** | not recorded |")
     assert "the verdicts differ: **repair** in seed run 0; **pointer** in seed run 1." in text
     assert seeds_section({"reversal": runs["reversal"] | {"seed_run": None}}) == []
     values = {"reversal": TaskValue.of("reversal"), "reversal_id": TaskValue.of("reversal_id")}

@@ -448,3 +448,29 @@ def test_check_says_when_the_cpu_kind_or_the_rule_differ(tmp_path, capsys):
 def test_cpu_and_rule_lines_say_what_was_not_recorded():
     assert results_doc.cpu_line(None, {"kernels": "AVX2"}).startswith("the digest records no CPU")
     assert results_doc.rule_line("r-1", None).startswith("the run records no rule version")
+
+
+def test_check_compares_stability_only_where_the_digest_holds_it(tmp_path):
+    """A verdict's stability, measured after the digests were committed, is no figure that
+    moved against a digest without it; where the digest holds it, it is compared."""
+    run = tmp_path / "run"
+    _write_run(run)
+    _ladder_run(run)
+    path = run / "reversal" / "results.json"
+    result = json.loads(path.read_text())
+    measured = {"word": "downstream", "share": 0.9, "words": {"downstream": 0.9}}
+    result["verdict"]["stability"] = measured
+    result["lookups"][1]["verdict"]["stability"] = {**measured, "word": "no lookup"}
+    path.write_text(json.dumps(result))
+    tasks = results_doc.digest(run)
+    assert tasks["reversal"]["verdict"]["stability"]["share"] == 0.9  # the digest keeps it
+    older = json.loads(json.dumps(tasks))
+    del older["reversal"]["verdict"]["stability"]
+    del older["reversal"]["lookups"][1]["verdict"]["stability"]
+    digest_file = tmp_path / "old.json"
+    digest_file.write_text(json.dumps({"meta": {}, "tasks": older}))
+    assert results_doc.check(run, digest_file) == []
+    tasks["reversal"]["verdict"]["stability"]["share"] = 0.7
+    digest_file.write_text(json.dumps({"meta": {}, "tasks": tasks}))
+    moved = results_doc.check(run, digest_file)
+    assert "reversal.verdict.stability.share: expected 0.7, got 0.9" in moved

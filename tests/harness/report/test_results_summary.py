@@ -101,7 +101,10 @@ def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path
         )
     )
     text = " ".join(results_summary.render_summary(tmp_path).split())
-    assert "- **reversal** (1 model; ID exact 1.00, OOD exact 0.00): *inconclusive*." in text
+    assert (
+        "- **reversal** (1 model; ID exact 1.00, OOD exact 0.00): *inconclusive*; stability "
+        "not recorded." in text
+    )
     assert "- **reversal, smollm2-135m-instruct fine-tuned** (1 model; ID exact 0.97" in text
 
 
