@@ -293,7 +293,21 @@ def calibrated_verdict(
     if lookup.found:
         out["reasons"].insert(0, lookup.text)
         out["numbers"]["offset"] = dict(lookup.found)
+    add_stability(out)
     return out
+
+
+def add_stability(verdict: dict[str, Any]) -> None:
+    """The verdict's stability and flip margin (`harness.attention.verdicts.stability`), in
+    verdict["stability"], re-derived on bootstrap resamples of the readings it holds; a
+    verdict holding no readings is left as it is (its reports say "not recorded")."""
+    readings = verdict.get("readings")
+    if not readings:
+        return
+    from harness.attention.verdicts import readings as recorded
+    from harness.attention.verdicts.stability import verdict_stability
+
+    verdict["stability"] = verdict_stability(readings, recorded.rederive, recorded.streams)
 
 
 def run_at_dose(
