@@ -35,7 +35,7 @@ from harness.report.findings import (
     verdict_name,
 )
 from harness.report.stability_md import HEADING as STABILITY
-from harness.report.stability_md import stability_cell
+from harness.report.stability_md import task_cell
 
 if TYPE_CHECKING:
     from harness.pipeline.settings import TaskValue
@@ -520,7 +520,7 @@ def summary_table(tasks: dict[str, dict[str, Any]]) -> list[str]:
             f"{', '.join(randoms) or '-'} | {_n(ident.get('baseline', {}).get('exact_match'))} "
             f"-> {_n(ident.get(chosen, {}).get('exact_match'))} | "
             f"{verdict_name(task) if task.get('verdict') else '-'} | "
-            f"{stability_cell(task.get('verdict'))} |"
+            f"{task_cell(task)} |"
         )
     return lines + [""]
 
@@ -572,7 +572,7 @@ def seeds_section(tasks: dict[str, dict[str, Any]]) -> list[str]:
                 f"{_n(ood_row.get('partial_acc'))} | {chosen or '-'} | "
                 f"{format_gain(gain) if gain else '-'} | "
                 f"{', '.join(randoms) or '-'} | {_n(under)} | **{verdict_name(results)}** | "
-                f"{stability_cell(results.get('verdict'))} |"
+                f"{task_cell(results)} |"
             )
         lines += ["", seed_agreement(task, runs), ""]
     return lines

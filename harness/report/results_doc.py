@@ -35,7 +35,7 @@ from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
 from harness.report.results_summary import json_safe, write_summary
 from harness.report.stability_md import HEADING as STABILITY
-from harness.report.stability_md import stability_cell
+from harness.report.stability_md import task_cell
 
 BEGIN = (
     "<!-- quick-findings: generated from the run below by harness/report/results_doc.py; "
@@ -322,7 +322,7 @@ def render(
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
             f"{verdict.get('verdict', '-')} | "
             f"{verdict_name(task) if task.get('verdict') else '-'} | "
-            f"{stability_cell(task.get('verdict'))} |"
+            f"{task_cell(task)} |"
         )
     lines += [
         "",

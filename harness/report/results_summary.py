@@ -24,7 +24,7 @@ from attentionspan_datasets.jsonfile import read_json
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
-from harness.report.stability_md import NOT_RECORDED, stability_cell
+from harness.report.stability_md import NOT_RECORDED, task_cell
 
 BEGIN = (
     "<!-- results-summary: generated from docs/quick-run*.json by "
@@ -91,7 +91,7 @@ def _counts(verdicts: list[str]) -> str:
 def _stabilities(results: list[Mapping[str, Any]]) -> str:
     """Each run's stability, "share (flip margin)" ("; stability not recorded" for digests
     made before it was measured)."""
-    cells = [stability_cell(r.get("verdict")) for r in results]
+    cells = [task_cell(r) for r in results]
     if all(c == NOT_RECORDED for c in cells):
         return f"; stability {NOT_RECORDED}"
     return "; stability " + ", ".join(cells)

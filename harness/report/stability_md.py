@@ -63,6 +63,21 @@ def stability_cell(verdict: Mapping[str, Any] | None) -> str:
     return f"{found['share']:.2f} ({margin_text(found)})"
 
 
+def task_cell(task: Mapping[str, Any]) -> str:
+    """A run's cell: its verdict's; where a near tie judged two candidate lookups whose
+    cells differ, both, in the order the verdict column names them ("0.93 (at most 2) /
+    0.55 (exactly 1)")."""
+    lookups = task.get("lookups") or []
+    if len(lookups) < 2:
+        return stability_cell(task.get("verdict"))
+    # the first is the run's own lookup: its verdict is the run's where the entry has none
+    cells = [
+        stability_cell(e.get("verdict") or (task.get("verdict") if not i else None))
+        for i, e in enumerate(lookups)
+    ]
+    return cells[0] if len(set(cells)) == 1 else " / ".join(cells)
+
+
 def _changes(margin: Mapping[str, Any]) -> str:
     changes = margin.get("changes") or []
     listed = ", ".join(

@@ -144,7 +144,8 @@ def stability(
 ) -> dict[str, Any]:
     """The share of `resamples` bootstrap resamples of the instances (`sizes`: {stream: n})
     giving the sample's word, every word taken with its share, and how to report it: the
-    word when its share is STABLE or more, else "unstable: w1 / w2 (shares)"."""
+    word when its share is STABLE or more, else "unstable: w1 / w2 (shares)". `resampled`:
+    the bootstrap already run (`resample`, shared with `flip_margin`), in place of one here."""
     r = resampled or resample(word_of, sizes, resamples, seed)
     counts = Counter(r.words)
     shares = {w: c / len(r.words) for w, c in sorted(counts.items(), key=lambda kv: -kv[1])}

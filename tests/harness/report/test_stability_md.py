@@ -120,3 +120,15 @@ def test_the_per_task_report_shows_the_unstable_verdict_and_its_stability(tmp_pa
     lines = dose_section({**task, "verdict": verdict}, tmp_path / "reversal", "reproduce")
     assert any(line.startswith("**Calibrated verdict: nudge-repairable**") for line in lines)
     assert any(line.startswith("Stability not recorded") for line in lines)
+
+
+def test_two_candidate_lookups_each_give_their_cell():
+    from harness.report.stability_md import task_cell
+
+    own = _verdict(0.93, {}, MARGIN)
+    second = _verdict(0.55, {}, {**MARGIN, "margin": 1, "exact": True})
+    task = {"verdict": own, "lookups": [{"offset": 0}, {"offset": 1, "verdict": second}]}
+    assert task_cell(task) == "0.93 (at most 2) / 0.55 (exactly 1)"
+    older = {"verdict": {"verdict": "x"}, "lookups": [{"offset": 0}, {"verdict": {}}]}
+    assert task_cell(older) == "not recorded"
+    assert task_cell({"verdict": own}) == "0.93 (at most 2)"
