@@ -11,6 +11,9 @@
                        include what each ladder control of the registry declares)
     repair_or_pointer  repair or pointer at the grid's chosen setting (the sweep's controls)
     supervision        the supervision study's verdict, from its numbers over seeds
+    stability          how stable a verdict is: the share of bootstrap resamples of the
+                       instances giving its word (under STABLE: unstable between the words
+                       taken) and its flip margin, against any word function
 
 A rule takes measured values (curves, gains, diagnoses: plain data) and returns
 {"verdict", "reasons" or "reason", "numbers"}; it measures nothing and writes nothing.
