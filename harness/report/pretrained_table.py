@@ -33,6 +33,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import rewrite_block
 from harness.report.findings import verdict_name, where
+from harness.report.replication_md import replication_cell, replication_heading
 from harness.report.results_summary import read_digests, role_scores
 
 BEGIN = (
@@ -266,6 +267,7 @@ def verdict_rows(digests: list[Mapping[str, Any]]) -> list[str]:
                 f"{head}{offset} | {basis_cell(verdict)} | {verdict_cell(verdict)} | "
                 f"{dose_cell(source, verdict)} | {controls_cell(source, verdict)} | "
                 f"{repaired_cell(verdict)} |"
+                + f" {replication_cell(verdict if verdict else None)} |"
             )
     return rows
 
@@ -432,15 +434,17 @@ def render_table(folder: Path) -> str:
             "offset and its top heads' ID mass; a near tie judges two candidate lookups, "
             "the second in a row of its own), which errors the diagnosis read, the verdict "
             "with the shares of its kinds, the dose (N heads, C), the controls at that dose "
-            "and the share of wrong OOD answers the push repairs free-running:",
+            "and the share of wrong OOD answers the push repairs free-running, then the "
+            "verdict read again on a second, disjoint test stream with the same N and doses "
+            "and whether it agrees (not recorded: a digest made before it):",
             width=92,
             break_on_hyphens=False,
         ),
         "",
         "| model | task | seed run | lookup read at (ID mass) | errors read (instances) | "
         "calibrated verdict (shares) | dose | controls at the dose (OOD test, points) | "
-        "repaired free-running |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "repaired free-running |" + replication_heading(),
+        "|---|---|---|---|---|---|---|---|---|" + "---|",
         *verdict_rows(digests),
         "",
         textwrap.fill(verdict_counts(digests), width=92, break_on_hyphens=False),

@@ -33,6 +33,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
+from harness.report.replication_md import replication_cell, replication_heading
 from harness.report.results_summary import json_safe, write_summary
 
 BEGIN = (
@@ -290,8 +291,9 @@ def render(
     lines += [
         "",
         "| task | chosen | OOD gain | restore gain | pointer following at ref-3 / ref+3 "
-        "(without) | ID exact: baseline -> chosen | repair or pointer | calibrated verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "(without) | ID exact: baseline -> chosen | repair or pointer | calibrated verdict |"
+        + replication_heading(),
+        "|---|---|---|---|---|---|---|---|" + "---|",
     ]
     for name, task in tasks.items():
         sweep = task["sweep"]
@@ -319,6 +321,7 @@ def render(
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
             f"{verdict.get('verdict', '-')} | "
             f"{verdict_name(task) if task.get('verdict') else '-'} |"
+            + f" {replication_cell(task.get('verdict'))} |"
         )
     lines += [
         "",
@@ -397,6 +400,34 @@ def _figures(task: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[
             if isinstance(lookup, dict)
             else lookup
             for lookup in out["lookups"]
+        ]
+    return without_new_replication(out, saved)
+
+
+def without_new_replication(task: dict[str, Any], saved: dict[str, Any] | None) -> dict:
+    """`task` without the replication its verdicts carry where the committed digest's
+    verdicts (`saved`) hold none (made before it existed: a figure never held has not
+    moved); the run's own and each candidate lookup's verdict alike."""
+    if saved is None:
+        return task
+
+    def bare(mine: Any, theirs: Any) -> Any:
+        if not isinstance(mine, dict) or "replication" not in mine:
+            return mine
+        if isinstance(theirs, dict) and "replication" in theirs:
+            return mine
+        return {k: v for k, v in mine.items() if k != "replication"}
+
+    out = dict(task)
+    if "verdict" in task:
+        out["verdict"] = bare(task["verdict"], saved.get("verdict"))
+    lookups, before = task.get("lookups"), saved.get("lookups")
+    if isinstance(lookups, list) and isinstance(before, list) and len(lookups) == len(before):
+        out["lookups"] = [
+            {**a, "verdict": bare(a.get("verdict"), b.get("verdict"))}
+            if isinstance(a, dict) and isinstance(b, dict)
+            else a
+            for a, b in zip(lookups, before)
         ]
     return out
 
