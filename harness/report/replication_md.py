@@ -55,8 +55,10 @@ def replication_line(verdict: Mapping[str, Any] | None) -> str | None:
     if record.get("skipped") or not record.get("verdict"):
         return "Not read again on fresh instances (--no-replicate)."
     agrees = "agrees with" if record.get("agrees") else "differs from"
-    shared = sum((record.get("shared_prompts") or {}).values())
-    repeats = f"; {shared} prompt(s) also in the first stream" if shared else ""
+    # where a length has few distinct prompts two draws can write the same one
+    shared = {k: v for k, v in (record.get("shared_prompts") or {}).items() if v}
+    repeats = ", ".join(f"{k} {v}" for k, v in shared.items())
+    repeats = f"; prompts a first-stream row also wrote: {repeats}" if shared else ""
     return (
         f"Read again on {record.get('instances')} fresh instances: **{record['verdict']}** "
         f"({agrees} the verdict above; {record.get('stream')}{repeats}; the same N and "

@@ -47,7 +47,7 @@ def test_the_reports_line_names_the_instances_the_word_the_stream_and_the_rule()
     assert replication_line({"verdict": "no lookup"}) is None  # a run made before it
     line = replication_line({"verdict": "downstream", "replication": _record("x", False)})
     assert line.startswith("Read again on 64 fresh instances: **x** (differs from the verdict")
-    for part in ("rows 64..127", "2 prompt(s) also in the first stream", "r-0123456789ab"):
+    for part in ("rows 64..127", "prompts a first-stream row also wrote: reversal_id 2", "r-0123456789ab"):
         assert part in line, part
     assert line.endswith(": a reason.")
     skipped = {"verdict": "x", "replication": {"skipped": "--no-replicate"}}
