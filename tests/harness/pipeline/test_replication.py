@@ -153,3 +153,15 @@ def test_only_the_replications_streams_start_past_the_first():
     )
     assert replication.first_row(cfg, "test") == replication.first_row(cfg, "validation") == 0
     assert "rows 7..13" in replication.stream_text(cfg)
+
+
+def test_the_command_line_turns_it_off_with_no_replicate():
+    import argparse
+
+    from harness.commands.reproduce import add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    on = config_from_args(parser.parse_args(["--model", "m"]))
+    off = config_from_args(parser.parse_args(["--model", "m", "--no-replicate"]))
+    assert (on.no_replicate, off.no_replicate) == (False, True)
