@@ -81,13 +81,15 @@ def run_ladder(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
 
     cfg, n = run.cfg, int(dose["n"])
     thresholds = swept_thresholds(cfg)
-    controlled = [tuple(r) for r in dose.get("controlled") or []]
+    # the rungs that carried controls on the first stream (None there: every rung)
+    rungs = dose.get("controlled")
+    controlled = None if rungs is None else [tuple(r) for r in rungs]
     settings = _settings(run, lookup, dose) | {
         "n": n,
         "mode": cfg.mode,
         "thresholds": thresholds,
         "doses": list(DEFAULT_DOSES),
-        "controlled": [list(r) for r in controlled],
+        "controlled": rungs,
     }
 
     def compute():
