@@ -57,6 +57,7 @@ STAGES = (  # TaskRun's methods, in the order run() takes them, and each one's s
     ("run_diagnosis", "diagnosis"),
     ("calibrated_verdict", "verdict"),
     ("run_at_dose", "at_dose"),
+    ("run_replication", "replication"),
     ("run_viewer", "viewer"),
 )
 

@@ -33,11 +33,15 @@ then, at the lookup (`TaskRun.judge`, `harness.pipeline.lookup_stages`):
    (`harness.attention.verdicts.calibrated`; computed from the two stages above, not saved apart);
 8. `at_dose`: the verdict's dose scored free-running on OOD and ID test, paired per
    instance over the baseline (its scoring files);
-9. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
+9. `replication`: the verdict read again on a second test stream, disjoint from the first
+   (its rows num_test .. 2*num_test-1, OOD and ID), with N and every dose kept as chosen on
+   validation: the test ladder at the same rungs with its controls, the diagnosis, the
+   answer counts and the verdict (`harness.pipeline.replication`; off with --no-replicate);
+10. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 `OUT/settings.json`. Where another offset's top heads weigh within OFFSET_MARGIN of the
 largest (a near tie, `harness.attention.heads.second_lookup`), stage 3 ranks again at that
-second candidate lookup, a second `Lookup` that stages 5-8 judge in stage files of their own
+second candidate lookup, a second `Lookup` that stages 5-9 judge in stage files of their own
 (`<task>-lookup+1-heads`, ...), and `results["lookups"]` holds both judgements (the first is
 the run's own, unchanged). Every step's CPU seconds, as measured when its stage files were
 computed, are in `results["cpu_s"]` (the fine-tune's too, `<task>-fine-tune`).
@@ -68,7 +72,7 @@ from harness.engine.scoring import Processes  # moved beside the engine; re-expo
 from harness.foundation.dispatch import Placement, launched_processes
 from harness.foundation.models import resolve_model
 from harness.foundation.runs import cpu_kind, versions, weights_sha256
-from harness.pipeline import lookup_stages
+from harness.pipeline import lookup_stages, replication
 from harness.pipeline.lookup_stages import lookup_entry, note_repaired, swept_thresholds
 from harness.pipeline.prepare import (
     check_task_models,
@@ -115,6 +119,8 @@ STREAMS = {
     "test": ("ood", "test", "num_test"),
     "id": ("id", "test", "num_test"),
     "id_validation": ("id", "validation", "num_validation"),  # with --id-guard
+    # the replication's OOD and ID test streams: the rows after the first num_test
+    **replication.STREAMS,
 }
 
 
@@ -193,9 +199,9 @@ class TaskRun:
         count = count or getattr(self.cfg, size)
         name = self.ood_name if which == "ood" else self.id_name
         overrides = self.ood if which == "ood" else {}
-        out = []
+        out, start = [], replication.first_row(self.cfg, stream)
         for i in self.procs.share(count) if share else range(count):
-            x = split_instance(name, self.cfg.seed, split, i, **overrides)
+            x = split_instance(name, self.cfg.seed, split, start + i, **overrides)
             x.config = name
             out.append(x)
         return out
@@ -389,6 +395,21 @@ class TaskRun:
         at_dose = (lookup, results["dose"], results["verdict"])
         results["at_dose"] = step("at_dose", self.run_at_dose, *at_dose)
         note_repaired(results["verdict"], results["at_dose"])
+        self.replicate(lookup, results, step)
+
+    def replicate(self, lookup: Lookup, results: dict[str, Any], step) -> None:
+        """The verdict read again on a second, disjoint test stream with every choice made
+        on validation kept (`harness.pipeline.replication`): its stages in
+        `results["replication"]`, its record in `results["verdict"]["replication"]`."""
+        if self.cfg.no_replicate:
+            results["verdict"]["replication"] = replication.skipped()
+            return
+        self.log("the verdict read again on a second, disjoint test stream")
+        dose, diagnosis = results["dose"], results["diagnosis"]
+        again = step("replication", self.run_replication, lookup, dose, diagnosis)
+        results["replication"] = again
+        verdict = results["verdict"]
+        verdict["replication"] = replication.record(self, lookup, dose, again, verdict)
 
     def judge_second(self, lookup: Lookup) -> None:
         """Where another offset's top heads weigh near the lookup's (`heads.second_lookup`),
@@ -438,6 +459,9 @@ class TaskRun:
 
     def run_at_dose(self, lookup: Lookup, dose, verdict) -> dict[str, Any] | None:
         return lookup_stages.run_at_dose(self, lookup, dose, verdict)
+
+    def run_replication(self, lookup: Lookup, dose, diagnosis) -> dict[str, Any]:
+        return replication.run_replication(self, lookup, dose, diagnosis)
 
     def run_viewer(self, lookup: Lookup) -> dict[str, Any]:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test

@@ -170,6 +170,15 @@ class ReproduceConfig:
             metavar="K",
         ),
     )
+    # the verdict read again on a second, disjoint test stream (`harness.pipeline.replication`)
+    no_replicate: bool = field(
+        default=False,
+        metadata=cli(
+            "skip the replication: the calibrated verdict read again, with the same N and "
+            "doses, on the test rows after the first --num-test (OOD and ID; about the test "
+            "ladder's, the diagnosis's and the evaluation's time again)"
+        ),
+    )
     num_heads: int = field(  # the paper: 30
         default=30, metadata=cli("ID instances to rank", group="sizes")
     )

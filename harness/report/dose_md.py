@@ -16,6 +16,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain
 from harness.foundation.stats import format_number as _n
 from harness.report.findings import two_lookups_headline, where
+from harness.report.replication_md import replication_line
 from harness.report.stability_md import HEADING, shown_word, stability_cell, stability_sentence
 
 
@@ -120,6 +121,9 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
             f"{_n(ident['treated']['exact_match'])}.",
             "",
         ]
+    again = replication_line(verdict)
+    if again:  # runs made before the replication existed have none
+        lines += [again, ""]
     return lines + made_by(command, f"stage `{task['task']}-dose`")
 
 
@@ -174,6 +178,8 @@ def lookups_section(task, command: str) -> list[str]:
             + ".",
             "",
         ]
+        again = replication_line(verdict)
+        lines += [again, ""] if again else []
     return lines + made_by(
         command, f"stages `{lookups[1].get('stage')}-heads`, `-dose`, `-diagnosis`"
     )

@@ -33,6 +33,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import rewrite_block
 from harness.report.findings import verdict_name, where
+from harness.report.replication_md import replication_cell, replication_heading
 from harness.report.results_summary import read_digests, role_scores
 from harness.report.stability_md import HEADING as STABILITY
 from harness.report.stability_md import shown_word, stability_cell
@@ -268,6 +269,7 @@ def verdict_rows(digests: list[Mapping[str, Any]]) -> list[str]:
                 f"{head}{offset} | {basis_cell(verdict)} | {verdict_cell(verdict)} | "
                 f"{stability_cell(verdict)} | {dose_cell(source, verdict)} | "
                 f"{controls_cell(source, verdict)} | {repaired_cell(verdict)} |"
+                + f" {replication_cell(verdict if verdict else None)} |"
             )
     return rows
 
@@ -434,15 +436,17 @@ def render_table(folder: Path) -> str:
             "offset and its top heads' ID mass; a near tie judges two candidate lookups, "
             "the second in a row of its own), which errors the diagnosis read, the verdict "
             "with the shares of its kinds, the dose (N heads, C), the controls at that dose "
-            "and the share of wrong OOD answers the push repairs free-running:",
+            "and the share of wrong OOD answers the push repairs free-running, then the "
+            "verdict read again on a second, disjoint test stream with the same N and doses "
+            "and whether it agrees (not recorded: a digest made before it):",
             width=92,
             break_on_hyphens=False,
         ),
         "",
         "| model | task | seed run | lookup read at (ID mass) | errors read (instances) | "
         f"calibrated verdict (shares) | {STABILITY} | dose | controls at the dose (OOD test, "
-        "points) | repaired free-running |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "points) | repaired free-running |" + replication_heading(),
+        "|---|---|---|---|---|---|---|---|---|---|" + "---|",
         *verdict_rows(digests),
         "",
         textwrap.fill(verdict_counts(digests), width=92, break_on_hyphens=False),

@@ -33,6 +33,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
+from harness.report.replication_md import replication_cell, replication_heading
 from harness.report.results_summary import json_safe, write_summary
 from harness.report.stability_md import HEADING as STABILITY
 from harness.report.stability_md import task_cell
@@ -293,8 +294,8 @@ def render(
         "",
         "| task | chosen | OOD gain | restore gain | pointer following at ref-3 / ref+3 "
         "(without) | ID exact: baseline -> chosen | repair or pointer | calibrated verdict | "
-        f"{STABILITY} |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"{STABILITY} |" + replication_heading(),
+        "|---|---|---|---|---|---|---|---|---|" + "---|",
     ]
     for name, task in tasks.items():
         sweep = task["sweep"]
@@ -322,7 +323,7 @@ def render(
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
             f"{verdict.get('verdict', '-')} | "
             f"{verdict_name(task) if task.get('verdict') else '-'} | "
-            f"{task_cell(task)} |"
+            f"{task_cell(task)} |" + f" {replication_cell(task.get('verdict'))} |"
         )
     lines += [
         "",
@@ -402,30 +403,36 @@ def _figures(task: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[
             else lookup
             for lookup in out["lookups"]
         ]
-    if saved is not None:
-        _unrecorded_stability(out, saved)
-    return out
+    return out if saved is None else without_unrecorded(out, saved)
 
 
-def _unrecorded_stability(task: dict[str, Any], saved: dict[str, Any]) -> None:
-    """A verdict's stability (measured after digests were committed) is compared only where
-    the committed verdict holds one: a figure the digest never held has not moved."""
+# Fields a verdict gained after digests were committed: compared only where the committed
+# verdict holds them (a figure the digest never held has not moved).
+VERDICT_ADDED = ("stability", "replication", "readings")
+
+
+def without_unrecorded(task: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """`task` without the fields of VERDICT_ADDED its verdicts carry where the committed
+    digest's verdicts (`saved`) hold none: the run's own and each candidate lookup's alike."""
 
     def strip(verdict: Any, kept: Any) -> Any:
-        if isinstance(verdict, dict) and "stability" in verdict:
-            if not (isinstance(kept, dict) and "stability" in kept):
-                return {k: v for k, v in verdict.items() if k != "stability"}
-        return verdict
+        if not isinstance(verdict, dict):
+            return verdict
+        kept = kept if isinstance(kept, dict) else {}
+        return {k: v for k, v in verdict.items() if k not in VERDICT_ADDED or k in kept}
 
-    task["verdict"] = strip(task.get("verdict"), saved.get("verdict"))
+    out = dict(task)
+    if "verdict" in task:
+        out["verdict"] = strip(task["verdict"], saved.get("verdict"))
     lookups, before = task.get("lookups"), saved.get("lookups")
     if isinstance(lookups, list) and isinstance(before, list) and len(lookups) == len(before):
-        task["lookups"] = [
+        out["lookups"] = [
             {**e, "verdict": strip(e.get("verdict"), (b or {}).get("verdict"))}
             if isinstance(e, dict) and "verdict" in e
             else e
             for e, b in zip(lookups, before)
         ]
+    return out
 
 
 def moved_lines(moved: list[str], digest_file) -> list[str]:

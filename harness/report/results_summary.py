@@ -24,6 +24,7 @@ from attentionspan_datasets.jsonfile import read_json
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
+from harness.report.replication_md import replication_counts
 from harness.report.stability_md import NOT_RECORDED, task_cell
 
 BEGIN = (
@@ -183,11 +184,21 @@ def render_summary(folder: Path) -> str:
             "",
             *lines,
             "",
+            *replication_paragraph(digests),
             *glossary(),
             "",
             END,
         ]
     )
+
+
+def replication_paragraph(digests: list[Mapping[str, Any]]) -> list[str]:
+    """Whether each calibrated verdict, read again on a second, disjoint test stream with
+    the same choices, said the same word (`replication_md.replication_counts`), and a blank
+    line; nothing when no digest holds a calibrated verdict."""
+    verdicts = [r.get("verdict") for d in digests for r in d["tasks"].values()]
+    text = replication_counts(verdicts)
+    return [*textwrap.wrap(text, width=92, break_on_hyphens=False), ""] if text else []
 
 
 def glossary() -> list[str]:

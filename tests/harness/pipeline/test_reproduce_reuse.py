@@ -18,7 +18,17 @@ from harness.report import results_doc
 from harness.report.report_md import pipeline_writers
 from tests.harness.pipeline.test_reproduce import TINY, _fake_model, model_dir  # noqa: F401
 
-STEPS = ("eval", "attention", "heads", "sweep", "dose", "diagnosis", "at_dose", "viewer")
+STEPS = (
+    "eval",
+    "attention",
+    "heads",
+    "sweep",
+    "dose",
+    "diagnosis",
+    "at_dose",
+    "replication",
+    "viewer",
+)
 
 
 def _computed(monkeypatch) -> list[str]:

@@ -81,9 +81,9 @@ def test_a_row_reads_its_numbers_from_the_digest(tmp_path):
         f"| smollm2-135m-instruct | reversal | 0 | 0.969 | 0.094 (0.156) | {table2} |",
         f"| smollm2-135m-instruct | reversal | 1 (1235) | 0.969 | 0.094 (0.156) | {table2} |",
         f"| smollm2-135m-instruct | reversal | 0 | {old} | {old} | no lookup (round 1) | "
-        f"not recorded | N {old}, C 2 | {controls} | {old} |",
+        f"not recorded | N {old}, C 2 | {controls} | {old} | not recorded |",
         f"| smollm2-135m-instruct | reversal | 1 (1235) | {old} | {old} | inconclusive (round 1) "
-        f"| not recorded | N {old}, C 2 | {controls} | {old} |",
+        f"| not recorded | N {old}, C 2 | {controls} | {old} | not recorded |",
     ]
     assert "downstream" not in block  # a scratch run is not a row
     words = " ".join(block.split())
@@ -146,7 +146,8 @@ def test_a_round_two_row_names_offset_basis_shares_dose_controls_and_repair(tmp_
         "| smollm2-135m-instruct | reversal | 0 | ref+1 (0.81) | first error per instance "
         "(58) | mixed failure: diluted 0.50: nudge-repairable; diffuse 0.30: no lookup | "
         "not recorded | N 2, C 2 | ref +50.0 [+40.0, +60.0]; ref-3 +10.0, followed +0.05; "
-        "ref+3 -2.0, followed +0.30; random heads +4.0; ID 0.97 -> 0.95 | 12 of 58 (0.21) |"
+        "ref+3 -2.0, followed +0.30; random heads +4.0; ID 0.97 -> 0.95 | 12 of 58 (0.21) | "
+        "not recorded |"
     )
     assert "of them under the round-1 rule" not in " ".join(block.split())
     assert "predates round 2" not in block  # no row shows it: no legend for it either
@@ -201,7 +202,8 @@ def test_two_candidate_lookups_get_two_rows_and_a_headline_naming_both(tmp_path)
     )
     assert rows[1] == (
         "| | | 0, 2nd lookup | ref+1 (2nd) | first error per instance (58) | no attention "
-        "effect (diffuse 0.90) | not recorded | N 4; no dose gains | no dose chosen | no dose |"
+        "effect (diffuse 0.90) | not recorded | N 4; no dose gains | no dose chosen | no dose | "
+        "not recorded |"
     )
     # the count names both verdicts: never one picked silently
     words = " ".join(block.split())

@@ -95,7 +95,7 @@ def test_results_md_rows_show_the_unstable_verdict_and_its_stability():
     task["verdict"]["stability"] = {**stability, "flip_margin": MARGIN}
     block = results_doc.render({name: task}, **data["meta"])
     (row,) = [line for line in block.splitlines() if line.startswith(f"| {name} |")]
-    assert row.endswith(f"| unstable: {word} / no lookup | 0.55 (at most 2) |"), row
+    assert f"| unstable: {word} / no lookup | 0.55 (at most 2) |" in row, row
     assert f"**unstable: {word} / no lookup**" in block  # the findings too
 
 

@@ -1,0 +1,97 @@
+"""The replication beside the verdict, in words: the report's line, the tables' cell and
+docs/results.md's count (`harness.pipeline.replication` reads it; the verdict carries it).
+
+    from harness.report.replication_md import replication_cell, replication_line
+    replication_cell(task["verdict"])    # 'no lookup (agrees)', or 'not recorded'
+    replication_line(task["verdict"])    # the report's sentence under the verdict
+
+A digest or a run made before the replication existed holds none: its cell says "not
+recorded", never a word made up; a run made with --no-replicate says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+NOT_RECORDED = "not recorded"
+NOT_RUN = "not run (--no-replicate)"
+HEADING = "read again on fresh instances"  # the tables' column
+
+
+def replication_heading() -> str:
+    """The tables' column heading, with its closing bar."""
+    return f" {HEADING} |"
+
+
+def _record(verdict: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    record = (verdict or {}).get("replication")
+    return record if isinstance(record, Mapping) else None
+
+
+def _agreement(record: Mapping[str, Any]) -> str:
+    return "agrees" if record.get("agrees") else "differs"
+
+
+def replication_cell(verdict: Mapping[str, Any] | None) -> str:
+    """The tables' cell: the replication's word and whether it agrees with the verdict's;
+    "-" where there is no calibrated verdict at all."""
+    if not verdict:
+        return "-"
+    record = _record(verdict)
+    if record is None:
+        return NOT_RECORDED
+    if record.get("skipped") or not record.get("verdict"):
+        return NOT_RUN
+    return f"{record['verdict']} ({_agreement(record)})"
+
+
+def replication_line(verdict: Mapping[str, Any] | None) -> str | None:
+    """The report's sentence: "Read again on N fresh instances (how): **word** (agrees
+    with / differs from the verdict above)", with its reasons; None without a record."""
+    record = _record(verdict)
+    if record is None:
+        return None
+    if record.get("skipped") or not record.get("verdict"):
+        return "Not read again on fresh instances (--no-replicate)."
+    agrees = "agrees with" if record.get("agrees") else "differs from"
+    # where a length has few distinct prompts two draws can write the same one
+    shared = {k: v for k, v in (record.get("shared_prompts") or {}).items() if v}
+    repeats = ", ".join(f"{k} {v}" for k, v in shared.items())
+    repeats = f"; prompts a first-stream row also wrote: {repeats}" if shared else ""
+    return (
+        f"Read again on {record.get('instances')} fresh instances: **{record['verdict']}** "
+        f"({agrees} the verdict above; {record.get('stream')}{repeats}; the same N and "
+        f"doses, rule {record.get('rule_version')}): "
+        + "; ".join(record.get("reasons") or [])
+        + "."
+    )
+
+
+def replication_counts(verdicts: Iterable[Mapping[str, Any] | None]) -> str:
+    """docs/results.md's sentence over the models with a calibrated verdict: how many
+    replications agree, differ, were not run and were not recorded."""
+    counts = {"agree": 0, "differ": 0, "not run": 0, NOT_RECORDED: 0}
+    for verdict in verdicts:
+        if not verdict:
+            continue
+        record = _record(verdict)
+        if record is None:
+            counts[NOT_RECORDED] += 1
+        elif record.get("skipped") or not record.get("verdict"):
+            counts["not run"] += 1
+        else:
+            counts["agree" if record.get("agrees") else "differ"] += 1
+    total = sum(counts.values())
+    if not total:
+        return ""
+    parts = [f"{n} {word}" for word, n in counts.items() if n]
+    if counts[NOT_RECORDED] == total:
+        return (
+            "Read again on a second, disjoint test stream (the same N and doses): not "
+            "recorded in these digests (made before the replication existed)."
+        )
+    return (
+        f"Read again on a second, disjoint test stream (the same N and doses), the "
+        f"{total} verdicts: {', '.join(parts)}."
+    )

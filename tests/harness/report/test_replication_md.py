@@ -1,0 +1,106 @@
+"""The replication beside the verdict in words: a digest made before it says "not recorded"
+(never a word made up), a recorded one its word and whether it agrees, in the report's line,
+docs/results.md's tables and its summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.report import pretrained_table, results_doc
+from harness.report.replication_md import (
+    NOT_RECORDED,
+    replication_cell,
+    replication_counts,
+    replication_line,
+)
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _record(word="no lookup", agrees=True):
+    return {
+        "stream": "test split rows 64..127 of data seed 1234",
+        "indices": [64, 128],
+        "instances": 64,
+        "shared_prompts": {"reversal_ood": 0, "reversal_id": 2},
+        "rule_version": "r-0123456789ab",
+        "verdict": word,
+        "reasons": ["a reason"],
+        "numbers": {},
+        "agrees": agrees,
+    }
+
+
+def test_the_cell_says_the_word_and_whether_it_agrees_or_that_none_was_recorded():
+    assert replication_cell({"verdict": "no lookup"}) == NOT_RECORDED == "not recorded"
+    assert replication_cell(None) == "-"  # no calibrated verdict at all
+    recorded = {"verdict": "no lookup", "replication": _record()}
+    assert replication_cell(recorded) == "no lookup (agrees)"
+    differs = {"verdict": "downstream", "replication": _record("inconclusive", agrees=False)}
+    assert replication_cell(differs) == "inconclusive (differs)"
+    skipped = {"verdict": "no lookup", "replication": {"skipped": "--no-replicate"}}
+    assert replication_cell(skipped) == "not run (--no-replicate)"
+
+
+def test_the_reports_line_names_the_instances_the_word_the_stream_and_the_rule():
+    assert replication_line({"verdict": "no lookup"}) is None  # a run made before it
+    line = replication_line({"verdict": "downstream", "replication": _record("x", False)})
+    assert line.startswith("Read again on 64 fresh instances: **x** (differs from the verdict")
+    for part in (
+        "rows 64..127",
+        "prompts a first-stream row also wrote: reversal_id 2",
+        "r-0123456789ab",
+    ):
+        assert part in line, part
+    assert line.endswith(": a reason.")
+    skipped = {"verdict": "x", "replication": {"skipped": "--no-replicate"}}
+    assert "--no-replicate" in replication_line(skipped)
+
+
+def test_the_summary_counts_agreements_and_says_when_none_was_recorded():
+    none = replication_counts([{"verdict": "a"}, {"verdict": "b"}, None])
+    assert "not recorded in these digests" in none
+    mixed = replication_counts(
+        [
+            {"verdict": "a", "replication": _record("a")},
+            {"verdict": "b", "replication": _record("c", agrees=False)},
+            {"verdict": "d"},
+        ]
+    )
+    assert "the 3 verdicts: 1 agree, 1 differ, 1 not recorded." in mixed
+    assert replication_counts([None]) == ""
+
+
+def test_the_quick_block_and_the_pretrained_table_show_it_beside_the_verdict(tmp_path):
+    committed = json.loads((REPO / "docs" / "quick-run.json").read_text())["tasks"]
+    task = committed["reversal"]  # a committed digest's task: no replication recorded
+    task["verdict"]["verdict"] = "downstream"
+    old = json.loads(json.dumps(task))
+    task["verdict"]["replication"] = _record("inconclusive", agrees=False)
+    block = results_doc.render(
+        {"reversal": task, "successor": old}, command="c", machine="m", date="d"
+    )
+    rows = [line for line in block.splitlines() if line.startswith("| ")]
+    assert rows[0].endswith(
+        "| calibrated verdict | stability (flip margin) | read again on fresh instances |"
+    )
+    assert rows[1].endswith("| downstream | not recorded | inconclusive (differs) |")
+    assert rows[2].endswith("| downstream | not recorded | not recorded |")
+    digest = {"meta": {"model": "m", "date": "d", "command": "c"}, "tasks": {"reversal": task}}
+    (tmp_path / "quick-run-m-reversal.json").write_text(json.dumps(digest))
+    table = pretrained_table.render_table(tmp_path)
+    rows = [line for line in table.splitlines() if line.startswith("| m | reversal | 0 ")]
+    assert rows[-1].endswith("| inconclusive (differs) |"), rows
+
+
+def test_check_compares_a_replication_only_where_the_committed_digest_holds_one():
+    run = {"verdict": {"verdict": "a", "replication": _record("a")}, "eval": {}}
+    before = {"verdict": {"verdict": "a"}, "eval": {}}
+    assert results_doc.without_unrecorded(run, before) == before
+    # a committed replication is a figure: compared, so a changed word is seen
+    assert results_doc.without_unrecorded(run, run) == run
+    lookups = {"lookups": [{"verdict": run["verdict"]}], "verdict": run["verdict"]}
+    saved = {"lookups": [{"verdict": {"verdict": "a"}}], "verdict": {"verdict": "a"}}
+    assert results_doc.without_unrecorded(lookups, saved) == saved
+    assert results_doc.without_unrecorded({"eval": {}}, before) == {"eval": {}}
