@@ -227,7 +227,9 @@ class TaskRun:
         def settings_of(setting):
             # The baseline does not depend on the ranking: Table 1 and the sweep share it.
             ranked = {} if setting.is_baseline else {"ranking": key}
-            return base | ranked | setting.to_dict()
+            # under a key of its own: a setting's "seed" (its random draw) must not overwrite
+            # the run's data seed, or another --seed would reuse these records
+            return base | ranked | {"setting": setting.to_dict()}
 
         out, todo = {}, []
         for setting in settings:

@@ -135,6 +135,10 @@ def test_a_changed_analysis_recomputes_only_the_stages_it_changes(tmp_path, mode
     assert results["cpu_s"]["total"] == pytest.approx(sum(results["cpu_s"][s] for s in STEPS))
     for path in (out / "stages").iterdir():
         assert json.loads(path.read_text())["cpu_s"] >= 0, path.name
+    # a scoring stage records the run's data seed, never a random draw's seed in its place
+    # (which would let another --seed reuse records scored on other instances)
+    for path in (out / "stages").glob("*-sweep-*.json"):
+        assert json.loads(path.read_text())["settings"]["seed"] == cfg.seed, path.name
     # the digest keeps them, and --check does not compare them
     digest = results_doc.digest(out)["reversal"]
     assert digest["cpu_s"] == results["cpu_s"]
