@@ -57,6 +57,7 @@ from harness.attention.controls import (
     ladder_controls,
 )
 from harness.attention.controls.base import mean_or_none, paired_means
+from harness.attention.instance_values import curve_values, rung_values
 from harness.attention.lookup import Lookup
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES
@@ -240,6 +241,9 @@ def dose_curve(
         "id_instances": len(id_base) if id_base is not None else 0,
         "baseline": baseline,
         "doses": doses,
+        # what every mean above is a mean of, per instance (a reader computes the curve
+        # again from them, or resamples the instances: `verdicts.readings`)
+        "per_instance": curve_values(context, id_base),
     }
 
 
@@ -271,6 +275,7 @@ def _dose_entry(
             **_id_means(id_top),
             "tf_token_acc_gain": paired_means(id_base, id_top, METRIC, **stats),
         }
+    entry["per_instance"] = rung_values(context, rung, id_records)
     return entry
 
 

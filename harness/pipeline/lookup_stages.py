@@ -131,6 +131,8 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
         # not every rung (stages before this: all); each kind's dose too (before: the
         # whole validation curve's alone)
         "controls_at": "reading rungs, each kind's dose",
+        # every curve keeps its per-instance values (`verdicts.readings`; before: means only)
+        "per_instance": "kept",
     }
 
     def ladders(ns, instances, id_stream, **controls):
@@ -260,6 +262,7 @@ def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
         "answers": "counted",  # the eval's wrong answers, over-long ones included
         "null": NULL_BASIS,
         "compare": {k: [list(h) for h in v] for k, v in compare.items()},
+        "per_instance": "kept",  # each instance's kind and answer, the null per ID instance
     }
 
     def compute():
@@ -294,6 +297,18 @@ def calibrated_verdict(
         out["reasons"].insert(0, lookup.text)
         out["numbers"]["offset"] = dict(lookup.found)
     return out
+
+
+def verdict_readings(
+    lookup: Lookup, dose: dict[str, Any], diagnosis: dict[str, Any]
+) -> dict[str, Any] | None:
+    """What `calibrated_verdict` read, per instance, kept beside it so that a reader can
+    re-derive the verdict from it alone or resample its instances
+    (`harness.attention.verdicts.readings`); None for stages made before those values
+    were kept."""
+    from harness.attention.verdicts.readings import verdict_readings as readings_of
+
+    return readings_of(dose, diagnosis, lookup.evidence, lookup.found or None)
 
 
 def run_at_dose(
@@ -369,6 +384,7 @@ def lookup_entry(
         "heads": [list(h) for h in lookup.ranking.order[:8]],
         "n": dose.get("n"),
         "verdict": results.get("verdict"),
+        "readings": results.get("readings"),
         "diagnosis": results.get("diagnosis"),
         "at_dose": results.get("at_dose"),
     }

@@ -386,6 +386,8 @@ class TaskRun:
         results["diagnosis"] = step("diagnosis", self.run_diagnosis, lookup, results["dose"])
         ood_errors = results["diagnosis"][self.ood_name]
         results["verdict"] = self.calibrated_verdict(lookup, results["dose"], ood_errors)
+        # what it read, per instance: a reader re-derives it (`verdicts.readings`)
+        results["readings"] = lookup_stages.verdict_readings(lookup, results["dose"], ood_errors)
         at_dose = (lookup, results["dose"], results["verdict"])
         results["at_dose"] = step("at_dose", self.run_at_dose, *at_dose)
         note_repaired(results["verdict"], results["at_dose"])
