@@ -83,6 +83,9 @@ def digest(out: Path) -> dict[str, Any]:
             "seed_run": result.get("seed_run"),  # --seeds: task, run, init and data seed
             # the calibrated verdict with the numbers it read (dose, gains, error shares)
             "verdict": result.get("verdict"),
+            # what it read, per instance: `results-doc --rederive` reads the verdict again
+            # from these alone (`verdicts.readings`; absent: made before they were kept)
+            "readings": result.get("readings"),
             "diagnosis": _diagnosis(result.get("diagnosis"), f"{path}: 'diagnosis'"),
             # the ladder's N and every control at the verdict's dose (the table's row)
             "controls_at_dose": controls_at_dose(result.get("dose"), result.get("verdict")),
@@ -122,7 +125,7 @@ DIAGNOSIS = ("instances", "tokens", "shares", "null", "level", "kind_changes")
 # fields a digest gained after some were committed: `check` compares them only where the
 # committed digest has them (a figure it never held is not a figure that moved); `cpu_s`
 # is how long a run took, never compared
-ADDED_FIELDS = ("controls_at_dose", "cpu_s", "lookups")
+ADDED_FIELDS = ("controls_at_dose", "cpu_s", "lookups", "readings")
 UNCOMPARED = ("seed_run", "cpu_s")
 
 
@@ -193,6 +196,7 @@ def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
                 "stage": entry.get("stage"),
                 **({"text": entry["text"]} if entry.get("text") else {}),
                 "verdict": entry.get("verdict"),
+                "readings": entry.get("readings"),
                 "diagnosis": _diagnosis(
                     entry.get("diagnosis"), f"{path}: 'lookups[{i}].diagnosis'"
                 ),
