@@ -111,7 +111,9 @@ def run_command(args) -> int:
             print("\n".join(lines))
             return 0 if agree else 1
     if not args.run:
-        raise UsageError("the reproduce --output folder is required (but with --rederive)")
+        raise UsageError(
+            "give the reproduce --output folder (--rederive alone reads a digest only)"
+        )
     if not args.check:
         missing = [f"--{k}" for k in ("command", "machine", "date") if not getattr(args, k)]
         if missing:

@@ -376,9 +376,7 @@ def _kind_curves(readings, positions, id_positions, options) -> dict[str, Any] |
         rows = [row_of[p] for p in positions if val["kind"][p] == kind]
         if not rows:
             continue  # no instance of this kind drawn: it has no curve of its own
-        curve = _curve(val, rows, id_positions, options, rows=own)
-        curve["instances"] = curve["kind_instances"] = len(rows)
-        out[kind] = curve
+        out[kind] = _curve(val, rows, id_positions, options, rows=own)
     return out
 
 
