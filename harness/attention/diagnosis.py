@@ -11,6 +11,7 @@ rows the model gets right).
     found["basis"]       # "first wrong row of each instance"
     found["all_rows"]    # the same over every wrong row, for the reader
     found["head_sets"]   # the diagnosis with other head sets, and whether its kind changes
+    found["per_instance"]  # each instance's kind, wrong, over-long; the null per ID instance
 
 A push at the reference gains on a model whose failure is elsewhere too (a push supplies the
 position), so the gain alone cannot say where the failure is. This reads it from the model's
