@@ -42,6 +42,8 @@ def curve_values(
     return {
         "metric": context.metric,
         "keys": [_key(r) for r in context.baseline],
+        # each instance's target length: its token accuracy is a count of these
+        "tokens": [r.get("target_len") for r in context.baseline],
         "baseline": [float(r[context.metric]) for r in context.baseline],
         "id_keys": None if id_baseline is None else [_key(r) for r in id_baseline],
         "id_baseline": None if id_baseline is None else [float(r["tf_exact"]) for r in id_baseline],

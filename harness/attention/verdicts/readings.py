@@ -28,12 +28,16 @@ ranking's own ID instances), the choice of N (every count's validation summary i
 the diagnosis is read with N's heads), the test rungs that carry the controls (chosen on
 the recorded validation curves) and whether the dominant kind changes with the head set.
 
-Values are kept unrounded: a per-instance value rounded to 6 places moves a bootstrap
-interval's end, and `rederive` with no draw gives the recorded numbers bit for bit.
+Values are never rounded (a per-instance value rounded to 6 places moves a bootstrap
+interval's end): a token accuracy is kept as the count of its instance's target tokens
+(`tokens`), a following share as the count of its rows, an exact match as 0 or 1, wherever
+the count over its size gives the value back bit for bit (else the value itself), so the
+lists stay short and `rederive` with no draw gives the recorded numbers bit for bit.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,21 +82,37 @@ def verdict_readings(
     val["kind"] = kinds
     tested = _stream(test, controls=True)
     tested["random_draws"] = {"available": (test.get("random_draws") or {}).get("available")}
+    return _converted(
+        {
+            "format": FORMAT,
+            "rule_version": rule_version(),
+            "unit": "instance",
+            "held_fixed": dict(HELD_FIXED),
+            "n": dose_stage.get("n"),
+            "counts": dose_stage.get("counts"),
+            "controlled": dose_stage.get("controlled"),
+            "stats": validation["per_instance"]["stats"],
+            "lookup": lookup_evidence,
+            "found": dict(found) if found else None,
+            "validation": val,
+            "validation_by_kind": by_kind,
+            "test": tested,
+            "diagnosis": _diagnosed(diagnosis, test),
+        },
+        _pack,
+    )
+
+
+def _named(keys, prefix: str) -> dict[str, Any]:
+    """The instances' names: "config" (one, when they share it; else one per instance) and
+    "index", each prefixed (`id_`: the ID stream's)."""
+    if keys is None:
+        return {f"{prefix}config": None, f"{prefix}index": None}
+    configs = [k[0] for k in keys]
+    shared = len(set(configs)) == 1
     return {
-        "format": FORMAT,
-        "rule_version": rule_version(),
-        "unit": "instance",
-        "held_fixed": dict(HELD_FIXED),
-        "n": dose_stage.get("n"),
-        "counts": dose_stage.get("counts"),
-        "controlled": dose_stage.get("controlled"),
-        "stats": validation["per_instance"]["stats"],
-        "lookup": lookup_evidence,
-        "found": dict(found) if found else None,
-        "validation": val,
-        "validation_by_kind": by_kind,
-        "test": tested,
-        "diagnosis": _diagnosed(diagnosis, test),
+        f"{prefix}config": configs[0] if shared else configs,
+        f"{prefix}index": [k[1] for k in keys],
     }
 
 
@@ -110,8 +130,9 @@ def _stream(curve: Mapping[str, Any], controls: bool = False) -> dict[str, Any]:
         "mode": curve.get("mode"),
         "metric": values["metric"],
         "pointer_shifts": curve.get("pointer_shifts"),
-        "keys": values["keys"],
-        "id_keys": values["id_keys"],
+        **_named(values["keys"], ""),
+        **_named(values["id_keys"], "id_"),
+        "tokens": values.get("tokens"),
         "rungs": [[d["strength"], d.get("threshold")] for d in doses],
         "baseline": values["baseline"],
         "reference": [d["per_instance"]["reference"] for d in doses],
@@ -197,9 +218,9 @@ def streams(readings: Mapping[str, Any]) -> dict[str, int]:
     """How many instances each resampled stream holds: the OOD validation and test streams
     and their ID streams (`draw`'s keys in `verdict_inputs`)."""
     return {
-        "validation": len(readings["validation"]["keys"]),
+        "validation": len(readings["validation"]["baseline"]),
         "id_validation": len(readings["validation"]["id_baseline"] or ()),
-        "test": len(readings["test"]["keys"]),
+        "test": len(readings["test"]["baseline"]),
         "id": len(readings["test"]["id_baseline"] or ()),
     }
 
@@ -233,6 +254,7 @@ def verdict_inputs(
     if readings.get("format") != FORMAT:
         raise ValueError(f"readings of format {readings.get('format')!r}, this reads {FORMAT}")
     options = {**(readings.get("stats") or {}), **(stats or {})}
+    readings = _converted(readings, _unpack)
     at = _positions(readings, draw)
     val = readings["validation"]
     return {
@@ -412,3 +434,65 @@ def _diagnosis(diagnosed, positions, id_positions) -> dict[str, Any]:
         "kind_changes": diagnosed.get("kind_changes"),
         "answers": answers,
     }
+
+
+# --- compact and exact ----------------------------------------------------------------------
+# A token accuracy is a count of an instance's target tokens over their number, a following
+# share a count of its rows, an exact match 0 or 1: kept as the counts (where each count over
+# its size gives the value back bit for bit; else the value itself), a list a few times
+# shorter than its floats, and never rounded.
+def _pack(values, sizes):
+    """`values` as counts of `sizes` where every one is exactly its count over its size;
+    else `values` unchanged (None entries stay None)."""
+    if values is None or sizes is None or len(values) != len(sizes):
+        return values
+    counts = []
+    for value, size in zip(values, sizes):
+        if value is None:
+            counts.append(None)
+            continue
+        if not isinstance(size, int) or size <= 0 or round(value * size) / size != value:
+            return values
+        counts.append(round(value * size))
+    return counts
+
+
+def _unpack(values, sizes):
+    """The values `_pack` kept as counts (a list of ints), each over its size."""
+    counted = values is not None and sizes is not None
+    if not counted or any(isinstance(v, float) for v in values):
+        return values
+    return [None if c is None else c / size for c, size in zip(values, sizes)]
+
+
+def _converted(readings: Mapping[str, Any], convert) -> dict[str, Any]:
+    """A copy of the readings with every per-instance list passed through `convert`
+    (`_pack` or `_unpack`) with its sizes."""
+    out = copy.deepcopy(dict(readings))
+    val = out["validation"]
+    for stream in (val, out["test"]):
+        _convert_stream(stream, convert)
+    tokens = val.get("tokens")
+    for own in (out.get("validation_by_kind") or {}).values():
+        sizes = None if tokens is None else [tokens[p] for p in own["positions"]]
+        own["baseline"] = convert(own["baseline"], sizes)
+        own["reference"] = [convert(row, sizes) for row in own["reference"]]
+    return out
+
+
+def _convert_stream(stream: dict[str, Any], convert) -> None:
+    tokens = stream.get("tokens")
+    stream["baseline"] = convert(stream["baseline"], tokens)
+    stream["reference"] = [convert(row, tokens) for row in stream["reference"]]
+    if stream["id_baseline"] is not None:
+        ones = [1] * len(stream["id_baseline"])
+        stream["id_baseline"] = convert(stream["id_baseline"], ones)
+        stream["id"] = [None if row is None else convert(row, ones) for row in stream["id"]]
+    for rung in stream.get("controls") or ():
+        for push in ((rung or {}).get("pointer") or {}).values():
+            push["after"] = convert(push["after"], tokens)
+            follow = push["following"]
+            follow["before"] = convert(follow["before"], follow["rows"])
+            follow["after"] = convert(follow["after"], follow["rows"])
+        for drawn in (rung or {}).get("other_heads") or ():
+            drawn["after"] = convert(drawn["after"], tokens)

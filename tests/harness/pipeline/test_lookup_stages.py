@@ -42,6 +42,12 @@ def test_the_verdict_is_rederived_from_the_readings_the_run_keeps(run):
     # the pipeline adds what the dose repairs free-running after the verdict's own reasons
     assert again["reasons"] == verdict["reasons"][: len(again["reasons"])]
     assert recorded_fields_match(readings, results["dose"], ood) == []
+    # token accuracies kept as counts of each instance's target tokens, exact match as 0/1
+    tested = readings["test"]
+    assert all(isinstance(v, int) for v in tested["baseline"] + tested["id_baseline"])
+    assert all(isinstance(n, int) and n > 0 for n in tested["tokens"])
+    floats = results["dose"]["test"]["per_instance"]["baseline"]
+    assert [c / n for c, n in zip(tested["baseline"], tested["tokens"])] == floats
 
 
 def test_past_the_lookup_gate_the_readings_read_as_the_recorded_curves(run):

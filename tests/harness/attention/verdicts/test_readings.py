@@ -28,8 +28,11 @@ def stream(prefix: str, controls: bool) -> dict:
         "mode": "standard",
         "metric": "tf_token_acc",
         "pointer_shifts": [-3, 3] if controls else [],
-        "keys": [[prefix, i] for i in range(4)],
-        "id_keys": [["id", i] for i in range(4)],
+        "config": prefix,
+        "index": [0, 1, 2, 3],
+        "id_config": "id",
+        "id_index": [0, 1, 2, 3],
+        "tokens": [4, 4, 4, 4],
         "rungs": [[0.5, None], [1.0, None]],
         "baseline": list(BASE),
         "reference": [list(UP), list(LESS)],
@@ -178,6 +181,19 @@ def test_stats_options_reach_the_intervals_and_bad_draws_are_refused():
         verdict_inputs(readings, draw={"test": [4]})
     with pytest.raises(ValueError, match="format"):
         verdict_inputs(readings | {"format": 99})
+
+
+def test_values_are_kept_as_counts_only_where_that_is_exact():
+    """A token accuracy is kept as the count of its instance's tokens, and read back bit for
+    bit; a list with one value that is no count of its size is kept as it is."""
+    tokens = [12, 7, 3]
+    values = [7 / 12, 1 / 7, 1.0]
+    counts = module._pack(values, tokens)
+    assert counts == [7, 1, 3] and module._unpack(counts, tokens) == values
+    assert module._pack([0.5, 0.123], [2, 3]) == [0.5, 0.123]
+    assert module._unpack([0.5, 0.123], [2, 3]) == [0.5, 0.123]
+    assert module._pack([None, 0.5], [0, 4]) == [None, 2]
+    assert module._unpack([None, 2], [0, 4]) == [None, 0.5]
 
 
 def test_stages_made_before_per_instance_values_have_no_readings():
