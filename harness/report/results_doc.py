@@ -196,7 +196,8 @@ def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
                 "stage": entry.get("stage"),
                 **({"text": entry["text"]} if entry.get("text") else {}),
                 "verdict": entry.get("verdict"),
-                "readings": entry.get("readings"),
+                # the run's own (the first) are the task's `readings`, kept once
+                **({"readings": entry.get("readings")} if i else {}),
                 "diagnosis": _diagnosis(
                     entry.get("diagnosis"), f"{path}: 'lookups[{i}].diagnosis'"
                 ),
