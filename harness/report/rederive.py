@@ -58,7 +58,7 @@ def rederive_digest(path: Path) -> tuple[list[str], bool]:
     per verdict, then a summary) and whether every one with readings agrees."""
     from harness.report.results_doc import read_digest
 
-    tasks = read_digest(Path(path))["tasks"]
+    tasks = read_digest(Path(path), "--rederive")["tasks"]
     lines, passed, read = [], True, 0
     for name, task in tasks.items():
         for label, verdict, readings in _verdicts(name, task):

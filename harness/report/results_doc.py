@@ -492,11 +492,12 @@ def rule_line(then: Any, now: Any) -> str:
     return f"the same verdict rule ({now})"
 
 
-def read_digest(path: Path) -> dict[str, Any]:
-    """A digest this module wrote (`--check DIGEST`): {"meta": {...}, "tasks": {name: {...}}}
-    with at least one task; ValueError naming the file otherwise."""
-    data = read_json(path, "--check")
-    where = f"--check {str(path)!r}"
+def read_digest(path: Path, option: str = "--check") -> dict[str, Any]:
+    """A digest this module wrote (`--check DIGEST`, `--rederive DIGEST`: `option`):
+    {"meta": {...}, "tasks": {name: {...}}} with at least one task; ValueError naming the
+    option and the file otherwise."""
+    data = read_json(path, option)
+    where = f"{option} {str(path)!r}"
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict) or not data["tasks"]:
         raise ValueError(
             f"{where} is not a results_doc digest: it needs a 'tasks' object with at least "

@@ -84,3 +84,9 @@ def _rule() -> str:
     from harness.attention.verdicts.rule_version import rule_version
 
     return rule_version()
+
+
+def test_a_file_that_is_no_digest_is_one_line_naming_the_option(tmp_path, capsys):
+    (tmp_path / "x.json").write_text(json.dumps({"figures": {}}))
+    assert command.main(["--rederive", str(tmp_path / "x.json")]) == 2
+    assert "error: --rederive" in capsys.readouterr().err
