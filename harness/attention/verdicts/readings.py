@@ -87,7 +87,7 @@ def verdict_readings(
             "format": FORMAT,
             "rule_version": rule_version(),
             "unit": "instance",
-            "held_fixed": dict(HELD_FIXED),
+            "held_fixed": HELD_FIXED | _unrebuilt(tested["controls"]),
             "n": dose_stage.get("n"),
             "counts": dose_stage.get("counts"),
             "controlled": dose_stage.get("controlled"),
@@ -101,6 +101,15 @@ def verdict_readings(
         },
         _pack,
     )
+
+
+def _unrebuilt(controls) -> dict[str, str]:
+    """The ladder controls whose numbers are kept as recorded (no rebuild from per-instance
+    values knows them), named as held fixed."""
+    roles = sorted({role for rung in controls if rung for role in rung} - set(REBUILT))
+    if not roles:
+        return {}
+    return {"controls": f"the numbers of {', '.join(roles)} at each rung, as recorded"}
 
 
 def _named(keys, prefix: str) -> dict[str, Any]:
@@ -336,15 +345,20 @@ def _control_fields(controls, base, positions, options) -> dict[str, Any]:
 
     out: dict[str, Any] = {dose_field(c.role): None for c in ladder_controls()}
     for role, values in (controls or {}).items():
-        if role == "pointer":
+        if _held(values):
+            out[dose_field(role)] = values["recorded"]
+        elif role == "pointer":
             out[dose_field(role)] = {
                 k: _pointer(v, base, positions, options) for k, v in values.items()
             }
         elif role == "other_heads":
             out[dose_field(role)] = _draws(values, base, positions)
-        else:
-            out[dose_field(role)] = values.get("recorded")
     return out
+
+
+def _held(values) -> bool:
+    """A control's numbers kept as recorded (`_controls`), not per instance."""
+    return isinstance(values, Mapping) and set(values) == {"recorded"}
 
 
 def _pointer(values, base, positions, options) -> dict[str, Any]:
@@ -489,10 +503,11 @@ def _convert_stream(stream: dict[str, Any], convert) -> None:
         stream["id_baseline"] = convert(stream["id_baseline"], ones)
         stream["id"] = [None if row is None else convert(row, ones) for row in stream["id"]]
     for rung in stream.get("controls") or ():
-        for push in ((rung or {}).get("pointer") or {}).values():
+        rung = {role: v for role, v in (rung or {}).items() if not _held(v)}
+        for push in (rung.get("pointer") or {}).values():
             push["after"] = convert(push["after"], tokens)
             follow = push["following"]
             follow["before"] = convert(follow["before"], follow["rows"])
             follow["after"] = convert(follow["after"], follow["rows"])
-        for drawn in (rung or {}).get("other_heads") or ():
+        for drawn in rung.get("other_heads") or ():
             drawn["after"] = convert(drawn["after"], tokens)

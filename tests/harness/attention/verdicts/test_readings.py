@@ -277,3 +277,17 @@ def test_a_calibration_models_verdict_is_rederived_from_its_readings_alone(judge
     kept = copy.deepcopy(readings)
     rederive(readings, draw={"test": [0] * sizes["test"]})
     assert readings == kept
+
+
+def test_a_control_no_rebuild_knows_is_kept_as_recorded_and_said_held_fixed(judged, monkeypatch):
+    """A ladder control added to the registry without a rebuild from per-instance values
+    (here the other heads, as if unknown): its numbers are kept as recorded at each rung,
+    `held_fixed` names it, and the verdict is still re-derived bit for bit."""
+    stage, diagnosis, verdict = judged
+    monkeypatch.setattr(module, "REBUILT", ("pointer",))
+    readings = _json(module.verdict_readings(stage, diagnosis, None))
+    assert "other_heads" in readings["held_fixed"]["controls"]
+    assert rederive(readings) == verdict
+    drawn = verdict_inputs(readings, draw={"test": [0] * streams(readings)["test"]})
+    recorded = [d["random_heads"] for d in stage["test"]["doses"]]
+    assert [d["random_heads"] for d in drawn["test"]["doses"]] == recorded
