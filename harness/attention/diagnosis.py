@@ -11,6 +11,7 @@ rows the model gets right).
     found["basis"]       # "first wrong row of each instance"
     found["all_rows"]    # the same over every wrong row, for the reader
     found["head_sets"]   # the diagnosis with other head sets, and whether its kind changes
+    found["per_instance"]  # each instance's kind, wrong, over-long; the null per ID instance
 
 A push at the reference gains on a model whose failure is elsewhere too (a push supplies the
 position), so the gain alone cannot say where the failure is. This reads it from the model's
@@ -353,7 +354,49 @@ def where_errors_look(
         if r.wrong
     }
     out["answers"] = answer_counts(instances, records, out["instances"])
+    out["per_instance"] = instance_readings(instances, records, out["instance_kinds"])
+    # the ID null's rows per ID instance, beside (None: no ID rows)
+    out["per_instance"]["id_null"] = (
+        _null_counts(test, lens, id_rows[0], id_read) if id_read is not None else None
+    )
     return out
+
+
+def _null_counts(test, lens: _Lens, id_instances, id_read: Sequence[_Read]) -> dict[str, Any]:
+    """The ID null's rows per ID instance (its correct rows' count of each class, in
+    CLASSES order): `_null` pools the rows of every instance, so a resample by instance sums
+    the counts of the instances drawn."""
+    kinds = [
+        [class_of(r[MAIN], _looked(test, r[MAIN], lens.dominance)) for r in x.correct]
+        for x in id_read
+    ]
+    return {
+        "keys": [[x.config, x.index] for x in id_instances],
+        "classes": list(CLASSES),
+        "counts": [[k.count(c) for c in CLASSES] for k in kinds],
+    }
+
+
+def instance_readings(instances, records, kinds: Mapping[str, str]) -> dict[str, Any]:
+    """Per instance, in the stream's order: its key (config, index), the kind of its first
+    wrong row (None: none), and whether the eval counts its answer wrong and over-long
+    (None each where the records carry no exact match): what `shares` and `answers` count,
+    kept so that a reader can count them again over a resample of the instances."""
+    by_index = {r["index"]: r for r in records}
+    scored = all("exact_match" in by_index[x.index] for x in instances)
+
+    def over_long(x) -> bool:
+        answer = by_index[x.index]["prediction"]
+        return len(answer) > len(x.target) and answer.startswith(x.target)
+
+    return {
+        "keys": [[x.config, x.index] for x in instances],
+        "kind": [kinds.get(str(x.index)) for x in instances],
+        "wrong": [not by_index[x.index]["exact_match"] for x in instances] if scored else None,
+        "over_long": [(not by_index[x.index]["exact_match"]) and over_long(x) for x in instances]
+        if scored
+        else None,
+    }
 
 
 def answer_counts(instances, records, diagnosed: int) -> dict[str, int] | None:

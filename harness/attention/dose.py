@@ -33,9 +33,11 @@ dose and the top rung, where the verdict reads them); a rung without them holds 
 fields. A curve of some of the OOD instances (a kind's) carries the whole curve's ID figures
 (`with_id_of`).
 
-Every statistic is over instances, not tokens. Everything is teacher-forced
-(`score_settings(..., generate=False)`): one forward per batch carries every setting of
-the ladder as a per-row intervention; the ladders of several counts
+Every statistic is over instances, not tokens, and the curve keeps the per-instance values
+beside them (`per_instance`, `harness.attention.instance_values`: a reader computes the
+curve again from them, or resamples the instances, `verdicts.readings`). Everything is
+teacher-forced (`score_settings(..., generate=False)`): one forward per batch carries every
+setting of the ladder as a per-row intervention; the ladders of several counts
 (`run_dose_ladders`, the choice of N) share that forward, so each batch's prompt is prefilled
 and its baseline scored once for all of them. The settings are carried as values (`Ladder`),
 never read back from their names. This module returns data and writes nothing (the plot is
@@ -57,6 +59,7 @@ from harness.attention.controls import (
     ladder_controls,
 )
 from harness.attention.controls.base import mean_or_none, paired_means
+from harness.attention.instance_values import curve_values, rung_values
 from harness.attention.lookup import Lookup
 from harness.attention.setting import BASELINE, Setting
 from harness.engine.modes import MODES
@@ -199,7 +202,8 @@ def dose_curve(
     settings (`AtDose.read`) into its field of each dose entry. Returns a
     JSON-serialisable dict: {"n", "shift", "mode", "metric", the controls' curve fields
     ("pointer_shifts"), "instances", "id_instances", "baseline": {...}, "doses": [one per
-    rung, in the order of C within each threshold]}."""
+    rung, in the order of C within each threshold], "per_instance": what each mean is a
+    mean of (`instance_values`; each dose entry has its own)}."""
     from harness.foundation.stats import mean_interval
 
     stats: dict[str, Any] = {"seed": seed}
@@ -240,6 +244,9 @@ def dose_curve(
         "id_instances": len(id_base) if id_base is not None else 0,
         "baseline": baseline,
         "doses": doses,
+        # what every mean above is a mean of, per instance (a reader computes the curve
+        # again from them, or resamples the instances: `verdicts.readings`)
+        "per_instance": curve_values(context, id_base),
     }
 
 
@@ -271,6 +278,7 @@ def _dose_entry(
             **_id_means(id_top),
             "tf_token_acc_gain": paired_means(id_base, id_top, METRIC, **stats),
         }
+    entry["per_instance"] = rung_values(context, rung, id_records)
     return entry
 
 

@@ -4,6 +4,7 @@
         --command "attentionspan reproduce --quick --output runs/quick"
     attentionspan results-doc runs/quick-va --block value_assignment ...   # a block of its own
     attentionspan results-doc runs/quick --check docs/quick-run.json       # exit 1: it moved
+    attentionspan results-doc --rederive docs/quick-run.json   # every verdict from its readings
     python -m harness.commands.results_doc runs/quick --check docs/quick-run.json
 
 The parser and the glue; the digest, the block and the check are
@@ -30,7 +31,12 @@ COMMAND = "results-doc"
 class ResultsDocOptions:
     """The options of `attentionspan results-doc`: the run, what to write or check, where."""
 
-    run: str = field(default="", metadata=cli("the reproduce --output folder", positional=True))
+    run: str = field(
+        default="",
+        metadata=cli(
+            "the reproduce --output folder (none with --rederive)", positional=True, nargs="?"
+        ),
+    )
     command: str | None = field(
         default=None, metadata=cli("the command that made the run (required to write)")
     )
@@ -45,6 +51,15 @@ class ResultsDocOptions:
         metadata=cli(
             "write nothing: compare the run with this committed digest; exit 1 naming the "
             "figures that differ and the versions and weights behind them",
+            metavar="DIGEST",
+        ),
+    )
+    rederive: str | None = field(
+        default=None,
+        metadata=cli(
+            "write nothing: read every verdict of this digest again from the readings it "
+            "keeps; say per model the recorded word, the rederived one and whether they "
+            "agree; exit 1 on any disagreement",
             metavar="DIGEST",
         ),
     )
@@ -76,7 +91,8 @@ def add_parser(subparsers) -> None:
         COMMAND,
         help="write a reproduce run's findings into docs/results.md (and its digest)",
         description="Write a reproduce run's findings into docs/results.md (and its digest), "
-        "or --check that a run reproduces a committed digest.",
+        "or --check that a run reproduces a committed digest, or --rederive every verdict "
+        "of a digest from the readings it keeps.",
     )
     add_arguments(parser)
     parser.set_defaults(func=run_command)
@@ -87,6 +103,17 @@ def run_command(args) -> int:
 
     from harness.report import results_doc
 
+    if args.rederive:
+        from harness.report.rederive import rederive_digest
+
+        with one_line(ValueError, OSError):
+            lines, agree = rederive_digest(Path(args.rederive))
+            print("\n".join(lines))
+            return 0 if agree else 1
+    if not args.run:
+        raise UsageError(
+            "give the reproduce --output folder (--rederive alone reads a digest only)"
+        )
     if not args.check:
         missing = [f"--{k}" for k in ("command", "machine", "date") if not getattr(args, k)]
         if missing:

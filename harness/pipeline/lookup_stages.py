@@ -131,6 +131,8 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
         # not every rung (stages before this: all); each kind's dose too (before: the
         # whole validation curve's alone)
         "controls_at": "reading rungs, each kind's dose",
+        # every curve keeps its per-instance values (`verdicts.readings`; before: means only)
+        "per_instance": "kept",
     }
 
     def ladders(ns, instances, id_stream, **controls):
@@ -260,6 +262,7 @@ def run_diagnosis(run, lookup: Lookup, dose: dict[str, Any]) -> dict[str, Any]:
         "answers": "counted",  # the eval's wrong answers, over-long ones included
         "null": NULL_BASIS,
         "compare": {k: [list(h) for h in v] for k, v in compare.items()},
+        "per_instance": "kept",  # each instance's kind and answer, the null per ID instance
     }
 
     def compute():
@@ -293,21 +296,48 @@ def calibrated_verdict(
     if lookup.found:
         out["reasons"].insert(0, lookup.text)
         out["numbers"]["offset"] = dict(lookup.found)
-    add_stability(out)
     return out
 
 
-def add_stability(verdict: dict[str, Any]) -> None:
-    """The verdict's stability and flip margin (`harness.attention.verdicts.stability`), in
-    verdict["stability"], re-derived on bootstrap resamples of the readings it holds; a
-    verdict holding no readings is left as it is (its reports say "not recorded")."""
-    readings = verdict.get("readings")
-    if not readings:
-        return
+def verdict_readings(
+    lookup: Lookup, dose: dict[str, Any], diagnosis: dict[str, Any]
+) -> dict[str, Any] | None:
+    """What `calibrated_verdict` read, per instance, kept beside it so that a reader can
+    re-derive the verdict from it alone or resample its instances
+    (`harness.attention.verdicts.readings`); None for stages made before those values
+    were kept."""
+    from harness.attention.verdicts.readings import verdict_readings as readings_of
+
+    return readings_of(dose, diagnosis, lookup.evidence, lookup.found or None)
+
+
+def run_stability(run, lookup: Lookup, verdict: dict[str, Any], readings) -> dict | None:
+    """The verdict's stability and flip margin (`harness.attention.verdicts.stability`):
+    the verdict derived again from its readings on bootstrap resamples of the instances,
+    a stage of its own (the resamples are most of a minute on a 64-instance run); None when
+    no readings were kept (stages made before them: reports say "not recorded")."""
+    if not readings or not run.cfg.stability_resamples:
+        return None
+    import hashlib
+    import json
+
     from harness.attention.verdicts import readings as recorded
+    from harness.attention.verdicts.rule_version import rule_version
     from harness.attention.verdicts.stability import verdict_stability
 
-    verdict["stability"] = verdict_stability(readings, recorded.rederive, recorded.streams)
+    resamples = run.cfg.stability_resamples
+    digest = hashlib.sha256(json.dumps(readings, sort_keys=True).encode()).hexdigest()
+    settings = run.base_settings() | {
+        "readings_sha256": digest,  # other readings: another stability
+        "verdict": verdict["verdict"],
+        "rule": rule_version(),
+        "resamples": resamples,
+    }
+
+    def compute():
+        return verdict_stability(readings, recorded.rederive, recorded.streams, resamples)
+
+    return run.stages.run(f"{run.stage_label(lookup)}-stability", settings, compute)
 
 
 def run_at_dose(
@@ -383,6 +413,7 @@ def lookup_entry(
         "heads": [list(h) for h in lookup.ranking.order[:8]],
         "n": dose.get("n"),
         "verdict": results.get("verdict"),
+        "readings": results.get("readings"),
         "diagnosis": results.get("diagnosis"),
         "at_dose": results.get("at_dose"),
     }

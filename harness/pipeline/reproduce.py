@@ -394,6 +394,12 @@ class TaskRun:
         results["diagnosis"] = step("diagnosis", self.run_diagnosis, lookup, results["dose"])
         ood_errors = results["diagnosis"][self.ood_name]
         results["verdict"] = self.calibrated_verdict(lookup, results["dose"], ood_errors)
+        # what it read, per instance: a reader re-derives it (`verdicts.readings`)
+        results["readings"] = lookup_stages.verdict_readings(lookup, results["dose"], ood_errors)
+        # how much the word rests on which instances were drawn (None: not measured)
+        stable = step("stability", self.run_stability, lookup, results)
+        if stable is not None:
+            results["verdict"]["stability"] = stable
         at_dose = (lookup, results["dose"], results["verdict"])
         results["at_dose"] = step("at_dose", self.run_at_dose, *at_dose)
         note_repaired(results["verdict"], results["at_dose"])
@@ -450,6 +456,9 @@ class TaskRun:
 
     # the stages read at one lookup (`harness.pipeline.lookup_stages`), methods of the run all
     # the same: a benchmark (benchmarks/pretrained_analysis.py) counts each stage by its name
+    def run_stability(self, lookup: Lookup, results: dict[str, Any]) -> dict[str, Any] | None:
+        return lookup_stages.run_stability(self, lookup, results["verdict"], results["readings"])
+
     def run_dose(self, lookup: Lookup) -> dict[str, Any]:
         return lookup_stages.run_dose(self, lookup)
 

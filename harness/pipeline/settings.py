@@ -179,6 +179,16 @@ class ReproduceConfig:
             "ladder's, the diagnosis's and the evaluation's time again)"
         ),
     )
+    # the verdict derived again on bootstrap resamples of its instances (its stability)
+    stability_resamples: int = field(
+        default=1000,
+        metadata=cli(
+            "bootstrap resamples of the instances the verdict is derived again on (its "
+            "stability and flip margin; 0: not measured; about a minute at 1000 and 64 test "
+            "instances)",
+            metavar="R",
+        ),
+    )
     num_heads: int = field(  # the paper: 30
         default=30, metadata=cli("ID instances to rank", group="sizes")
     )
@@ -278,6 +288,11 @@ class ReproduceConfig:
                 raise ValueError(f"'{name}' must be finite, got {value}")
         if self.id_guard is not None and self.id_guard < 0:
             raise ValueError(f"'id_guard' must be >= 0, got {self.id_guard}")
+        if self.stability_resamples < 0:
+            raise ValueError(
+                f"'stability_resamples' must be >= 0 (0: not measured), got "
+                f"{self.stability_resamples}"
+            )
         if self.threads:  # 0: the rule of harness.foundation.threads (the command applied it)
             check_threads(self.threads, "'threads'")
         check_reproduce_sizes(self)

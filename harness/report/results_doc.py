@@ -86,6 +86,9 @@ def digest(out: Path) -> dict[str, Any]:
             "seed_run": result.get("seed_run"),  # --seeds: task, run, init and data seed
             # the calibrated verdict with the numbers it read (dose, gains, error shares)
             "verdict": result.get("verdict"),
+            # what it read, per instance: `results-doc --rederive` reads the verdict again
+            # from these alone (`verdicts.readings`; absent: made before they were kept)
+            "readings": result.get("readings"),
             "diagnosis": _diagnosis(result.get("diagnosis"), f"{path}: 'diagnosis'"),
             # the ladder's N and every control at the verdict's dose (the table's row)
             "controls_at_dose": controls_at_dose(result.get("dose"), result.get("verdict")),
@@ -125,7 +128,7 @@ DIAGNOSIS = ("instances", "tokens", "shares", "null", "level", "kind_changes")
 # fields a digest gained after some were committed: `check` compares them only where the
 # committed digest has them (a figure it never held is not a figure that moved); `cpu_s`
 # is how long a run took, never compared
-ADDED_FIELDS = ("controls_at_dose", "cpu_s", "lookups")
+ADDED_FIELDS = ("controls_at_dose", "cpu_s", "lookups", "readings")
 UNCOMPARED = ("seed_run", "cpu_s")
 
 
@@ -196,6 +199,8 @@ def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
                 "stage": entry.get("stage"),
                 **({"text": entry["text"]} if entry.get("text") else {}),
                 "verdict": entry.get("verdict"),
+                # the run's own (the first) are the task's `readings`, kept once
+                **({"readings": entry.get("readings")} if i else {}),
                 "diagnosis": _diagnosis(
                     entry.get("diagnosis"), f"{path}: 'lookups[{i}].diagnosis'"
                 ),
@@ -521,11 +526,12 @@ def rule_line(then: Any, now: Any) -> str:
     return f"the same verdict rule ({now})"
 
 
-def read_digest(path: Path) -> dict[str, Any]:
-    """A digest this module wrote (`--check DIGEST`): {"meta": {...}, "tasks": {name: {...}}}
-    with at least one task; ValueError naming the file otherwise."""
-    data = read_json(path, "--check")
-    where = f"--check {str(path)!r}"
+def read_digest(path: Path, option: str = "--check") -> dict[str, Any]:
+    """A digest this module wrote (`--check DIGEST`, `--rederive DIGEST`: `option`):
+    {"meta": {...}, "tasks": {name: {...}}} with at least one task; ValueError naming the
+    option and the file otherwise."""
+    data = read_json(path, option)
+    where = f"{option} {str(path)!r}"
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict) or not data["tasks"]:
         raise ValueError(
             f"{where} is not a results_doc digest: it needs a 'tasks' object with at least "

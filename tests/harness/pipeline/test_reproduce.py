@@ -28,6 +28,7 @@ TINY = dict(
     ood={"max_length": 12},
     device="cpu",
     progress=False,
+    stability_resamples=40,  # the stability stage measured, briefly
 )
 
 
@@ -137,7 +138,8 @@ def test_reproduce_end_to_end_and_resume(tmp_path, model_dir, monkeypatch):
         (out / "stages" / f"reversal-sweep-test-{sweep['chosen_name']}.json").read_text()
     )
     assert chosen["settings"]["num_instances"] == cfg.num_test
-    assert chosen["settings"]["n"] == int(sweep["chosen_name"].removeprefix("top").split("-")[0])
+    head_count = int(sweep["chosen_name"].removeprefix("top").split("-")[0])
+    assert chosen["settings"]["setting"]["n"] == head_count  # the setting's, under its key
 
     # A second run computes nothing: every scoring call would fail.
     def refuse(*args, **kwargs):

@@ -25,6 +25,7 @@ STEPS = (
     "sweep",
     "dose",
     "diagnosis",
+    "stability",
     "at_dose",
     "replication",
     "viewer",

@@ -191,6 +191,17 @@ def test_the_digest_keeps_the_controls_at_the_dose_the_lookups_and_the_cpu_time(
     assert (second["text"], second["cpu_s"]) == ("two", {"heads": 0.5})
     # a run without a ladder (made before it): None
     assert results_doc.controls_at_dose(None, {"verdict": "x"}) is None
+    # what each verdict read, per instance (`verdicts.readings`): the run's own once, the
+    # second lookup's beside its verdict; a run made before they were kept: None
+    assert task["readings"] is None and "readings" not in first
+    assert second["readings"] is None
+    path = tmp_path / "reversal" / "results.json"
+    result = json.loads(path.read_text())
+    result["readings"] = {"format": 1}
+    result["lookups"][1]["readings"] = {"format": 2}
+    path.write_text(json.dumps(result))
+    task = results_doc.digest(tmp_path)["reversal"]
+    assert task["readings"] == {"format": 1} and task["lookups"][1]["readings"] == {"format": 2}
 
 
 def test_check_compares_only_the_fields_a_digest_holds_and_never_the_time(tmp_path, capsys):

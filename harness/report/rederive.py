@@ -1,0 +1,73 @@
+"""Every verdict of a digest computed again from the readings it keeps, and nothing else.
+
+    attentionspan results-doc --rederive docs/quick-run.json   # exit 1 on a disagreement
+    from harness.report.rederive import rederive_digest
+    lines, agree = rederive_digest(Path("docs/quick-run.json"))
+
+A digest (`harness.report.results_doc.digest`) keeps beside each calibrated verdict what it
+read, per instance (`readings`: `harness.attention.verdicts.readings`): the validation
+ladder of the chosen N and every count's summary, the test ladder with its controls, the
+diagnosis with its null, the lookup's evidence. This reads the verdict again from those
+alone, with the function the pipeline reads it with, and says per model (and per candidate
+lookup of a near tie) the recorded word, the re-derived word and whether they agree. A
+digest made before readings were kept says so per model and fails nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+NOT_RECORDED = "not recorded (made before readings were kept)"
+
+
+def _verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(label, recorded verdict, readings) of each verdict a task holds: its own, and the
+    second candidate lookup's of a near tie (`lookups[1:]`; the first is the task's)."""
+    out = [(name, task.get("verdict"), task.get("readings"))]
+    for entry in (task.get("lookups") or [])[1:]:
+        if isinstance(entry, Mapping):
+            label = f"{name} (lookup at ref{int(entry.get('offset') or 0):+d})"
+            out.append((label, entry.get("verdict"), entry.get("readings")))
+    return out
+
+
+def rederive_line(label: str, verdict: Any, readings: Any) -> tuple[str, bool]:
+    """One verdict's line, and whether it passes (agrees, or has no readings to read)."""
+    from harness.attention.verdicts.readings import rederive
+    from harness.attention.verdicts.rule_version import rule_version
+
+    word = verdict.get("verdict") if isinstance(verdict, Mapping) else None
+    if not isinstance(readings, Mapping):
+        return f"{label}: recorded {word or 'no verdict'}; {NOT_RECORDED}", True
+    try:
+        again = rederive(readings)["verdict"]
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        return f"{label}: recorded {word}; the readings cannot be read again: {error}", False
+    agree = again == word
+    line = f"{label}: recorded {word}, rederived {again}: " + ("agree" if agree else "DISAGREE")
+    then, now = readings.get("rule_version"), rule_version()
+    if then != now:  # a word read under another rule may differ for that reason alone
+        line += f" (recorded under rule {then}, rederived under {now})"
+    return line, agree
+
+
+def rederive_digest(path: Path) -> tuple[list[str], bool]:
+    """Each verdict of the digest at `path` re-derived from its readings: the lines (one
+    per verdict, then a summary) and whether every one with readings agrees."""
+    from harness.report.results_doc import read_digest
+
+    tasks = read_digest(Path(path), "--rederive")["tasks"]
+    lines, passed, read = [], True, 0
+    for name, task in tasks.items():
+        for label, verdict, readings in _verdicts(name, task):
+            line, ok = rederive_line(label, verdict, readings)
+            lines.append(line)
+            passed &= ok
+            read += isinstance(readings, Mapping)
+    if not read:
+        lines.append(f"{path}: no verdict keeps its readings; nothing re-derived")
+    elif passed:
+        lines.append(f"{path}: every verdict with readings is re-derived from them alone")
+    return lines, passed
