@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.attention.lookup import recorded_lookup
+
 NOT_RECORDED = "not recorded (made before readings were kept)"
 
 
@@ -28,7 +30,8 @@ def _verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     out = [(name, task.get("verdict"), task.get("readings"))]
     for entry in (task.get("lookups") or [])[1:]:
         if isinstance(entry, Mapping):
-            label = f"{name} (lookup at ref{int(entry.get('offset') or 0):+d})"
+            offset = recorded_lookup(entry)["offset"] or 0
+            label = f"{name} (lookup at ref{int(offset):+d})"
             out.append((label, entry.get("verdict"), entry.get("readings")))
     return out
 
