@@ -448,3 +448,15 @@ def test_check_says_when_the_cpu_kind_or_the_rule_differ(tmp_path, capsys):
 def test_cpu_and_rule_lines_say_what_was_not_recorded():
     assert results_doc.cpu_line(None, {"kernels": "AVX2"}).startswith("the digest records no CPU")
     assert results_doc.rule_line("r-1", None).startswith("the run records no rule version")
+
+
+def test_the_digest_keeps_the_output_scale_where_it_was_measured():
+    """The output-scale control's gain at the verdict's dose goes in the digest under its
+    curve field; a run made before the control has none, and the key is left out."""
+    gain = {"gain": 0.04, "low": 0.01, "high": 0.08, "n": 14}
+    entry = {"strength": 0.3, "threshold": None, "reference": {"gain": 0.9}}
+    dose = {"n": 1, "test": {"doses": [entry | {"output_scale": {"gain": gain}}]}}
+    verdict = {"numbers": {"dose": {"C": 0.3, "threshold": None}}}
+    assert results_doc.controls_at_dose(dose, verdict)["output_scale"] == gain
+    before = {"n": 1, "test": {"doses": [entry]}}
+    assert "output_scale" not in results_doc.controls_at_dose(before, verdict)
