@@ -175,9 +175,7 @@ def dose_ladder(
         )
         rungs.append(Rung(top, made if _carries(controlled, strength, threshold) else ()))
     ladder = Ladder(n, shift, mode, tuple(rungs), controls)
-    names = [s.name for s in ladder.settings]
-    if len(set(names)) != len(names):
-        raise ValueError(f"the ladder's settings must be distinct, got {names}")
+    ladder.settings  # noqa: B018  (two different settings under one name: ValueError here)
     return ladder
 
 
@@ -397,11 +395,12 @@ def run_dose_ladders(
 
 
 def _union(lists) -> list[Setting]:
-    """The settings of several ladders, each name once (a name says what it does)."""
+    """The settings of several ladders (or of one ladder's rungs), each name once (a name
+    says what it does); ValueError when two different settings share a name."""
     out: dict[str, Setting] = {}
     for setting in (s for settings in lists for s in settings):
         if out.setdefault(setting.name, setting) != setting:
-            raise ValueError(f"two ladders name different settings {setting.name}")
+            raise ValueError(f"two different settings share the name {setting.name}")
     return list(out.values())
 
 
