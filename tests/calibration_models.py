@@ -384,7 +384,7 @@ def _lookup(attn, layout, h, source, slot_of, key_weight, kappa, write: float) -
         k[p._slot(slot_of(n)), source(t)] = key_weight(n)
     p._values(attn, layout, source)
     if write:
-        for t in layout.chars.values():
+        for t in p.written(layout):  # not the values' shared component (p.MEAN_VALUE)
             attn.o_proj.weight[layout.out(t), h * p.HEAD_DIM + layout.value(t)] = write
 
 
@@ -493,6 +493,7 @@ def _judge(built, ids, validation, test, counts, shift, count_sets) -> dict:
             ids,
             pointer_shifts=(),
             draws=0,
+            output_scale=False,
             **LADDER,
         )
         for n in capped(counts)

@@ -166,7 +166,7 @@ def judge_by_kind(built: p.Planted, seed: int = 0, every: int = 3, counts=(1, 2,
         )
 
     by_count = {
-        n: curve(n, validation, ids, pointer_shifts=(), draws=0)
+        n: curve(n, validation, ids, pointer_shifts=(), draws=0, output_scale=False)
         for n in sorted({min(n, ranking.total) for n in (*counts, covering) if n})
     }
     n, summary = choose_count(by_count, lookup=covering)
@@ -192,6 +192,7 @@ def judge_by_kind(built: p.Planted, seed: int = 0, every: int = 3, counts=(1, 2,
                 [x for x in validation if kinds[str(x.index)] == kind],
                 draws=0,
                 pointer_shifts=(),
+                output_scale=False,
             ),
             by_count[n],
         )

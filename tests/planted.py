@@ -27,7 +27,8 @@ the RoPE pairs that barely rotate (rope_theta 1e9, head_dim 128: pairs 32-63 tur
 0.004 rad over the longest sequence), one dimension (a "slot") per name, so the score does
 not depend on position (nor on left padding). The residual stream is [token one-hot |
 output channel | previous character | anchor]: the lookup head's OV copies the attended
-character's one-hot into the output channel, the unembedding reads that channel with gain
+character's one-hot into the output channel (every value also carries a component all keys
+share, MEAN_VALUE, which no head writes out), the unembedding reads that channel with gain
 `g`, and EOS is the default token, with a constant logit `b` read from the anchor (a large
 constant that also makes every RMSNorm an identity, up to 5e-5). A character wins when
 g x (its mass) > b: when the lookup head's mass on the right key is below tau = b/g, the
@@ -103,6 +104,15 @@ PREVIOUS_HEAD = 1  # (0, 1) is the previous-token head of a shift-1 model
 PREVIOUS_AMPLITUDE = 25.0  # margin 0.987 * 25 = 24.7 nats at distance 1 over any other
 SINK_SCORE = 10.0  # idle heads: score 10 on BOS, 0 elsewhere
 
+# Every key's value also carries MEAN_VALUE in one value dimension that no head writes out
+# (that of MEAN_CHAR, a character no text holds: answers are at most 50 long, names reach
+# 63): the component real values share. It changes no logit; it keeps a head's output from
+# shrinking when its weight spreads over more keys (the spread weight still reads the shared
+# component), so a dilution here is weight lost from the reference, not an output grown
+# short, which rescaling the output to its ID norm would mend (tests/calibration_output_
+# scale.py builds that model by setting it to 0).
+MEAN_VALUE = 2.0
+
 # The boundary the mechanisms break at: names below it are the ones ID answers write.
 LIMIT = 10
 # slip: names share slots modulo 11, so that name 10 (which the last row of a length-10
@@ -146,6 +156,7 @@ def partner(char: str) -> str:
 
 
 CHARSET = SEPARATOR + "".join(char_of(n, v) for n in range(NAMES) for v in (0, 1))
+MEAN_CHAR = char_of(NAMES - 2, 1)  # its value dimension holds the shared component
 
 
 def make_instance(length: int, config: str, index: int, rng: random.Random):
@@ -317,15 +328,23 @@ def _blank_model(char_tok, layout: _Layout, layers: int):
 
 # The one key/value head of a layer is shared by its four query heads (multi-query
 # attention); each query head reads the key dimensions of its own role.
-def _values(attn, layout: _Layout, source) -> None:
-    """The layer's values: the one-hot of each name character read at `source`."""
+def _values(attn, layout: _Layout, source, mean: float = MEAN_VALUE) -> None:
+    """The layer's values: the one-hot of each name character read at `source`, and
+    `mean` (read from the anchor every token carries) in MEAN_CHAR's dimension."""
     for t in layout.chars.values():
         attn.v_proj.weight[layout.value(t), source(t)] = 1.0
+    attn.v_proj.weight[layout.value(layout.chars[MEAN_CHAR]), layout.anchor] = mean / ANCHOR
+
+
+def written(layout: _Layout) -> list[int]:
+    """The characters whose value dimension a head writes out: all but MEAN_CHAR."""
+    return [t for c, t in layout.chars.items() if c != MEAN_CHAR]
 
 
 def _write(attn, layout: _Layout, h: int, target) -> None:
-    """Head h's output: the values' one-hot, written to channel `target`."""
-    for t in layout.chars.values():
+    """Head h's output: the values' one-hot, written to channel `target` (the shared
+    component, MEAN_CHAR's dimension, is written nowhere)."""
+    for t in written(layout):
         attn.o_proj.weight[target(t), h * HEAD_DIM + layout.value(t)] = 1.0
 
 

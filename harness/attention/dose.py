@@ -24,6 +24,11 @@ ladder reads, at each dose C (and in conditional mode each threshold):
   - random heads (`controls/other_heads.py`): n heads drawn from the heads *other* than
     the top n (`Setting(heads="other")`), several distinct draws (all of them when a model
     has fewer distinct sets), each draw's gain, their mean and range;
+  - output scale (`controls/output_scale.py`): the top n's pattern left as it is and each
+    head's output rescaled to its ID norm (mode "rescale"), its paired gain: what giving
+    the output its length back gives without moving any weight. It does not depend on C:
+    one setting, shared by every rung that carries controls (`Ladder.settings` holds it
+    once);
 - ID: the same top-n push on ID instances, its teacher-forced exact match and token
   accuracy (a push that repairs OOD by breaking ID is no repair).
 
@@ -110,13 +115,15 @@ class Ladder:
 
     @property
     def settings(self) -> list[Setting]:
-        """The baseline, then per rung the push and its controls' settings: what is scored."""
+        """The baseline, then per rung the push and its controls' settings: what is scored,
+        each setting once (a control that does not depend on C, the output scale, makes the
+        same setting at every rung)."""
         out = [BASELINE]
         for rung in self.rungs:
             out.append(rung.top)
             for _, made in rung.controls:
                 out += made
-        return out
+        return _union([out])
 
     @property
     def id_settings(self) -> list[Setting]:
@@ -134,18 +141,21 @@ def dose_ladder(
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     random_seeds: Sequence[int] = (),
     controlled: Collection[tuple[float, float]] | None = None,
+    output_scale: bool = True,
 ) -> Ladder:
     """The ladder: per rung (each dose C; in a mode with a threshold, each threshold x each
     dose) top-n at C at the ranking's `shift`, and beside it the settings of every control
     of the registry that runs on the ladder (`harness.attention.controls.ladder_controls`:
     the same push at shift + k for each pointer shift k, one `other` setting per seed of
-    `random_seeds`, ...), each carrying its control's role. `controlled`: the rungs
-    (strength, threshold; threshold 0.0 outside a threshold mode) that carry the controls,
-    the others only the push (`verdicts.calibrated.reading_rungs`: where the verdict reads
-    them); None: every rung."""
+    `random_seeds`, the top n's output rescaled to its ID norm unless `output_scale` is
+    False), each carrying its control's role. `controlled`: the rungs (strength, threshold;
+    threshold 0.0 outside a threshold mode) that carry the controls, the others only the
+    push (`verdicts.calibrated.reading_rungs`: where the verdict reads them); None: every
+    rung."""
     options = LadderOptions(
         pointer_shifts=tuple(int(k) for k in pointer_shifts),
         random_seeds=tuple(int(s) for s in random_seeds),
+        output_scale=output_scale,
     )
     controls = ladder_controls()
     rungs = []
@@ -168,9 +178,7 @@ def dose_ladder(
         )
         rungs.append(Rung(top, made if _carries(controlled, strength, threshold) else ()))
     ladder = Ladder(n, shift, mode, tuple(rungs), controls)
-    names = [s.name for s in ladder.settings]
-    if len(set(names)) != len(names):
-        raise ValueError(f"the ladder's settings must be distinct, got {names}")
+    ladder.settings  # noqa: B018  (two different settings under one name: ValueError here)
     return ladder
 
 
@@ -328,6 +336,7 @@ def run_dose_ladders(
     pointer_shifts: Sequence[int] = POINTER_SHIFTS,
     draws: int = DEFAULT_DRAWS,
     controlled: Collection[tuple[float, float]] | None = None,
+    output_scale: bool = True,
     seed: int = 0,
     n_resamples: int | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -339,7 +348,10 @@ def run_dose_ladders(
     validation). A setting's records do not depend on the settings beside it
     (`score_settings`), so each curve is the one its ladder alone gives. Every ladder
     pushes at the lookup's offset (`lookup.offset`). `controlled`: the rungs that carry the
-    controls (`dose_ladder`; None: all)."""
+    controls (`dose_ladder`; None: all). `output_scale`: run the output-scale control there
+    (False on validation, which runs no control); a ranking without ID output norms (saved
+    before they were measured) cannot run it, and its curve holds None there (the verdict
+    reads that as not measured)."""
     from harness.attention.interventions import other_pool, other_seeds, score_settings
 
     ranking = lookup.ranking
@@ -359,6 +371,7 @@ def run_dose_ladders(
             pointer_shifts=pointer_shifts,
             random_seeds=drawn_of[n]["seeds"],
             controlled=controlled,
+            output_scale=output_scale and bool(ranking.output_norms),
         )
 
     def score(instances, chosen):
@@ -390,11 +403,12 @@ def run_dose_ladders(
 
 
 def _union(lists) -> list[Setting]:
-    """The settings of several ladders, each name once (a name says what it does)."""
+    """The settings of several ladders (or of one ladder's rungs), each name once (a name
+    says what it does); ValueError when two different settings share a name."""
     out: dict[str, Setting] = {}
     for setting in (s for settings in lists for s in settings):
         if out.setdefault(setting.name, setting) != setting:
-            raise ValueError(f"two ladders name different settings {setting.name}")
+            raise ValueError(f"two different settings share the name {setting.name}")
     return list(out.values())
 
 

@@ -63,7 +63,11 @@ class HeadRanking:
     `offsets[str(k)][l][h]`: mean weight per row at ref + k; `nulls[str(k)]`: what attention
     spread evenly over each row's visible keys would weigh at ref + k, averaged as the levels
     are (the same for every head: it depends on the masks alone; empty in a ranking saved
-    before it was measured); `source`: where it came from.
+    before it was measured); `output_norms[l][h]`: the head's ID norm, the mean over the
+    target rows (the rows with a reference: the ID answer rows, teacher-forced) of the L2
+    norm of its output there (its weights @ values, per row, before the output projection),
+    the length the output-scale control rescales each OOD row to (empty in a ranking saved
+    before it was measured: that control is then not run); `source`: where it came from.
     """
 
     scores: list[list[float]]
@@ -71,6 +75,7 @@ class HeadRanking:
     order: list[tuple[int, int]]
     offsets: dict[str, list[list[float]]] = field(default_factory=dict)
     nulls: dict[str, float] = field(default_factory=dict)
+    output_norms: list[list[float]] = field(default_factory=list)
     rows: int = 0
     source: dict[str, Any] = field(default_factory=dict)
 
@@ -118,6 +123,7 @@ class HeadRanking:
             order=[tuple(x) for x in data["order"]],
             offsets=data.get("offsets", {}),
             nulls=data.get("nulls", {}),
+            output_norms=data.get("output_norms", []),
             rows=data.get("rows", 0),
             source=data.get("source", {}),
         )
@@ -161,18 +167,21 @@ def _shifted_masks(batch, reference, wanted) -> dict[str, Any]:
 
 
 def _batch_masses(scorer, batch, reference, wanted, shift: int, threshold: float):
-    """{k: [layers, heads] summed weight on `ref + k` cells} for one batch, and with a
-    threshold {RANKED: the same at `shift`, counting only weights above it}, every one
-    recorded in ONE teacher-forced forward. The offsets are always the plain weights: they
-    are the heads' levels (the offset profile, restore's ID level), whatever the ranking
-    counts."""
+    """({k: [layers, heads] summed weight on `ref + k` cells} for one batch, and with a
+    threshold {RANKED: the same at `shift`, counting only weights above it}; [layers, heads]
+    each head's output norm summed over the answer rows), every one recorded in ONE
+    teacher-forced forward. The offsets are always the plain weights: they are the heads'
+    levels (the offset profile, restore's ID level), whatever the ranking counts. The answer
+    rows are the rows with a reference (the rows the levels average over): a head's output
+    there is what it writes where the model answers, the output-scale control's target."""
     from harness.engine.capture import AttentionPlan, Reference
 
     references = {k: Reference(m) for k, m in _shifted_masks(batch, reference, wanted).items()}
     if threshold > 0:
         references[RANKED] = Reference(references[str(shift)].mask, threshold)
-    record = scorer.forward(batch, AttentionPlan(references=references), attention_only=True)
-    return {k: record.mass(k) for k in references}
+    plan = AttentionPlan(references=references, output_rows=reference.any(-1))
+    record = scorer.forward(batch, plan, attention_only=True)
+    return {k: record.mass(k) for k in references}, record.output_norms.nan_to_num(0.0).sum((0, 1))
 
 
 def _batch_nulls(batch, reference, wanted) -> dict[str, float]:
@@ -221,6 +230,7 @@ def rank_heads(
     sums = {str(k): torch.zeros(num_layers, num_heads) for k in wanted}
     sums[ranked] = torch.zeros(num_layers, num_heads)
     nulls = {str(k): 0.0 for k in wanted}
+    norm_sum = torch.zeros(num_layers, num_heads)  # each head's output norm, summed over rows
     rows = 0
     start = time.perf_counter()
 
@@ -229,8 +239,10 @@ def rank_heads(
         batch = collate_left(encodings, scorer.char_tok.pad_id)
         reference = batch.reference_mask()
         rows += int(reference.any(-1).sum())
-        for k, mass in _batch_masses(scorer, batch, reference, wanted, shift, threshold).items():
+        masses, norms = _batch_masses(scorer, batch, reference, wanted, shift, threshold)
+        for k, mass in masses.items():
             sums[k] += mass.detach().float().cpu()
+        norm_sum.add_(norms.detach().float().cpu())
         for k, null in _batch_nulls(batch, reference, wanted).items():
             nulls[k] += null
 
@@ -251,6 +263,7 @@ def rank_heads(
         # the plain mean weight per row at every offset, the ranking's own shift included
         offsets={str(k): (sums[str(k)] / max(rows, 1)).tolist() for k in wanted},
         nulls={k: v / max(rows, 1) for k, v in nulls.items()},
+        output_norms=(norm_sum / max(rows, 1)).tolist(),
         rows=rows,
         source={
             **(source or {}),

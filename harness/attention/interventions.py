@@ -33,7 +33,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.attention.controls import restore_levels
+from harness.attention.controls import id_norms, restore_levels
 from harness.attention.heads import HeadRanking, causal_valid, shift_mask
 from harness.attention.sweep import Setting
 from harness.engine.modes import MODES
@@ -160,14 +160,17 @@ def intervention_for(setting: Setting, ranking: HeadRanking, reference, allowed_
     cells = causal_valid(shift_mask(reference, setting.shift), allowed_keys)
     if setting.positions == "random":
         cells = random_positions(cells, allowed_keys, setting.seed, avoid=reference)
-    # A mode that reads levels (restore) gets each head's ID level at the setting's cells.
-    reads_levels = "levels" in MODES[setting.mode].reads
-    levels = restore_levels(ranking, setting.shift) if reads_levels else None
+    # A mode that reads levels (restore) gets each head's ID level at the setting's cells;
+    # one that reads norms (rescale) each head's ID output norm.
+    reads = MODES[setting.mode].reads
+    levels = restore_levels(ranking, setting.shift) if "levels" in reads else None
+    norms = id_norms(ranking) if "norms" in reads else None
     return Intervention(
         heads=heads,
         strength=setting.strength,
         mode=setting.mode,
         levels=levels,
+        norms=norms,
         threshold=setting.threshold,
         renormalise=setting.renormalise,
         # The row predicting target[0] is the last prompt row: it is reinforced too (the
@@ -199,14 +202,14 @@ def per_row_intervention(interventions, rows: int, reference):
     # Cells per setting ([rows, L, L]; a baseline's are never used), instance-major.
     cells = [iv.positions if iv is not None else reference for iv in interventions]
     positions = torch.stack(cells, dim=1)  # [rows, S, L, L]
-    levels = None
-    if any(iv.levels is not None for iv in real):
-        # A restore setting's levels; the rows of the other settings never read theirs.
+
+    def per_head(name):  # a restore's levels, a rescale's norms: other rows never read them
+        if all(getattr(iv, name) is None for iv in real):
+            return None
         zero = torch.zeros(shape)
-        per_setting = [
-            zero if iv is None or iv.levels is None else iv.levels for iv in interventions
-        ]
-        levels = torch.stack(rows_of(per_setting))
+        given = [getattr(iv, name) if iv is not None else None for iv in interventions]
+        return torch.stack(rows_of([zero if v is None else v for v in given]))
+
     return Intervention(
         heads=heads,
         strength=torch.tensor(rows_of([float(iv.strength) if iv else 0.0 for iv in interventions])),
@@ -219,7 +222,8 @@ def per_row_intervention(interventions, rows: int, reference):
         ),
         prefill=any(iv.prefill for iv in real),
         positions=positions.reshape(rows * count, *positions.shape[2:]),
-        levels=levels,
+        levels=per_head("levels"),
+        norms=per_head("norms"),
     )
 
 

@@ -12,7 +12,7 @@
 API
 ---
 `AttentionPlan(reference=None, head_mass=None, rollout=False, patterns=(), intervention=None,
-references={})`
+references={}, readers=(), output_rows=None)`
     reference: bool [batch, L, L]; `reference[b, q, k]` is True when query q (the position that
     predicts token q + 1) must attend key k, in absolute positions of the final sequence (left
     padding included; `harness.engine.positions` builds it). Rows past L (generation that
@@ -25,25 +25,32 @@ references={})`
     score many: the offsets ref-2 .. ref+2 of a head ranking); `record.mass(name)`.
     readers: callables `reader(layer, weights, q0, k0, mask)` called with each layer's
     weights and attention mask, graph kept (training's attention supervision,
-    `harness.engine.supervision`).
+    `harness.engine.supervision`). output_rows: bool [batch, L], the rows whose per-head
+    output norm (weights @ values, before the output projection) is recorded
+    (`record.output_norms` [batch, L, layers, heads], nan elsewhere): a head's ID norm, the
+    rescale's target.
 `Intervention(heads, strength=1.0, mode="standard", threshold=0.0, renormalise=False,
-prefill=False, positions=None, levels=None)`
+prefill=False, positions=None, levels=None, norms=None)`
     heads: bool [layers, heads] (query heads). The modes (`harness.engine.modes`, one
     module each): "standard" adds `strength` to the post-softmax weights at the cells of the
     selected heads; "conditional" adds it only where the original weight exceeds
     `threshold`; "knockout" sets those weights to 0; "restore" sets each selected head's
     mass on the cells to its `levels` entry (float [layers, heads] in [0, 1]), the rest of
-    the row scaled to keep its sum. strength must be finite and >= 0, threshold and levels
-    in [0, 1] (ValueError naming the field). No renormalisation unless `renormalise=True`
+    the row scaled to keep its sum; "rescale" leaves the weights as they are and scales each
+    selected head's output (weights @ values, per row, before the output projection) to its
+    `norms` entry (float [layers, heads] >= 0: its mean output norm in distribution), on the
+    rows that have cells (a row whose output is exactly 0 is left as it is). strength must
+    be finite and >= 0, norms too, threshold and levels in [0, 1] (ValueError naming the
+    field). No renormalisation unless `renormalise=True`
     (then the selected heads' rows are divided by their sums). `positions` (bool [batch, L,
     L]) replaces the reference as the cells (random-position control, ref+k).
     `prefill=False` leaves the first forward of a cached generation (past length 0 with a
     cache passed in) untouched, so the first generated token is not reinforced and a prefill
     can be reused across settings; a forward without a cache (teacher-forced scoring) is
-    always intervened. One setting per row (as nnsight
-    batches its invokes): heads bool [batch, layers, heads], strength and threshold [batch]
-    tensors, mode and renormalise one per row, levels [batch, layers, heads] (or [layers,
-    heads] for every row); a row whose heads are all False is untouched. One setting is run
+    always intervened. One setting per row (as nnsight batches its invokes): heads bool
+    [batch, layers, heads], strength and threshold [batch] tensors, mode and renormalise one
+    per row, levels and norms [batch, layers, heads] (or [layers, heads] for every row); a
+    row whose heads are all False is untouched. One setting is run
     as the case of one row that every row shares.
 `capture_attention(model, plan=None) -> AttentionRecord` (context manager)
     Switches the model to the "attentionspan" attention implementation (`ATTENTION_NAME`,
@@ -55,7 +62,8 @@ prefill=False, positions=None, levels=None)`
     prefill and decode steps of `generate()`); the record is filled when the block ends.
 `AttentionRecord`: head_rows, head_mass, target_rows (bool [batch, L]: rows with references
     that ran), layer_maps, patterns, calls (attention calls), length (positions seen, T),
-    named_rows (per name of `plan.references`: [batch, L, layers, heads]) and mass(name).
+    named_rows (per name of `plan.references`: [batch, L, layers, heads]), mass(name) and
+    output_norms (`plan.output_rows`).
 `AttentionCaptureError(ValueError)`: one line, for a model that is not a causal LM, one whose
     attention does not dispatch through the interface (checked after every forward), a plan
     whose masks do not match the batch (batch size, a first forward longer than L) or whose
@@ -99,6 +107,7 @@ from typing import Any
 
 import torch
 
+from harness.engine.cells import Mass, slice_rows
 from harness.engine.inference import given_cache, model_shape, text_config
 from harness.engine.modes import MODES, ModeArgs
 from harness.engine.plan import AttentionPlan, Intervention
@@ -113,43 +122,6 @@ class AttentionCaptureError(ValueError):
     """A model, plan or batch that capture cannot serve (one-line message)."""
 
 
-class _Cells:
-    """A bool [batch, L, L] mask as, per row, the indices of its True keys (padded to the
-    widest row): gathering a few cells costs [b, h, q, R], never another [b, h, q, k]."""
-
-    def __init__(self, mask: torch.Tensor, device: torch.device):
-        mask = mask.to(device)
-        self.length = mask.shape[1]
-        self.has = mask.any(-1)  # [B, L]
-        width = max(int(mask.sum(-1).max()), 1) if mask.numel() else 1
-        width = min(width, self.length) if self.length else 1
-        if self.length:
-            self.index = mask.to(torch.uint8).topk(width, dim=-1).indices  # [B, L, R]
-            self.valid = mask.gather(-1, self.index)
-        else:
-            self.index = torch.zeros(mask.shape[0], 0, 1, dtype=torch.long, device=device)
-            self.valid = torch.zeros(mask.shape[0], 0, 1, dtype=torch.bool, device=device)
-
-    def rows(self, q0: int, q1: int, k0: int, kv: int):
-        """(local key index [b, q, R], valid [b, q, R]) for query rows q0..q1-1 whose keys are
-        the absolute positions k0..k0+kv-1; cells outside those keys are invalid (a masked
-        key needs no check here: its weight is exactly 0)."""
-        stop = min(q1, self.length)
-        batch = self.index.shape[0]
-        width = self.index.shape[-1]
-        if stop == q1:
-            local = self.index[:, q0:q1] - k0
-            valid = self.valid[:, q0:q1] & (local >= 0) & (local < kv)
-            return local.clamp(0, max(kv - 1, 0)), valid
-        index = torch.zeros(batch, q1 - q0, width, dtype=torch.long, device=self.index.device)
-        valid = torch.zeros(batch, q1 - q0, width, dtype=torch.bool, device=self.index.device)
-        if stop > q0:
-            local = self.index[:, q0:stop] - k0
-            valid[:, : stop - q0] = self.valid[:, q0:stop] & (local >= 0) & (local < kv)
-            index[:, : stop - q0] = local.clamp(0, max(kv - 1, 0))
-        return index, valid
-
-
 @dataclass
 class AttentionRecord:
     """What one capture context recorded (tensors on the CPU, float32)."""
@@ -162,6 +134,9 @@ class AttentionRecord:
     calls: int = 0
     length: int = 0  # positions seen (prompt + generated)
     named_rows: dict[str, torch.Tensor] = field(default_factory=dict)
+    # [batch, L, layers, heads]: each head's output norm on the plan's `output_rows` (nan
+    # elsewhere, or where not run); None when the plan asks for none
+    output_norms: torch.Tensor | None = None
 
     def mass(self, name: str) -> torch.Tensor:
         """[layers, heads]: the summed mass on the named reference `name` (the plan's
@@ -181,42 +156,6 @@ class AttentionRecord:
         if self.head_rows is None:
             return None
         return ~self.head_rows[..., 0, 0].isnan()
-
-
-class _Mass:
-    """One mask whose per-row, per-head mass is recorded: its cells (gathered in a prefill),
-    its dense form (sliced while decoding), and the rows recorded so far."""
-
-    def __init__(self, mask: torch.Tensor, threshold: float, num_layers, num_heads, device):
-        self.cells = _Cells(mask, device)
-        self.dense = mask.to(device)
-        self.threshold = float(threshold)
-        batch, length = mask.shape[:2]
-        self.rows = torch.full((batch, length, num_layers, num_heads), float("nan"), device=device)
-
-    def add(self, layer: int, weights: torch.Tensor, q0: int, k0: int) -> None:
-        """Record the mass of query rows q0.. on this mask's cells (rows past it: none)."""
-        batch, heads, q, kv = weights.shape
-        stop = min(q0 + q, self.rows.shape[1])
-        if stop <= q0:
-            return
-        # Weights on masked keys are exactly 0, so the mass needs no mask of its own.
-        if q <= _DENSE_ROWS:  # decoding: a slice of the dense mask is fewer operations
-            cells = _slice(self.dense, q0, q, k0, kv)[:, None]
-            mass = (_above(weights, self.threshold) * cells).float().sum(-1)  # [b, h, q]
-        else:  # prefill: gather the few reference cells, no second [b, h, q, k] tensor
-            index, valid = self.cells.rows(q0, q0 + q, k0, kv)
-            gathered = weights.gather(-1, index[:, None].expand(-1, heads, -1, -1))
-            mass = (_above(gathered, self.threshold).float() * valid[:, None]).sum(-1)
-        has = self.cells.has[:, q0:stop, None]  # [b, q, 1]
-        rows = mass[:, :, : stop - q0].transpose(1, 2)  # [b, q, h]
-        current = self.rows[:, q0:stop, layer]
-        self.rows[:, q0:stop, layer] = torch.where(has, rows, current)
-
-
-def _above(weights: torch.Tensor, threshold: float) -> torch.Tensor:
-    """The weights that count: all, or only those above a threshold (the authors' variant)."""
-    return weights if threshold <= 0 else weights * (weights > threshold)
 
 
 class _Rows:
@@ -241,14 +180,17 @@ class _Rows:
             return mask.transpose(0, 1)[:, :, :, None, None]
 
         self.layer_active = [bool(a) for a in heads.any(-1).any(0).tolist()]
-        levels = None
-        if iv.levels is not None:  # [layers, heads] is every row's
-            levels = iv.levels[..., block].to(device).expand(rows, *heads.shape[1:])
+
+        def per_head(values):  # levels, norms: [layers, heads] is every row's
+            if values is None:
+                return [None] * heads.shape[1]
+            return per_layer(values[..., block].to(device).expand(rows, *heads.shape[1:]))
+
         strength = column(iv.strength, torch.float32)
         threshold = column(iv.threshold, torch.float32)
         self.args = [
-            ModeArgs(strength, threshold, per_layer(levels)[layer] if levels is not None else None)
-            for layer in range(heads.shape[1])
+            ModeArgs(strength, threshold, levels, norms)
+            for levels, norms in zip(per_head(iv.levels), per_head(iv.norms))
         ]
         # The modes in registry order, each with the heads of its own rows: a mode changes
         # the weights at its cells only, so each row gets what its setting alone gives it.
@@ -259,6 +201,8 @@ class _Rows:
                 selected = heads & mine[:, None, None]
                 active = [bool(a) for a in selected.any(-1).any(0).tolist()]
                 self.modes.append((mode, per_layer(selected), active))
+        # the modes that change a head's output as well (`Mode.output`): the rescale
+        self.outputs = [m for m in self.modes if m[0].output is not None]
         renormalise = torch.as_tensor(iv.renormalise, dtype=torch.bool).to(device).reshape(-1)
         self.renormalise = None
         if bool(renormalise.any()):
@@ -292,6 +236,7 @@ class _State:
         iv = plan.intervention
         masks = [m for m in (plan.reference, getattr(iv, "positions", None)) if m is not None]
         masks += [r.mask for r in plan.references.values()]
+        masks += [plan.output_rows[..., None]] if plan.output_rows is not None else []
         self.mask_length = min((m.shape[1] for m in masks), default=1 << 62)
         if iv is not None:
             if tuple(iv.heads.shape[-2:]) != (num_layers, num_heads):
@@ -303,17 +248,31 @@ class _State:
             self.cell_mask = cells.to(device)
             self.rows = _Rows(iv, device, (self.offset, self.local_heads))
             self.layer_active = self.rows.layer_active
-        self.masses: dict[str | None, _Mass] = {}
+        self.masses: dict[str | None, Mass] = {}
         local = self.local_heads
         if plan.head_mass:
-            self.masses[None] = _Mass(plan.reference, 0.0, num_layers, local, device)
+            self.masses[None] = Mass(plan.reference, 0.0, num_layers, local, device)
         for name, ref in plan.references.items():
-            self.masses[name] = _Mass(ref.mask, ref.threshold, num_layers, local, device)
+            self.masses[name] = Mass(ref.mask, ref.threshold, num_layers, local, device)
+        self.norms = None  # per row, each head's output norm on `plan.output_rows`
+        if plan.output_rows is not None:
+            self.norm_rows = plan.output_rows.to(device)
+            batch, length = self.norm_rows.shape
+            self.norms = torch.full((batch, length, num_layers, local), float("nan"), device=device)
         self.map_chunks: list[list[tuple[int, int, torch.Tensor]]] = [[] for _ in range(num_layers)]
         self.pattern_chunks: list[list[tuple[int, int, torch.Tensor]]] = [
             [] for _ in range(num_layers)
         ]
         self.pattern_rows = torch.tensor(plan.patterns, dtype=torch.long, device=device)
+
+    def intervenes(self, layer) -> bool:
+        """Whether the intervention changes this call of `layer`: the layer
+        has selected heads, and the call is not a prefill left alone (`prefill=False` leaves
+        the first forward of a cached generation untouched)."""
+        iv = self.plan.intervention
+        if iv is None or layer is None or not self.layer_active[int(layer)]:
+            return False
+        return iv.prefill or not self.cached or self.past > 0
 
     def check_batch(self, batch: int) -> None:
         iv = self.plan.intervention
@@ -321,6 +280,7 @@ class _State:
             ("reference", self.plan.reference),
             ("intervention positions", getattr(iv, "positions", None)),
             *((f"{name!r} reference", r.mask) for name, r in self.plan.references.items()),
+            ("output rows", self.plan.output_rows),
         ]
         if iv is not None and iv.per_row:
             masks.append(("per-row intervention", iv.heads))
@@ -349,10 +309,13 @@ class _State:
         named_rows = {
             name: m.rows.float().cpu() for name, m in self.masses.items() if name is not None
         }
+        if self.norms is not None:  # gathered with the named rows: per head, the same way
+            named_rows[_NORMS] = self.norms.float().cpu()
         if self.shard is not None:
             head_rows, named_rows, patterns, maps = _gather_heads(
                 self.shard, self.num_heads, head_rows, named_rows, patterns, maps
             )
+        norms = named_rows.pop(_NORMS, None)
         return AttentionRecord(
             self.num_layers,
             self.num_heads,
@@ -362,7 +325,24 @@ class _State:
             calls=self.calls,
             length=length,
             named_rows=named_rows,
+            output_norms=norms,
         )
+
+    def add_norms(self, layer: int, output: torch.Tensor) -> None:
+        """Record each head's output norm ([b, h, q, d] -> [b, h, q]) on the output rows
+        among query rows past.. (rows past the mask: none)."""
+        q = output.shape[-2]
+        q0 = self.past
+        stop = min(q0 + q, self.norms.shape[1])
+        if stop <= q0:
+            return
+        norms = output[:, :, : stop - q0].float().norm(dim=-1).transpose(1, 2)  # [b, q, h]
+        wanted = self.norm_rows[:, q0:stop, None]
+        current = self.norms[:, q0:stop, layer]
+        self.norms[:, q0:stop, layer] = torch.where(wanted, norms, current)
+
+
+_NORMS = "\x00output norms"  # their key among the named rows while gathered (no mask's name)
 
 
 def _gather_heads(shard: TensorShard, num_heads: int, head_rows, named_rows, patterns, maps):
@@ -448,6 +428,7 @@ def attention_forward(
     key_states = _repeat_kv(key, groups)
     value_states = _repeat_kv(value, groups)
     weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    kv = weights.shape[-1]  # keys of this call (before an attention sink joins the row)
     if softcap is not None:
         weights = torch.tanh(weights / softcap) * softcap
     if attention_mask is not None:
@@ -464,6 +445,10 @@ def attention_forward(
     if state is not None:
         weights = _apply_plan(state, module, weights, attention_mask)
     output = torch.matmul(weights, value_states)
+    if state is not None and state.intervenes(module.layer_idx) and state.rows.outputs:
+        output = _intervene_output(state, int(module.layer_idx), output, kv, attention_mask)
+    if state is not None and state.norms is not None:
+        state.add_norms(int(module.layer_idx), output)  # what the model used, as the weights
     return output.transpose(1, 2).contiguous(), weights
 
 
@@ -502,8 +487,7 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
         raise AttentionCaptureError(
             f"the plan's masks cover {state.mask_length} positions, the batch has {q0 + q}"
         )
-    iv = state.plan.intervention
-    if iv is not None and state.layer_active[layer] and (iv.prefill or not state.cached or q0 > 0):
+    if state.intervenes(layer):
         weights = _intervene(state, layer, weights, q0, k0, mask)
     for mass in state.masses.values():
         mass.add(layer, weights, q0, k0)
@@ -518,31 +502,21 @@ def _apply_plan(state: _State, module, weights: torch.Tensor, mask: torch.Tensor
     return weights
 
 
-_DENSE_ROWS = 16  # up to this many query rows, record from dense mask slices
-
-
-def _slice(mask: torch.Tensor, q0: int, q: int, k0: int, kv: int) -> torch.Tensor:
-    """mask[:, q0:q0+q, k0:k0+kv], zero past the mask's length (generation running on)."""
-    length = mask.shape[1]
-    if q0 + q <= length and k0 + kv <= length:
-        return mask[:, q0 : q0 + q, k0 : k0 + kv]
-    out = mask.new_zeros(mask.shape[0], q, kv)
-    qs, ks = min(q0 + q, length), min(k0 + kv, length)
-    if qs > q0 and ks > k0:
-        out[:, : qs - q0, : ks - k0] = mask[:, q0:qs, k0:ks]
-    return out
+def _cells(state: _State, q0: int, q: int, k0: int, kv: int, mask) -> torch.Tensor:
+    """bool [b, 1, q, kv]: the intervention's cells of query rows q0.. over keys k0.., only
+    where the attention mask lets attention through: a reference outside a sliding window or
+    on a padding key would otherwise make cached generation differ from a full forward."""
+    cells = slice_rows(state.cell_mask, q0, q, k0, kv)
+    if mask is not None:
+        cells = cells & (mask[:, 0] > torch.finfo(mask.dtype).min / 2)
+    return cells[:, None]
 
 
 def _intervene(state: _State, layer: int, weights, q0, k0, mask):
     """All selected heads of the layer at once, mode by mode: a head mask ([rows, h, 1, 1],
     one row for one setting) times the cell mask."""
     batch, heads, q, kv = weights.shape
-    cells = _slice(state.cell_mask, q0, q, k0, kv)
-    if mask is not None:
-        # Only where attention is let through: a reference outside a sliding window or on a
-        # padding key would otherwise make cached generation differ from a full forward.
-        cells = cells & (mask[:, 0] > torch.finfo(mask.dtype).min / 2)
-    cells = cells[:, None]  # [b, 1, q, kv]
+    cells = _cells(state, q0, q, k0, kv, mask)
     rows = state.rows
     out = weights
     for mode, selected, active in rows.modes:
@@ -555,6 +529,21 @@ def _intervene(state: _State, layer: int, weights, q0, k0, mask):
         sums = torch.where(sums > 0, sums, torch.ones_like(sums))
         out = torch.where(rows.renormalise[layer], out / sums, out)
     return out
+
+
+def _intervene_output(state: _State, layer: int, output, kv: int, mask):
+    """The modes that change what a selected head writes (`Mode.output`: the rescale), on
+    its output [b, h, q, d] (weights @ values, before the output projection), on the rows
+    that have cells (the rows a push at the same cells would change), after the weights'
+    modes: the other rows come back as they were."""
+    rows = state.rows
+    q = output.shape[-2]
+    q0 = state.past
+    has = _cells(state, q0, q, q0 + q - kv, kv, mask).any(-1, keepdim=True)  # [b, 1, q, 1]
+    for mode, selected, active in rows.outputs:
+        if active[layer]:
+            output = mode.output(output, has & selected[layer], rows.args[layer])
+    return output
 
 
 def _register() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from harness.engine.modes import MODES, check_parameter
+from harness.engine.modes import HEAD_PARAMETERS, MODES, PARAMETERS, check_parameter
 
 
 @dataclass
@@ -24,8 +24,8 @@ class Intervention:
     One setting for the whole batch (heads [layers, heads], scalar strength, one mode), or
     one per row, as nnsight batches its invokes: heads [batch, layers, heads] and `strength`,
     `threshold` a [batch] tensor, `mode` and `renormalise` a sequence of one per row,
-    `levels` [batch, layers, heads] (or [layers, heads] for every row). Capture runs both
-    the same way: one setting is one row that every row of the batch shares.
+    `levels` and `norms` [batch, layers, heads] (or [layers, heads] for every row). Capture
+    runs both the same way: one setting is one row that every row of the batch shares.
     """
 
     heads: torch.Tensor
@@ -36,6 +36,7 @@ class Intervention:
     prefill: bool = False
     positions: torch.Tensor | None = None
     levels: torch.Tensor | None = None  # read by mode "restore": in [0, 1] per head
+    norms: torch.Tensor | None = None  # read by mode "rescale": >= 0 per head (ID output norm)
 
     def __post_init__(self) -> None:
         modes = [self.mode] if isinstance(self.mode, str) else list(self.mode)
@@ -60,32 +61,43 @@ class Intervention:
             raise ValueError("Intervention.mode is one string unless heads are given per row")
         check_parameter("Intervention.strength", "strength", self.strength)
         check_parameter("Intervention.threshold", "threshold", self.threshold)
-        if self.levels is not None:
-            try:
-                self.levels = torch.as_tensor(self.levels, dtype=torch.float32)
-            except (TypeError, ValueError, RuntimeError):  # levels="high": a TypeError before
-                raise ValueError(
-                    "Intervention.levels must be a tensor of numbers in [0, 1] [layers, heads], "
-                    f"got {self.levels!r}"
-                ) from None
-            shapes = {tuple(self.heads.shape), tuple(self.heads.shape[-2:])}
-            if tuple(self.levels.shape) not in shapes:
-                wanted = "[batch, layers, heads] or " if self.per_row else ""
-                raise ValueError(
-                    f"Intervention.levels must be {wanted}[layers, heads] = "
-                    f"{tuple(self.heads.shape)}, got {tuple(self.levels.shape)}"
-                )
-            check_parameter("Intervention.levels", "levels", self.levels)
+        for name in HEAD_PARAMETERS:
+            setattr(self, name, self._per_head(name, getattr(self, name)))
         used = [MODES[m] for m in dict.fromkeys(modes)]
+        given = {p: getattr(self, p) for p in ("strength", "threshold", *HEAD_PARAMETERS)}
         for mode in used:
-            mode.validate(
-                "Intervention", strength=self.strength, threshold=self.threshold, levels=self.levels
-            )
-        readers = [m.name for m in MODES.values() if "levels" in m.reads]
-        if self.levels is not None and not any(m.name in readers for m in used):
-            raise ValueError(f"Intervention.levels is required with mode {readers} and only there")
+            mode.validate("Intervention", **given)
+        for name in HEAD_PARAMETERS:
+            readers = [m.name for m in MODES.values() if name in m.reads]
+            if getattr(self, name) is not None and not any(m.name in readers for m in used):
+                raise ValueError(
+                    f"Intervention.{name} is required with mode {readers} and only there"
+                )
         if self.positions is not None:
             _check_square_bool("Intervention.positions", self.positions)
+
+    def _per_head(self, name: str, value):
+        """A per-head parameter (`HEAD_PARAMETERS`) as float32 [layers, heads] (or, per row,
+        [batch, layers, heads]), its values checked by its rule; None stays None."""
+        if value is None:
+            return None
+        try:
+            value = torch.as_tensor(value, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):  # levels="high": a TypeError before
+            rule = PARAMETERS[name][0]
+            raise ValueError(
+                f"Intervention.{name} must be a tensor of numbers {rule} [layers, heads], "
+                f"got {value!r}"
+            ) from None
+        shapes = {tuple(self.heads.shape), tuple(self.heads.shape[-2:])}
+        if tuple(value.shape) not in shapes:
+            wanted = "[batch, layers, heads] or " if self.per_row else ""
+            raise ValueError(
+                f"Intervention.{name} must be {wanted}[layers, heads] = "
+                f"{tuple(self.heads.shape)}, got {tuple(value.shape)}"
+            )
+        check_parameter(f"Intervention.{name}", name, value)
+        return value
 
     @property
     def per_row(self) -> bool:
@@ -130,6 +142,9 @@ class AttentionPlan:
     # Callables reader(layer, weights, q0, k0, mask) given the weights the model uses and its
     # attention mask, graph kept: training's attention supervision (engine.supervision).
     readers: Sequence[Any] = ()
+    # bool [batch, L]: the rows whose per-head output norm (weights @ values, before the
+    # output projection) is recorded (`AttentionRecord.output_norms`): a head's ID norm
+    output_rows: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.reference is not None:
@@ -143,6 +158,11 @@ class AttentionPlan:
         if self.head_mass and self.reference is None:
             raise ValueError("AttentionPlan.head_mass=True needs a reference mask")
         self.patterns = tuple(int(b) for b in self.patterns)
+        rows = self.output_rows
+        if rows is not None and (
+            not isinstance(rows, torch.Tensor) or rows.dtype != torch.bool or rows.dim() != 2
+        ):
+            raise ValueError("AttentionPlan.output_rows must be a bool tensor [batch, L]")
         iv = self.intervention
         if iv is not None and iv.positions is None and self.reference is None:
             raise ValueError("an Intervention needs AttentionPlan.reference or its own positions")

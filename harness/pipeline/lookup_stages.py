@@ -155,7 +155,9 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
     def compute():
         run.load()
         validation = run.instances("validation", share=False)
-        by_count = ladders(counts, validation, "id_validation", pointer_shifts=(), draws=0)
+        by_count = ladders(
+            counts, validation, "id_validation", pointer_shifts=(), draws=0, output_scale=False
+        )
         n, summary = choose_count(by_count, lookup=lookup.covering)
         by_kind = validation_by_kind(run, lookup, {"n": n, "counts": summary}, by_count[n], ladders)
         # the verdict reads validation's reference and ID rungs only (to choose the doses):
@@ -190,7 +192,9 @@ def validation_by_kind(run, lookup: Lookup, chosen, whole, ladders) -> dict[str,
     out = {}
     for kind in sorted(set(kinds.values())):
         group = [x for x in instances if kinds.get(str(x.index)) == kind]
-        curve = ladders([chosen["n"]], group, None, pointer_shifts=(), draws=0)[chosen["n"]]
+        curve = ladders([chosen["n"]], group, None, pointer_shifts=(), draws=0, output_scale=False)[
+            chosen["n"]
+        ]
         out[kind] = with_id_of(curve, whole) | {"kind_instances": len(group)}
     return out
 

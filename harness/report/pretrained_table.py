@@ -178,7 +178,8 @@ def dose_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
 def controls_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
     """The controls at the chosen dose (OOD test, teacher-forced): the reference push's
     gain; each shifted push's gain and following gain; the best random other heads' gain;
-    ID exact match baseline -> at the dose. Older digests: what their verdict numbers hold."""
+    the output-scale control's gain (where the digest holds it); ID exact match baseline ->
+    at the dose. Older digests: what their verdict numbers hold."""
     numbers = verdict.get("numbers") or {}
     controls = task.get("controls_at_dose")
     if not controls:
@@ -208,6 +209,9 @@ def controls_cell(task: Mapping[str, Any], verdict: Mapping[str, Any]) -> str:
         parts.append(f"random heads {100 * drawn['max']:+.1f}")
     elif controls.get(f"{dose_field('other_heads')}_available") == 0:
         parts.append("no random heads (N = all)")
+    rescaled = at_dose(controls, "output_scale") or {}  # absent in a digest made before it
+    if rescaled.get("gain") is not None:
+        parts.append(f"output scaled {100 * rescaled['gain']:+.1f}")
     ident = controls.get("id") or {}
     if ident.get("baseline") is not None and ident.get("at_dose") is not None:
         parts.append(f"ID {ident['baseline']:.2f} -> {ident['at_dose']:.2f}")

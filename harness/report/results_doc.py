@@ -142,8 +142,9 @@ def _diagnosis(value: Any, where: str) -> dict[str, Any]:
 def controls_at_dose(dose: Any, verdict: Any) -> dict[str, Any] | None:
     """The ladder's N, and at the calibrated verdict's dose on the OOD test curve the
     reference push's gain, each shifted push's gain and following gain (and its rows), the
-    random other heads' draws (best, mean, how many) and ID teacher-forced exact match
-    against the baseline's; {"n", "C": None} when no dose was chosen; None when the run has
+    random other heads' draws (best, mean, how many), the output-scale control's gain
+    (where it was measured) and ID teacher-forced exact match against the baseline's;
+    {"n", "C": None} when no dose was chosen; None when the run has
     no ladder (made before it)."""
     if not isinstance(dose, dict) or not isinstance(verdict, dict):
         return None
@@ -158,6 +159,11 @@ def controls_at_dose(dose: Any, verdict: Any) -> dict[str, Any] | None:
         ):
             continue
         drawn = at_dose(entry, "other_heads") or {}
+        # the output-scale control's gain, where the run measured it (a run made before it
+        # has none: the key is left out, never invented)
+        rescaled = at_dose(entry, "output_scale")
+        if rescaled is not None:
+            out[dose_field("output_scale")] = rescaled.get("gain")
         # each control under the field it writes in the curve (`controls.dose_field`)
         return out | {
             "threshold": chosen.get("threshold"),

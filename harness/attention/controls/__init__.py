@@ -6,7 +6,7 @@ read them live in `harness.attention.verdicts`.
     from harness.attention.controls import control_settings, ladder_controls, roles_of
     control_settings(chosen, seeds=(0, 1))   # the settings scored beside the chosen one
     roles_of("top4-C2", names)["random4-C2-s0"]        # "random_heads"
-    [c.role for c in ladder_controls()]                  # ["pointer", "other_heads"]
+    [c.role for c in ladder_controls()]      # ["pointer", "other_heads", "output_scale"]
     at_dose(curve["doses"][3], "pointer")                # what the pointer control wrote there
 
                       runs at
@@ -17,6 +17,7 @@ read them live in `harness.attention.verdicts`.
     pointer           grid, ladder  the push at ref + k for each pointer shift
     restore           grid          the chosen heads' reference weight set to its ID level
     other_heads       ladder        the push on n heads drawn outside the top n
+    output_scale      ladder        the top n's pattern kept, each output scaled to its ID norm
 
 A control is a `Control` value (`base.py`): its role, which its settings carry
 (`Setting.role`) and reports read; where it runs. At the grid: how it makes its settings
@@ -41,6 +42,7 @@ from harness.attention.controls import (
     bottom_heads,
     knockout,
     other_heads,
+    output_scale,
     pointer,
     random_heads,
     random_positions,
@@ -58,6 +60,7 @@ from harness.attention.controls.base import (
 )
 from harness.attention.controls.following import answer_at_reference, pointer_following
 from harness.attention.controls.knockout import knockout_of
+from harness.attention.controls.output_scale import id_norms, rescale_setting
 from harness.attention.controls.pointer import POINTER_SHIFTS, pointer_settings
 from harness.attention.controls.restore import restore_levels, restore_setting
 from harness.attention.setting import BASELINE, Setting
@@ -70,6 +73,7 @@ CONTROLS: tuple[Control, ...] = (
     pointer.CONTROL,
     restore.CONTROL,
     other_heads.CONTROL,
+    output_scale.CONTROL,
 )
 
 
@@ -122,9 +126,9 @@ class ControlOptions(Options):
 
 class LadderOptions(Options):
     """What the dose ladder passes every ladder control at each dose: the options they
-    declare (`AtDose.options`; today the `pointer_shifts` and the other heads'
-    `random_seeds`). An empty tuple: that control makes nothing, as on the validation
-    ladder, which only chooses N and the dose."""
+    declare (`AtDose.options`; today the `pointer_shifts`, the other heads' `random_seeds`
+    and whether the `output_scale` control runs). An empty tuple (or False): that control
+    makes nothing, as on the validation ladder, which only chooses N and the dose."""
 
     def __init__(self, **values: Any) -> None:
         super().__init__((o for c in ladder_controls() for o in c.ladder.options), **values)
@@ -205,12 +209,14 @@ __all__ = [
     "control_settings",
     "dose_field",
     "grid_controls",
+    "id_norms",
     "ladder_controls",
     "ladder_readings",
     "knockout_of",
     "legend",
     "pointer_following",
     "pointer_settings",
+    "rescale_setting",
     "restore_levels",
     "restore_setting",
     "roles_of",

@@ -61,9 +61,13 @@ G. A lookup exists before it is judged (`harness.attention.verdicts.exists`): th
        followed (following gain under POINTER_EXCESS), each gains less than the reference
        push (its interval's top under the reference gain's bottom), random other heads
        gain less (their best draw under that bottom; with no head left outside the N
-       pushed, N = all heads, the shifted pushes are the control: NO_RANDOM_HEADS) and ID
-       holds, each measured; otherwise *inconclusive*, naming each condition that failed or
-       was not measured;
+       pushed, N = all heads, the shifted pushes are the control: NO_RANDOM_HEADS), the
+       output-scale control gains less (the N heads' pattern left as it is and each head's
+       output rescaled to its ID norm, `controls/output_scale.py`: its gain under that
+       bottom; a push that gives the reference its weight back also gives a shrunken output
+       its length back, and a gain the rescale gives as well does not say the weight was
+       missing) and ID holds, each measured; otherwise *inconclusive*, naming each condition
+       that failed or was not measured;
      - diffuse (nothing stands out): *no lookup* when a shifted push is followed at the
        dose; *conflicting evidence* when instead every repair condition holds there (the
        errors say no lookup, the dose says a repairable lookup: both are named); otherwise
@@ -83,7 +87,8 @@ in `vocabulary.EXCEPTIONS`; each word's `means` carries those it can be said und
 
 What it rules out and what it does not: the ladder's controls at the same dose rule out a
 gain that any push anywhere would give (pointers), one that any heads would give (random
-other heads) and one bought by breaking the task (ID). The diagnosis needs no push, so it
+other heads), one that restoring the heads' output length alone would give (output scale)
+and one bought by breaking the task (ID). The diagnosis needs no push, so it
 answers the objection that reinforcement needs the true pattern where it applies. Neither
 says the ranked heads are the model's whole lookup, and a verdict on one model and seed
 does not transfer to another: `reproduce --seeds K` reports each seed's and whether they
@@ -326,6 +331,7 @@ def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list
             failed.append(f"random other heads were {NOT_MEASURED} at this dose")
     elif not (finite(low) and best < low):
         failed.append(f"random other heads gain as much ({best:+.3f})")
+    failed += _output_scale(dose, low)
     holds = id_holds(curve, dose)
     if holds is None:
         failed.append(f"ID exact match under the dose was {NOT_MEASURED}")
@@ -333,6 +339,28 @@ def repair_conditions(curve: Mapping[str, Any], dose: Mapping[str, Any]) -> list
         base = curve["baseline"]["id"]["tf_exact"]
         failed.append(f"ID exact match falls {base:.3f} -> {dose['id']['tf_exact']:.3f}")
     return failed
+
+
+def _output_scale(dose: Mapping[str, Any], low: float) -> list[str]:
+    """The output-scale control at `dose`: the chosen heads' pattern left as it is, each
+    head's output rescaled to its ID norm. The reference push must gain more: the rescale's
+    gain under the reference gain's interval bottom (as the random heads' best draw), else
+    a push may mend the output's shrunken length rather than the weight at the reference.
+    Not run there (a ladder or digest without it, a ranking without ID norms): not
+    measured."""
+    rescaled = (at_dose(dose, "output_scale") or {}).get("gain") or {}
+    if not finite(rescaled.get("gain")):
+        return [
+            f"the output-scale control (the heads' output rescaled to its ID norm, pattern "
+            f"unchanged) was {NOT_MEASURED} at this dose"
+        ]
+    if not (finite(low) and rescaled["gain"] < low):
+        return [
+            f"rescaling the heads' output to its ID norm, pattern unchanged, gains as much "
+            f"({rescaled['gain']:+.3f}): the push may restore the output's scale rather than "
+            "the weight at the reference"
+        ]
+    return []
 
 
 def _gain(gain: Mapping[str, Any]) -> str:
@@ -381,7 +409,8 @@ def read_kind(
                 if not _no_random_heads(test)
                 else EXCEPTIONS[NO_RANDOM_HEADS]
             )
-            + "; ID holds",
+            + "; the heads' output rescaled to its ID norm (pattern unchanged) gains less; "
+            "ID holds",
         ]
     # diffuse
     pushes = followed(at_dose(at, "pointer"))
@@ -402,7 +431,8 @@ def read_kind(
                 if not _no_random_heads(test)
                 else EXCEPTIONS[NO_RANDOM_HEADS]
             )
-            + " and ID holds: the dose evidence says a repairable lookup",
+            + ", the output rescaled to its ID norm gains less and ID holds: the dose evidence "
+            "says a repairable lookup",
         ]
     return INCONCLUSIVE, [
         f"no key stands out, but {dose_text} no shifted push is seen followed (on "

@@ -59,7 +59,7 @@ HELD_FIXED = {
     "curves): a dose chosen elsewhere on a resample finds its controls not measured",
     "kind_changes": "whether the dominant kind changes with the head set read (top 1, top 4, N)",
 }
-REBUILT = ("pointer", "other_heads")  # the ladder controls rebuilt from per-instance values
+REBUILT = ("pointer", "other_heads", "output_scale")  # the ladder controls rebuilt from per-instance values
 
 
 # --- recording ----------------------------------------------------------------------------
@@ -353,6 +353,10 @@ def _control_fields(controls, base, positions, options) -> dict[str, Any]:
             }
         elif role == "other_heads":
             out[dose_field(role)] = _draws(values, base, positions)
+        elif role == "output_scale" and values:
+            ((name, made),) = values.items()  # one setting, shared by the rungs
+            after = [made["after"][p] for p in positions]
+            out[dose_field(role)] = {"setting": name, "gain": _paired(base, after, options)}
     return out
 
 

@@ -27,6 +27,7 @@ RULE_MODULES = (
     "harness.attention.dose",
     "harness.attention.diagnosis",
     "harness.attention.evidence",
+    "harness.attention.controls.output_scale",
     "harness.attention.verdicts.calibrated",
     "harness.attention.verdicts.exists",
     "harness.attention.verdicts.vocabulary",

@@ -130,8 +130,9 @@ def _unless(word: str) -> str:
 _REPAIR = (
     "at the dose chosen on validation the reference push gains on test (interval above 0), no "
     "shifted push is followed (each measured on MIN_POINTER_ROWS rows or more), each gains "
-    "less, random other heads gain less and ID holds, every one of these measured at that rung "
-    "of the test ladder"
+    "less, random other heads gain less, the heads' output rescaled to its ID norm with the "
+    "pattern unchanged (the output-scale control) gains less and ID holds, every one of these "
+    "measured at that rung of the test ladder"
 )
 
 CALIBRATED: dict[str, Verdict] = _family(
@@ -141,8 +142,10 @@ CALIBRATED: dict[str, Verdict] = _family(
         "in distribution; NULL_EXCESS above the share of correct ID rows read so), and "
         + _REPAIR
         + _unless(NUDGE_REPAIRABLE),
-        "rules out a gain that any push anywhere would give, one that any heads would give and "
-        "one bought by breaking the task; not that the ranked heads are the model's whole "
+        "rules out a gain that any push anywhere would give, one that any heads would give, one "
+        "that giving the heads' shrunken output its ID length back would give without moving "
+        "any weight (vanishing variance) and one bought by breaking the task; not that the "
+        "ranked heads are the model's whole "
         "lookup, nor that it transfers to another model or seed; where N = all heads, not "
         "that other heads would gain as much (none is left to push)",
     ),

@@ -3,7 +3,10 @@
 A mode is a `Mode` value: its name, the parameters it reads (of `PARAMETERS`), whether the
 sweep may reinforce with it, and `apply(weights, cells, args)`, which changes the post-softmax
 weights at `cells` (bool, the selected heads' cells of the rows in this mode) and nowhere
-else. This module imports no torch: `attentionspan reproduce --help` reads the mode names.
+else; a mode that changes what a head writes rather than where it looks (`rescale`) also
+gives `output(output, rows, args)`, which changes the selected heads' output (weights @
+values, per head, before the output projection) on the rows with cells. This module imports
+no torch: `attentionspan reproduce --help` reads the mode names.
 """
 
 from __future__ import annotations
@@ -19,7 +22,11 @@ PARAMETERS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "strength": ("finite and >= 0", lambda v: math.isfinite(v) and v >= 0),
     "threshold": ("finite and in [0, 1]", lambda v: math.isfinite(v) and 0 <= v <= 1),
     "levels": ("finite and in [0, 1]", lambda v: math.isfinite(v) and 0 <= v <= 1),
+    "norms": ("finite and >= 0", lambda v: math.isfinite(v) and v >= 0),
 }
+# The parameters given per head ([layers, heads], or per row [batch, layers, heads]) rather
+# than per row: an Intervention holds each only where a mode of its rows reads it.
+HEAD_PARAMETERS = ("levels", "norms")
 
 
 def check_parameter(field: str, parameter: str, value: Any) -> None:
@@ -43,12 +50,14 @@ def _numbers(value: Any) -> list[float]:
 @dataclass(frozen=True)
 class ModeArgs:
     """A mode's parameters for one layer, shaped to broadcast over weights [batch, heads, q,
-    kv]: strength and threshold float32 [rows, 1, 1, 1], levels float32 [rows, heads, 1, 1]
-    (None when no row gives them). `rows` is the batch, or 1 for one setting on every row."""
+    kv]: strength and threshold float32 [rows, 1, 1, 1], levels and norms float32 [rows,
+    heads, 1, 1] (None when no row gives them). `rows` is the batch, or 1 for one setting on
+    every row."""
 
     strength: Any = None
     threshold: Any = None
     levels: Any = None
+    norms: Any = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,10 @@ class Mode:
     apply: Callable[[Any, Any, ModeArgs], Any]
     reads: tuple[str, ...] = ()  # of PARAMETERS
     reinforces: bool = False  # the sweep's grid may use it (it adds weight)
+    # (output [b, h, q, d], rows bool [b, h, q, 1], args: ModeArgs) -> new output, or None
+    # for a mode that changes the weights alone; `rows` are the selected heads' rows that
+    # have cells, and every other row must come back bit for bit.
+    output: Callable[[Any, Any, ModeArgs], Any] | None = None
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.reads if p not in PARAMETERS]

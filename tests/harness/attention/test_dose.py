@@ -52,6 +52,7 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
         "top2-C0.1-shift+4",
         "other2-C0.1-shift+1-s0",
         "other2-C0.1-shift+1-s3",
+        "top2-rescale-shift+1",  # the output scale: no C, one setting for every rung
         "top2-C1-shift+1",
         "top2-C1-shift-2",
         "top2-C1-shift+4",
@@ -60,7 +61,15 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
     ]
     roles = [s.role for s in settings]
     # each control's settings carry its role (`harness.attention.controls`)
-    assert roles[:6] == ["baseline", ROLE_DOSE, "pointer", "pointer", "other_heads", "other_heads"]
+    assert roles[:7] == [
+        "baseline",
+        ROLE_DOSE,
+        "pointer",
+        "pointer",
+        "other_heads",
+        "other_heads",
+        "output_scale",
+    ]
     # the values are carried by rung: the curve never reads a name back
     ladder = dose_ladder(2, (0.1, 1.0), shift=1, random_seeds=(0, 3))
     assert ladder.settings == settings and [r.top.strength for r in ladder.rungs] == [0.1, 1.0]
@@ -74,6 +83,7 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
         "baseline",
         "top4-C0.5-thr0.1",
         "top4-C0.5-thr0.1-shift+3",
+        "top4-rescale",
         "top4-C2-thr0.1",
         "top4-C2-thr0.1-shift+3",
         "top4-C0.5-thr0.2",
@@ -83,7 +93,16 @@ def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
     ]
     # the controls only at the rungs asked (`controlled`), the push at every rung
     sparse = dose_ladder(2, (0.1, 1.0), shift=1, random_seeds=(0, 3), controlled=[(1.0, 0.0)])
-    assert [s.name for s in sparse.settings] == ["baseline", "top2-C0.1-shift+1", *names_at(1)]
+    assert [s.name for s in sparse.settings] == [
+        "baseline",
+        "top2-C0.1-shift+1",
+        *names_at(1),
+        "top2-rescale-shift+1",
+    ]
+    # the output scale off (the validation ladder): no rescale setting anywhere
+    off = dose_ladder(2, (0.1, 1.0), shift=1, random_seeds=(0, 3), output_scale=False)
+    names = [s.name for s in settings]
+    assert [s.name for s in off.settings] == [n for n in names if "rescale" not in n]
     assert sparse.rungs[0].controls == () and sparse.rungs[1] == ladder.rungs[1]
     picked = dose_ladder(
         4, (0.5, 2.0), mode="conditional", thresholds=(0.1, 0.2), controlled=[(0.5, 0.2)]
@@ -379,7 +398,11 @@ def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_toke
     assert low["reference"] == whole["doses"][0]["reference"]
     assert whole["doses"][0]["pointers"] and whole["doses"][0]["random_heads"]["count"] == 2
     cells = [column.cell(low) for c in ladder_controls() for column in c.ladder.columns(sparse)]
-    assert cells == ["-", "-", "-"]
+    assert cells and set(cells) == {"-"}
+    assert low["output_scale"] is None
+    # the output scale does not depend on C: one setting, scored once, read at every rung
+    rescaled = [d["output_scale"] for d in whole["doses"]]
+    assert rescaled[0] == rescaled[1] and rescaled[0]["setting"] == "top2-rescale"
     assert sparse["baseline"] == whole["baseline"]
 
 

@@ -84,7 +84,8 @@ def test_threshold_counts_only_weights_above_it(attn_tokenizer, instances):
 
 def test_order_follows_scores_and_saves(monkeypatch, tmp_path, attn_tokenizer, instances):
     known = torch.tensor([[1.0, 5.0, 0.5, 2.0], [4.0, 0.0, 3.0, 6.0]])
-    monkeypatch.setattr(heads_module, "_batch_masses", lambda *args, **kwargs: {"0": known.clone()})
+    masses = {"0": known.clone()}, torch.ones_like(known)  # (masses, output norms summed)
+    monkeypatch.setattr(heads_module, "_batch_masses", lambda *args, **kwargs: masses)
     model = build_tiny("llama", attn_tokenizer)
     ranking = rank_heads(model, attn_tokenizer, instances[:2], batch_size=2, offsets=(0,))
     assert ranking.top(3) == [(1, 3), (0, 1), (1, 0)]
@@ -233,7 +234,7 @@ def test_ties_are_broken_by_the_offset_profile_not_the_index(
         out = {str(k): torch.zeros(layers, heads) for k in wanted}
         out["0"][0, 0] = out["0"][0, 1] = 1.0  # a tie at the reference
         out["1"][0, 1] = 0.5  # head 1 weighs ref+1 too
-        return out
+        return out, torch.zeros(layers, heads)  # and the output norms, summed
 
     monkeypatch.setattr(heads_module, "_batch_masses", masses)
     ranking = rank_heads(model, attn_tokenizer, instances[:2])
@@ -318,3 +319,43 @@ def test_a_lookup_split_across_two_offsets_is_judged_at_each():
     faint = profile_ranking({0: [0.9, 0.85, 0.0], 1: [0.0, 0.0, 0.4]})
     faint.nulls = nulls
     assert own_heads(faint, 1, 0) == [(0, 2)] and second_lookup(faint, 0) is None
+
+
+# --- each head's ID output norm (the output-scale control's target) ----------------------------
+def test_the_id_output_norm_is_the_mean_over_answer_rows_of_each_heads_output(
+    attn_tokenizer, instances
+):
+    """`output_norms[l][h]`: the L2 norm of the head's output (what o_proj reads, per head)
+    averaged over the rows with a reference (the answer rows), measured by hand here with a
+    hook on o_proj over one batch of every instance."""
+    model = build_tiny("llama", attn_tokenizer)
+    ranking = rank_heads(model, attn_tokenizer, instances, batch_size=len(instances))
+    char_tok = CharTokenizer(attn_tokenizer)
+    batch = collate_left([encode_instance(char_tok, x) for x in instances], char_tok.pad_id)
+    rows = batch.reference_mask().any(-1)  # [b, L]
+    heads = model.config.num_attention_heads
+    seen = {}
+
+    def keep(layer):
+        def hook(_module, args):
+            x = args[0]
+            seen[layer] = x.reshape(*x.shape[:2], heads, -1).float().norm(dim=-1)  # [b, L, h]
+
+        return hook
+
+    layers = model.model.layers
+    hooks = [b.self_attn.o_proj.register_forward_pre_hook(keep(i)) for i, b in enumerate(layers)]
+    try:
+        with torch.no_grad():
+            model(**batch.model_inputs())
+    finally:
+        for h in hooks:
+            h.remove()
+    by_hand = torch.stack([seen[i][rows].mean(0) for i in range(len(layers))])  # [layers, h]
+    assert ranking.rows == int(rows.sum())
+    torch.testing.assert_close(torch.tensor(ranking.output_norms), by_hand, rtol=1e-4, atol=1e-6)
+    # saved with the ranking; a ranking saved before it was measured loads without it
+    data = ranking.to_dict()
+    assert HeadRanking.from_dict(data).output_norms == ranking.output_norms
+    del data["output_norms"]
+    assert HeadRanking.from_dict(data).output_norms == []

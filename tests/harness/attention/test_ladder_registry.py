@@ -32,11 +32,13 @@ def test_the_registry_says_where_each_control_runs():
         "pointer": ("grid", "ladder"),
         "restore": ("grid",),
         "other_heads": ("ladder",),
+        "output_scale": ("ladder",),
     }
     assert [r.name for r in controls.ladder_readings()] == [
         "followed",
         "followed_at_top",
         "random_heads_max",
+        "output_scale",
     ]
     with pytest.raises(ValueError, match="must run somewhere"):
         controls.Control("nowhere", None)
@@ -88,14 +90,15 @@ def test_a_toy_control_reaches_the_dose_table_the_figure_and_the_verdict(
     header = next(line for line in lines if line.startswith("| C |"))
     assert header == (
         "| C | reference gain | push at ref+3: gain, following | random other heads: mean (max) "
-        "| toy bottom heads: gain | ID exact |"
+        "| output scaled to ID norm: gain | toy bottom heads: gain | ID exact |"
     )
     row = next(line for line in lines if line.startswith("| 0.5"))
-    assert row.count("|") == header.count("|") and "+40.0 [" in row.split("|")[5]
+    assert row.count("|") == header.count("|") and "+40.0 [" in row.split("|")[6]
     labels = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
     assert labels == [
         "reference",
         "pointer ref+3",
         "random other heads (1 draws)",
+        "output scaled to ID norm",
         "toy bottom heads",
     ]

@@ -18,7 +18,13 @@ LAYERS, HEADS = 2, 4
 
 
 def test_the_registry_names_every_mode_without_loading_torch():
-    assert modes.INTERVENTION_MODES == ("standard", "conditional", "knockout", "restore")
+    assert modes.INTERVENTION_MODES == (
+        "standard",
+        "conditional",
+        "knockout",
+        "restore",
+        "rescale",
+    )
     assert modes.SWEEP_MODES == ("standard", "conditional")
     code = "import sys, harness.engine.modes; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -135,3 +141,16 @@ def test_restore_is_exact_in_bf16(mass):
     assert float(row[0]) == pytest.approx(0.5, abs=4e-3)  # the level, to bf16's precision
     assert float(row.sum()) == pytest.approx(1.0, abs=8e-3)
     assert float(row[1]) == pytest.approx(float(row[2]))  # the rest spread as it was
+
+
+def test_rescale_keeps_the_weights_and_scales_the_selected_rows_output():
+    weights = row_weights()
+    cells = torch.zeros(1, 2, 1, 4, dtype=torch.bool)
+    assert MODES["rescale"].apply(weights, cells, args()) is weights  # the pattern untouched
+    values = torch.tensor([[[[3.0, 4.0]], [[0.0, 0.0]], [[1.0, 0.0]]]]).reshape(1, 3, 1, 2)
+    rows = torch.tensor([True, True, False]).reshape(1, 3, 1, 1)
+    norms = ModeArgs(norms=torch.tensor([10.0, 10.0, 10.0]).reshape(1, 3, 1, 1))
+    out = MODES["rescale"].output(values, rows, norms)
+    assert out[0, 0, 0].tolist() == pytest.approx([6.0, 8.0])  # length 10, same direction
+    assert out[0, 1, 0].tolist() == [0.0, 0.0]  # no direction to keep: left as it is
+    assert out[0, 2, 0].tolist() == [1.0, 0.0]  # not a selected row

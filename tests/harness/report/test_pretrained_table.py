@@ -163,6 +163,10 @@ def test_a_round_two_row_names_offset_basis_shares_dose_controls_and_repair(tmp_
     pointers = task["controls_at_dose"]["pointers"]
     pointers["-3"]["following"] = {"gain": None}
     assert "ref-3 +10.0, followed -;" in pretrained_table.controls_cell(task, task["verdict"])
+    # the output-scale control, where the digest holds it (the row above predates it)
+    task["controls_at_dose"]["output_scale"] = {"gain": 0.03, "low": 0.0, "high": 0.06}
+    cell = pretrained_table.controls_cell(task, task["verdict"])
+    assert "random heads +4.0; output scaled +3.0; ID 0.97 -> 0.95" in cell
     # no dose gains: said, and no controls to read
     task["verdict"]["numbers"]["dose"] = None
     task["controls_at_dose"] = {"n": 4, "C": None}

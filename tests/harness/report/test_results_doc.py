@@ -485,3 +485,15 @@ def test_check_compares_stability_only_where_the_digest_holds_it(tmp_path):
     digest_file.write_text(json.dumps({"meta": {}, "tasks": tasks}))
     moved = results_doc.check(run, digest_file)
     assert "reversal.verdict.stability.share: expected 0.7, got 0.9" in moved
+
+
+def test_the_digest_keeps_the_output_scale_where_it_was_measured():
+    """The output-scale control's gain at the verdict's dose goes in the digest under its
+    curve field; a run made before the control has none, and the key is left out."""
+    gain = {"gain": 0.04, "low": 0.01, "high": 0.08, "n": 14}
+    entry = {"strength": 0.3, "threshold": None, "reference": {"gain": 0.9}}
+    dose = {"n": 1, "test": {"doses": [entry | {"output_scale": {"gain": gain}}]}}
+    verdict = {"numbers": {"dose": {"C": 0.3, "threshold": None}}}
+    assert results_doc.controls_at_dose(dose, verdict)["output_scale"] == gain
+    before = {"n": 1, "test": {"doses": [entry]}}
+    assert "output_scale" not in results_doc.controls_at_dose(before, verdict)

@@ -22,13 +22,15 @@ def pointer(gain=NONE, follow=0.0, rows=100):
     return {"gain": gain, "following": {"gain": {"gain": follow}, "rows": rows}}
 
 
-def dose(c, reference=GAIN, pointers=None, random_max=0.0, id_exact=1.0):
+def dose(c, reference=GAIN, pointers=None, random_max=0.0, id_exact=1.0, rescaled=NONE):
     return {
         "strength": c,
         "threshold": None,
         "reference": reference,
         "pointers": pointers if pointers is not None else {"-3": pointer(), "+3": pointer()},
         "random_heads": {"max": random_max, "mean": random_max, "count": 3},
+        # the output-scale control: the heads' output rescaled to its ID norm
+        "output_scale": {"setting": "top2-rescale", "gain": rescaled},
         "id": {"tf_exact": id_exact},
     }
 
@@ -197,6 +199,14 @@ def test_a_diluted_lookup_is_nudge_repairable_only_when_every_control_says_so():
         "random other heads gain as much": dose(0.3, random_max=0.45),
         "ID exact match falls 1.000 -> 0.900": dose(0.3, id_exact=0.9),
         "the shifted pushes were not measured": dose(0.3, pointers={}),
+        # the rescale repairs as well (a shrunken output, not a missing weight), or all but
+        # as well: its gain inside the push's interval is no margin
+        "rescaling the heads' output to its ID norm, pattern unchanged, gains as much": dose(
+            0.3, rescaled=GAIN
+        ),
+        "gains as much (+0.420)": dose(0.3, rescaled={"gain": 0.42, "low": 0.3, "high": 0.5}),
+        "the output-scale control (the heads' output rescaled to its ID norm, pattern "
+        "unchanged) was not measured": _without(dose(0.3), "output_scale"),
     }
     for reason, failing in cases.items():
         out = calibrated_verdict(good, curve(failing), errors(diluted=0.9))
@@ -281,7 +291,9 @@ def _unmeasured_cases():
     good = curve(dose(0.3))
     few = {"-3": pointer(rows=19), "+3": pointer()}  # one push on 19 rows: not measured
     lacking = curve(dose(2.0))  # the test ladder lacks the chosen rung (0.3)
-    bare = curve(_without(dose(0.3), "pointers", "random_heads"))  # no controls at the rung
+    bare = curve(_without(dose(0.3), "pointers", "random_heads", "output_scale"))  # none run
+    # the output scale alone not run (a digest made before it, a ranking without ID norms)
+    unscaled = curve(_without(dose(0.3), "output_scale"))
     no_id = curve(_without(dose(0.3), "id"))
     no_ref = curve(dose(0.3, reference={}))
     return [
@@ -303,6 +315,8 @@ def _unmeasured_cases():
         ("rung missing on test", good, lacking, errors(diffuse=0.9), "no attention effect"),
         ("controls not run", good, bare, errors(diluted=0.9), "nudge-repairable"),
         ("controls not run", good, bare, errors(diffuse=0.9), "conflicting evidence"),
+        ("output scale not run", good, unscaled, errors(diluted=0.9), "nudge-repairable"),
+        ("output scale not run", good, unscaled, errors(diffuse=0.9), "conflicting evidence"),
         ("ID not scored", good, no_id, errors(diluted=0.9), "nudge-repairable"),
         ("reference gain not read", good, no_ref, errors(diluted=0.9), "nudge-repairable"),
         ("no validation rung", curve(), good, errors(diffuse=0.9), "no attention effect"),

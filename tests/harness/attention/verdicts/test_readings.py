@@ -41,14 +41,19 @@ def stream(prefix: str, controls: bool) -> dict:
     }
     if controls:
         # at C = 0.5 only: the shifted pushes change nothing and are followed on one row of
-        # ten of the last instance; one draw of other heads gains 0.125 on each instance
+        # ten of the last instance; one draw of other heads gains 0.125 on each instance, the
+        # heads' output rescaled to its ID norm 0.0625
         push = {
             "after": list(BASE),
             "following": {"rows": [10] * 4, "before": [0.0] * 4, "after": [0.0, 0.0, 0.0, 0.1]},
         }
         other = [{"seed": 0, "after": [v + 0.125 for v in BASE]}]
         pushes = {"-3": push | {"shift": -3}, "+3": push | {"shift": 3}}
-        out["controls"] = [{"pointer": pushes, "other_heads": other}, None]
+        scaled = {"top2-rescale": {"after": [v + 0.0625 for v in BASE]}}
+        out["controls"] = [
+            {"pointer": pushes, "other_heads": other, "output_scale": scaled},
+            None,
+        ]
         out["random_draws"] = {"available": 10}
     return out
 
@@ -266,6 +271,9 @@ def test_a_calibration_models_verdict_is_rederived_from_its_readings_alone(judge
     stage, diagnosis, verdict = judged
     readings = _json(module.verdict_readings(stage, diagnosis, None))
     assert verdict["verdict"] == "mixed failure"
+    # every ladder control is rebuilt from its per-instance values, none held as recorded
+    assert "controls" not in readings["held_fixed"]
+    assert any(d.get("output_scale") for d in stage["test"]["doses"])  # the rescale's too
     again = rederive(readings)
     assert again == verdict  # the word, the reasons and every number, bit for bit
     assert recorded_fields_match(readings, stage, diagnosis) == []
