@@ -66,16 +66,19 @@ def _specs() -> dict[str, Spec]:
             Spec("uniform_one_key", "no lookup", "diffuse", uniform + "; a one-key reference"),
             Spec(
                 "uniform_two_keys",
-                "conflicting evidence",
+                "inconclusive",
                 "diffuse",
                 "the same uniform copy head on a two-key reference: no key stands out per key "
                 "(diffuse, as on one key; summed, the reference held twice any other key and "
                 "the old rule read it diluted, then nudge-repairable). The dose line differs "
-                "from one key's, and says so beside the diffuse errors: a push split over the "
-                "reference's two keys gains most at the smallest C, where a shifted push (split "
-                "over two keys too, its following counted on the first key's character alone) "
-                "is not followed; the verdict names both lines instead of calling a uniform "
-                "head repairable",
+                "from one key's: a push split over the reference's two keys gains most at the "
+                "smallest C, where a shifted push (split over two keys too, its following "
+                "counted on the first key's character alone) is not followed. With the pushes "
+                "at ref+-3 alone every condition of a repair held there and the verdict was "
+                "conflicting evidence; the push at ref-1 moves the two keys onto the key "
+                "before and the reversal key itself, which holds the answer, and gains as much "
+                "as the reference push: the dose line no longer says a repairable lookup, and "
+                "the verdict is inconclusive, naming that push (never nudge-repairable)",
             ),
             Spec(
                 "downstream_varying_heads",

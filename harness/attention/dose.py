@@ -16,8 +16,10 @@ ladder reads, at each dose C (and in conditional mode each threshold):
 - the controls of the registry that run on the ladder (`harness.attention.controls`, each
   one module; its `AtDose` says what it makes and reads), today:
   - pointers (`controls/pointer.py`): the same push at ref + shift + k for each pointer
-    shift k: its gain, and how often the model *follows* it: over the rows where the
-    task's function on the text moved by k gives another character than the gold one
+    shift k (k = -3, -2, -1, +1, +2, +3 by default, `LADDER_POINTER_SHIFTS`: a neighbour of
+    the reference may carry what it does): its gain, and how often the model *follows*
+    it: over the rows where the task's function on the text moved by k gives another
+    character than the gold one
     (`harness.attention.diagnosis.displaced_answer`, which applies the task's oracle, so
     it holds for tasks whose reference is not the answer), the share whose teacher-forced
     argmax is that displaced answer, per instance, minus the same share at baseline;
@@ -57,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.attention.controls import (
-    POINTER_SHIFTS,
+    LADDER_POINTER_SHIFTS,
     Control,
     LadderContext,
     LadderOptions,
@@ -138,7 +140,7 @@ def dose_ladder(
     *,
     mode: str = "standard",
     thresholds: Sequence[float] = (),
-    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
+    pointer_shifts: Sequence[int] = LADDER_POINTER_SHIFTS,
     random_seeds: Sequence[int] = (),
     controlled: Collection[tuple[float, float]] | None = None,
     output_scale: bool = True,
@@ -333,7 +335,7 @@ def run_dose_ladders(
     doses: Sequence[float] = DEFAULT_DOSES,
     mode: str = "standard",
     thresholds: Sequence[float] = (),
-    pointer_shifts: Sequence[int] = POINTER_SHIFTS,
+    pointer_shifts: Sequence[int] = LADDER_POINTER_SHIFTS,
     draws: int = DEFAULT_DRAWS,
     controlled: Collection[tuple[float, float]] | None = None,
     output_scale: bool = True,

@@ -109,9 +109,11 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
     choose), from which `choose_count` picks N and the verdict its dose; the validation
     stream split by the kind of each instance's first wrong row (`validation_by_kind`: each
     kind of a mixed failure chooses its own dose there); then that N's ladder on the test
-    stream with its controls at every rung the verdict reads (`reading_rungs`: the chosen
-    dose, each kind's and the top one), with its ID stream for ID exact match;
+    stream with its controls (the shifted pushes at ref+-1, +-2 and +-3, random other heads)
+    at every rung the verdict reads (`reading_rungs`: the chosen dose, each kind's and the
+    top one), with its ID stream for ID exact match;
     teacher-forced, every process on every instance (it is a few forwards)."""
+    from harness.attention.controls import LADDER_POINTER_SHIFTS
     from harness.attention.dose import DEFAULT_DOSES, run_dose_ladders
     from harness.attention.verdicts.calibrated import choose_count, reading_rungs
 
@@ -133,6 +135,8 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
         "controls_at": "reading rungs, each kind's dose",
         # every curve keeps its per-instance values (`verdicts.readings`; before: means only)
         "per_instance": "kept",
+        # the test ladder's shifted pushes (before this: ref-3 and ref+3 alone)
+        "pointer_shifts": list(LADDER_POINTER_SHIFTS),
     }
 
     def ladders(ns, instances, id_stream, **controls):
@@ -170,7 +174,9 @@ def run_dose(run, lookup: Lookup) -> dict[str, Any]:
             "counts": {str(k): v for k, v in summary.items()},
             "validation": by_count[n],
             "validation_by_kind": by_kind,
-            "test": ladders([n], test, "id", controlled=controlled)[n],
+            "test": ladders(
+                [n], test, "id", controlled=controlled, pointer_shifts=LADDER_POINTER_SHIFTS
+            )[n],
             "controlled": [list(r) for r in controlled],
         }
 

@@ -427,10 +427,11 @@ def dose_response(
     """One task's dose-response ladder (`harness.attention.dose.dose_curve`) against C on a
     log scale. Top panel: the gain in teacher-forced token accuracy at the reference with
     its interval band (0 marked), and the ladder controls' gain lines (`Series`, each
-    control's own: each pointer shift's gain, the random other-heads' mean with their
-    min-max band); bottom panel: their rates (how often the answer follows each pointer
-    shift), and ID exact match (teacher-forced) under the same push. In a mode with a
-    threshold, one set of lines per threshold (line styles)."""
+    control's own: each pointer shift's gain, the farthest on each side of the reference
+    drawn full and the nearer ones lighter, the random other-heads' mean with their min-max
+    band); bottom panel: their rates (how often the answer follows each pointer shift),
+    and ID exact match (teacher-forced) under the same push. In a mode with a threshold,
+    one set of lines per threshold (line styles)."""
     groups = _dose_groups(curve)
     styles = ("-", "--", ":", "-.")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 6.4), sharex=True)
@@ -515,6 +516,7 @@ def _plot_ladder_controls(top, bottom, curve, rows, xs, style: str, suffix: str)
                 marker=line.marker,
                 markersize=3,
                 color=line.colour,
+                alpha=line.alpha,
                 label=f"{line.label}{suffix}",
             )
             if line.band:

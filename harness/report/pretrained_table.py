@@ -401,6 +401,28 @@ def _predates_note(digests: list[Mapping[str, Any]]) -> str:
     )
 
 
+def _near_note(digests: list[Mapping[str, Any]]) -> str:
+    """Where some row shows the pushes at ref-3 and ref+3 alone: its digest was made before
+    the ladder pushed next to the reference, and its pushes there were not recorded (never
+    read as not followed)."""
+    rows = [
+        entry
+        for d in digests
+        for task in d["tasks"].values()
+        for entry in (task, *(task.get("lookups") or [])[1:])
+    ]
+    near = {"-2", "-1", "+1", "+2"}
+    for entry in rows:
+        pushes = at_dose(entry.get("controls_at_dose"), "pointer")
+        if pushes and not near & set(pushes):
+            return (
+                "; a row showing ref-3 and ref+3 alone comes from a run made before the ladder "
+                "pushed next to the reference: its pushes at ref-2, -1, +1 and +2 were not "
+                "recorded"
+            )
+    return ""
+
+
 def instances_text(digests: list[Mapping[str, Any]]) -> str:
     """ "32 test instances a model" (or "32-64 ..."), from the reference gain's pairs."""
     counts = sorted(
@@ -476,12 +498,12 @@ def render_table(folder: Path) -> str:
             "Ours: OOD test stream (reversal 11-20 characters, addition 5-10 digits, successor "
             f"5-6 numbers from 100-900), {instances_text(digests)}; *ref*: the reference "
             "push's teacher-forced OOD gain at the chosen dose, points, bootstrap 95% "
-            "interval over instances; *ref-3*, *ref+3*: the same push moved three keys, its "
-            "gain and how much more often the model then writes what the task gives on the "
-            "moved text (*followed*); *random heads*: the best draw of as many heads outside "
-            "the top N at the same dose; *ID*: ID teacher-forced exact match without and "
-            "with the push; *repaired*: wrong OOD test answers made exact by the push at "
-            f"the dose, free-running{_predates_note(digests)}. "
+            "interval over instances; *ref-3* .. *ref+3*: the same push moved that many "
+            "keys, its gain and how much more often the model then writes what the task "
+            "gives on the moved text (*followed*); *random heads*: the best draw of as many "
+            "heads outside the top N at the same dose; *ID*: ID teacher-forced exact match "
+            "without and with the push; *repaired*: wrong OOD test answers made exact by the "
+            f"push at the dose, free-running{_predates_note(digests)}{_near_note(digests)}. "
             f"Measured {', '.join(dates)}; the commands, machines and versions are in the "
             "digests.",
             width=92,

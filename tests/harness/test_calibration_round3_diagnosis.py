@@ -96,6 +96,19 @@ def test_each_model_gets_the_kind_and_verdict_its_construction_implies(judged, n
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
+def test_a_push_overlapping_a_two_key_reference_is_named_not_read_as_a_repair(judged, seed):
+    """On the two-key reference the push at ref-1 covers the reversal key (the answer's):
+    it gains as much as the reference push, so the dose line is not a repair's and the
+    diffuse errors are not met by 'conflicting evidence' (what the pushes at ref+-3 alone
+    said)."""
+    out = judged("uniform_two_keys", seed)
+    reasons = out["verdict"]["reasons"]
+    named = "the push at ref-1 gains about as much as at the reference"
+    assert any(named in r for r in reasons), (MODELS["uniform_two_keys"].why, reasons)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("name", sorted(EARLIER))
 def test_the_earlier_calibration_models_keep_their_verdicts_with_the_null(name, seed):
     """tests/calibration_models.py's models, judged with the diagnosis reading its null on

@@ -14,7 +14,8 @@ read them live in `harness.attention.verdicts`.
     random_positions  grid          the chosen heads at as many random non-reference keys
     bottom_heads      grid          the lowest-ranked heads
     knockout          grid          the chosen heads' reference weights set to 0
-    pointer           grid, ladder  the push at ref + k for each pointer shift
+    pointer           grid, ladder  the push at ref + k for each pointer shift (grid: k = +-3;
+                                    ladder: k = +-1, +-2, +-3)
     restore           grid          the chosen heads' reference weight set to its ID level
     other_heads       ladder        the push on n heads drawn outside the top n
     output_scale      ladder        the top n's pattern kept, each output scaled to its ID norm
@@ -61,7 +62,11 @@ from harness.attention.controls.base import (
 from harness.attention.controls.following import answer_at_reference, pointer_following
 from harness.attention.controls.knockout import knockout_of
 from harness.attention.controls.output_scale import id_norms, rescale_setting
-from harness.attention.controls.pointer import POINTER_SHIFTS, pointer_settings
+from harness.attention.controls.pointer import (
+    LADDER_POINTER_SHIFTS,
+    POINTER_SHIFTS,
+    pointer_settings,
+)
 from harness.attention.controls.restore import restore_levels, restore_setting
 from harness.attention.setting import BASELINE, Setting
 
@@ -118,7 +123,8 @@ def at_dose(entry: Mapping[str, Any] | None, role: str) -> Any:
 
 class ControlOptions(Options):
     """What the sweep passes every grid control: the options they declare
-    (`Control.options`; today the random draws' `seeds` and the `pointer_shifts`)."""
+    (`Control.options`; today the random draws' `seeds` and the `pointer_shifts`, ref-3 and
+    ref+3 by default: `POINTER_SHIFTS`)."""
 
     def __init__(self, **values: Any) -> None:
         super().__init__((o for c in grid_controls() for o in c.options), **values)
@@ -126,9 +132,11 @@ class ControlOptions(Options):
 
 class LadderOptions(Options):
     """What the dose ladder passes every ladder control at each dose: the options they
-    declare (`AtDose.options`; today the `pointer_shifts`, the other heads' `random_seeds`
-    and whether the `output_scale` control runs). An empty tuple (or False): that control
-    makes nothing, as on the validation ladder, which only chooses N and the dose."""
+    declare (`AtDose.options`; today the `pointer_shifts`, ref+-1, +-2 and +-3 by default:
+    `LADDER_POINTER_SHIFTS`, the other heads' `random_seeds` and whether the `output_scale`
+    control runs). The two option sets are separate, so the same name may default
+    differently at the grid and on the ladder. An empty tuple (or False): that control makes
+    nothing, as on the validation ladder, which only chooses N and the dose."""
 
     def __init__(self, **values: Any) -> None:
         super().__init__((o for c in ladder_controls() for o in c.ladder.options), **values)
@@ -192,6 +200,7 @@ def legend() -> str:
 
 __all__ = [
     "CONTROLS",
+    "LADDER_POINTER_SHIFTS",
     "POINTER_SHIFTS",
     "AtDose",
     "Column",

@@ -118,8 +118,9 @@ class Column:
 @dataclass(frozen=True)
 class Series:
     """One line of the dose figure: its panel ("gain", the top one, or "rate"), its legend
-    entry, its value at one dose entry (None: no point), an optional band (low, high), and
-    its marker and colour."""
+    entry, its value at one dose entry (None: no point), an optional band (low, high), its
+    marker and colour, and its opacity (`alpha`: below 1 for a line drawn lighter than the
+    control's main ones, such as the pointer's nearer pushes)."""
 
     panel: str
     label: str
@@ -127,6 +128,7 @@ class Series:
     marker: str
     colour: str
     band: tuple[Reader, Reader] | None = None
+    alpha: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,16 @@
 chosen setting and at every dose of the ladder. A repaired lookup has no reason to copy what
 sits k keys away; a pointer does (at the grid the repair-or-pointer verdict reads how often
 the answer follows, `harness.attention.controls.following`; on the ladder, how often the
-teacher-forced answer is what the task gives on the text moved by k)."""
+teacher-forced answer is what the task gives on the text moved by k).
+
+The two places push at different shifts, each its own option default. The ladder
+(`LADDER_POINTER_SHIFTS`) pushes at ref-3, -2, -1, +1, +2 and +3: a neighbour of the
+reference may carry what the reference does (on addition ref-1, the carry's digits, holds a
+third of the ID mass), so a push at ref+-1 or +-2 that gains as much as the reference push
+must be seen before a gain is read as a mended lookup (the calibrated verdict requires each
+to be measured, not followed and to gain less). The grid (`POINTER_SHIFTS`) keeps ref-3 and
+ref+3: the older repair-or-pointer rule reads them there, and its behaviour and cost stay
+as they were."""
 
 from __future__ import annotations
 
@@ -24,7 +33,8 @@ from harness.attention.evidence import followed
 from harness.foundation.stats import format_gain, record_key
 from harness.foundation.stats import format_number as _n
 
-POINTER_SHIFTS = (-3, 3)  # the push at ref-3 and ref+3
+POINTER_SHIFTS = (-3, 3)  # at the grid's chosen setting: the push at ref-3 and ref+3
+LADDER_POINTER_SHIFTS = (-3, -2, -1, 1, 2, 3)  # on the ladder, at the rungs the verdict reads
 KEY = "pointers"  # its field in each dose entry of the ladder's curve
 
 
@@ -162,13 +172,34 @@ def columns(curve: Mapping[str, Any]) -> list[Column]:
     return [Column(f"push at ref{k}: gain, following", cell(k)) for k in _shown(curve)]
 
 
+NEAR_ALPHA = 0.45  # the figure's nearer pushes: lighter than the farthest (ref+-3), as now
+MARKERS = ("s", "^", "v", "D", "P")  # by distance from the reference, farthest first
+
+
+def style(shown: Sequence[str]) -> dict[str, tuple[str, str, float]]:
+    """Each shown shift's (colour, marker, alpha) in the dose figure: the pushes before the
+    reference in one colour and those after it in another (C2, C3: the ref-3 and ref+3 lines
+    keep the colours they had), the farthest on each side drawn full and the nearer ones
+    lighter with their own markers, so six shifts stay readable beside the reference."""
+    distances = sorted({abs(int(k)) for k in shown}, reverse=True)
+    out = {}
+    for k in shown:
+        rank = distances.index(abs(int(k)))
+        out[k] = (
+            "C2" if int(k) < 0 else "C3",
+            MARKERS[min(rank, len(MARKERS) - 1)],
+            1.0 if rank == 0 else NEAR_ALPHA,
+        )
+    return out
+
+
 def series(curve: Mapping[str, Any], entries) -> list[Series]:
     def push(entry, k):
         return (entry.get(KEY) or {}).get(k) or {}
 
     out = []
-    for i, k in enumerate(_shown(curve)):
-        colour = f"C{2 + i}"
+    shown = _shown(curve)
+    for k, (colour, marker, alpha) in style(shown).items():
 
         def gain(entry, k=k):
             return (push(entry, k).get("gain") or {}).get("gain")
@@ -176,8 +207,8 @@ def series(curve: Mapping[str, Any], entries) -> list[Series]:
         def rate(entry, k=k):
             return (push(entry, k).get("following") or {}).get("rate")
 
-        out.append(Series("gain", f"pointer ref{k}", gain, "s", colour))
-        out.append(Series("rate", f"follows ref{k}", rate, "s", colour))
+        out.append(Series("gain", f"pointer ref{k}", gain, marker, colour, alpha=alpha))
+        out.append(Series("rate", f"follows ref{k}", rate, marker, colour, alpha=alpha))
     return out
 
 
@@ -186,7 +217,9 @@ def followed_at(entry: Mapping[str, Any] | None) -> dict[str, float]:
     return followed((entry or {}).get(KEY))
 
 
-SHIFTS = Option("pointer_shifts", POINTER_SHIFTS)  # the offsets k of the pushes at ref + k
+# the offsets k of the pushes at ref + k: at the grid, and on the ladder (module docstring)
+SHIFTS = Option("pointer_shifts", POINTER_SHIFTS)
+LADDER_SHIFTS = Option("pointer_shifts", LADDER_POINTER_SHIFTS)
 
 CONTROL = Control(
     "pointer",
@@ -204,7 +237,7 @@ CONTROL = Control(
         ),
         curve_fields=curve_fields,
         baseline_fields=baseline_fields,
-        options=(SHIFTS,),
+        options=(LADDER_SHIFTS,),
     ),
     options=(SHIFTS,),
 )

@@ -57,9 +57,11 @@ G. A lookup exists before it is judged (`harness.attention.verdicts.exists`): th
        *misdirected lookup*, saying whether the shifted pushes at the dose are followed
        where that was measured (and that it was not read, with no dose);
      - diluted (the reference still leads, weaker than in distribution): *nudge-repairable*
-       when at the dose the reference push gains (interval above 0), no shifted push is
-       followed (following gain under POINTER_EXCESS), each gains less than the reference
-       push (its interval's top under the reference gain's bottom), random other heads
+       when at the dose the reference push gains (interval above 0), no shifted push (at
+       ref-3, -2, -1, +1, +2 and +3: a neighbour of the reference may carry what it does, as
+       the carry's digits at ref-1 on addition) is followed (following gain under
+       POINTER_EXCESS), each gains less than the reference push (its interval's top under
+       the reference gain's bottom; each shift named where it does not), random other heads
        gain less (their best draw under that bottom; with no head left outside the N
        pushed, N = all heads, the shifted pushes are the control: NO_RANDOM_HEADS), the
        output-scale control gains less (the N heads' pattern left as it is and each head's
@@ -86,9 +88,10 @@ in `vocabulary.EXCEPTIONS`; each word's `means` carries those it can be said und
 (`vocabulary.EXCEPTIONS_OF`), and the verdict lists those it took (`numbers["exceptions"]`).
 
 What it rules out and what it does not: the ladder's controls at the same dose rule out a
-gain that any push anywhere would give (pointers), one that any heads would give (random
-other heads), one that restoring the heads' output length alone would give (output scale)
-and one bought by breaking the task (ID). The diagnosis needs no push, so it
+gain that any push anywhere would give (pointers, next to the reference as well as three keys
+away), one that any heads would give (random other heads), one that restoring the heads'
+output length alone would give (output scale) and one bought by breaking the task (ID). The
+diagnosis needs no push, so it
 answers the objection that reinforcement needs the true pattern where it applies. Neither
 says the ranked heads are the model's whole lookup, and a verdict on one model and seed
 does not transfer to another: `reproduce --seeds K` reports each seed's and whether they
@@ -363,6 +366,11 @@ def _output_scale(dose: Mapping[str, Any], low: float) -> list[str]:
     return []
 
 
+def _pushes(dose: Mapping[str, Any]) -> str:
+    """The shifted pushes measured at a dose, named: "ref-3, ref-2, ..., ref+3"."""
+    return ", ".join(f"ref{k}" for k in at_dose(dose, "pointer") or {})
+
+
 def _gain(gain: Mapping[str, Any]) -> str:
     return f"{gain['gain']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}]"
 
@@ -403,7 +411,8 @@ def read_kind(
         return NUDGE_REPAIRABLE, [
             "the reference still leads, weaker than in distribution",
             f"{dose_text} the reference push gains {_gain(at['reference'])}; no shifted push "
-            f"is followed (each on {MIN_POINTER_ROWS} rows or more) and each gains less; "
+            f"({_pushes(at)}) is followed (each on {MIN_POINTER_ROWS} rows or more) and each "
+            "gains less; "
             + (
                 "random other heads gain less"
                 if not _no_random_heads(test)

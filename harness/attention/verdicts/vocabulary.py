@@ -127,11 +127,16 @@ def _unless(word: str) -> str:
     return ("; except: " + "; ".join(said)) if said else ""
 
 
+# The ladder's shifted pushes (the pointer control's default there,
+# `controls.pointer.LADDER_POINTER_SHIFTS`; the controls import this module's thresholds
+# through `lookup`, so a test holds the two together: test_vocabulary.py).
+SHIFTED_PUSHES = "at ref-3, -2, -1, +1, +2 and +3"
 _REPAIR = (
     "at the dose chosen on validation the reference push gains on test (interval above 0), no "
-    "shifted push is followed (each measured on MIN_POINTER_ROWS rows or more), each gains "
-    "less, random other heads gain less, the heads' output rescaled to its ID norm with the "
-    "pattern unchanged (the output-scale control) gains less and ID holds, every one of these "
+    f"shifted push ({SHIFTED_PUSHES}) is followed (each measured on MIN_POINTER_ROWS rows or "
+    "more), each gains less, random other heads gain less, the heads' output rescaled to its "
+    "ID norm with the pattern unchanged (the output-scale control) gains less and ID holds, "
+    "every one of these "
     "measured at that rung of the test ladder"
 )
 
@@ -142,10 +147,11 @@ CALIBRATED: dict[str, Verdict] = _family(
         "in distribution; NULL_EXCESS above the share of correct ID rows read so), and "
         + _REPAIR
         + _unless(NUDGE_REPAIRABLE),
-        "rules out a gain that any push anywhere would give, one that any heads would give, one "
-        "that giving the heads' shrunken output its ID length back would give without moving "
-        "any weight (vanishing variance) and one bought by breaking the task; not that the "
-        "ranked heads are the model's whole "
+        "rules out a gain that any push anywhere would give (a push next to the reference, at "
+        "ref+-1 or +-2, that carries what it does among them), one that any heads would give, "
+        "one that giving the heads' shrunken output its ID length back would give without "
+        "moving any weight (vanishing variance) and one bought by breaking the task; not that "
+        "the ranked heads are the model's whole "
         "lookup, nor that it transfers to another model or seed; where N = all heads, not "
         "that other heads would gain as much (none is left to push)",
     ),
@@ -167,8 +173,8 @@ CALIBRATED: dict[str, Verdict] = _family(
         "would give); or, a lookup existing, the OOD errors are mostly diffuse (nothing "
         "stands out, the reference keys not first per key, so uniform attention reads so "
         "whatever the reference's size; NULL_EXCESS above the share of correct ID rows read "
-        "so) and at the dose chosen on validation a shifted push is followed (on "
-        "MIN_POINTER_ROWS rows or more)",
+        "so) and at the dose chosen on validation a shifted push "
+        f"({SHIFTED_PUSHES}) is followed (on MIN_POINTER_ROWS rows or more)",
         "rules out judging where a lookup fails when there is none to judge (a model that "
         "fails in distribution, heads that weigh the reference no more than even attention "
         "or by coincidence, as a previous-token head on one row per answer); and reading a "

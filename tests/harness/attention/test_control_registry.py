@@ -117,7 +117,10 @@ def test_the_options_are_the_ones_the_controls_declare():
     grid = controls.ControlOptions()
     assert (grid.seeds, grid.pointer_shifts) == ((0, 1, 2), (-3, 3))  # the controls' defaults
     ladder = controls.LadderOptions(random_seeds=[4, "5"])
-    assert (ladder.pointer_shifts, ladder.random_seeds) == ((-3, 3), (4, 5))
+    # the same option, its own default in each set: the ladder pushes next to the reference
+    # too, the grid (the older rule's evidence) keeps ref+-3
+    assert (ladder.pointer_shifts, ladder.random_seeds) == ((-3, -2, -1, 1, 2, 3), (4, 5))
+    assert controls.LadderOptions(pointer_shifts=(3,)).pointer_shifts == (3,)
     with pytest.raises(ValueError, match=r"no control declares the option\(s\) \['draws'\]"):
         controls.LadderOptions(draws=3)
     with pytest.raises(AttributeError, match="seeds"):

@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from attentionspan_datasets.tasks.base import Instance
-from harness.attention.controls import POINTER_SHIFTS, ladder_controls
+from harness.attention.controls import LADDER_POINTER_SHIFTS, POINTER_SHIFTS, ladder_controls
 from harness.attention.dose import (
     DEFAULT_DOSES,
     ROLE_DOSE,
@@ -43,31 +43,20 @@ def fake_ranking(layers: int = 4, heads: int = 8) -> HeadRanking:
 
 # --- settings ----------------------------------------------------------------------------
 def test_the_ladder_holds_per_dose_the_push_its_pointers_and_the_draws():
-    assert DEFAULT_DOSES == (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0) and POINTER_SHIFTS == (-3, 3)
+    assert DEFAULT_DOSES == (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
+    # the ladder pushes at ref+-1, +-2 and +-3; the grid keeps +-3 (its own default)
+    assert LADDER_POINTER_SHIFTS == (-3, -2, -1, 1, 2, 3) and POINTER_SHIFTS == (-3, 3)
     settings = dose_settings(2, (0.1, 1.0), shift=1, random_seeds=(0, 3))
-    assert [s.name for s in settings] == [
-        "baseline",
-        "top2-C0.1-shift+1",
-        "top2-C0.1-shift-2",
-        "top2-C0.1-shift+4",
-        "other2-C0.1-shift+1-s0",
-        "other2-C0.1-shift+1-s3",
-        "top2-rescale-shift+1",  # the output scale: no C, one setting for every rung
-        "top2-C1-shift+1",
-        "top2-C1-shift-2",
-        "top2-C1-shift+4",
-        "other2-C1-shift+1-s0",
-        "other2-C1-shift+1-s3",
-    ]
+    # the output scale has no C: one setting, made with the first rung, for every rung
+    rescale = "top2-rescale-shift+1"
+    assert [s.name for s in settings] == ["baseline", *names_at(0.1), rescale, *names_at(1)]
     roles = [s.role for s in settings]
     # each control's settings carry its role (`harness.attention.controls`)
-    assert roles[:7] == [
+    assert roles[:11] == [
         "baseline",
         ROLE_DOSE,
-        "pointer",
-        "pointer",
-        "other_heads",
-        "other_heads",
+        *["pointer"] * 6,
+        *["other_heads"] * 2,
         "output_scale",
     ]
     # the values are carried by rung: the curve never reads a name back
@@ -123,8 +112,9 @@ def names_at(strength) -> list[str]:
     c = f"{strength:g}"
     return [
         f"top2-C{c}-shift+1",
-        f"top2-C{c}-shift-2",
-        f"top2-C{c}-shift+4",
+        # the pushes at ref + 1 + k, k = -3, -2, -1, +1, +2, +3 (the ladder's default)
+        # (at ref + 1 - 1 the name carries no shift)
+        *(f"top2-C{c}" + (f"-shift{1 + k:+d}" if k != -1 else "") for k in (-3, -2, -1, 1, 2, 3)),
         f"other2-C{c}-shift+1-s0",
         f"other2-C{c}-shift+1-s3",
     ]
@@ -398,7 +388,8 @@ def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_toke
     assert low["reference"] == whole["doses"][0]["reference"]
     assert whole["doses"][0]["pointers"] and whole["doses"][0]["random_heads"]["count"] == 2
     cells = [column.cell(low) for c in ladder_controls() for column in c.ladder.columns(sparse)]
-    assert cells and set(cells) == {"-"}
+    assert cells == ["-"] * 8  # six shifted pushes, the random heads and the output scale
+    assert sparse["pointer_shifts"] == list(LADDER_POINTER_SHIFTS)
     assert low["output_scale"] is None
     # the output scale does not depend on C: one setting, scored once, read at every rung
     rescaled = [d["output_scale"] for d in whole["doses"]]
@@ -410,7 +401,8 @@ def test_controls_at_some_rungs_read_there_what_the_whole_ladder_reads(attn_toke
 def test_a_planted_dilution_gains_at_the_reference_from_a_small_dose():
     """The dilution's lookup is right but weak (tests/planted.py): pushing the lookup head
     at the reference repairs it from a small C, idle heads (the only ones outside the top 1)
-    change nothing, ID stays solved, and a small push at ref +- 3 is not followed."""
+    change nothing, ID stays solved, and a small push at ref +- 1, 2 or 3 is neither followed
+    nor gains like the reference push."""
     from harness.attention.heads import rank_heads
     from tests.planted import build
 
@@ -442,9 +434,12 @@ def test_a_planted_dilution_gains_at_the_reference_from_a_small_dose():
         assert dose["id"]["tf_exact"] == 1.0 and dose["id"]["tf_token_acc"] == 1.0
     assert by_c[0.3]["reference"]["treated"] == 1.0  # every OOD row over tau
     assert by_c[0.05]["reference"]["gain"] < by_c[0.3]["reference"]["gain"]
-    for k in ("-3", "+3"):
-        small = by_c[0.3]["pointers"][k]["following"]
-        assert small["rows"] > 0 and small["rate"] == 0.0
+    assert list(by_c[0.3]["pointers"]) == ["-3", "-2", "-1", "+1", "+2", "+3"]
+    for k, push in by_c[0.3]["pointers"].items():
+        # next to the reference too: the neighbour's character is not what the lookup wants
+        small = push["following"]
+        assert small["rows"] > 0 and small["rate"] == 0.0, k
+        assert push["gain"]["high"] < by_c[0.3]["reference"]["low"], k
 
 
 def test_a_subsets_curve_carries_the_whole_curves_id_figures():

@@ -178,6 +178,51 @@ def test_dose_response_draws_gain_following_random_heads_and_id(tmp_path):
     assert_png(out, tmp_path / "conditional.png")
 
 
+def test_six_shifted_pushes_stay_readable_the_nearer_ones_lighter(tmp_path, monkeypatch):
+    """The ladder pushes at ref+-1, +-2 and +-3: the ref-3 and ref+3 lines keep their colours
+    and full strength, the nearer ones are drawn lighter with their own markers, pushes
+    before the reference in one colour and after it in another; a curve with only +-3 (an
+    older run) draws as before."""
+    from matplotlib.colors import to_rgb
+
+    figures = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or save(fig, path))
+    curve = dose_curve_of()
+    six = ("-3", "-2", "-1", "+1", "+2", "+3")
+    for dose in curve["doses"]:
+        dose["pointers"] = {k: dose["pointers"]["-3"] for k in six}
+    curve["pointer_shifts"] = [int(k) for k in six]
+    assert_png(plots.dose_response(curve, tmp_path / "six.png"), tmp_path / "six.png")
+    old = plots.dose_response(dose_curve_of(), tmp_path / "old.png")
+    assert_png(old, tmp_path / "old.png")
+
+    def lines(fig):
+        return {
+            line.get_label(): line
+            for line in fig.axes[0].get_lines()
+            if line.get_label().startswith("pointer")
+        }
+
+    drawn, before = lines(figures[0]), lines(figures[1])
+    assert list(drawn) == [f"pointer ref{k}" for k in six] and list(before) == [
+        "pointer ref-3",
+        "pointer ref+3",
+    ]
+    for k in ("-3", "+3"):  # as before: full strength, the same colour and marker
+        line, was = drawn[f"pointer ref{k}"], before[f"pointer ref{k}"]
+        assert (line.get_alpha() or 1.0) == 1.0 and to_rgb(line.get_color()) == to_rgb(
+            was.get_color()
+        )
+        assert line.get_marker() == was.get_marker() == "s"
+    for k in ("-2", "-1", "+1", "+2"):
+        line = drawn[f"pointer ref{k}"]
+        assert line.get_alpha() < 1.0 and line.get_marker() != "s", k
+        side = drawn["pointer ref-3" if k.startswith("-") else "pointer ref+3"]
+        assert to_rgb(line.get_color()) == to_rgb(side.get_color()), k
+    assert len({drawn[f"pointer ref{k}"].get_marker() for k in ("-3", "-2", "-1")}) == 3
+
+
 def test_dose_response_rejects_bad_input(tmp_path):
     with pytest.raises(ValueError, match="non-empty 'doses'"):
         plots.dose_response({"doses": []}, tmp_path / "x.png")

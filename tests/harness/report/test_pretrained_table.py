@@ -291,3 +291,33 @@ def test_results_doc_writes_a_pretrained_run_into_the_table(tmp_path, capsys):
     assert results_doc.main(argv) == 0
     assert json.loads(digest_file.read_text())["meta"]["model"] == "smollm2-135m-instruct"
     assert "| smollm2-135m-instruct | reversal | 0 | 0.969 |" in doc.read_text()
+
+
+def test_a_row_shows_every_shifted_push_and_an_older_one_says_the_nearer_were_not_recorded(
+    tmp_path,
+):
+    """A run whose ladder pushed at ref+-1, +-2 and +-3 shows each push's gain and following;
+    a digest made before, with ref+-3 alone, still renders, and the table says its nearer
+    pushes were not recorded (never that they were not followed)."""
+    six = ("-3", "-2", "-1", "+1", "+2", "+3")
+    task = _round_two()
+    task["controls_at_dose"]["pointers"] = {
+        k: {"gain": {"gain": 0.01 * i}, "following": {"gain": 0.1 * i}, "rows": 40}
+        for i, k in enumerate(six)
+    }
+    meta = {"model": "smollm2-135m-instruct", "date": "2026-11-29", "command": "c"}
+    (tmp_path / "quick-run-smollm2-reversal.json").write_text(
+        json.dumps({"meta": meta, "tasks": {"reversal": task}})
+    )
+    block = pretrained_table.render_table(tmp_path)
+    (row,) = [line for line in block.splitlines() if "first error" in line]
+    for i, k in enumerate(six):
+        assert f"ref{k} {i:+.1f}, followed {0.1 * i:+.2f}" in row, (k, row)
+    assert "were not recorded" not in " ".join(block.split())  # no nearer push missing
+    (tmp_path / "quick-run-smollm2-addition.json").write_text(
+        json.dumps({"meta": meta, "tasks": {"addition": _round_two()}})
+    )
+    block = pretrained_table.render_table(tmp_path)
+    assert "ref-3 +10.0, followed +0.05; ref+3 -2.0, followed +0.30" in block
+    note = " ".join(block.split())
+    assert "its pushes at ref-2, -1, +1 and +2 were not recorded" in note

@@ -204,6 +204,34 @@ def test_the_digest_keeps_the_controls_at_the_dose_the_lookups_and_the_cpu_time(
     assert task["readings"] == {"format": 1} and task["lookups"][1]["readings"] == {"format": 2}
 
 
+def test_the_digest_keeps_each_shifted_push_of_the_ladder_at_the_dose(tmp_path):
+    """The ladder pushes at ref+-1, +-2 and +-3: the digest keeps each one's gain, following
+    gain and rows at the verdict's dose, and the verdict's numbers (which shifts are
+    followed) as the run wrote them."""
+    _write_run(tmp_path)
+    _ladder_run(tmp_path)
+    path = tmp_path / "reversal" / "results.json"
+    result = json.loads(path.read_text())
+    six = ("-3", "-2", "-1", "+1", "+2", "+3")
+    for entry in result["dose"]["test"]["doses"]:
+        entry["pointers"] = {
+            k: {
+                "setting": f"top2-C1-shift{k}",
+                "gain": {"gain": 0.01 * i},
+                "following": {"gain": {"gain": 0.1 * i}, "rows": 20 + i, "rate": 0.5},
+            }
+            for i, k in enumerate(six)
+        }
+    result["verdict"]["numbers"]["followed"] = {"+1": 0.3}
+    path.write_text(json.dumps(result))
+    task = results_doc.digest(tmp_path)["reversal"]
+    assert task["controls_at_dose"]["pointers"] == {
+        k: {"gain": {"gain": 0.01 * i}, "following": {"gain": 0.1 * i}, "rows": 20 + i}
+        for i, k in enumerate(six)
+    }
+    assert task["verdict"]["numbers"]["followed"] == {"+1": 0.3}
+
+
 def test_check_compares_only_the_fields_a_digest_holds_and_never_the_time(tmp_path, capsys):
     """A digest committed before a field existed reproduces on the fields it has; how long
     a run took (cpu_s) is never a figure that moved."""

@@ -285,6 +285,62 @@ def _without(entry, *fields):
     return {k: (None if k in fields else v) for k, v in entry.items()}
 
 
+SIX = ("-3", "-2", "-1", "+1", "+2", "+3")  # the ladder's shifted pushes (its default)
+
+
+def test_every_shifted_push_of_the_ladder_is_a_condition_named_by_its_shift():
+    """The ladder pushes at ref+-1 and +-2 as well as +-3: a neighbour of the reference may
+    carry what it does. A nudge repair needs each of the six measured, not followed and
+    gaining less; a failing one is named by its shift, each on its own, and the verdict's
+    reasons say which pushes were read when it holds."""
+    six = {k: pointer() for k in SIX}
+    good = curve(dose(0.3, pointers=six))
+    out = calibrated_verdict(good, good, errors(diluted=0.9))
+    assert out["verdict"] == "nudge-repairable", out["reasons"]
+    assert (
+        "no shifted push (ref-3, ref-2, ref-1, ref+1, ref+2, ref+3) is followed"
+        in (out["reasons"][-1])
+    )
+    for k in SIX:
+        for broken, said in (
+            (pointer(gain=GAIN), f"the push at ref{k} gains about as much as at the reference"),
+            (pointer(follow=0.5), f"the push at ref{k} is followed (+0.50)"),
+        ):
+            test = curve(dose(0.3, pointers=six | {k: broken}))
+            out = calibrated_verdict(good, test, errors(diluted=0.9))
+            assert out["verdict"] == "inconclusive", (k, out["reasons"])
+            named = [r for r in out["reasons"] if "the push at ref" in r]
+            assert len(named) == 1 and said in named[0], (k, out["reasons"])
+    # two neighbours at once: both named
+    test = curve(dose(0.3, pointers=six | {"-1": pointer(gain=GAIN), "+2": pointer(gain=GAIN)}))
+    reasons = " ".join(calibrated_verdict(good, test, errors(diluted=0.9))["reasons"])
+    assert "ref-1 gains about as much" in reasons and "ref+2 gains about as much" in reasons
+
+
+@pytest.mark.parametrize("k", ["-1", "+1"])
+def test_a_push_next_to_the_reference_on_19_rows_is_not_measured_never_holding(k):
+    """A push at ref+-1 whose displaced answer differs from the gold one on only 19 rows
+    (under MIN_POINTER_ROWS) cannot say whether it is followed: not measured, so no
+    nudge repair, even though it neither gains nor is followed on those rows; on 20 rows
+    it counts."""
+    from harness.attention.verdicts.vocabulary import MIN_POINTER_ROWS
+
+    six = {s: pointer() for s in SIX}
+    good = curve(dose(0.3, pointers=six))
+    few = curve(dose(0.3, pointers=six | {k: pointer(rows=MIN_POINTER_ROWS - 1)}))
+    out = calibrated_verdict(good, few, errors(diluted=0.9))
+    assert out["verdict"] == "inconclusive", out["reasons"]
+    said = f"whether the push at ref{k} is followed was not measured (19 rows where it points"
+    assert any(said in r for r in out["reasons"]), out["reasons"]
+    assert not any(f"ref{k}" in r for r in out["reasons"] if "not measured" not in r)
+    enough = curve(dose(0.3, pointers=six | {k: pointer(rows=MIN_POINTER_ROWS)}))
+    assert calibrated_verdict(good, enough, errors(diluted=0.9))["verdict"] == "nudge-repairable"
+    # a misdirected lookup reports it as not measured too, never as "not followed"
+    out = calibrated_verdict(good, few, errors(misdirected=0.9))
+    assert out["verdict"] == "misdirected lookup"
+    assert f"ref{k}" in out["reasons"][-1] and "not measured" in out["reasons"][-1]
+
+
 def _unmeasured_cases():
     """(case, validation, test, diagnosis, the word that would be said were the condition
     measured and holding): each word's `means` names the condition left unmeasured here."""

@@ -121,3 +121,17 @@ def test_every_exception_the_rule_takes_is_named_by_the_words_means():
             taken.add((out["verdict"], e))
     declared = {(w, e) for w, ids in vocabulary.EXCEPTIONS_OF.items() for e in ids}
     assert declared == taken, declared ^ taken
+
+
+def test_the_words_name_every_shifted_push_the_ladder_makes():
+    """A nudge-repairable verdict rests on every shifted push of the ladder (ref+-1 and +-2
+    as well as +-3: a neighbour of the reference may carry what it does); its `means` says
+    which, in the words of `SHIFTED_PUSHES`, kept equal to the pointer control's default."""
+    from harness.attention.controls import LADDER_POINTER_SHIFTS
+
+    said = vocabulary.SHIFTED_PUSHES.removeprefix("at ref").replace(" and ", ", ").split(", ")
+    assert tuple(int(k) for k in said) == LADDER_POINTER_SHIFTS
+    for word in ("nudge-repairable", "conflicting evidence", "no lookup"):
+        assert vocabulary.SHIFTED_PUSHES in vocabulary.CALIBRATED[word].means, word
+    rules_out = vocabulary.CALIBRATED["nudge-repairable"].rules_out
+    assert "ref+-1 or +-2" in rules_out
