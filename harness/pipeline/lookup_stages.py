@@ -321,11 +321,15 @@ def verdict_readings(
     return readings_of(dose, diagnosis, lookup.evidence, lookup.found or None)
 
 
-def run_stability(run, lookup: Lookup, verdict: dict[str, Any], readings) -> dict | None:
+def run_stability(
+    run, lookup: Lookup, verdict: dict[str, Any], readings, part: str = "stability"
+) -> dict | None:
     """The verdict's stability and flip margin (`harness.attention.verdicts.stability`):
     the verdict derived again from its readings on bootstrap resamples of the instances,
     a stage of its own (the resamples are most of a minute on a 64-instance run); None when
-    no readings were kept (stages made before them: reports say "not recorded")."""
+    no readings were kept (stages made before them: reports say "not recorded") or
+    --stability-resamples is 0. `part`: the stage's name after the lookup's label (the
+    replication's verdict has its own, "replication-stability")."""
     if not readings or not run.cfg.stability_resamples:
         return None
     import hashlib
@@ -347,7 +351,7 @@ def run_stability(run, lookup: Lookup, verdict: dict[str, Any], readings) -> dic
     def compute():
         return verdict_stability(readings, recorded.rederive, recorded.streams, resamples)
 
-    return run.stages.run(f"{run.stage_label(lookup)}-stability", settings, compute)
+    return run.stages.run(f"{run.stage_label(lookup)}-{part}", settings, compute)
 
 
 def run_at_dose(

@@ -3,15 +3,20 @@
     from harness.pipeline.replication import record, run_replication
     again = run_replication(task_run, lookup, dose, diagnosis)   # stage files of its own
     verdict["replication"] = record(task_run, lookup, dose, again, verdict)
+    stable = run_stability(task_run, lookup, verdict["replication"])  # None: not measured
 
 The same model, the same lookup and every choice made on validation (the ladder's N, the
 dose C, each kind's dose: the validation curves are the first reading's, so nothing is
 chosen again) read on a second test stream: the test ladder at the same reading rungs with
 its controls, the diagnosis beside its null (its own ID rows), the evaluation's answer
 counts, and the verdict from the same code (`TaskRun.calibrated_verdict`) under the same
-rule version. What it rules out: a word that is the noise of one sample of test instances.
-What it does not: another seed's model, another CPU's rounding (docs/usage_analysis.md,
-"Read again on fresh instances").
+rule version. The record keeps what that verdict read, per instance (`readings`, as the
+first reading's `results["readings"]`: a digest keeps the verdict whole, so
+`results-doc --rederive` reads this word again too) and, from them, its own stability and
+flip margin (`run_stability`, with the first reading's --stability-resamples). What it
+rules out: a word that is the noise of one sample of test instances. What it does not:
+another seed's model, another CPU's rounding (docs/usage_analysis.md, "Read again on fresh
+instances").
 
 The second stream is rows `num_test .. 2*num_test - 1` of the same test split and data seed
 (OOD preset with its overrides, and the ID preset), the rows that follow the first stream's
@@ -186,12 +191,17 @@ def record(
 ) -> dict[str, Any]:
     """The verdict read on the replication (`run_replication`) by the same code, the
     validation curves and so every choice the first reading's: the record the verdict
-    carries (its word, reasons and numbers, whether the word agrees, the rule version)."""
+    carries (its word, reasons and numbers, whether the word agrees, the rule version, and
+    what it read per instance, `readings`: `lookup_stages.verdict_readings` of the same
+    dose stage with the replication's test ladder and diagnosis, so that a digest, which
+    keeps the verdict whole, re-derives this word too; None for stages made before
+    per-instance values were kept)."""
     from harness.attention.verdicts.rule_version import rule_version
+    from harness.pipeline.lookup_stages import verdict_readings
 
-    read = run.calibrated_verdict(
-        lookup, {**dose, "test": again["test"]}, again["diagnosis"][run.ood_name]
-    )
+    replicated = {**dose, "test": again["test"]}  # validation, N, rungs: the first reading's
+    diagnosis = again["diagnosis"][run.ood_name]
+    read = run.calibrated_verdict(lookup, replicated, diagnosis)
     scores = {
         name: {k: v.get(k) for k in ("exact_match", "partial_acc")}
         for name, v in again["eval"].items()
@@ -206,7 +216,18 @@ def record(
         "reasons": read["reasons"],
         "numbers": {**read["numbers"], "eval": scores, "n": dose.get("n")},
         "agrees": read["verdict"] == verdict["verdict"],
+        "readings": verdict_readings(lookup, replicated, diagnosis),
     }
+
+
+def run_stability(run, lookup: Lookup, read: dict[str, Any]) -> dict[str, Any] | None:
+    """The replication's stability and flip margin, from its own readings (`read`: its
+    record), as the first reading's (`lookup_stages.run_stability`, the same
+    --stability-resamples, 0 = not measured), in a stage of its own; None when not measured
+    or no readings were kept."""
+    from harness.pipeline.lookup_stages import run_stability as stability_of
+
+    return stability_of(run, lookup, read, read.get("readings"), part="replication-stability")
 
 
 def skipped() -> dict[str, Any]:

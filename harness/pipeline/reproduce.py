@@ -36,7 +36,8 @@ then, at the lookup (`TaskRun.judge`, `harness.pipeline.lookup_stages`):
 9. `replication`: the verdict read again on a second test stream, disjoint from the first
    (its rows num_test .. 2*num_test-1, OOD and ID), with N and every dose kept as chosen on
    validation: the test ladder at the same rungs with its controls, the diagnosis, the
-   answer counts and the verdict (`harness.pipeline.replication`; off with --no-replicate);
+   answer counts and the verdict with its readings and stability
+   (`harness.pipeline.replication`; off with --no-replicate);
 10. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 `OUT/settings.json`. Where another offset's top heads weigh within OFFSET_MARGIN of the
@@ -408,7 +409,8 @@ class TaskRun:
     def replicate(self, lookup: Lookup, results: dict[str, Any], step) -> None:
         """The verdict read again on a second, disjoint test stream with every choice made
         on validation kept (`harness.pipeline.replication`): its stages in
-        `results["replication"]`, its record in `results["verdict"]["replication"]`."""
+        `results["replication"]`, its record (with its readings and stability) in
+        `results["verdict"]["replication"]`."""
         if self.cfg.no_replicate:
             results["verdict"]["replication"] = replication.skipped()
             return
@@ -417,7 +419,11 @@ class TaskRun:
         again = step("replication", self.run_replication, lookup, dose, diagnosis)
         results["replication"] = again
         verdict = results["verdict"]
-        verdict["replication"] = replication.record(self, lookup, dose, again, verdict)
+        verdict["replication"] = read = replication.record(self, lookup, dose, again, verdict)
+        # how much its word rests on which fresh instances were drawn (None: not measured)
+        stable = step("replication_stability", self.run_replication_stability, lookup, read)
+        if stable is not None:
+            read["stability"] = stable
 
     def judge_second(self, lookup: Lookup) -> None:
         """Where another offset's top heads weigh near the lookup's (`heads.second_lookup`),
@@ -473,6 +479,9 @@ class TaskRun:
 
     def run_replication(self, lookup: Lookup, dose, diagnosis) -> dict[str, Any]:
         return replication.run_replication(self, lookup, dose, diagnosis)
+
+    def run_replication_stability(self, lookup: Lookup, record) -> dict[str, Any] | None:
+        return replication.run_stability(self, lookup, record)
 
     def run_viewer(self, lookup: Lookup) -> dict[str, Any]:
         """The interactive viewer beside the attention figures: the first VIEWER_NUM test

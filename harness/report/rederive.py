@@ -9,8 +9,10 @@ read, per instance (`readings`: `harness.attention.verdicts.readings`): the vali
 ladder of the chosen N and every count's summary, the test ladder with its controls, the
 diagnosis with its null, the lookup's evidence. This reads the verdict again from those
 alone, with the function the pipeline reads it with, and says per model (and per candidate
-lookup of a near tie) the recorded word, the re-derived word and whether they agree. A
-digest made before readings were kept says so per model and fails nothing.
+lookup of a near tie) the recorded word, the re-derived word and whether they agree; the
+same for each verdict's replication (read again on a second test stream, its readings in
+its record: `verdict["replication"]["readings"]`, `harness.pipeline.replication`). A digest
+made before readings (or the replication) were kept says so per model and fails nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 from harness.attention.lookup import recorded_lookup
 
 NOT_RECORDED = "not recorded (made before readings were kept)"
+REPLICATION_NOT_RECORDED = "no replication recorded (made before the replication existed)"
+REPLICATION_NOT_RUN = "not read again (--no-replicate)"
 
 
 def _verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -34,6 +38,19 @@ def _verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
             label = f"{name} (lookup at ref{int(offset):+d})"
             out.append((label, entry.get("verdict"), entry.get("readings")))
     return out
+
+
+def replication_line(label: str, verdict: Any) -> tuple[str, bool]:
+    """The line of a verdict's replication (`label`: the verdict's) and whether it passes:
+    its recorded word re-derived from the readings its record keeps; a verdict without a
+    record, or one made with --no-replicate, says so and passes."""
+    record = verdict.get("replication") if isinstance(verdict, Mapping) else None
+    label = f"{label} (replication)"
+    if not isinstance(record, Mapping):
+        return f"{label}: {REPLICATION_NOT_RECORDED}", True
+    if record.get("skipped") or not record.get("verdict"):
+        return f"{label}: {REPLICATION_NOT_RUN}", True
+    return rederive_line(label, record, record.get("readings"))
 
 
 def rederive_line(label: str, verdict: Any, readings: Any) -> tuple[str, bool]:
@@ -66,11 +83,17 @@ def rederive_digest(path: Path) -> tuple[list[str], bool]:
     for name, task in tasks.items():
         for label, verdict, readings in _verdicts(name, task):
             line, ok = rederive_line(label, verdict, readings)
-            lines.append(line)
-            passed &= ok
-            read += isinstance(readings, Mapping)
+            again, again_ok = replication_line(label, verdict)
+            lines += [line, again]
+            passed &= ok and again_ok
+            read += isinstance(readings, Mapping) + _replication_read(verdict)
     if not read:
         lines.append(f"{path}: no verdict keeps its readings; nothing re-derived")
     elif passed:
         lines.append(f"{path}: every verdict with readings is re-derived from them alone")
     return lines, passed
+
+
+def _replication_read(verdict: Any) -> bool:
+    record = verdict.get("replication") if isinstance(verdict, Mapping) else None
+    return isinstance(record, Mapping) and isinstance(record.get("readings"), Mapping)

@@ -6,13 +6,18 @@ docs/results.md's count (`harness.pipeline.replication` reads it; the verdict ca
     replication_line(task["verdict"])    # the report's sentence under the verdict
 
 A digest or a run made before the replication existed holds none: its cell says "not
-recorded", never a word made up; a run made with --no-replicate says so.
+recorded", never a word made up; a run made with --no-replicate says so. The replication's
+own stability (its record's "stability", from its own readings) is shown as the verdict's
+is (`stability_md`): a word under STABLE is said as unstable between the words it takes,
+and a record made before it was measured says "stability not recorded".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from harness.report.stability_md import margin_text, recorded, shown_word, unstable
 
 NOT_RECORDED = "not recorded"
 NOT_RUN = "not run (--no-replicate)"
@@ -43,12 +48,27 @@ def replication_cell(verdict: Mapping[str, Any] | None) -> str:
         return NOT_RECORDED
     if record.get("skipped") or not record.get("verdict"):
         return NOT_RUN
-    return f"{record['verdict']} ({_agreement(record)})"
+    return f"{shown_word(record)} ({_agreement(record)})"
+
+
+def stability_phrase(record: Mapping[str, Any]) -> str:
+    """The replication's stability, short: "stable 0.93 (flip margin at most 2)"; under
+    STABLE (its word then shown as "unstable: w1 / w2") "only 0.55 of the resamples give
+    w1 (flip margin exactly 1)"; "stability not recorded" where it was not measured
+    (--stability-resamples 0, or a record made before it)."""
+    found = recorded(record)
+    if found is None:
+        return f"stability {NOT_RECORDED}"
+    margin = f"(flip margin {margin_text(found)})"
+    if unstable(record):
+        return f"only {found['share']:.2f} of the resamples give {record.get('verdict')} {margin}"
+    return f"stable {found['share']:.2f} {margin}"
 
 
 def replication_line(verdict: Mapping[str, Any] | None) -> str | None:
-    """The report's sentence: "Read again on N fresh instances (how): **word** (agrees
-    with / differs from the verdict above)", with its reasons; None without a record."""
+    """The report's sentence: "Read again on N fresh instances: **word**, stable 0.93 (flip
+    margin ...) (agrees with / differs from the verdict above; how)", with its reasons;
+    None without a record."""
     record = _record(verdict)
     if record is None:
         return None
@@ -60,9 +80,9 @@ def replication_line(verdict: Mapping[str, Any] | None) -> str | None:
     repeats = ", ".join(f"{k} {v}" for k, v in shared.items())
     repeats = f"; prompts a first-stream row also wrote: {repeats}" if shared else ""
     return (
-        f"Read again on {record.get('instances')} fresh instances: **{record['verdict']}** "
-        f"({agrees} the verdict above; {record.get('stream')}{repeats}; the same N and "
-        f"doses, rule {record.get('rule_version')}): "
+        f"Read again on {record.get('instances')} fresh instances: **{shown_word(record)}**, "
+        f"{stability_phrase(record)} ({agrees} the verdict above; {record.get('stream')}"
+        f"{repeats}; the same N and doses, rule {record.get('rule_version')}): "
         + "; ".join(record.get("reasons") or [])
         + "."
     )

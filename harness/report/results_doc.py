@@ -420,17 +420,22 @@ def _figures(task: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[
 # Fields a verdict gained after digests were committed: compared only where the committed
 # verdict holds them (a figure the digest never held has not moved).
 VERDICT_ADDED = ("stability", "replication", "readings")
+# ... and fields a replication record gained after it (the same rule, one level down)
+REPLICATION_ADDED = ("stability", "readings")
 
 
 def without_unrecorded(task: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
     """`task` without the fields of VERDICT_ADDED its verdicts carry where the committed
     digest's verdicts (`saved`) hold none: the run's own and each candidate lookup's alike."""
 
-    def strip(verdict: Any, kept: Any) -> Any:
+    def strip(verdict: Any, kept: Any, added=VERDICT_ADDED) -> Any:
         if not isinstance(verdict, dict):
             return verdict
         kept = kept if isinstance(kept, dict) else {}
-        return {k: v for k, v in verdict.items() if k not in VERDICT_ADDED or k in kept}
+        out = {k: v for k, v in verdict.items() if k not in added or k in kept}
+        if added is VERDICT_ADDED and "replication" in out:
+            out["replication"] = strip(out["replication"], kept["replication"], REPLICATION_ADDED)
+        return out
 
     out = dict(task)
     if "verdict" in task:

@@ -11,13 +11,18 @@ import pytest
 
 from attentionspan_datasets.splits import split_instance
 from harness.attention.verdicts.calibrated import VERDICTS
-from harness.pipeline import replication
+from harness.attention.verdicts.readings import rederive, streams
+from harness.pipeline import lookup_stages, replication
 from harness.pipeline.reproduce import ReproduceConfig, reproduce
 from harness.pipeline.stages import Stages
 from harness.report.report_md import pipeline_writers
 from tests.harness.pipeline.test_reproduce import TINY, model_dir  # noqa: F401
 
-STAGES = ("reversal-replication-dose", "reversal-replication-diagnosis")
+STAGES = (
+    "reversal-replication-dose",
+    "reversal-replication-diagnosis",
+    "reversal-replication-stability",
+)
 SCORED = ("reversal-sweep-replication-baseline", "reversal-sweep-id_replication-baseline")
 
 
@@ -72,6 +77,42 @@ def test_the_replication_reads_other_rows_with_the_same_choices(replicated):
     assert f"Read again on {n} fresh instances: **{record['verdict']}**" in text
 
 
+def test_the_replications_verdict_is_rederived_from_its_own_readings(replicated):
+    """The record keeps what the replication's verdict read, per instance: its own test
+    ladder and diagnosis (rows n .. 2n-1) beside the first reading's validation curves, from
+    which the word, reasons and numbers come back exactly; its stability is measured on
+    them, as the first reading's is on its own."""
+    cfg, out, text = replicated
+    results = json.loads((out / "reversal" / "results.json").read_text())
+    record, n = results["verdict"]["replication"], cfg.num_test
+    readings = record["readings"]
+    assert streams(readings) == {"validation": n, "id_validation": n, "test": n, "id": n}
+    # the replication's instances, not the first stream's; validation: the first reading's
+    assert readings["test"] != results["readings"]["test"]
+    assert readings["validation"] == results["readings"]["validation"]
+    again = rederive(readings)
+    assert again["verdict"] == record["verdict"] and again["reasons"] == record["reasons"]
+    numbers = {k: v for k, v in record["numbers"].items() if k not in ("eval", "n")}
+    assert again["numbers"] == numbers
+    stability = record["stability"]
+    assert stability["word"] == record["verdict"]
+    assert stability["resamples"] == TINY["stability_resamples"]
+    assert 0 <= stability["share"] <= 1 and "flip_margin" in stability
+    assert _stage(out, STAGES[2])["result"] == stability
+    assert f"**{record['verdict']}**, " in text or "**unstable: " in text
+
+
+def test_no_stability_measured_for_the_replication_when_resamples_are_zero():
+    """--stability-resamples 0 measures neither reading's stability: the record has none
+    (reports say "stability not recorded"), never a figure made up."""
+
+    class Run:
+        cfg = ReproduceConfig(model="m", stability_resamples=0)
+
+    read = {"verdict": "no lookup", "readings": {"format": 1}}
+    assert replication.run_stability(Run(), None, read) is None
+
+
 def test_a_resumed_run_reuses_the_replications_stages(replicated, monkeypatch):
     cfg, out, _ = replicated
     before = json.loads((out / "reversal" / "results.json").read_text())["verdict"]
@@ -114,9 +155,10 @@ def test_no_replicate_skips_it_and_says_so(tmp_path, model_dir):  # noqa: F811
     assert "Not read again on fresh instances (--no-replicate)." in text
 
 
-def test_the_record_says_whether_the_word_agrees():
+def test_the_record_says_whether_the_word_agrees(monkeypatch):
     """The record's verdict is read by the run's own verdict code on the replication's
-    ladder and diagnosis, with the first reading's validation curves."""
+    ladder and diagnosis, with the first reading's validation curves; its readings are
+    made from the same two."""
 
     class Run:
         ood_name = "reversal_ood"
@@ -126,6 +168,10 @@ def test_the_record_says_whether_the_word_agrees():
             return {"verdict": "inconclusive", "reasons": ["r"], "numbers": {"dose": {"C": 1}}}
 
     seen: list = []
+    read: list = []
+    monkeypatch.setattr(
+        lookup_stages, "verdict_readings", lambda *args: read.append(args[1:]) or {"r": 1}
+    )
     dose = {"n": 2, "validation": "V", "test": "first"}
     again = {
         "stream": "s",
@@ -138,6 +184,7 @@ def test_the_record_says_whether_the_word_agrees():
     }
     out = replication.record(Run(), None, dose, again, {"verdict": "downstream"})
     assert seen == [({"n": 2, "validation": "V", "test": "second"}, "D")]
+    assert read == seen and out["readings"] == {"r": 1}
     assert out["verdict"] == "inconclusive" and out["agrees"] is False
     assert out["numbers"]["eval"] == {"reversal_ood": {"exact_match": 0.5, "partial_acc": 0.75}}
     same = replication.record(Run(), None, dose, again, {"verdict": "inconclusive"})
