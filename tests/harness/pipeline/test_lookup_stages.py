@@ -75,13 +75,20 @@ def test_results_doc_rederives_every_verdict_of_the_digest(run, tmp_path, capsys
     assert command.main([str(run), *argv, "--digest", str(digest)]) == 0
     capsys.readouterr()
     assert command.main(["--rederive", str(digest)]) == 0
-    word = json.loads(digest.read_text())["tasks"]["reversal"]["verdict"]["verdict"]
-    assert f"reversal: recorded {word}, rederived {word}: agree" in capsys.readouterr().out
-    saved = json.loads(digest.read_text())
-    saved["tasks"]["reversal"]["verdict"]["verdict"] = "downstream"
-    digest.write_text(json.dumps(saved))
-    assert command.main(["--rederive", str(digest)]) == 1
-    assert f"recorded downstream, rederived {word}: DISAGREE" in capsys.readouterr().out
+    verdict = json.loads(digest.read_text())["tasks"]["reversal"]["verdict"]
+    word, again = verdict["verdict"], verdict["replication"]["verdict"]
+    out = capsys.readouterr().out
+    assert f"reversal: recorded {word}, rederived {word}: agree" in out
+    # the replication's verdict, from the readings its record keeps in the digest
+    assert f"reversal (replication): recorded {again}, rederived {again}: agree" in out
+    for where in ("verdict", "replication"):
+        saved = json.loads(digest.read_text())
+        record = saved["tasks"]["reversal"]["verdict"]
+        (record if where == "verdict" else record["replication"])["verdict"] = "downstream"
+        (tmp_path / "moved.json").write_text(json.dumps(saved))
+        assert command.main(["--rederive", str(tmp_path / "moved.json")]) == 1, where
+        rederived = word if where == "verdict" else again
+        assert f"recorded downstream, rederived {rederived}: DISAGREE" in capsys.readouterr().out
 
 
 def test_the_verdict_carries_its_stability_from_the_readings(run):

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from harness.commands import results_doc as command
-from harness.report.rederive import NOT_RECORDED, rederive_digest
+from harness.report.rederive import (
+    NOT_RECORDED,
+    REPLICATION_NOT_RECORDED,
+    REPLICATION_NOT_RUN,
+    rederive_digest,
+)
 from tests.harness.attention.verdicts.test_readings import hand_readings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -52,18 +57,53 @@ def test_each_verdict_with_readings_is_rederived_and_a_disagreement_fails(tmp_pa
     }
     lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
     assert agree, lines
-    assert lines[:3] == [
+    assert lines[::2][:3] == [
         "reversal: recorded nudge-repairable, rederived nudge-repairable: agree "
         f"(recorded under rule r-test, rederived under {_rule()})",
         "reversal (lookup at ref+1): recorded nudge-repairable, rederived nudge-repairable: "
         f"agree (recorded under rule r-test, rederived under {_rule()})",
         f"successor: recorded no lookup; {NOT_RECORDED}",
     ]
+    # each followed by its replication's line: none recorded in these
+    assert lines[1] == f"reversal (replication): {REPLICATION_NOT_RECORDED}"
     tasks["reversal"]["verdict"]["verdict"] = "downstream"
     lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
     assert not agree
     assert lines[0].startswith("reversal: recorded downstream, rederived nudge-repairable: ")
     assert "DISAGREE" in lines[0]
+
+
+def test_the_replications_verdict_is_rederived_from_the_readings_its_record_keeps(tmp_path):
+    """Each verdict's replication has its own line, from the readings its record keeps;
+    a disagreement there fails as one of the verdict's does; a verdict without a record or
+    read with --no-replicate says so and fails nothing."""
+    readings = hand_readings()  # its verdict: nudge-repairable
+    record = {"verdict": "nudge-repairable", "agrees": True, "readings": readings}
+    reversal = _task("nudge-repairable", readings)
+    reversal["verdict"]["replication"] = record
+    skipped = _task("no lookup")
+    skipped["verdict"]["replication"] = {"skipped": "--no-replicate: not read again"}
+    tasks = {"reversal": reversal, "successor": _task("no lookup"), "addition": skipped}
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert agree, lines
+    rule = f"(recorded under rule r-test, rederived under {_rule()})"
+    assert lines[1] == (
+        "reversal (replication): recorded nudge-repairable, rederived nudge-repairable: agree "
+        + rule
+    )
+    assert f"successor (replication): {REPLICATION_NOT_RECORDED}" in lines
+    assert f"addition (replication): {REPLICATION_NOT_RUN}" in lines
+    record["verdict"] = "downstream"
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert not agree
+    assert lines[0].endswith(f"agree {rule}")  # the first reading still agrees
+    assert lines[1].startswith(
+        "reversal (replication): recorded downstream, rederived nudge-repairable: DISAGREE"
+    )
+    # a record made before the replication kept readings: said, and nothing failed
+    del record["readings"]
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert agree and lines[1] == f"reversal (replication): recorded downstream; {NOT_RECORDED}"
 
 
 def test_readings_that_cannot_be_read_fail_naming_why(tmp_path, capsys):

@@ -13,6 +13,7 @@ from harness.report.replication_md import (
     replication_cell,
     replication_counts,
     replication_line,
+    stability_phrase,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -46,7 +47,9 @@ def test_the_cell_says_the_word_and_whether_it_agrees_or_that_none_was_recorded(
 def test_the_reports_line_names_the_instances_the_word_the_stream_and_the_rule():
     assert replication_line({"verdict": "no lookup"}) is None  # a run made before it
     line = replication_line({"verdict": "downstream", "replication": _record("x", False)})
-    assert line.startswith("Read again on 64 fresh instances: **x** (differs from the verdict")
+    assert line.startswith(
+        "Read again on 64 fresh instances: **x**, stability not recorded (differs from the verdict"
+    )
     for part in (
         "rows 64..127",
         "prompts a first-stream row also wrote: reversal_id 2",
@@ -56,6 +59,32 @@ def test_the_reports_line_names_the_instances_the_word_the_stream_and_the_rule()
     assert line.endswith(": a reason.")
     skipped = {"verdict": "x", "replication": {"skipped": "--no-replicate"}}
     assert "--no-replicate" in replication_line(skipped)
+
+
+def _stable(share: float, words: dict) -> dict:
+    return {"share": share, "words": words, "flip_margin": {"margin": 2, "exact": share < 0.8}}
+
+
+def test_the_replications_own_stability_is_shown_and_an_unstable_word_never_alone():
+    """Its stability, from its own readings, shown beside its word: under 0.8 the word is
+    said as unstable between the words its resamples take, in the line and in the cell."""
+    stable = _record("no lookup") | {"stability": _stable(0.93, {"no lookup": 0.93})}
+    line = replication_line({"verdict": "no lookup", "replication": stable})
+    assert line.startswith(
+        "Read again on 64 fresh instances: **no lookup**, stable 0.93 (flip margin at most 2) "
+        "(agrees with the verdict above;"
+    )
+    words = {"downstream": 0.55, "inconclusive": 0.45}
+    shaky = _record("downstream") | {"stability": _stable(0.55, words)}
+    line = replication_line({"verdict": "downstream", "replication": shaky})
+    assert line.startswith(
+        "Read again on 64 fresh instances: **unstable: downstream / inconclusive**, only 0.55 "
+        "of the resamples give downstream (flip margin exactly 2)"
+    )
+    assert replication_cell({"verdict": "downstream", "replication": shaky}) == (
+        "unstable: downstream / inconclusive (agrees)"
+    )
+    assert stability_phrase(_record()) == "stability not recorded"  # resamples 0, or older
 
 
 def test_the_summary_counts_agreements_and_says_when_none_was_recorded():
@@ -104,3 +133,11 @@ def test_check_compares_a_replication_only_where_the_committed_digest_holds_one(
     saved = {"lookups": [{"verdict": {"verdict": "a"}}], "verdict": {"verdict": "a"}}
     assert results_doc.without_unrecorded(lookups, saved) == saved
     assert results_doc.without_unrecorded({"eval": {}}, before) == {"eval": {}}
+    # a committed replication made before it kept readings and stability: the rest compared
+    grown = {
+        "verdict": {"verdict": "a", "replication": _record("a") | {"readings": {}}},
+        "eval": {},
+    }
+    grown["verdict"]["replication"]["stability"] = {"share": 1.0}
+    assert results_doc.without_unrecorded(grown, run) == run
+    assert results_doc.without_unrecorded(grown, grown) == grown
