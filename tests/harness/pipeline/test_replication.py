@@ -15,7 +15,9 @@ from harness.attention.verdicts.readings import rederive, streams
 from harness.pipeline import lookup_stages, replication
 from harness.pipeline.reproduce import ReproduceConfig, reproduce
 from harness.pipeline.stages import Stages
+from harness.report.replication_md import replication_line
 from harness.report.report_md import pipeline_writers
+from harness.report.stability_md import margin_text
 from tests.harness.pipeline.test_reproduce import TINY, model_dir  # noqa: F401
 
 STAGES = (
@@ -99,7 +101,9 @@ def test_the_replications_verdict_is_rederived_from_its_own_readings(replicated)
     assert stability["resamples"] == TINY["stability_resamples"]
     assert 0 <= stability["share"] <= 1 and "flip_margin" in stability
     assert _stage(out, STAGES[2])["result"] == stability
-    assert f"**{record['verdict']}**, " in text or "**unstable: " in text
+    # report.md's line says it beside the replication's word
+    line = replication_line(results["verdict"])
+    assert line in text and f"(flip margin {margin_text(stability)})" in line
 
 
 def test_no_stability_measured_for_the_replication_when_resamples_are_zero():
