@@ -94,3 +94,26 @@ def _too_deep(label: str) -> str:
         f"{label}: nested more than {MAX_DEPTH} levels deep: not a file attentionspan wrote "
         "(a damaged or foreign file?)"
     )
+
+
+def dumps_compact(value: Any, indent: int = 1, level: int = 0) -> str:
+    """`value` as JSON with objects indented and every list of plain values (numbers,
+    strings, booleans, nulls) on one line: a digest's per-instance readings are thousands
+    of numbers, one a line under `json.dumps(indent=...)` (2.3 MB for the quick run's,
+    under 0.7 MB so), and a diff of them stays readable. NaN and infinities are refused,
+    as `allow_nan=False` does: no other JSON reader takes them."""
+    pad, inner = " " * (indent * level), " " * (indent * (level + 1))
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = (
+            f"{inner}{json.dumps(str(k))}: {dumps_compact(v, indent, level + 1)}"
+            for k, v in value.items()
+        )
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (dict, list, tuple)) for v in value):
+            return json.dumps(list(value), allow_nan=False)
+        items = (f"{inner}{dumps_compact(v, indent, level + 1)}" for v in value)
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return json.dumps(value, allow_nan=False)

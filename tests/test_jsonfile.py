@@ -60,3 +60,22 @@ def test_a_good_file_at_the_depth_limit_reads(tmp_path):
 )
 def test_depth_is_counted_without_recursion(value, limit, exceeds):
     assert depth_exceeds(value, limit) is exceeds
+
+
+def test_dumps_compact_reads_back_the_same_and_keeps_plain_lists_on_one_line():
+    import json
+    import math
+
+    from attentionspan_datasets.jsonfile import dumps_compact
+
+    value = {
+        "a": [1, 2.5, None, "x  y", True],
+        "b": {"c": [[1, 2], [3]], "d": [], "e": {}},
+        "f": [{"g": 1}],
+    }
+    text = dumps_compact(value)
+    assert json.loads(text) == value
+    assert '"a": [1, 2.5, null, "x  y", true]' in text  # one line, strings untouched
+    assert '"c": [\n   [1, 2],\n   [3]\n  ]' in text  # a list of lists: one inner list a line
+    with pytest.raises(ValueError):
+        dumps_compact({"nan": [math.nan]})

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.atomic import atomic_write_text
-from attentionspan_datasets.jsonfile import read_json  # noqa: F401  (re-exported)
+from attentionspan_datasets.jsonfile import (
+    dumps_compact,
+    read_json,  # noqa: F401  (re-exported)
+)
 from attentionspan_datasets.metrics import METRICS
 from harness.attention.controls import at_dose, dose_field
 from harness.attention.lookup import recorded_lookup
@@ -634,7 +637,7 @@ def write(
             raise ValueError(f"--doc {str(doc)!r}: {error}") from None
         what = "the quick-findings block"
     digest_file.parent.mkdir(parents=True, exist_ok=True)
-    text_out = json.dumps({"meta": meta, "tasks": tasks}, indent=1, allow_nan=False)
+    text_out = dumps_compact({"meta": meta, "tasks": tasks})
     atomic_write_text(digest_file, text_out + "\n")
     atomic_write_text(doc, text)
     if pretrained:
