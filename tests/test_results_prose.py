@@ -128,10 +128,16 @@ def figures(line: str, number: int = 0, section: str = "") -> list[Figure]:
     return found
 
 
+# A digest's per-instance values: thousands of numbers, among which nearly any figure is one;
+# the prose reports statistics of them, which the digest holds elsewhere.
+PER_INSTANCE = {"readings", "per_instance"}
+
+
 def _leaves(node, path=""):
     if isinstance(node, dict):
         for key, value in node.items():
-            yield from _leaves(value, f"{path}.{key}")
+            if key not in PER_INSTANCE:
+                yield from _leaves(value, f"{path}.{key}")
     elif isinstance(node, list):
         for value in node:
             yield from _leaves(value, f"{path}[]")
