@@ -126,4 +126,9 @@ def _two_key_lookup(attn, layout, h: int) -> None:
         k[p._slot(n), layout.tok(t)] = NEAR
         v[layout.value(t), layout.prev(t)] = 1.0
         v[layout.value(t), layout.tok(t)] = 1.0
-        attn.o_proj.weight[layout.out(t), base + layout.value(t)] = 1.0
+        if char != p.MEAN_CHAR:  # the shared component is read, never written out
+            attn.o_proj.weight[layout.out(t), base + layout.value(t)] = 1.0
+    # and the component real values share (tests/planted.py, MEAN_VALUE): the head's output
+    # keeps its length as its weight spreads, so rescaling it to its ID norm mends nothing
+    # here and the push at ref-1 alone stands between this dilution and nudge-repairable
+    v[layout.value(layout.chars[p.MEAN_CHAR]), layout.anchor] = p.MEAN_VALUE / p.ANCHOR

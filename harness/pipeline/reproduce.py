@@ -454,7 +454,10 @@ class TaskRun:
         (the baseline's scoring) is not counted again."""
         start = len(self.stages.touched)
         out = compute(*args)
-        names = [n for n in self.stages.touched[start:] if n not in self.cpu_counted]
+        # each file once: a step may read a file twice (the replication's evaluation and
+        # its diagnosis both read its baseline scoring), and a rerun reads it from the cache
+        touched = dict.fromkeys(self.stages.touched[start:])
+        names = [n for n in touched if n not in self.cpu_counted]
         self.cpu_counted.update(names)
         results = self.results if into is None else into
         results.setdefault("cpu_s", {})[name] = self.stages.cpu_of(names)

@@ -28,6 +28,7 @@ STEPS = (
     "stability",
     "at_dose",
     "replication",
+    "replication_stability",
     "viewer",
 )
 
