@@ -337,7 +337,7 @@ def run_stability(
 
     from harness.attention.verdicts import readings as recorded
     from harness.attention.verdicts.rule_version import rule_version
-    from harness.attention.verdicts.stability import verdict_stability
+    from harness.attention.verdicts.stability import METHOD, verdict_stability
 
     resamples = run.cfg.stability_resamples
     digest = hashlib.sha256(json.dumps(readings, sort_keys=True).encode()).hexdigest()
@@ -346,10 +346,18 @@ def run_stability(
         "verdict": verdict["verdict"],
         "rule": rule_version(),
         "resamples": resamples,
+        "method": METHOD,
     }
 
     def compute():
-        return verdict_stability(readings, recorded.rederive, recorded.streams, resamples)
+        return verdict_stability(
+            readings,
+            recorded.rederive,
+            recorded.streams,
+            resamples,
+            held_fixed=readings["held_fixed"],
+            rechosen=recorded.RECHOSEN,
+        )
 
     return run.stages.run(f"{run.stage_label(lookup)}-{part}", settings, compute)
 

@@ -59,6 +59,8 @@ HELD_FIXED = {
     "curves): a dose chosen elsewhere on a resample finds its controls not measured",
     "kind_changes": "whether the dominant kind changes with the head set read (top 1, top 4, N)",
 }
+# What `rederive` chooses again on a resample (everything else it reads is `held_fixed`).
+RECHOSEN = ("the dose C, chosen again on each resampled OOD validation stream",)
 # the ladder controls rebuilt from per-instance values (any other: held as recorded)
 REBUILT = ("pointer", "other_heads", "output_scale")
 

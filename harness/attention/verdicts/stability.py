@@ -64,13 +64,9 @@ CANDIDATES = 5
 # BCa resamples and 5.4 ms at the pipeline's 2000 (200 instances, this project's CPU), and a
 # verdict reads a dozen gains or more, 1000 times over.
 INNER_RESAMPLES = 200
-# What a resample of the readings does not redo (the pipeline's hook records it).
-HELD_FIXED = (
-    "the lookup (the offset and the ranked heads, found once on ID instances)",
-    "the choice of N (the count of heads pushed, chosen once on OOD validation)",
-    "the rungs of the ladder (each rung's per-instance results are resampled, not re-run)",
-)
-RECHOSEN = ("the dose C, chosen again on each resampled OOD validation stream",)
+# The stage's method: a stage made under another one is computed again (the stage's
+# settings carry it; the rule version covers the verdict's code, not this module's).
+METHOD = 2
 
 Word = Any  # a verdict word (a string); anything comparable with == serves
 Draw = Mapping[str, Sequence[int]]
@@ -349,12 +345,16 @@ def verdict_stability(
     seed: int = 0,
     stats: Mapping[str, Any] | None = None,
     budget: int = FLIP_BUDGET,
+    held_fixed: Mapping[str, str] | Sequence[str] = (),
+    rechosen: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A verdict's stability and flip margin, from the readings it was derived from:
     `rederive(readings, draw, stats)` gives the verdict on a draw of the instances of each of
     `streams(readings)` ({stream: n}), its inner intervals at `stats` (INNER_RESAMPLES
     unless given: cheaper than the pipeline's). The word is the verdict on the readings as
-    recorded (the pipeline's intervals); held fixed and chosen again are said with it."""
+    recorded (the pipeline's intervals). `held_fixed` and `rechosen`: what `rederive` holds
+    fixed and chooses again on a resample (it alone knows: `verdicts.readings` records
+    both), said with the word ({key: sentence} or sentences)."""
     stats = dict(stats) if stats is not None else {"n_resamples": INNER_RESAMPLES}
     sizes = dict(streams(readings))
 
@@ -363,8 +363,9 @@ def verdict_stability(
 
     word = rederive(readings, None)["verdict"]
     r = resample(word_of, sizes, resamples, seed, word=word)
-    out = stability(word_of, sizes, held_fixed=HELD_FIXED, resampled=r)
-    out["rechosen"] = list(RECHOSEN)
+    held = held_fixed.values() if isinstance(held_fixed, Mapping) else held_fixed
+    out = stability(word_of, sizes, held_fixed=list(held), resampled=r)
+    out["rechosen"] = list(rechosen)
     out["inner"] = stats
     inner_word = word_of(None)
     if inner_word != word:  # the sample read at the inner intervals says another word

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from harness.attention.verdicts.calibrated import calibrated_verdict
+from harness.attention.verdicts import readings as readings_module
 from harness.attention.verdicts.readings import rederive, streams
 from harness.commands import results_doc as command
 from harness.pipeline.reproduce import ReproduceConfig, reproduce
@@ -99,4 +100,7 @@ def test_the_verdict_carries_its_stability_from_the_readings(run):
     assert stability["word"] == results["verdict"]["verdict"]
     assert stability["resamples"] == TINY["stability_resamples"]
     assert 0 <= stability["share"] <= 1 and "flip_margin" in stability
+    # what the resamples hold fixed is what the readings say they hold fixed, every item
+    assert stability["held_fixed"] == list(results["readings"]["held_fixed"].values())
+    assert stability["rechosen"] == list(readings_module.RECHOSEN)
     assert (run / "stages" / "reversal-stability.json").exists()

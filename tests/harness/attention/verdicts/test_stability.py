@@ -5,9 +5,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from harness.attention.verdicts.stability import (
-    HELD_FIXED,
     INNER_RESAMPLES,
-    RECHOSEN,
     STABLE,
     as_changes,
     flip_margin,
@@ -199,9 +197,14 @@ def test_verdict_stability_rederives_with_cheaper_intervals():
             return {"verdict": "inconclusive"}  # the sample at the inner intervals differs
         return {"verdict": "nudge-repairable" if picked.sum() >= 20 else "inconclusive"}
 
-    out = verdict_stability(readings, rederive, streams, resamples=200)
+    held = {"lookup": "the lookup", "n": "the choice of N"}
+    out = verdict_stability(
+        readings, rederive, streams, resamples=200, held_fixed=held, rechosen=["the dose"]
+    )
     assert out["word"] == "nudge-repairable" and out["word_at_inner"] == "inconclusive"
-    assert out["held_fixed"] == list(HELD_FIXED) and out["rechosen"] == list(RECHOSEN)
+    # what the re-derivation holds fixed is said as its caller gave it, never a list of its own
+    assert out["held_fixed"] == ["the lookup", "the choice of N"]
+    assert out["rechosen"] == ["the dose"]
     assert out["inner"] == {"n_resamples": INNER_RESAMPLES}
     assert asked[0] is None and all(s == {"n_resamples": INNER_RESAMPLES} for s in asked[1:])
     assert out["resamples"] == 200 and out["flip_margin"]["margin"] == 2
