@@ -3,6 +3,7 @@ docs/results.md's count (`harness.pipeline.replication` reads it; the verdict ca
 
     from harness.report.replication_md import replication_cell, replication_line
     replication_cell(task["verdict"])    # 'no lookup (agrees)', or 'not recorded'
+    task_replication_cell(task)          # each candidate lookup's, where a near tie made two
     replication_line(task["verdict"])    # the report's sentence under the verdict
 
 A digest or a run made before the replication existed holds none: its cell says "not
@@ -17,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness.attention.lookup import recorded_lookup
+from harness.report.findings import where
 from harness.report.stability_md import margin_text, recorded, shown_word, unstable
 
 NOT_RECORDED = "not recorded"
@@ -49,6 +52,25 @@ def replication_cell(verdict: Mapping[str, Any] | None) -> str:
     if record.get("skipped") or not record.get("verdict"):
         return NOT_RUN
     return f"{shown_word(record)} ({_agreement(record)})"
+
+
+def task_replication_cell(task: Mapping[str, Any]) -> str:
+    """A run's cell: its verdict's replication; where a near tie judged two candidate
+    lookups whose cells differ, each with its offset, in the order and form the verdict
+    column names them ("no lookup (agrees) at the reference / downstream (differs) at
+    ref+2"), never the two lookups' words run together."""
+    lookups = task.get("lookups") or []
+    if len(lookups) < 2:
+        return replication_cell(task.get("verdict"))
+    # the first is the run's own lookup: its verdict is the run's where the entry has none
+    verdicts = [
+        e.get("verdict") or (task.get("verdict") if not i else None) for i, e in enumerate(lookups)
+    ]
+    cells = [replication_cell(v) for v in verdicts]
+    if len(set(cells)) == 1:
+        return cells[0]
+    offsets = [recorded_lookup(e)["offset"] for e in lookups]
+    return " / ".join(f"{c} at {where(o)}" for c, o in zip(cells, offsets))
 
 
 def stability_phrase(record: Mapping[str, Any]) -> str:

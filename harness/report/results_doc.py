@@ -36,7 +36,7 @@ from harness.attention.lookup import recorded_lookup
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
-from harness.report.replication_md import replication_cell, replication_heading
+from harness.report.replication_md import replication_heading, task_replication_cell
 from harness.report.results_summary import json_safe, write_summary
 from harness.report.stability_md import HEADING as STABILITY
 from harness.report.stability_md import task_cell
@@ -337,7 +337,7 @@ def render(
             f"{format_gain(restore) if restore else '-'} | {' / '.join(shown)} | {id_cell} | "
             f"{verdict.get('verdict', '-')} | "
             f"{verdict_name(task) if task.get('verdict') else '-'} | "
-            f"{task_cell(task)} |" + f" {replication_cell(task.get('verdict'))} |"
+            f"{task_cell(task)} |" + f" {task_replication_cell(task)} |"
         )
     lines += [
         "",

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from harness.attention.verdicts.calibrated import calibrated_verdict
 from harness.attention.verdicts import readings as readings_module
+from harness.attention.verdicts.calibrated import calibrated_verdict
 from harness.attention.verdicts.readings import rederive, streams
 from harness.commands import results_doc as command
 from harness.pipeline.reproduce import ReproduceConfig, reproduce

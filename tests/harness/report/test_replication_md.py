@@ -14,6 +14,7 @@ from harness.report.replication_md import (
     replication_counts,
     replication_line,
     stability_phrase,
+    task_replication_cell,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,6 +43,24 @@ def test_the_cell_says_the_word_and_whether_it_agrees_or_that_none_was_recorded(
     assert replication_cell(differs) == "inconclusive (differs)"
     skipped = {"verdict": "no lookup", "replication": {"skipped": "--no-replicate"}}
     assert replication_cell(skipped) == "not run (--no-replicate)"
+
+
+def test_a_near_tie_names_each_lookups_replication_with_its_offset():
+    """Two candidate lookups: each lookup's replication in the verdict column's order and
+    form, never both lookups' words run together into one list."""
+    first = {"verdict": "no attention effect", "replication": _record("no attention effect")}
+    second = {"verdict": "downstream", "replication": _record("mixed failure", agrees=False)}
+    task = {
+        "verdict": first,
+        "lookups": [{"offset": 0, "mass": 0.4}, {"offset": 2, "mass": 0.38, "verdict": second}],
+    }
+    assert task_replication_cell(task) == (
+        "no attention effect (agrees) at the reference / mixed failure (differs) at ref+2"
+    )
+    # the same cell for both: said once, as for one lookup
+    task["lookups"][1]["verdict"] = {**first}
+    assert task_replication_cell(task) == "no attention effect (agrees)"
+    assert task_replication_cell({"verdict": first}) == replication_cell(first)
 
 
 def test_the_reports_line_names_the_instances_the_word_the_stream_and_the_rule():
