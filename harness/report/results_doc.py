@@ -510,6 +510,7 @@ def check(out: Path, digest_file: Path) -> list[str]:
 # The first words of `check`'s lines when the run is a new measurement rather than a failed
 # reproduction: other kernels round floats otherwise, another rule reads otherwise.
 OTHER_CPU = "made on another kind of CPU"
+OTHER_KERNELS = "made with other kernels on the same processor"
 OTHER_RULE = "read under another verdict rule"
 
 
@@ -521,10 +522,13 @@ def cpu_line(then: Any, now: Any) -> str:
         return f"{side} records no CPU kind (made before it was recorded)"
     kinds = [f"{c.get('kernels')} kernels on {c.get('processor')}" for c in (then, now)]
     if then.get("kernels") != now.get("kernels"):
+        # the same processor told to take other kernels (ATEN_CPU_CAPABILITY) is no other CPU
+        same = then.get("processor") is not None and then.get("processor") == now.get("processor")
         return (
-            f"{OTHER_CPU}: the digest's {kinds[0]}, this run's {kinds[1]}: float sums round "
-            "otherwise there, so training gives other weights and the figures are a new "
-            "measurement; the digest reproduces bit for bit on its own kind"
+            f"{OTHER_KERNELS if same else OTHER_CPU}: the digest's {kinds[0]}, this run's "
+            f"{kinds[1]}: float sums round otherwise there, so training gives other weights "
+            "and the figures are a new measurement; the digest reproduces bit for bit on its "
+            "own kind"
         )
     return f"the same kind of CPU ({kinds[1]})"
 

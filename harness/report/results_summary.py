@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -98,28 +99,54 @@ def _stabilities(results: list[Mapping[str, Any]]) -> str:
     return "; stability " + ", ".join(cells)
 
 
+def _kernels(data: Mapping[str, Any]) -> str | None:
+    """The kernel set torch took where the digest was made (None: not recorded)."""
+    cpu = (data.get("meta") or {}).get("cpu")
+    return cpu.get("kernels") if isinstance(cpu, Mapping) else None
+
+
+def _models(kernels: list[str | None]) -> str:
+    """ "3 models"; where the task's models were trained with different kernel sets (the
+    same recipe retrained with floats rounded otherwise), how many with each."""
+    n = len(kernels)
+    text = f"{n} model{'s' if n > 1 else ''}"
+    if len(set(kernels)) < 2:
+        return text
+    counts = Counter(k or "unrecorded" for k in kernels)
+    return text + ": " + ", ".join(f"{c} with {k} kernels" for k, c in counts.items())
+
+
 def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, list[str]]]:
-    """One bullet per task (its seed runs together) and {task: its calibrated verdicts}."""
+    """One bullet per task (its seed runs together, and the same recipe retrained with
+    other kernels: all are the task's retrained models) and {task: its calibrated
+    verdicts}."""
     runs: dict[str, list[Mapping[str, Any]]] = {}
+    kernels: dict[str, list[str | None]] = {}
     for data in digests:
         model = (data.get("meta") or {}).get("model")  # a --pretrained run's model
         for name, results in data["tasks"].items():
             task = _task(name, results) + (f", {model} fine-tuned" if model else "")
             runs.setdefault(task, []).append(results)
+            kernels.setdefault(task, []).append(_kernels(data))
     lines, verdicts = [], {}
     for task, results in runs.items():
         ids = [x for x in (_exact(r, "id") for r in results) if x is not None]
         oods = [x for x in (_exact(r, "ood") for r in results) if x is not None]
         # two candidate lookups whose verdicts differ: both, each with its offset
         called = [verdict_name(r) if r.get("verdict") else None for r in results]
-        models = f"{len(results)} model{'s' if len(results) > 1 else ''}"
+        models = _models(kernels[task])
+        retrained = "retrained models" if len(set(kernels[task])) > 1 else "seeds"
         learnt = f"ID exact {_span(ids)}, OOD exact {_span(oods)}" if ids and oods else ""
         if all(called):
             verdicts[task] = called
             agree = (
                 ""
                 if len(results) == 1
-                else (" (the seeds agree)" if len(set(called)) == 1 else " (the seeds differ)")
+                else (
+                    f" (the {retrained} agree)"
+                    if len(set(called)) == 1
+                    else f" (the {retrained} differ)"
+                )
             )
             said = f"{_counts(called)}{agree}{_stabilities(results)}"
         else:

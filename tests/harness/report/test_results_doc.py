@@ -484,6 +484,20 @@ def test_check_says_when_the_cpu_kind_or_the_rule_differ(tmp_path, capsys):
     assert "read under another verdict rule: the digest's r-000000000001, this run's r-0000" in out
 
 
+def test_other_kernels_on_the_same_processor_are_said_as_such():
+    """ATEN_CPU_CAPABILITY=avx2 on an AVX512 machine: the same processor, other kernels."""
+    avx512 = {"kernels": "AVX512", "processor": "Intel Xeon"}
+    line = results_doc.cpu_line(avx512, {**avx512, "kernels": "AVX2"})
+    assert line.startswith(
+        "made with other kernels on the same processor: the digest's AVX512 kernels on Intel "
+        "Xeon, this run's AVX2 kernels on Intel Xeon"
+    )
+    assert (
+        results_doc.cpu_line(avx512, dict(avx512))
+        == "the same kind of CPU (AVX512 kernels on Intel Xeon)"
+    )
+
+
 def test_cpu_and_rule_lines_say_what_was_not_recorded():
     assert results_doc.cpu_line(None, {"kernels": "AVX2"}).startswith("the digest records no CPU")
     assert results_doc.rule_line("r-1", None).startswith("the run records no rule version")

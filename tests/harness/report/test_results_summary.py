@@ -90,6 +90,29 @@ def test_write_replaces_only_the_block_and_refuses_a_page_without_markers(tmp_pa
         results_summary.replace_summary("text", "block")
 
 
+def test_a_task_retrained_with_other_kernels_counts_them_among_its_models(tmp_path):
+    """The same recipe trained with AVX2 kernels beside AVX512 ones: one task, whose
+    finding stands only where all its retrained models agree."""
+    avx512 = {"cpu": {"kernels": "AVX512", "processor": "Xeon"}}
+    avx2 = {"cpu": {"kernels": "AVX2", "processor": "Xeon"}}
+    runs = {
+        "reversal": _results(1.0, 0.0, "downstream", "reversal", 0),
+        "reversal-seed1": _results(1.0, 0.0, "downstream", "reversal", 1),
+    }
+    (tmp_path / "quick-run.json").write_text(json.dumps({"meta": avx512, "tasks": runs}))
+    other = {"reversal": _results(1.0, 0.0, "downstream", "reversal", 0)}
+    (tmp_path / "quick-run-avx2.json").write_text(json.dumps({"meta": avx2, "tasks": other}))
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert (
+        "- **reversal** (3 models: 2 with AVX512 kernels, 1 with AVX2 kernels; ID exact 1.00, "
+        "OOD exact 0.00): *downstream* x3 (the retrained models agree)" in text
+    )
+    other["reversal"]["verdict"]["verdict"] = "no lookup"
+    (tmp_path / "quick-run-avx2.json").write_text(json.dumps({"meta": avx2, "tasks": other}))
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert "*downstream* x2, *no lookup* (the retrained models differ)" in text
+
+
 def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path):
     _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "inconclusive")})
     (tmp_path / "quick-run-smollm2.json").write_text(
