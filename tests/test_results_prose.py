@@ -53,7 +53,6 @@ EXCEPTIONS = {
     "0.984": "value assignment's ID exact match in the digest its round-3 run replaced "
     "(docs/quick-run-value_assignment.json at commit 7a6a01e, in git's history)",
     "709": "value assignment's training CPU-seconds, measured in docs/performance.md",
-    "36": "T6's feature count (docs/tasks.md)",
     "0.760": "T6's OOD exact at 200 instances: docs/usage_analysis.md's recipe table",
     "12,000": "T6's recipe steps (harness/pipeline/settings.py)",
     "1.35": "the viewer benchmark's scratch row (benchmarks/attention_viewer.py, 2026-11-24): "

@@ -39,6 +39,23 @@ def ladder_counts(cfg, lookup: Lookup) -> list[int]:
     return sorted({min(int(n), total) for n in (*counts, lookup.covering) if n})
 
 
+def candidate_text(offset: int, masses: dict[int, float]) -> str:
+    """Where the second candidate lookup reads, with the first candidate beside it: "the
+    lookup reads the reference (the second candidate lookup): ID mass 0.46, ref+1 0.91".
+    `offset_text` says a reference lookup with more mass elsewhere was kept by the margin,
+    which is true of the first candidate only: the second is judged because it is one."""
+    from harness.attention.heads import offset_text
+
+    how = "(the second candidate lookup)"
+    others = {k: v for k, v in masses.items() if k != 0}
+    if offset != 0 or not others:
+        return offset_text(offset, masses, how)
+    k = max(others, key=lambda j: (others[j], -abs(j)))
+    return (
+        f"the lookup reads the reference {how}: ID mass {masses[0]:.2f}, ref{k:+d} {others[k]:.2f}"
+    )
+
+
 def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
     """The Appendix G ranking on ID instances at the offset where the lookup reads
     (`harness.attention.heads.rank_lookup`: the offset profile's largest top-heads ID
@@ -46,7 +63,7 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
     (`Lookup.of`: how the offset was found is kept in the ranking's source,
     "lookup_offset"). `candidate`: the second candidate of a near tie
     (`heads.second_lookup`), ranked at its offset in stage files of its own."""
-    from harness.attention.heads import HeadRanking, offset_text, rank_lookup
+    from harness.attention.heads import HeadRanking, rank_lookup
 
     shift = run.cfg.shift if candidate is None else candidate["offset"]
     label = run.label if candidate is None else f"{run.label}-lookup{shift:+d}"
@@ -58,6 +75,8 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
         # before nulls were measured is ranked again
         "nulls": "uniform over the visible keys",
     }
+    if candidate is not None:  # a second candidate at the reference was said to be "kept"
+        settings["candidate_text"] = 2
 
     def compute():
         run.load()
@@ -87,8 +106,7 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
         )
         if candidate is not None:  # found as the second of a near tie, not given
             masses = {int(k): v for k, v in candidate["masses"].items()}
-            how = "(the second candidate lookup)"
-            offset = {**candidate, "text": offset_text(shift, masses, how)}
+            offset = {**candidate, "text": candidate_text(shift, masses)}
         ranking.source["lookup_offset"] = offset
         ranking.source["lookup_heads"] = [list(h) for h in ranking.lookup()]
         # each lookup head's ID level beside its null, and whether one beats it

@@ -104,3 +104,19 @@ def test_the_verdict_carries_its_stability_from_the_readings(run):
     assert stability["held_fixed"] == list(results["readings"]["held_fixed"].values())
     assert stability["rechosen"] == list(readings_module.RECHOSEN)
     assert (run / "stages" / "reversal-stability.json").exists()
+
+
+def test_a_second_candidate_at_the_reference_names_the_first_beside_it():
+    """T6's second lookup (the reference, 0.46, beside ref+1's 0.91) was said to be "kept by
+    the margin", which only the first candidate can be: its text names both masses."""
+    from harness.attention.heads import offset_text
+    from harness.pipeline.lookup_stages import candidate_text
+
+    masses = {0: 0.46, 1: 0.91, -1: 0.05}
+    assert candidate_text(0, masses) == (
+        "the lookup reads the reference (the second candidate lookup): ID mass 0.46, ref+1 0.91"
+    )
+    assert "within" not in candidate_text(0, masses)
+    # elsewhere than the reference the first candidate's text serves, with its note
+    how = "(the second candidate lookup)"
+    assert candidate_text(1, masses) == offset_text(1, masses, how)
