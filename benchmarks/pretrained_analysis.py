@@ -30,8 +30,8 @@ so the test ladder has the draws a fine-tuned model's has. With --model (a fine-
 final/ folder, e.g. OUT/models/reversal/final of a `reproduce --pretrained` run) the same
 stages run on it with its saved prompt: the coordinator's SmolLM2 and Gemma figures.
 
-Target: a SmolLM2 seed run at most 35 CPU-minutes, a Gemma run at most 60,
-fine-tune included; this prints the analysis's share.
+Targets: the analysis at most 15 CPU-minutes on SmolLM2 and 25 on Gemma 3 (what this
+measures); a seed run at most 35 and 60, fine-tune included.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 SMOLLM2_TARGET_MIN = 35  # a SmolLM2 seed run, CPU-minutes (fine-tune + analysis)
 GEMMA_TARGET_MIN = 60
+SMOLLM2_ANALYSIS_TARGET_MIN = 15  # the analysis alone (what this script measures)
+GEMMA_ANALYSIS_TARGET_MIN = 25
 STAGES = (  # TaskRun's methods, in the order run() takes them, and each one's stage name
     ("run_eval", "eval"),
     ("run_attention", "attention"),
@@ -272,8 +274,9 @@ def main() -> int:
     )
     print(
         f"analysis: {out['analysis_cpu_s'] / 60:.1f} CPU-min on this model (+{out['load_cpu_s']} s "
-        f"loading); target: a SmolLM2 seed run <= {SMOLLM2_TARGET_MIN} CPU-min, "
-        f"a Gemma run <= {GEMMA_TARGET_MIN}, fine-tune included"
+        f"loading); targets: the analysis <= {SMOLLM2_ANALYSIS_TARGET_MIN} CPU-min on SmolLM2, "
+        f"<= {GEMMA_ANALYSIS_TARGET_MIN} on Gemma 3; a seed run <= {SMOLLM2_TARGET_MIN} and "
+        f"<= {GEMMA_TARGET_MIN}, fine-tune included"
     )
     return 0
 

@@ -3,13 +3,15 @@
     python benchmarks/pretrained_times.py               # every --pretrained digest in docs/
     python benchmarks/pretrained_times.py FOLDER        # those in another folder
 
-Target: at most 35 CPU-minutes a SmolLM2-135M-Instruct seed run and 60 a
-Gemma-3-270M one, at 64 validation and 64 test instances. Each stage's CPU seconds (user +
+Targets, at 64 validation and 64 test instances: at most 35 CPU-minutes a
+SmolLM2-135M-Instruct seed run and 60 a Gemma-3-270M one, fine-tune included; and the
+analysis alone (every stage after the fine-tune, a second candidate lookup's included) at
+most 15 and 25. Each stage's CPU seconds (user +
 system of the process, one thread) were measured when the stage was computed and kept in the
 run's results (`results["cpu_s"]`, the fine-tune's too), so this prints the run as it was
 measured, not a re-run: one row per model, task and seed run with the fine-tune, the analysis
 at the first lookup (its largest stage named), a second candidate lookup's analysis (a near
-tie), the total against the target and whether it was met.
+tie), the analysis against its own target, the total against the run's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from harness.report.pretrained_table import pretrained_digests, seed_rows  # noqa: E402
 
 TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
+# the analysis alone: most of a user's wait once a fine-tune is saved (the ladder its
+# largest stage)
+ANALYSIS_TARGET_MINUTES = {"smollm2-135m-instruct": 15, "gemma3-270m": 25}
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
 
@@ -35,18 +40,25 @@ def row(model: str, task: str, run: str, cpu: dict) -> str:
     # `total` is the run's own sum of the others
     stages = {k: v for k, v in cpu.items() if k not in ("fine_tune", "second_lookup", "total")}
     if fine_tune is None or None in stages.values():
-        return f"| {model} | {task} | {run} | {NOT_KEPT} |||||"
+        return f"| {model} | {task} | {run} | {NOT_KEPT} ||||||"
     analysis = sum(stages.values())
     largest = max(stages, key=stages.get)
     total = fine_tune + analysis + (second or 0)
-    target = TARGET_MINUTES.get(model)
-    met = "-" if target is None else ("met" if total <= 60 * target else "**missed**")
     return (
         f"| {model} | {task} | {run} | {fine_tune / 60:.1f} | {analysis / 60:.1f} "
         f"({largest} {stages[largest] / 60:.1f}) | "
-        f"{'-' if second is None else f'{second / 60:.1f}'} | {total / 60:.1f} | "
-        f"{target if target is not None else '-'}: {met} |"
+        f"{'-' if second is None else f'{second / 60:.1f}'} | "
+        f"{_against(analysis + (second or 0), ANALYSIS_TARGET_MINUTES.get(model))} | "
+        f"{total / 60:.1f} | {_against(total, TARGET_MINUTES.get(model), shown=False)} |"
     )
+
+
+def _against(seconds: float, target: float | None, shown: bool = True) -> str:
+    """ "13.2 / 15: met" (`shown`: the figure before the target), "-" without a target."""
+    figure = f"{seconds / 60:.1f} / " if shown else ""
+    if target is None:
+        return f"{figure}-"
+    return f"{figure}{target}: {'met' if seconds <= 60 * target else '**missed**'}"
 
 
 def table(folder: Path) -> list[str]:
@@ -54,8 +66,8 @@ def table(folder: Path) -> list[str]:
     rows, in its order: model, task and seed run with its data seed)."""
     lines = [
         "| model | task | seed run | fine-tune | analysis (largest stage) | 2nd lookup | "
-        "total | target |",
-        "|---|---|---|---|---|---|---|---|",
+        "analysis in all / target | total | target |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for model, task_name, seed, task in seed_rows(pretrained_digests(folder)):
         lines.append(row(model, task_name, seed, task.get("cpu_s") or {}))
