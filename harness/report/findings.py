@@ -25,7 +25,7 @@ from harness.foundation.stats import (
     scarce_kind,
 )
 from harness.foundation.stats import format_number as _n
-from harness.report.stability_md import shown_word
+from harness.report.stability_md import candidate_verdicts, shown_word
 
 # ID exact match falling more than the verdicts tolerate is reported as a cost
 ID_COST = ID_TOLERANCE
@@ -210,15 +210,8 @@ def where(offset: int | None) -> str:
 def lookup_verdicts(task: Mapping[str, Any]) -> list[tuple[int, str]]:
     """[(offset, calibrated verdict)] of each candidate lookup a near tie made the run judge
     (the run's own first); [] when it judged one."""
-    lookups = task.get("lookups") or []
-    if len(lookups) < 2:
-        return []
-    # the first is the run's own lookup: its verdict is the run's where the entry has none
-    verdicts = [
-        e.get("verdict") or (task.get("verdict") if not i else None) for i, e in enumerate(lookups)
-    ]
     return [
-        (int(recorded_lookup(e)["offset"] or 0), shown_word(v)) for e, v in zip(lookups, verdicts)
+        (int(recorded_lookup(e)["offset"] or 0), shown_word(v)) for e, v in candidate_verdicts(task)
     ]
 
 

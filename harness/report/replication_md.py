@@ -20,7 +20,13 @@ from typing import Any
 
 from harness.attention.lookup import recorded_lookup
 from harness.report.findings import where
-from harness.report.stability_md import margin_text, recorded, shown_word, unstable
+from harness.report.stability_md import (
+    candidate_verdicts,
+    margin_text,
+    recorded,
+    shown_word,
+    unstable,
+)
 
 NOT_RECORDED = "not recorded"
 NOT_RUN = "not run (--no-replicate)"
@@ -59,18 +65,15 @@ def task_replication_cell(task: Mapping[str, Any]) -> str:
     lookups whose cells differ, each with its offset, in the order and form the verdict
     column names them ("no lookup (agrees) at the reference / downstream (differs) at
     ref+2"), never the two lookups' words run together."""
-    lookups = task.get("lookups") or []
-    if len(lookups) < 2:
+    judged = candidate_verdicts(task)
+    if not judged:
         return replication_cell(task.get("verdict"))
-    # the first is the run's own lookup: its verdict is the run's where the entry has none
-    verdicts = [
-        e.get("verdict") or (task.get("verdict") if not i else None) for i, e in enumerate(lookups)
-    ]
-    cells = [replication_cell(v) for v in verdicts]
+    cells = [replication_cell(v) for _, v in judged]
     if len(set(cells)) == 1:
         return cells[0]
-    offsets = [recorded_lookup(e)["offset"] for e in lookups]
-    return " / ".join(f"{c} at {where(o)}" for c, o in zip(cells, offsets))
+    return " / ".join(
+        f"{c} at {where(recorded_lookup(e)['offset'])}" for c, (e, _) in zip(cells, judged)
+    )
 
 
 def stability_phrase(record: Mapping[str, Any]) -> str:

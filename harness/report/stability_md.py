@@ -63,18 +63,27 @@ def stability_cell(verdict: Mapping[str, Any] | None) -> str:
     return f"{found['share']:.2f} ({margin_text(found)})"
 
 
+def candidate_verdicts(task: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Any]]:
+    """[(lookup entry, its calibrated verdict)] of each candidate lookup a near tie made
+    the run judge, in the run's order; [] when it judged one. The first is the run's own
+    lookup: its verdict is the run's where the entry has none."""
+    lookups = task.get("lookups") or []
+    if len(lookups) < 2:
+        return []
+    return [
+        (e, e.get("verdict") or (task.get("verdict") if not i else None))
+        for i, e in enumerate(lookups)
+    ]
+
+
 def task_cell(task: Mapping[str, Any]) -> str:
     """A run's cell: its verdict's; where a near tie judged two candidate lookups whose
     cells differ, both, in the order the verdict column names them ("0.93 (at most 2) /
     0.55 (exactly 1)")."""
-    lookups = task.get("lookups") or []
-    if len(lookups) < 2:
+    judged = candidate_verdicts(task)
+    if not judged:
         return stability_cell(task.get("verdict"))
-    # the first is the run's own lookup: its verdict is the run's where the entry has none
-    cells = [
-        stability_cell(e.get("verdict") or (task.get("verdict") if not i else None))
-        for i, e in enumerate(lookups)
-    ]
+    cells = [stability_cell(v) for _, v in judged]
     return cells[0] if len(set(cells)) == 1 else " / ".join(cells)
 
 
