@@ -48,17 +48,17 @@ def row(model: str, task: str, run: str, cpu: dict) -> str:
         f"| {model} | {task} | {run} | {fine_tune / 60:.1f} | {analysis / 60:.1f} "
         f"({largest} {stages[largest] / 60:.1f}) | "
         f"{'-' if second is None else f'{second / 60:.1f}'} | "
-        f"{_against(analysis + (second or 0), ANALYSIS_TARGET_MINUTES.get(model))} | "
-        f"{total / 60:.1f} | {_against(total, TARGET_MINUTES.get(model), shown=False)} |"
+        f"{(analysis + (second or 0)) / 60:.1f} / "
+        f"{_met(analysis + (second or 0), ANALYSIS_TARGET_MINUTES.get(model))} | "
+        f"{total / 60:.1f} | {_met(total, TARGET_MINUTES.get(model))} |"
     )
 
 
-def _against(seconds: float, target: float | None, shown: bool = True) -> str:
-    """ "13.2 / 15: met" (`shown`: the figure before the target), "-" without a target."""
-    figure = f"{seconds / 60:.1f} / " if shown else ""
+def _met(seconds: float, target: float | None) -> str:
+    """ "15: met" or "15: **missed**" (`target` in minutes), "-" without a target."""
     if target is None:
-        return f"{figure}-"
-    return f"{figure}{target}: {'met' if seconds <= 60 * target else '**missed**'}"
+        return "-"
+    return f"{target}: {'met' if seconds <= 60 * target else '**missed**'}"
 
 
 def table(folder: Path) -> list[str]:

@@ -373,7 +373,7 @@ def run_stability(
             recorded.rederive,
             recorded.streams,
             resamples,
-            held_fixed=readings["held_fixed"],
+            held_fixed=list(readings["held_fixed"].values()),
             rechosen=recorded.RECHOSEN,
         )
 

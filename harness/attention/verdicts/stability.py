@@ -345,7 +345,7 @@ def verdict_stability(
     seed: int = 0,
     stats: Mapping[str, Any] | None = None,
     budget: int = FLIP_BUDGET,
-    held_fixed: Mapping[str, str] | Sequence[str] = (),
+    held_fixed: Sequence[str] = (),
     rechosen: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A verdict's stability and flip margin, from the readings it was derived from:
@@ -354,7 +354,7 @@ def verdict_stability(
     unless given: cheaper than the pipeline's). The word is the verdict on the readings as
     recorded (the pipeline's intervals). `held_fixed` and `rechosen`: what `rederive` holds
     fixed and chooses again on a resample (it alone knows: `verdicts.readings` records
-    both), said with the word ({key: sentence} or sentences)."""
+    both), said with the word."""
     stats = dict(stats) if stats is not None else {"n_resamples": INNER_RESAMPLES}
     sizes = dict(streams(readings))
 
@@ -363,8 +363,7 @@ def verdict_stability(
 
     word = rederive(readings, None)["verdict"]
     r = resample(word_of, sizes, resamples, seed, word=word)
-    held = held_fixed.values() if isinstance(held_fixed, Mapping) else held_fixed
-    out = stability(word_of, sizes, held_fixed=list(held), resampled=r)
+    out = stability(word_of, sizes, held_fixed=held_fixed, resampled=r)
     out["rechosen"] = list(rechosen)
     out["inner"] = stats
     inner_word = word_of(None)

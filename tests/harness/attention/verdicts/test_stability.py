@@ -197,7 +197,7 @@ def test_verdict_stability_rederives_with_cheaper_intervals():
             return {"verdict": "inconclusive"}  # the sample at the inner intervals differs
         return {"verdict": "nudge-repairable" if picked.sum() >= 20 else "inconclusive"}
 
-    held = {"lookup": "the lookup", "n": "the choice of N"}
+    held = ["the lookup", "the choice of N"]
     out = verdict_stability(
         readings, rederive, streams, resamples=200, held_fixed=held, rechosen=["the dose"]
     )
