@@ -10,8 +10,8 @@ most 15 and 25. Each stage's CPU seconds (user +
 system of the process, one thread) were measured when the stage was computed and kept in the
 run's results (`results["cpu_s"]`, the fine-tune's too), so this prints the run as it was
 measured, not a re-run: one row per model, task and seed run with the fine-tune, the analysis
-at the first lookup (its largest stage named), a second candidate lookup's analysis (a near
-tie), the analysis against its own target, the total against the run's.
+at the first lookup (its largest stage named, and the part of it the round-3 rule added:
+stability and replication), a second candidate lookup's analysis (a near tie), the analysis against its own target, the total against the run's.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
 ANALYSIS_TARGET_MINUTES = {"smollm2-135m-instruct": 15, "gemma3-270m": 25}
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
+# the stages the round-3 rule added (the verdict's stability, its replication on a second
+# test stream and that one's stability), part of the analysis: "-" in a run made before them
+ROUND_3_STAGES = ("stability", "replication", "replication_stability")
 
 
 def row(model: str, task: str, run: str, cpu: dict) -> str:
@@ -40,13 +43,15 @@ def row(model: str, task: str, run: str, cpu: dict) -> str:
     # `total` is the run's own sum of the others
     stages = {k: v for k, v in cpu.items() if k not in ("fine_tune", "second_lookup", "total")}
     if fine_tune is None or None in stages.values():
-        return f"| {model} | {task} | {run} | {NOT_KEPT} ||||||"
+        return f"| {model} | {task} | {run} | {NOT_KEPT} |||||||"
     analysis = sum(stages.values())
     largest = max(stages, key=stages.get)
     total = fine_tune + analysis + (second or 0)
+    round_3 = [stages[k] for k in ROUND_3_STAGES if k in stages]
     return (
         f"| {model} | {task} | {run} | {fine_tune / 60:.1f} | {analysis / 60:.1f} "
         f"({largest} {stages[largest] / 60:.1f}) | "
+        f"{f'{sum(round_3) / 60:.1f}' if round_3 else '-'} | "
         f"{'-' if second is None else f'{second / 60:.1f}'} | "
         f"{(analysis + (second or 0)) / 60:.1f} / "
         f"{_met(analysis + (second or 0), ANALYSIS_TARGET_MINUTES.get(model))} | "
@@ -65,9 +70,9 @@ def table(folder: Path) -> list[str]:
     """The table's lines for the --pretrained digests in `folder` (the pretrained table's
     rows, in its order: model, task and seed run with its data seed)."""
     lines = [
-        "| model | task | seed run | fine-tune | analysis (largest stage) | 2nd lookup | "
-        "analysis in all / target | total | target |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | task | seed run | fine-tune | analysis (largest stage) | of which round 3 | "
+        "2nd lookup | analysis in all / target | total | target |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for model, task_name, seed, task in seed_rows(pretrained_digests(folder)):
         lines.append(row(model, task_name, seed, task.get("cpu_s") or {}))

@@ -38,12 +38,18 @@ def test_a_row_sums_the_parts_and_names_the_largest_stage(tmp_path):
     (tmp_path / "quick-run.json").write_text(json.dumps({"meta": {}, "tasks": {}}))
     lines = times.table(tmp_path)
     assert lines[2:] == [
-        "| smollm2-135m-instruct | reversal | 2 (1236) | 15.0 | 20.0 (dose 14.0) | 10.0 | "
+        "| smollm2-135m-instruct | reversal | 2 (1236) | 15.0 | 20.0 (dose 14.0) | - | 10.0 | "
         "30.0 / 15: **missed** | 45.0 | 35: **missed** |"
     ]
     cpu.pop("second_lookup")
     assert times.row("gemma3-270m", "addition", "0", cpu).endswith(
         "| - | 20.0 / 25: met | 35.0 | 60: met |"
+    )
+    # a round-3 run: its stability and replication stages are part of the analysis, and
+    # said apart
+    round_3 = {"stability": 45.0, "replication": 240.0, "replication_stability": 15.0}
+    assert "| 25.0 (dose 14.0) | 5.0 | - | 25.0 / 25: met | 40.0 | 60: met |" in times.row(
+        "gemma3-270m", "addition", "0", cpu | round_3
     )
     cpu["dose"] = None  # a stage reused from a run made before its CPU was kept
     assert times.NOT_KEPT in times.row("gemma3-270m", "addition", "0", cpu)
