@@ -6,12 +6,13 @@
 Targets, at 64 validation and 64 test instances: at most 35 CPU-minutes a
 SmolLM2-135M-Instruct seed run and 60 a Gemma-3-270M one, fine-tune included; and the
 analysis alone (every stage after the fine-tune, a second candidate lookup's included) at
-most 15 and 25. Each stage's CPU seconds (user +
-system of the process, one thread) were measured when the stage was computed and kept in the
-run's results (`results["cpu_s"]`, the fine-tune's too), so this prints the run as it was
-measured, not a re-run: one row per model, task and seed run with the fine-tune, the analysis
-at the first lookup (its largest stage named, and the part of it the round-3 rule added:
-stability and replication), a second candidate lookup's analysis (a near tie), the analysis against its own target, the total against the run's.
+most 15 and 25. Each stage's CPU seconds (user + system of the process, one thread) were
+measured when the stage was computed and kept in the run's results (`results["cpu_s"]`, the
+fine-tune's too), so this prints the run as it was measured, not a re-run: one row per
+model, task and seed run with the fine-tune, the analysis at the first lookup (its largest
+stage named, and the part of it the round-3 rule added: stability and replication), a
+second candidate lookup's analysis (a near tie), the analysis against its own target, the
+total against the run's.
 """
 
 from __future__ import annotations
