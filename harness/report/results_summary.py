@@ -26,7 +26,8 @@ from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
 from harness.report.replication_md import replication_counts
-from harness.report.stability_md import NOT_RECORDED, task_cell
+from harness.report.stability_md import NOT_RECORDED, candidate_verdicts, recorded, task_cell
+from harness.report.stability_md import unstable as is_unstable
 
 BEGIN = (
     "<!-- results-summary: generated from docs/quick-run*.json by "
@@ -116,6 +117,49 @@ def _models(kernels: list[str | None]) -> str:
     return text + ": " + ", ".join(f"{c} with {k} kernels" for k, c in counts.items())
 
 
+def _judged(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A run's calibrated verdicts: each candidate lookup's where a near tie judged two."""
+    verdicts = [v for _, v in candidate_verdicts(results)] or [results.get("verdict")]
+    return [v if isinstance(v, Mapping) else {} for v in verdicts]
+
+
+def _read_again(results: Mapping[str, Any]) -> str:
+    """One model's replication, over its candidate lookups: "alike" where every one reads
+    again as it did, "differs" where one does not, "not recorded" (a digest made before the
+    replication) or "not run" (--no-replicate) where one was not read again."""
+    records = [v.get("replication") for v in _judged(results)]
+    if not all(isinstance(rec, Mapping) for rec in records):
+        return NOT_RECORDED
+    if any(rec.get("skipped") or not rec.get("verdict") for rec in records):
+        return "not run"
+    return "alike" if all(rec.get("agrees") for rec in records) else "differs"
+
+
+def _replications(results: list[Mapping[str, Any]]) -> str:
+    """How the task's models read again on fresh instances, counted per model: "; read
+    again alike x3", "; read again: alike x2, differs", "; read again: not recorded x3"."""
+    counts = Counter(_read_again(r) for r in results)
+    listed = ", ".join(word + (f" x{n}" if n > 1 else "") for word, n in counts.items())
+    return f"; read again {listed}" if set(counts) == {"alike"} else f"; read again: {listed}"
+
+
+def _why_they_differ(results: list[Mapping[str, Any]]) -> str:
+    """What the stability and the replications say of models whose words differ: the
+    models differ (every word stable and read again alike), the instances drawn may (some
+    word unstable or read otherwise on fresh instances), or not measured."""
+    verdicts = [v for r in results for v in _judged(r)]
+    if any(recorded(v) is None or not isinstance(v.get("replication"), Mapping) for v in verdicts):
+        return "whether the models or the instances drawn differ is not measured"
+    shaky = [
+        v
+        for v in verdicts
+        if is_unstable(v) or is_unstable(v["replication"]) or not v["replication"].get("agrees")
+    ]
+    if not shaky:
+        return "each word is stable and read again alike: the models differ, not the instances"
+    return "not every word is stable and read again alike: the instances drawn may be why"
+
+
 def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, list[str]]]:
     """One bullet per task (its seed runs together, and the same recipe retrained with
     other kernels: all are the task's retrained models) and {task: its calibrated
@@ -145,10 +189,10 @@ def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, l
                 else (
                     f" (the {retrained} agree)"
                     if len(set(called)) == 1
-                    else f" (the {retrained} differ)"
+                    else f" (the {retrained} differ: {_why_they_differ(results)})"
                 )
             )
-            said = f"{_counts(called)}{agree}{_stabilities(results)}"
+            said = f"{_counts(called)}{agree}{_stabilities(results)}{_replications(results)}"
         else:
             said = "measured before the calibrated verdict: no calibrated verdict yet"
         lines.append(f"- **{task}** ({models}; {learnt}): {said}.")

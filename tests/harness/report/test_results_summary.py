@@ -54,7 +54,7 @@ def test_it_groups_seed_runs_and_says_whether_they_agree(tmp_path):
     _write(tmp_path, "quick-run-t6.json", {"t6": _results(0.95, 0.76)})
     text = " ".join(results_summary.render_summary(tmp_path).split())  # wrapping aside
     assert "- **reversal** (2 models; ID exact 0.90-1.00, OOD exact 0.00): *no lookup* x2 " in text
-    assert "(the seeds agree)" in text and "(the seeds differ)" in text
+    assert "(the seeds agree)" in text and "(the seeds differ: whether the models" in text
     assert "- **t6** (1 model; ID exact 0.95, OOD exact 0.76): measured before" in text
     assert "None of the 4 models with a calibrated verdict is *nudge-repairable*" in text
     assert text.index("**reversal**") < text.index("**t6**")  # --quick's own digest first
@@ -110,7 +110,7 @@ def test_a_task_retrained_with_other_kernels_counts_them_among_its_models(tmp_pa
     other["reversal"]["verdict"]["verdict"] = "no lookup"
     (tmp_path / "quick-run-avx2.json").write_text(json.dumps({"meta": avx2, "tasks": other}))
     text = " ".join(results_summary.render_summary(tmp_path).split())
-    assert "*downstream* x2, *no lookup* (the retrained models differ)" in text
+    assert "*downstream* x2, *no lookup* (the retrained models differ: " in text
 
 
 def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path):
@@ -126,7 +126,7 @@ def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path
     text = " ".join(results_summary.render_summary(tmp_path).split())
     assert (
         "- **reversal** (1 model; ID exact 1.00, OOD exact 0.00): *inconclusive*; stability "
-        "not recorded." in text
+        "not recorded; read again: not recorded." in text
     )
     assert "- **reversal, smollm2-135m-instruct fine-tuned** (1 model; ID exact 0.97" in text
 
@@ -154,3 +154,42 @@ def test_a_folder_without_digests_is_said_not_a_crash(tmp_path):
     text = results_summary.render_summary(tmp_path)
     assert "No digest (quick-run*.json) lies beside this page" in text
     assert text.startswith(results_summary.BEGIN) and text.endswith(results_summary.END)
+
+
+def _judged_verdict(word, share, agrees=True, again=None):
+    """A round-3 verdict: its stability share and its replication's word."""
+    again = again or word
+    replication = {"verdict": again, "agrees": agrees, "stability": {"share": 1.0}}
+    return {"verdict": word, "stability": {"share": share}, "replication": replication}
+
+
+def test_seeds_that_differ_are_told_apart_from_instances_that_differ(tmp_path):
+    """Where a task's models take different words, the stability and the replication say
+    whether the models differ (every word stable and read again alike) or the instances
+    drawn may (one is not); a digest without them says it is not measured."""
+
+    def render(first, second):
+        runs = {
+            "successor": _results(1.0, 0.0, task="successor", run=0) | {"verdict": first},
+            "successor-seed1": _results(1.0, 0.0, task="successor", run=1) | {"verdict": second},
+        }
+        _write(tmp_path, "quick-run.json", runs)
+        return " ".join(results_summary.render_summary(tmp_path).split())
+
+    text = render(_judged_verdict("mixed failure", 0.98), _judged_verdict("downstream", 1.0))
+    assert (
+        "*mixed failure*, *downstream* (the seeds differ: each word is stable and read again "
+        "alike: the models differ, not the instances); stability 0.98 (margin not recorded), "
+        "1.00 (margin not recorded); read again alike x2." in text
+    )
+    # one word under 0.8 of its resamples: the disagreement may be the instances'
+    text = render(_judged_verdict("mixed failure", 0.62), _judged_verdict("downstream", 1.0))
+    assert "the instances drawn may be why" in text
+    # read otherwise on fresh instances: the same
+    moved = _judged_verdict("downstream", 1.0, agrees=False, again="mixed failure")
+    text = render(_judged_verdict("mixed failure", 0.98), moved)
+    assert "the instances drawn may be why" in text and "read again: alike, differs." in text
+    # a round-2 digest: neither measured, and said so
+    text = render({"verdict": "mixed failure"}, {"verdict": "downstream"})
+    assert "(the seeds differ: whether the models or the instances drawn differ is not " in text
+    assert "read again: not recorded x2." in text
