@@ -148,14 +148,11 @@ def _why_they_differ(results: list[Mapping[str, Any]]) -> str:
     models differ (every word stable and read again alike), the instances drawn may (some
     word unstable or read otherwise on fresh instances), or not measured."""
     verdicts = [v for r in results for v in _judged(r)]
-    if any(recorded(v) is None or not isinstance(v.get("replication"), Mapping) for v in verdicts):
+    read_again = [_read_again(r) for r in results]
+    if any(recorded(v) is None for v in verdicts) or not set(read_again) <= {"alike", "differs"}:
         return "whether the models or the instances drawn differ is not measured"
-    shaky = [
-        v
-        for v in verdicts
-        if is_unstable(v) or is_unstable(v["replication"]) or not v["replication"].get("agrees")
-    ]
-    if not shaky:
+    shaky = [v for v in verdicts if is_unstable(v) or is_unstable(v["replication"])]
+    if not shaky and set(read_again) == {"alike"}:
         return "each word is stable and read again alike: the models differ, not the instances"
     return "not every word is stable and read again alike: the instances drawn may be why"
 

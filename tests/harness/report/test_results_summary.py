@@ -189,6 +189,10 @@ def test_seeds_that_differ_are_told_apart_from_instances_that_differ(tmp_path):
     moved = _judged_verdict("downstream", 1.0, agrees=False, again="mixed failure")
     text = render(_judged_verdict("mixed failure", 0.98), moved)
     assert "the instances drawn may be why" in text and "read again: alike, differs." in text
+    # stable, but not read again (--no-replicate): not measured
+    skipped = _judged_verdict("downstream", 1.0) | {"replication": {"skipped": True}}
+    text = render(_judged_verdict("mixed failure", 0.98), skipped)
+    assert "differ is not measured" in text and "read again: alike, not run." in text
     # a round-2 digest: neither measured, and said so
     text = render({"verdict": "mixed failure"}, {"verdict": "downstream"})
     assert "(the seeds differ: whether the models or the instances drawn differ is not " in text
