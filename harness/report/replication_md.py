@@ -43,21 +43,32 @@ def _record(verdict: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return record if isinstance(record, Mapping) else None
 
 
-def _agreement(record: Mapping[str, Any]) -> str:
-    return "agrees" if record.get("agrees") else "differs"
+def replication_state(verdict: Mapping[str, Any] | None) -> str | None:
+    """What became of a verdict's replication: "agree", "differ", "not run" (--no-replicate)
+    or NOT_RECORDED (a record made before the replication existed); None where there is no
+    calibrated verdict at all."""
+    if not verdict:
+        return None
+    record = _record(verdict)
+    if record is None:
+        return NOT_RECORDED
+    if record.get("skipped") or not record.get("verdict"):
+        return "not run"
+    return "agree" if record.get("agrees") else "differ"
 
 
 def replication_cell(verdict: Mapping[str, Any] | None) -> str:
     """The tables' cell: the replication's word and whether it agrees with the verdict's;
     "-" where there is no calibrated verdict at all."""
-    if not verdict:
+    state = replication_state(verdict)
+    if state is None:
         return "-"
-    record = _record(verdict)
-    if record is None:
+    if state == NOT_RECORDED:
         return NOT_RECORDED
-    if record.get("skipped") or not record.get("verdict"):
+    if state == "not run":
         return NOT_RUN
-    return f"{shown_word(record)} ({_agreement(record)})"
+    agreement = "agrees" if state == "agree" else "differs"
+    return f"{shown_word(_record(verdict))} ({agreement})"
 
 
 def task_replication_cell(task: Mapping[str, Any]) -> str:
@@ -118,15 +129,9 @@ def replication_counts(verdicts: Iterable[Mapping[str, Any] | None]) -> str:
     replications agree, differ, were not run and were not recorded."""
     counts = {"agree": 0, "differ": 0, "not run": 0, NOT_RECORDED: 0}
     for verdict in verdicts:
-        if not verdict:
-            continue
-        record = _record(verdict)
-        if record is None:
-            counts[NOT_RECORDED] += 1
-        elif record.get("skipped") or not record.get("verdict"):
-            counts["not run"] += 1
-        else:
-            counts["agree" if record.get("agrees") else "differ"] += 1
+        state = replication_state(verdict)
+        if state is not None:
+            counts[state] += 1
     total = sum(counts.values())
     if not total:
         return ""

@@ -25,7 +25,7 @@ from attentionspan_datasets.jsonfile import read_json
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
-from harness.report.replication_md import replication_counts
+from harness.report.replication_md import replication_counts, replication_state
 from harness.report.stability_md import NOT_RECORDED, candidate_verdicts, recorded, task_cell
 from harness.report.stability_md import unstable as is_unstable
 
@@ -127,12 +127,13 @@ def _read_again(results: Mapping[str, Any]) -> str:
     """One model's replication, over its candidate lookups: "alike" where every one reads
     again as it did, "differs" where one does not, "not recorded" (a digest made before the
     replication) or "not run" (--no-replicate) where one was not read again."""
-    records = [v.get("replication") for v in _judged(results)]
-    if not all(isinstance(rec, Mapping) for rec in records):
+    # a candidate lookup judged without a verdict of its own has no replication either
+    states = [replication_state(v) or NOT_RECORDED for v in _judged(results)]
+    if NOT_RECORDED in states:
         return NOT_RECORDED
-    if any(rec.get("skipped") or not rec.get("verdict") for rec in records):
+    if "not run" in states:
         return "not run"
-    return "alike" if all(rec.get("agrees") for rec in records) else "differs"
+    return "alike" if set(states) == {"agree"} else "differs"
 
 
 def _replications(results: list[Mapping[str, Any]]) -> str:
