@@ -26,7 +26,13 @@ from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
 from harness.report.replication_md import replication_counts, replication_state
-from harness.report.stability_md import NOT_RECORDED, candidate_verdicts, recorded, task_cell
+from harness.report.stability_md import (
+    NOT_RECORDED,
+    candidate_verdicts,
+    recorded,
+    shown_word,
+    task_cell,
+)
 from harness.report.stability_md import unstable as is_unstable
 
 BEGIN = (
@@ -144,18 +150,45 @@ def _replications(results: list[Mapping[str, Any]]) -> str:
     return f"; read again {listed}" if set(counts) == {"alike"} else f"; read again: {listed}"
 
 
+def _firm(verdict: Mapping[str, Any]) -> bool:
+    """A round-3 verdict that holds: stable, and read again alike on fresh instances."""
+    replication = verdict.get("replication") or {}
+    return (
+        not is_unstable(verdict)
+        and replication_state(verdict) == "agree"
+        and not is_unstable(replication)
+    )
+
+
+def _cause(verdicts: list[Mapping[str, Any]], there: str = "") -> str:
+    """Models differ where every word holds (`_firm`); else the instances drawn may."""
+    if all(_firm(v) for v in verdicts):
+        return (
+            f"each word{there} is stable and read again alike: the models differ, not the instances"
+        )
+    return f"not every word{there} is stable and read again alike: the instances drawn may be why"
+
+
 def _why_they_differ(results: list[Mapping[str, Any]]) -> str:
     """What the stability and the replications say of models whose words differ: the
     models differ (every word stable and read again alike), the instances drawn may (some
-    word unstable or read otherwise on fresh instances), or not measured."""
+    word unstable or read otherwise on fresh instances), or not measured. Where near ties
+    made runs judge a second candidate lookup and every run's first reads the same word,
+    that agreement is said first and the cause is read at the second lookups alone."""
     verdicts = [v for r in results for v in _judged(r)]
     read_again = [_read_again(r) for r in results]
     if any(recorded(v) is None for v in verdicts) or not set(read_again) <= {"alike", "differs"}:
         return "whether the models or the instances drawn differ is not measured"
-    shaky = [v for v in verdicts if is_unstable(v) or is_unstable(v["replication"])]
-    if not shaky and set(read_again) == {"alike"}:
-        return "each word is stable and read again alike: the models differ, not the instances"
-    return "not every word is stable and read again alike: the instances drawn may be why"
+    firsts = [_judged(r)[0] for r in results]
+    seconds = [v for r in results for v in _judged(r)[1:]]
+    words = {shown_word(v) for v in firsts}
+    if not seconds or len(words) > 1:
+        return _cause(verdicts)
+    held = ", each stable and read again alike" if all(_firm(v) for v in firsts) else ""
+    return (
+        f"at its first candidate lookup every model reads *{words.pop()}*{held}; "
+        f"at the second {_cause(seconds, ' there')}"
+    )
 
 
 def task_lines(digests: list[Mapping[str, Any]]) -> tuple[list[str], dict[str, list[str]]]:

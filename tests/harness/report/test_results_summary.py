@@ -197,3 +197,45 @@ def test_seeds_that_differ_are_told_apart_from_instances_that_differ(tmp_path):
     text = render({"verdict": "mixed failure"}, {"verdict": "downstream"})
     assert "(the seeds differ: whether the models or the instances drawn differ is not " in text
     assert "read again: not recorded x2." in text
+
+
+def test_seeds_alike_at_their_first_lookup_are_said_so_before_the_second_is_read(tmp_path):
+    """Two candidate lookups a run: where every run's first reads the same word, firmly,
+    the summary says so and reads the cause of the disagreement at the second lookups."""
+
+    def run(k, first, second):
+        lookups = [{"offset": 0, "mass": 0.46}, {"offset": 1, "mass": 0.45, "verdict": second}]
+        results = _results(1.0, 0.0, task="reversal", run=k)
+        return results | {"verdict": first, "lookups": lookups}
+
+    def render(*pairs):
+        runs = {f"reversal-seed{k}": run(k, *pair) for k, pair in enumerate(pairs)}
+        _write(tmp_path, "quick-run.json", runs)
+        return " ".join(results_summary.render_summary(tmp_path).split())
+
+    firm = _judged_verdict("downstream", 1.0)
+    text = render(
+        (firm, _judged_verdict("mixed failure", 0.9)), (firm, _judged_verdict("inconclusive", 0.5))
+    )
+    assert (
+        "(the seeds differ: at its first candidate lookup every model reads *downstream*, each "
+        "stable and read again alike; at the second not every word there is stable and read "
+        "again alike: the instances drawn may be why)" in text
+    )
+    # the second lookups' words firm too: the models differ there
+    text = render(
+        (firm, _judged_verdict("mixed failure", 0.9)), (firm, _judged_verdict("no lookup", 0.95))
+    )
+    assert "at the second each word there is stable and read again alike: the models differ" in text
+    # the first word the same but one of them unstable: not said to hold
+    shaky = _judged_verdict("downstream", 0.7)
+    text = render(
+        (firm, _judged_verdict("mixed failure", 0.9)), (shaky, _judged_verdict("no lookup", 0.95))
+    )
+    assert "every model reads *unstable" not in text
+    # first words that differ: read over every word, as with one lookup a run
+    other = _judged_verdict("no lookup", 1.0)
+    text = render(
+        (firm, _judged_verdict("mixed failure", 0.9)), (other, _judged_verdict("no lookup", 0.95))
+    )
+    assert "each word is stable and read again alike: the models differ, not the instances" in text
