@@ -233,6 +233,12 @@ def test_seeds_alike_at_their_first_lookup_are_said_so_before_the_second_is_read
         (firm, _judged_verdict("mixed failure", 0.9)), (shaky, _judged_verdict("no lookup", 0.95))
     )
     assert "every model reads *unstable" not in text
+    # the same first word, but one read otherwise on fresh instances: said, not said to hold
+    moved = _judged_verdict("downstream", 1.0, agrees=False, again="mixed failure")
+    text = render(
+        (firm, _judged_verdict("mixed failure", 0.9)), (moved, _judged_verdict("no lookup", 0.95))
+    )
+    assert "every model reads *downstream*; at the second each word there is stable" in text
     # first words that differ: read over every word, as with one lookup a run
     other = _judged_verdict("no lookup", 1.0)
     text = render(
