@@ -48,11 +48,43 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+# Fields Python added to the syntax tree after 3.11 (generic type parameters, 3.12): empty in
+# code 3.11 can parse, and left out of the text below so that the version is the same on
+# every Python the project supports.
+_NEWER_FIELDS = frozenset({"type_params"})
+_MISSING = object()
+
+
+def _tree_text(node: object) -> str:
+    """The tree as Python 3.11's `ast.dump(node, annotate_fields=False)` writes it, on any
+    Python: `ast.dump` itself changed its text in 3.12 (the new fields) and 3.13 (empty
+    fields left out), which would give the same rule another version on another Python.
+    Fields are positional until the first missing or empty optional one, then named."""
+    if isinstance(node, ast.AST):
+        cls, args, named = type(node), [], False
+        for name in node._fields:
+            value = getattr(node, name, _MISSING)
+            if value is _MISSING:
+                named = True
+                continue
+            if name in _NEWER_FIELDS and not value:
+                continue
+            if value is None and getattr(cls, name, ...) is None:  # an optional field, absent
+                named = True
+                continue
+            text = _tree_text(value)
+            args.append(f"{name}={text}" if named else text)
+        return f"{cls.__name__}({', '.join(args)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_tree_text(x) for x in node) + "]"
+    return repr(node)
+
+
 def module_digest(source: str) -> str:
     """SHA-256 of one module's code: its syntax tree without docstrings (comments and
-    formatting never reach the tree)."""
+    formatting never reach the tree), written the same way on every Python version."""
     tree = _without_docstrings(ast.parse(source))
-    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()
+    return hashlib.sha256(_tree_text(tree).encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=1)

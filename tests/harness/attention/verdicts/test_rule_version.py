@@ -3,6 +3,7 @@ docstrings and formatting do not."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 from harness.attention.verdicts import rule_version as rv
@@ -32,3 +33,23 @@ def test_the_version_covers_the_calibrated_rule_and_what_it_reads():
     assert "harness.attention.verdicts.calibrated" in rv.RULE_MODULES
     assert "harness.attention.verdicts.vocabulary" in rv.RULE_MODULES  # the thresholds
     assert "harness.attention.diagnosis" in rv.RULE_MODULES  # where the errors look
+
+
+def test_the_tree_is_written_as_python_3_11_writes_it_on_every_python():
+    """The text hashed is 3.11's `ast.dump(tree, annotate_fields=False)` (written out below, as
+    3.11.7 printed it), also on 3.12 (which adds `type_params`) and 3.13 (which leaves empty
+    fields out): the same rule keeps its version on the GPU machine's Python 3.12."""
+    code = (
+        "def f(x: int, *a, k=1, **kw) -> str:\n"
+        '    return f"{x!r:>4}" + kw.get("k")\n'
+        "class C(B):\n"
+        "    y: int = 0\n"
+    )
+    assert rv._tree_text(ast.parse(code)) == (
+        "Module([FunctionDef('f', arguments([], [arg('x', Name('int', Load()))], arg('a'), "
+        "[arg('k')], [Constant(1)], arg('kw'), []), [Return(BinOp(JoinedStr([FormattedValue("
+        "Name('x', Load()), 114, JoinedStr([Constant('>4')]))]), Add(), Call(Attribute(Name("
+        "'kw', Load()), 'get', Load()), [Constant('k')], [])))], [], Name('str', Load())), "
+        "ClassDef('C', [Name('B', Load())], [], [AnnAssign(Name('y', Store()), Name('int', "
+        "Load()), Constant(0), 1)], [])], [])"
+    )
