@@ -213,6 +213,18 @@ def cpu_kind() -> dict[str, Any]:
     }
 
 
+def accelerator_kind(device: Any) -> dict[str, Any] | None:
+    """The GPU a run computed on, as far as it decides float rounding: its name and CUDA
+    version (None where the run computed on the CPU, whose kind `cpu_kind` records). Training
+    on a GPU sums floats in another order than any CPU kernel set, so a digest made there
+    reproduces bit for bit only on the same GPU and CUDA."""
+    import torch
+
+    if device is None or torch.device(device).type != "cuda":
+        return None
+    return {"name": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}
+
+
 def weights_sha256(folder: Path) -> str | None:
     """SHA-256 over a model folder's weight files (`*.safetensors`, by name, in name order):
     two folders with this digest hold the same weights. None when there are none."""

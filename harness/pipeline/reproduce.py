@@ -72,7 +72,7 @@ from harness.attention.verdicts.rule_version import rule_version
 from harness.engine.scoring import Processes  # moved beside the engine; re-exported here
 from harness.foundation.dispatch import Placement, launched_processes
 from harness.foundation.models import resolve_model
-from harness.foundation.runs import cpu_kind, versions, weights_sha256
+from harness.foundation.runs import accelerator_kind, cpu_kind, versions, weights_sha256
 from harness.pipeline import lookup_stages, replication
 from harness.pipeline.lookup_stages import lookup_entry, note_repaired, swept_thresholds
 from harness.pipeline.prepare import (
@@ -574,6 +574,9 @@ def reproduce(cfg: ReproduceConfig, writers: Writers) -> Path | None:
         record["processes"] = launched_processes()  # several: sharded by heads (--tp-plan)
         # what decides whether a digest reproduces bit for bit: the kernels and the rule
         record["cpu"], record["rule_version"] = cpu_kind(), rule_version()
+        gpu = accelerator_kind(procs.device)  # a GPU run: its kernels, not the CPU's, round
+        if gpu is not None:
+            record["accelerator"] = gpu
         if provenance is not None:
             record["pretrained_source"] = provenance
         if cfg.trains_models:  # the options each model is (or was) trained with

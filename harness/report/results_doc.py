@@ -276,16 +276,19 @@ def render(
     model: str | None = None,
     cpu: dict[str, Any] | None = None,
     rule_version: str | None = None,
+    accelerator: dict[str, Any] | None = None,
 ) -> str:
     """The block: the command, the findings, one row per task with the controls. `model`:
-    the pretrained model a --pretrained run fine-tuned (None: tiny scratch models); `cpu`
-    and `rule_version`, where the digest records them: the kernels and the verdict rule
-    under which it reproduces bit for bit."""
+    the pretrained model a --pretrained run fine-tuned (None: tiny scratch models); `cpu`,
+    `accelerator` (a GPU run's GPU) and `rule_version`, where the digest records them: the
+    kernels and the verdict rule under which it reproduces bit for bit."""
     begin, end = markers(block)
     digest_name = Path(digest_path(block)).name
     packages = ", ".join(f"{k} {v}" for k, v in (versions or {}).items())
     what = f", {model} fine-tuned on each task there" if model else ""
     kernels = f"torch's {cpu['kernels']} kernels; " if cpu and cpu.get("kernels") else ""
+    if accelerator:  # a GPU run: its kernels rounded the floats, not the CPU's
+        kernels = f"{gpu_words(accelerator)}; "
     rule = f"; verdict rule {rule_version}" if rule_version else ""
     about = f" ({kernels}{packages}{rule})" if packages else ""
     lines = [
@@ -496,7 +499,11 @@ def check(out: Path, digest_file: Path) -> list[str]:
     else:
         lines.append("the package versions are the same")
     settings = run_settings(out)
-    lines.append(cpu_line(saved["meta"].get("cpu"), settings.get("cpu")))
+    then_gpu, now_gpu = saved["meta"].get("accelerator"), settings.get("accelerator")
+    if then_gpu or now_gpu:  # a GPU on either side: the device decides, not the CPU
+        lines.append(device_line(then_gpu, now_gpu))
+    else:
+        lines.append(cpu_line(saved["meta"].get("cpu"), settings.get("cpu")))
     lines.append(rule_line(saved["meta"].get("rule_version"), settings.get("rule_version")))
     for name in wanted:
         before, after = wanted[name].get("model_sha256"), tasks[name].get("model_sha256")
@@ -511,6 +518,7 @@ def check(out: Path, digest_file: Path) -> list[str]:
 # reproduction: other kernels round floats otherwise, another rule reads otherwise.
 OTHER_CPU = "made on another kind of CPU"
 OTHER_KERNELS = "made with other kernels on the same processor"
+OTHER_DEVICE = "made on another device"
 OTHER_RULE = "read under another verdict rule"
 
 
@@ -531,6 +539,25 @@ def cpu_line(then: Any, now: Any) -> str:
             "own kind"
         )
     return f"the same kind of CPU ({kinds[1]})"
+
+
+def gpu_words(accelerator: Any) -> str:
+    """ "NVIDIA H200 GPU, CUDA 13.0" ("CPU" for None: a run that recorded no GPU)."""
+    if not isinstance(accelerator, dict):
+        return "CPU"
+    return f"{accelerator.get('name')} GPU, CUDA {accelerator.get('cuda')}"
+
+
+def device_line(then: Any, now: Any) -> str:
+    """Whether the digest and the run computed on the same GPU (`accelerator` in settings.json:
+    `harness.foundation.runs.accelerator_kind`; None: the CPU)."""
+    if then == now:
+        return f"the same GPU ({gpu_words(now)})"
+    return (
+        f"{OTHER_DEVICE}: the digest's {gpu_words(then)}, this run's {gpu_words(now)}: "
+        "float sums round otherwise there, so training gives other weights and the figures "
+        "are a new measurement; the digest reproduces bit for bit on its own kind"
+    )
 
 
 def rule_line(then: Any, now: Any) -> str:
@@ -610,7 +637,7 @@ def write(
     meta = {"command": command, "machine": machine, "date": date}
     settings = run_settings(run)
     meta["versions"] = settings.get("versions") or {}
-    for key in ("cpu", "rule_version"):  # what `check` needs to say whether it should match
+    for key in ("cpu", "accelerator", "rule_version"):  # what `check` needs to compare
         if settings.get(key):
             meta[key] = settings[key]
     pretrained = settings.get("pretrained")

@@ -107,8 +107,13 @@ def _stabilities(results: list[Mapping[str, Any]]) -> str:
 
 
 def _kernels(data: Mapping[str, Any]) -> str | None:
-    """The kernel set torch took where the digest was made (None: not recorded)."""
-    cpu = (data.get("meta") or {}).get("cpu")
+    """The kernel set torch took where the digest was made: the CPU's ("AVX512"), or a GPU
+    run's ("CUDA 13.0 (NVIDIA H200)"); None: not recorded."""
+    meta = data.get("meta") or {}
+    gpu = meta.get("accelerator")
+    if isinstance(gpu, Mapping):
+        return f"CUDA {gpu.get('cuda')} ({gpu.get('name')})"
+    cpu = meta.get("cpu")
     return cpu.get("kernels") if isinstance(cpu, Mapping) else None
 
 

@@ -18,6 +18,7 @@ from harness.foundation.runs import (
     RUN_CONFIG_FILE,
     TRAINING_STATE_FILE,
     RunLock,
+    accelerator_kind,
     checkpoints,
     invocation_cpu,
     latest_checkpoint,
@@ -234,3 +235,14 @@ def test_each_invocation_of_a_resumed_training_is_read_from_its_log(tmp_path):
     log.write_text("\n".join([*lines[:2], "not json", '{"step": 50}', *lines[2:]]) + "\n")
     assert invocation_cpu(log) == [38.4, 230.3, 523.0]
     assert invocation_cpu(tmp_path / "none.jsonl") == []
+
+
+def test_a_cpu_run_records_no_accelerator_and_a_gpu_run_its_name_and_cuda(monkeypatch):
+    """A digest reproduces bit for bit only where floats round alike: a GPU run records the
+    GPU (its kernels round), a CPU run nothing beside its CPU kind."""
+    assert accelerator_kind(None) is None
+    assert accelerator_kind(torch.device("cpu")) is None
+    assert accelerator_kind("cpu") is None
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    assert accelerator_kind(torch.device("cuda", 0)) == {"name": "NVIDIA H200", "cuda": "13.0"}

@@ -39,6 +39,7 @@ def test_the_smallest_quick_task_reproduces_its_committed_digest(tmp_path):
         "versions that differ",
         results_doc.OTHER_CPU,
         results_doc.OTHER_KERNELS,
+        results_doc.OTHER_DEVICE,
         results_doc.OTHER_RULE,
     )
     if problems and any(line.startswith(elsewhere) for line in problems):

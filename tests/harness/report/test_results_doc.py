@@ -539,3 +539,34 @@ def test_the_digest_keeps_the_output_scale_where_it_was_measured():
     assert results_doc.controls_at_dose(dose, verdict)["output_scale"] == gain
     before = {"n": 1, "test": {"doses": [entry]}}
     assert "output_scale" not in results_doc.controls_at_dose(before, verdict)
+
+
+def test_a_gpu_run_is_a_new_measurement_beside_a_cpu_digest(tmp_path, capsys):
+    """A digest made on the CPU, a run made on a GPU (or the other way): `--check` names the
+    device, not the CPU the GPU machine also has, and the block says which GPU computed."""
+    run = tmp_path / "run"
+    _write_run(run)
+    xeon = {"kernels": "AVX512", "bf16_units": True, "processor": "Intel Xeon"}
+    h200 = {"name": "NVIDIA H200", "cuda": "13.0"}
+    settings = {"versions": {"torch": "2.11.0"}, "cpu": xeon, "accelerator": h200}
+    (run / "settings.json").write_text(json.dumps(settings))
+    doc = tmp_path / "results.md"
+    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
+    gpu_digest = tmp_path / "gpu.json"
+    argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
+    assert command.main([*argv, "--digest", str(gpu_digest)]) == 0
+    assert json.loads(gpu_digest.read_text())["meta"]["accelerator"] == h200
+    assert "(NVIDIA H200 GPU, CUDA 13.0; torch 2.11.0)" in doc.read_text()
+    result = json.loads((run / "reversal" / "results.json").read_text())
+    result["sweep"]["test_gains"]["top1-C1"]["partial_acc"]["gain"] = 0.2
+    (run / "reversal" / "results.json").write_text(json.dumps(result))
+    capsys.readouterr()
+    assert command.main([str(run), "--check", str(gpu_digest)]) == 1
+    assert "the same GPU (NVIDIA H200 GPU, CUDA 13.0)" in capsys.readouterr().out
+    (run / "settings.json").write_text(json.dumps({"versions": {}, "cpu": xeon}))
+    assert command.main([str(run), "--check", str(gpu_digest)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "made on another device: the digest's NVIDIA H200 GPU, CUDA 13.0, this run's CPU: " in out
+    )
+    assert "kind of CPU" not in out  # the GPU machine's own CPU did not round the floats

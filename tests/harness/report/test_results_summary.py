@@ -113,6 +113,17 @@ def test_a_task_retrained_with_other_kernels_counts_them_among_its_models(tmp_pa
     assert "*downstream* x2, *no lookup* (the retrained models differ: " in text
 
 
+def test_a_task_retrained_on_a_gpu_counts_it_by_its_gpu(tmp_path):
+    """A GPU run's models are rounded by CUDA's kernels, not by the CPU the machine has."""
+    xeon = {"cpu": {"kernels": "AVX512", "processor": "Xeon"}}
+    gpu = xeon | {"accelerator": {"name": "NVIDIA H200", "cuda": "13.0"}}
+    one = {"reversal": _results(1.0, 0.0, "downstream", "reversal", 0)}
+    (tmp_path / "quick-run.json").write_text(json.dumps({"meta": xeon, "tasks": one}))
+    (tmp_path / "quick-run-gpu.json").write_text(json.dumps({"meta": gpu, "tasks": one}))
+    text = " ".join(results_summary.render_summary(tmp_path).split())
+    assert "(2 models: 1 with AVX512 kernels, 1 with CUDA 13.0 (NVIDIA H200) kernels; " in text
+
+
 def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path):
     _write(tmp_path, "quick-run.json", {"reversal": _results(1.0, 0.0, "inconclusive")})
     (tmp_path / "quick-run-smollm2.json").write_text(
