@@ -135,7 +135,10 @@ def replication_counts(verdicts: Iterable[Mapping[str, Any] | None]) -> str:
     total = sum(counts.values())
     if not total:
         return ""
-    parts = [f"{n} {word}" for word, n in counts.items() if n]
+    singular = {"agree": "agrees", "differ": "differs"}  # "1 differs", "2 differ"
+    parts = [
+        f"{n} {singular.get(word, word) if n == 1 else word}" for word, n in counts.items() if n
+    ]
     if counts[NOT_RECORDED] == total:
         return (
             "Read again on a second, disjoint test stream (the same N and doses): not "

@@ -116,7 +116,7 @@ def test_the_summary_counts_agreements_and_says_when_none_was_recorded():
             {"verdict": "d"},
         ]
     )
-    assert "the 3 verdicts: 1 agree, 1 differ, 1 not recorded." in mixed
+    assert "the 3 verdicts: 1 agrees, 1 differs, 1 not recorded." in mixed
     assert replication_counts([None]) == ""
 
 
