@@ -449,24 +449,36 @@ def test_a_bad_input_is_one_line_naming_the_file_and_nothing_is_written(
     assert after == before  # nothing written, nothing changed
 
 
-def test_check_says_when_the_cpu_kind_or_the_rule_differ(tmp_path, capsys):
-    """A digest reproduces bit for bit on its own kind of CPU and under its own rule: `--check`
-    says which it saw, so a difference elsewhere reads as a new measurement."""
+def _digest_a_run(tmp_path: Path, settings: dict) -> tuple[Path, Path, Path]:
+    """_write_run's run under `settings`, written by `results-doc` into a digest and a bare
+    doc's block; returns (run, doc, digest)."""
     run = tmp_path / "run"
     _write_run(run)
-    avx2 = {"kernels": "AVX2", "bf16_units": False, "processor": "AMD EPYC"}
-    settings = {"versions": {"torch": "2.13.0"}, "cpu": avx2, "rule_version": "r-000000000001"}
     (run / "settings.json").write_text(json.dumps(settings))
     doc = tmp_path / "results.md"
     doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
     digest_file = tmp_path / "quick.json"
     argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
     assert command.main([*argv, "--digest", str(digest_file)]) == 0
-    meta = json.loads(digest_file.read_text())["meta"]
-    assert meta["cpu"] == avx2 and meta["rule_version"] == "r-000000000001"
+    return run, doc, digest_file
+
+
+def _move_a_figure(run: Path) -> None:
+    """One figure of the run moves (a sweep gain 0.1 -> 0.2): `--check` then names why."""
     result = json.loads((run / "reversal" / "results.json").read_text())
     result["sweep"]["test_gains"]["top1-C1"]["partial_acc"]["gain"] = 0.2
     (run / "reversal" / "results.json").write_text(json.dumps(result))
+
+
+def test_check_says_when_the_cpu_kind_or_the_rule_differ(tmp_path, capsys):
+    """A digest reproduces bit for bit on its own kind of CPU and under its own rule: `--check`
+    says which it saw, so a difference elsewhere reads as a new measurement."""
+    avx2 = {"kernels": "AVX2", "bf16_units": False, "processor": "AMD EPYC"}
+    settings = {"versions": {"torch": "2.13.0"}, "cpu": avx2, "rule_version": "r-000000000001"}
+    run, _, digest_file = _digest_a_run(tmp_path, settings)
+    meta = json.loads(digest_file.read_text())["meta"]
+    assert meta["cpu"] == avx2 and meta["rule_version"] == "r-000000000001"
+    _move_a_figure(run)
     capsys.readouterr()
     assert command.main([str(run), "--check", str(digest_file)]) == 1
     out = capsys.readouterr().out
@@ -544,22 +556,13 @@ def test_the_digest_keeps_the_output_scale_where_it_was_measured():
 def test_a_gpu_run_is_a_new_measurement_beside_a_cpu_digest(tmp_path, capsys):
     """A digest made on the CPU, a run made on a GPU (or the other way): `--check` names the
     device, not the CPU the GPU machine also has, and the block says which GPU computed."""
-    run = tmp_path / "run"
-    _write_run(run)
     xeon = {"kernels": "AVX512", "bf16_units": True, "processor": "Intel Xeon"}
     h200 = {"name": "NVIDIA H200", "cuda": "13.0"}
     settings = {"versions": {"torch": "2.11.0"}, "cpu": xeon, "accelerator": h200}
-    (run / "settings.json").write_text(json.dumps(settings))
-    doc = tmp_path / "results.md"
-    doc.write_text(f"{results_doc.BEGIN}\n{results_doc.END}\n")
-    gpu_digest = tmp_path / "gpu.json"
-    argv = [str(run), "--command", "c", "--machine", "m", "--date", "d", "--doc", str(doc)]
-    assert command.main([*argv, "--digest", str(gpu_digest)]) == 0
+    run, doc, gpu_digest = _digest_a_run(tmp_path, settings)
     assert json.loads(gpu_digest.read_text())["meta"]["accelerator"] == h200
     assert "(NVIDIA H200 GPU, CUDA 13.0; torch 2.11.0)" in doc.read_text()
-    result = json.loads((run / "reversal" / "results.json").read_text())
-    result["sweep"]["test_gains"]["top1-C1"]["partial_acc"]["gain"] = 0.2
-    (run / "reversal" / "results.json").write_text(json.dumps(result))
+    _move_a_figure(run)
     capsys.readouterr()
     assert command.main([str(run), "--check", str(gpu_digest)]) == 1
     assert "the same GPU (NVIDIA H200 GPU, CUDA 13.0)" in capsys.readouterr().out
