@@ -11,14 +11,8 @@ set -u
 task=${1:?task}; shift
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export ATTENTIONSPAN_NO_AUTOREGISTER=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+. benchmarks/gpu/carried_env.sh || exit 1  # carried wheels, PYTHONPATH
+export TOKENIZERS_PARALLELISM=false
 layers=${LAYERS:-8}; heads=${HEADS:-8}; hidden=${HIDDEN:-256}; steps=${STEPS:-2000}
 seed=${SEED:-0}
 run=runs/gpu-$task-${layers}x$heads-s$seed

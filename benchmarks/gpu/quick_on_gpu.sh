@@ -15,14 +15,7 @@ set -u
 run=${1:?run folder}; shift
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export ATTENTIONSPAN_NO_AUTOREGISTER=1 PYTHONUNBUFFERED=1
+. benchmarks/gpu/carried_env.sh || exit 1  # carried wheels, PYTHONPATH
 nvidia-smi -L
 /usr/bin/time -v timeout "${DEADLINE:-470}" python3 -m harness.commands.reproduce --quick \
   --output "$run" --no-progress "$@" 2>&1 | tail -n 40
