@@ -58,8 +58,9 @@ class ResultsDocOptions:
         default=None,
         metadata=cli(
             "write nothing: read every verdict of this digest again from the readings it "
-            "keeps; say per model the recorded word, the rederived one and whether they "
-            "agree; exit 1 on any disagreement",
+            "keeps (a supervision digest: from its pooled figures); say per model the "
+            "recorded word, the rederived one and whether they agree; exit 1 on any "
+            "disagreement",
             metavar="DIGEST",
         ),
     )

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from attentionspan_datasets.metrics import METRICS
+from harness.attention.verdicts.rule_version import supervision_rule_version
 from harness.attention.verdicts.supervision import study_verdict
 from harness.pipeline.prepare import (
     check_task_models,
@@ -479,10 +480,11 @@ def choose_weight(
 
 def verdict_of(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The study's verdict (`harness.attention.verdicts.supervision`) on `summarise`'s
-    figures: the values it reads, picked out of the summary."""
+    figures: the values it reads, picked out of the summary, with the version of the rule
+    that read it (`supervision_rule_version`)."""
     chosen, metric = summary["chosen"], summary["metric"]
     looks = ((summary["diagnosis"].get(chosen) or {}).get("ood") or {}).get("shares", {})
-    return study_verdict(
+    return {"rule_version": supervision_rule_version()} | study_verdict(
         chosen=chosen,
         metric=metric,
         gain=summary["gains"]["ood"][chosen][metric],

@@ -13,6 +13,10 @@ lookup of a near tie) the recorded word, the re-derived word and whether they ag
 same for each verdict's replication (read again on a second test stream, its readings in
 its record: `verdict["replication"]["readings"]`, `harness.pipeline.replication`). A digest
 made before readings (or the replication) were kept says so per model and fails nothing.
+
+A supervision study's digest (`harness.report.supervision_doc`, a task with `arms`) keeps
+the pooled figures its verdict read (`verdict["numbers"]`) and each arm's role: its word
+and reason are read again from those with `study_verdict`.
 """
 
 from __future__ import annotations
@@ -81,6 +85,12 @@ def rederive_digest(path: Path) -> tuple[list[str], bool]:
     tasks = read_digest(Path(path), "--rederive")["tasks"]
     lines, passed, read = [], True, 0
     for name, task in tasks.items():
+        if "arms" in task:  # a supervision study's task
+            line, ok = supervision_line(name, task)
+            lines.append(line)
+            passed &= ok
+            read += 1
+            continue
         for label, verdict, readings in _verdicts(name, task):
             line, ok = rederive_line(label, verdict, readings)
             again, again_ok = replication_line(label, verdict)
@@ -92,6 +102,41 @@ def rederive_digest(path: Path) -> tuple[list[str], bool]:
     elif passed:
         lines.append(f"{path}: every verdict with readings is re-derived from them alone")
     return lines, passed
+
+
+def supervision_line(name: str, task: Mapping[str, Any]) -> tuple[str, bool]:
+    """A supervision study's verdict read again from the pooled figures its digest keeps
+    (`verdict["numbers"]`, the arms' roles): the line, and whether word and reason agree."""
+    from harness.attention.verdicts.rule_version import supervision_rule_version
+    from harness.attention.verdicts.supervision import study_verdict
+
+    verdict = task.get("verdict") if isinstance(task.get("verdict"), Mapping) else {}
+    word, numbers = verdict.get("verdict"), verdict.get("numbers")
+    try:
+        versus = numbers["versus_controls"]
+        again = study_verdict(
+            chosen=numbers["chosen"],
+            metric=numbers["metric"],
+            gain=numbers["gain"],
+            versus_controls=versus,
+            mass_gain=numbers["mass_gain"],
+            on_reference=numbers["on_reference"],
+            control_roles={k: arm["role"] for k, arm in task["arms"].items() if k in versus},
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        return f"{name}: recorded {word}; the figures cannot be read again: {error!r}", False
+    agree = again["verdict"] == word and again["reason"] == verdict.get("reason")
+    line = f"{name}: recorded {word}, rederived {again['verdict']}: " + (
+        "agree" if agree else "DISAGREE"
+    )
+    if again["verdict"] == word and not agree:
+        line += f" (the reason differs: {again['reason']!r})"
+    then, now = verdict.get("rule_version"), supervision_rule_version()
+    if then is None:
+        line += f" (recorded before rule versions were, rederived under {now})"
+    elif then != now:
+        line += f" (recorded under rule {then}, rederived under {now})"
+    return line, agree
 
 
 def _replication_read(verdict: Any) -> bool:

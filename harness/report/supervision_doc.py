@@ -93,6 +93,24 @@ def digest(out: Path) -> dict[str, Any]:
     return tasks
 
 
+def rule_of(tasks: dict[str, Any]) -> str | None:
+    """The version of the rule that read the tasks' verdicts (`supervision_rule_version`,
+    recorded in each verdict by the study); several when runs made under different rules
+    are digested together; None: a study made before versions were recorded."""
+    found = sorted({t["verdict"].get("rule_version") for t in tasks.values()} - {None})
+    return ", ".join(found) or None
+
+
+def rule_line(meta: dict[str, Any]) -> str:
+    """The block's words for the rule that read its verdicts, from the digest's meta: the
+    version, and how it was read when the digest was read again after the study
+    (`rule_read`); empty for a digest without one."""
+    if not meta.get("rule_version"):
+        return ""
+    read = f" ({meta['rule_read']})" if meta.get("rule_read") else ""
+    return f"Verdicts read under rule {meta['rule_version']}{read}."
+
+
 def _mean(value: dict[str, Any] | None) -> str:
     return format_number(value.get("mean")) if value else "n/a"
 
@@ -134,6 +152,8 @@ def render(data: dict[str, Any], name: str) -> str:
         "```",
         "",
     ]
+    if rule_line(meta):
+        lines += [rule_line(meta), ""]
     for task, found in data["tasks"].items():
         verdict = found["verdict"]
         metric = found["metric"]
@@ -166,6 +186,36 @@ def render(data: dict[str, Any], name: str) -> str:
     return "\n".join(lines)
 
 
+def reread(digest_file: Path, doc: Path, *, date: str) -> str:
+    """Read a committed digest's verdicts again from the figures it keeps under today's rule
+    (`harness.report.rederive.supervision_line`) and record the rule's version in each
+    verdict and in meta, with `rule_read` saying when and that the study was not run
+    again; then rewrite its block in `doc`. Only when every verdict, word and reason,
+    comes out as recorded: otherwise ValueError naming the task, and nothing is written."""
+    from harness.attention.verdicts.rule_version import supervision_rule_version
+    from harness.report.rederive import supervision_line
+
+    data = read_json(digest_file, "--digest")
+    for task, found in data["tasks"].items():
+        line, agree = supervision_line(task, found)
+        if not agree:
+            raise ValueError(f"--digest {str(digest_file)!r}: {line}; nothing re-read")
+    version = supervision_rule_version()
+    for found in data["tasks"].values():
+        found["verdict"]["rule_version"] = version
+    data["meta"]["rule_version"] = version
+    data["meta"]["rule_read"] = (
+        f"read again {date} from the figures below, the same words and reasons as the "
+        f"study's own reading of {data['meta']['date']}; the study was not run again"
+    )
+    text = replace_block(
+        doc.read_text(encoding="utf-8"), render(data, digest_file.stem), digest_file.stem
+    )
+    atomic_write_text(digest_file, json.dumps(data, indent=1) + "\n")
+    atomic_write_text(doc, text)
+    return f"re-read {digest_file} under rule {version} and its block in {doc}"
+
+
 def replace_block(text: str, rendered: str, name: str) -> str:
     """`text` with the block of the digest named `name` replaced by `rendered`."""
     return blocks.replace_block(text, rendered, *markers(name))
@@ -176,13 +226,15 @@ def write(run: Path, doc: Path, digest_file: Path, *, command: str, machine: str
     into `doc`; returns what was written, in words. Every input is checked before anything
     is written (ValueError naming the option: --digest, --doc)."""
     check_output(digest_file, "--digest")
+    tasks = digest(run)
     meta = {
         "command": command,
         "machine": machine,
         "date": date,
         "versions": run_versions(run),
+        "rule_version": rule_of(tasks),
     }
-    data = {"meta": meta, "tasks": digest(run)}
+    data = {"meta": meta, "tasks": tasks}
     if not doc.is_file():
         raise ValueError(f"--doc {str(doc)!r} is not a file; give the Markdown file to update")
     try:

@@ -1,7 +1,9 @@
-"""The calibrated verdict's rule version: a hash of the code that reads a verdict.
+"""A verdict's rule version: a hash of the code that reads it.
 
-    from harness.attention.verdicts.rule_version import rule_version
-    rule_version()          # 'r-3f9a1c2b7d40': recorded in settings.json and every digest
+    from harness.attention.verdicts.rule_version import rule_version, supervision_rule_version
+    rule_version()              # 'r-3f9a1c2b7d40': the calibrated verdict's, in settings.json
+                                #   and every reproduce digest
+    supervision_rule_version()  # 's-...': the supervision study's, in its verdicts and digests
 
 A digest is a measurement under one rule: the words, thresholds and choices of
 `calibrated` and what it reads (where the lookup reads, where the errors look, the dose
@@ -10,6 +12,12 @@ and docstrings left out, so a reworded comment or docstring keeps the version wh
 change to code or thresholds moves it. `attentionspan results-doc --check` says when a run
 and a digest were read under different versions: their verdicts are then two measurements,
 not one that failed to reproduce.
+
+The supervision study (`harness.attention.verdicts.supervision`) reads its word by another
+rule, from pooled figures the study hands it; its version (`s-`) covers that module, the
+words and thresholds it reads (`vocabulary`) and the interval tests it applies
+(`harness.foundation.stats`). The weight's choice on validation is the study's measurement,
+recorded in its results, not part of this rule.
 """
 
 from __future__ import annotations
@@ -31,6 +39,12 @@ RULE_MODULES = (
     "harness.attention.verdicts.calibrated",
     "harness.attention.verdicts.exists",
     "harness.attention.verdicts.vocabulary",
+)
+# The modules whose code turns the supervision study's pooled figures into its word.
+SUPERVISION_RULE_MODULES = (
+    "harness.attention.verdicts.supervision",
+    "harness.attention.verdicts.vocabulary",
+    "harness.foundation.stats",
 )
 
 
@@ -87,12 +101,24 @@ def module_digest(source: str) -> str:
     return hashlib.sha256(_tree_text(tree).encode()).hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
-def rule_version() -> str:
-    """`r-` and the first 12 hex digits of the SHA-256 over RULE_MODULES' code, in order."""
+def modules_version(modules: tuple[str, ...], prefix: str) -> str:
+    """`prefix` and the first 12 hex digits of the SHA-256 over `modules`' code, in order."""
     total = hashlib.sha256()
-    for name in RULE_MODULES:
+    for name in modules:
         spec = importlib.util.find_spec(name)
         source = Path(spec.origin).read_text(encoding="utf-8")  # found without importing it
         total.update(f"{name}:{module_digest(source)}\n".encode())
-    return "r-" + total.hexdigest()[:12]
+    return prefix + total.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def rule_version() -> str:
+    """The calibrated verdict's version: `r-` and 12 hex digits over RULE_MODULES' code."""
+    return modules_version(RULE_MODULES, "r-")
+
+
+@functools.lru_cache(maxsize=1)
+def supervision_rule_version() -> str:
+    """The supervision study's verdict's version: `s-` and 12 hex digits over
+    SUPERVISION_RULE_MODULES' code."""
+    return modules_version(SUPERVISION_RULE_MODULES, "s-")

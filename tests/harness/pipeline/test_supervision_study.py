@@ -338,7 +338,9 @@ def test_pooled_diagnosis_keeps_which_rows_it_read():
 
 
 def test_the_study_hands_its_summary_to_the_verdict_as_plain_values():
-    """`verdict_of` picks the chosen arm's numbers out of `summarise`'s figures."""
+    """`verdict_of` picks the chosen arm's numbers out of `summarise`'s figures and records
+    the version of the rule that read them."""
+    from harness.attention.verdicts.rule_version import supervision_rule_version
     from harness.attention.verdicts.supervision import study_verdict
     from harness.pipeline.supervision_study import verdict_of
 
@@ -355,6 +357,7 @@ def test_the_study_hands_its_summary_to_the_verdict_as_plain_values():
         "diagnosis": {"w1": {"ood": {"shares": {"on_reference": 0.3}}}},
     }
     found = verdict_of(summary)
+    assert found.pop("rule_version") == supervision_rule_version()
     assert found == study_verdict(
         chosen="w1",
         metric="partial_acc",

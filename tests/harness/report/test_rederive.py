@@ -133,3 +133,61 @@ def test_a_file_that_is_no_digest_is_one_line_naming_the_option(tmp_path, capsys
     (tmp_path / "x.json").write_text(json.dumps({"figures": {}}))
     assert command.main(["--rederive", str(tmp_path / "x.json")]) == 2
     assert "error: --rederive" in capsys.readouterr().err
+
+
+SUPERVISION = sorted(p.name for p in (REPO / "docs").glob("supervision-*.json"))
+
+
+@pytest.mark.parametrize("name", SUPERVISION)
+def test_every_committed_supervision_verdict_is_rederived_from_its_digest_alone(name, capsys):
+    """A supervision study's digest: each task's word and reason read again from the pooled
+    figures it keeps, under the rule whose version it records."""
+    from harness.attention.verdicts.rule_version import supervision_rule_version
+
+    tasks = json.loads((REPO / "docs" / name).read_text())["tasks"]
+    assert command.main(["--rederive", str(REPO / "docs" / name)]) == 0
+    out = capsys.readouterr().out
+    for task, found in tasks.items():
+        word = found["verdict"]["verdict"]
+        assert f"{task}: recorded {word}, rederived {word}: agree\n" in out, out
+        assert found["verdict"]["rule_version"] == supervision_rule_version()
+
+
+def test_a_supervision_verdict_its_figures_do_not_give_fails(tmp_path):
+    from tests.harness.report.test_supervision_doc import read_verdict
+
+    verdict = read_verdict(on_reference=0.9)  # attention is not the bottleneck
+    arms = {"w0.3": {"role": "ladder"}, "wrong3-w0.3": {"role": "wrong_mask"}}
+    tasks = {"successor": {"verdict": verdict, "arms": arms}}
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert agree and lines[0].startswith(
+        "successor: recorded attention is not the bottleneck, rederived attention is not "
+        "the bottleneck: agree (recorded before rule versions were, rederived under s-"
+    )
+    verdict["numbers"]["on_reference"] = 0.1  # no longer on most wrong instances
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert not agree and "rederived supervision did not take: DISAGREE" in lines[0]
+    verdict["numbers"]["on_reference"] = 0.9
+    verdict["reason"] = "another reason"  # the same word, another reason: a disagreement
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert not agree and "(the reason differs: " in lines[0]
+    del verdict["numbers"]
+    lines, agree = rederive_digest(_digest(tmp_path / "d.json", tasks))
+    assert not agree and "the figures cannot be read again" in lines[0]
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "docs").glob("*.json")), ids=lambda p: p.name)
+def test_every_committed_digest_that_holds_a_verdict_records_its_rule_version(path):
+    """A calibrated verdict's digest records `r-...`, a supervision study's `s-...`, in meta
+    and beside each verdict; a digest of figures alone (the scratch walkthrough) holds no
+    verdict to version."""
+    data = json.loads(path.read_text())
+    tasks = data.get("tasks") or {}
+    if not tasks:
+        assert '"verdict"' not in path.read_text()
+        return
+    prefix = "s-" if path.name.startswith("supervision-") else "r-"
+    assert data["meta"]["rule_version"].startswith(prefix)
+    for task in tasks.values():
+        beside = (task.get("readings") or task["verdict"])["rule_version"]
+        assert beside == data["meta"]["rule_version"]

@@ -164,3 +164,82 @@ def test_the_doc_block_is_rendered_from_the_committed_digest(path):
     begin, end = markers(path.stem)
     text = (REPO / "docs" / "results.md").read_text()
     assert text[text.index(begin) : text.index(end) + len(end)] == block
+
+
+def read_verdict(on_reference: float = 0.9) -> dict:
+    """A verdict as the study reads it (`study_verdict`), on figures whose word is known:
+    no gain, the heads on the reference on `on_reference` of the wrong instances."""
+    from harness.attention.verdicts.supervision import study_verdict
+
+    flat = {"gain": 0.0, "low": -0.02, "high": 0.02, "n": 384, "seeds": [0.0] * 3}
+    return study_verdict(
+        chosen="w0.3",
+        metric="partial_acc",
+        gain=flat,
+        versus_controls={"wrong3-w0.3": flat},
+        mass_gain=flat,
+        on_reference=on_reference,
+        control_roles={"wrong3-w0.3": "wrong_mask"},
+    )
+
+
+def test_the_digest_and_its_block_name_the_rule_that_read_the_verdicts():
+    from harness.report.supervision_doc import rule_line, rule_of
+
+    results = fake_results()
+    results["verdict"]["rule_version"] = "s-0123456789ab"
+    tasks = {"reversal": digest_of(results), "successor": digest_of(fake_results())}
+    assert rule_of(tasks) == "s-0123456789ab"  # a task without one adds nothing
+    assert rule_of({"successor": tasks["successor"]}) is None
+    tasks["successor"]["verdict"]["rule_version"] = "s-ffffffffffff"
+    assert rule_of(tasks) == "s-0123456789ab, s-ffffffffffff"  # both, never one for all
+    assert rule_line({"rule_version": "s-0123456789ab"}) == (
+        "Verdicts read under rule s-0123456789ab."
+    )
+    assert rule_line({}) == ""
+    meta = {"command": "c", "machine": "m", "date": "2026-12-01", "rule_version": "s-1"}
+    assert "\nVerdicts read under rule s-1.\n" in render({"meta": meta, "tasks": tasks}, "x")
+
+
+def test_rereading_a_digest_records_todays_rule_only_when_every_verdict_comes_out_alike(
+    tmp_path,
+):
+    """`reread`: each verdict read again from the digest's figures with today's rule; when
+    word and reason agree, the rule's version goes into each verdict and meta, with when it
+    was read and that the study was not run again, and the block is rewritten; when one
+    differs, ValueError naming the task and nothing is written."""
+    from harness.attention.verdicts.rule_version import supervision_rule_version
+    from harness.report.supervision_doc import reread
+
+    results = fake_results()
+    results["verdict"] = read_verdict(on_reference=0.9)
+    assert results["verdict"]["verdict"] == "attention is not the bottleneck"
+    meta = {"command": "c", "machine": "m", "date": "2026-11-27", "versions": {}}
+    data = {"meta": meta, "tasks": {"reversal": digest_of(results)}}
+    path, doc = tmp_path / "supervision-reversal.json", tmp_path / "results.md"
+    begin, end = markers(path.stem)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    doc.write_text(f"{begin}\n{end}\n")
+    reread(path, doc, date="2026-11-30")
+    again = json.loads(path.read_text())
+    version = supervision_rule_version()
+    assert again["tasks"]["reversal"]["verdict"]["rule_version"] == version
+    assert again["meta"]["rule_version"] == version
+    assert again["meta"]["rule_read"] == (
+        "read again 2026-11-30 from the figures below, the same words and reasons as the "
+        "study's own reading of 2026-11-27; the study was not run again"
+    )
+    assert doc.read_text() == render(again, path.stem) + "\n"
+    assert f"Verdicts read under rule {version} (read again 2026-11-30" in doc.read_text()
+
+    # a recorded word today's rule does not give: refused, nothing written
+    data["tasks"]["reversal"]["verdict"]["verdict"] = "supervision did not take"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    before = doc.read_text()
+    with pytest.raises(
+        ValueError,
+        match="reversal: recorded supervision did not take, "
+        "rederived attention is not the bottleneck: DISAGREE",
+    ):
+        reread(path, doc, date="2026-11-30")
+    assert json.loads(path.read_text()) == data and doc.read_text() == before

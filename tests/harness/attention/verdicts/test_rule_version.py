@@ -53,3 +53,19 @@ def test_the_tree_is_written_as_python_3_11_writes_it_on_every_python():
         "ClassDef('C', [Name('B', Load())], [], [AnnAssign(Name('y', Store()), Name('int', "
         "Load()), Constant(0), 1)], [])], [])"
     )
+
+
+def test_the_supervision_rule_has_its_own_version_over_its_own_modules():
+    """The supervision study's word is read by another rule (`verdicts.supervision`): its
+    version names itself `s-`, covers that module, the words and thresholds and the interval
+    tests, and the calibrated version is still the one every committed digest records."""
+    version = rv.supervision_rule_version()
+    assert re.fullmatch(r"s-[0-9a-f]{12}", version)
+    assert rv.SUPERVISION_RULE_MODULES == (
+        "harness.attention.verdicts.supervision",
+        "harness.attention.verdicts.vocabulary",
+        "harness.foundation.stats",
+    )
+    assert rv.modules_version(rv.SUPERVISION_RULE_MODULES, "s-") == version
+    assert rv.modules_version(rv.RULE_MODULES, "r-") == rv.rule_version()
+    assert rv.modules_version(rv.RULE_MODULES[:-1], "r-") != rv.rule_version()
