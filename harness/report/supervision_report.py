@@ -59,10 +59,13 @@ def per_seed(values: list | None, points: bool = True) -> str:
 
 
 def verdict_line(task: str, results: dict[str, Any]) -> str:
+    """The task's verdict, why, what it rules out, and the rule that read it (its version,
+    where the study recorded one)."""
     verdict = results["verdict"]
+    rule = f" (rule {verdict['rule_version']})" if verdict.get("rule_version") else ""
     return (
         f"**{task}: {verdict['verdict']}**: {verdict['reason']}. What this rules out: "
-        f"{verdict['rules_out']}."
+        f"{verdict['rules_out']}.{rule}"
     )
 
 

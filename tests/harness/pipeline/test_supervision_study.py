@@ -72,6 +72,7 @@ def run_file(model: str) -> dict:
 
 @pytest.mark.slow
 def test_the_study_writes_its_report_and_results(study):
+    from harness.attention.verdicts.rule_version import supervision_rule_version
     from harness.report.supervision_report import PLOT_FILE
 
     cfg, out, report, results = study
@@ -94,6 +95,8 @@ def test_the_study_writes_its_report_and_results(study):
     assert results["verdict"]["verdict"] in VERDICTS
     assert f"**reversal: {results['verdict']['verdict']}**" in text
     assert results["verdict"]["rules_out"] == RULES_OUT[results["verdict"]["verdict"]]
+    version = supervision_rule_version()  # the rule that read it, in results and report
+    assert results["verdict"]["rule_version"] == version and f"(rule {version})" in text
     chosen = results["chosen"]
     assert chosen in ("w0.5", "w1") and results["selection"]["chosen"] == chosen
     assert list(results["arms"]) == [
