@@ -225,6 +225,14 @@ def accelerator_kind(device: Any) -> dict[str, Any] | None:
     return {"name": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}
 
 
+def accelerator_words(accelerator: Any) -> str:
+    """An `accelerator_kind` record in words, as every report writes it: "NVIDIA H200 GPU,
+    CUDA 13.0" ("CPU" for None: a run that recorded no GPU)."""
+    if not isinstance(accelerator, dict):
+        return "CPU"
+    return f"{accelerator.get('name')} GPU, CUDA {accelerator.get('cuda')}"
+
+
 def weights_sha256(folder: Path) -> str | None:
     """SHA-256 over a model folder's weight files (`*.safetensors`, by name, in name order):
     two folders with this digest hold the same weights. None when there are none."""

@@ -33,6 +33,7 @@ from attentionspan_datasets.jsonfile import (
 from attentionspan_datasets.metrics import METRICS
 from harness.attention.controls import at_dose, dose_field
 from harness.attention.lookup import recorded_lookup
+from harness.foundation.runs import accelerator_words
 from harness.foundation.stats import format_gain, overall
 from harness.report import blocks, pretrained_table
 from harness.report.findings import seed_agreement, seed_groups, task_findings, verdict_name
@@ -288,7 +289,7 @@ def render(
     what = f", {model} fine-tuned on each task there" if model else ""
     kernels = f"torch's {cpu['kernels']} kernels; " if cpu and cpu.get("kernels") else ""
     if accelerator:  # a GPU run: its kernels rounded the floats, not the CPU's
-        kernels = f"{gpu_words(accelerator)}; "
+        kernels = f"{accelerator_words(accelerator)}; "
     rule = f"; verdict rule {rule_version}" if rule_version else ""
     about = f" ({kernels}{packages}{rule})" if packages else ""
     lines = [
@@ -541,20 +542,14 @@ def cpu_line(then: Any, now: Any) -> str:
     return f"the same kind of CPU ({kinds[1]})"
 
 
-def gpu_words(accelerator: Any) -> str:
-    """ "NVIDIA H200 GPU, CUDA 13.0" ("CPU" for None: a run that recorded no GPU)."""
-    if not isinstance(accelerator, dict):
-        return "CPU"
-    return f"{accelerator.get('name')} GPU, CUDA {accelerator.get('cuda')}"
-
-
 def device_line(then: Any, now: Any) -> str:
     """Whether the digest and the run computed on the same GPU (`accelerator` in settings.json:
     `harness.foundation.runs.accelerator_kind`; None: the CPU)."""
     if then == now:
-        return f"the same GPU ({gpu_words(now)})"
+        return f"the same GPU ({accelerator_words(now)})"
     return (
-        f"{OTHER_DEVICE}: the digest's {gpu_words(then)}, this run's {gpu_words(now)}: "
+        f"{OTHER_DEVICE}: the digest's {accelerator_words(then)}, "
+        f"this run's {accelerator_words(now)}: "
         "float sums round otherwise there, so training gives other weights and the figures "
         "are a new measurement; the digest reproduces bit for bit on its own kind"
     )

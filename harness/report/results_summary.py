@@ -23,6 +23,7 @@ from typing import Any
 
 from attentionspan_datasets.jsonfile import read_json
 from harness.attention.verdicts.vocabulary import NUDGE_REPAIRABLE as REPAIRABLE
+from harness.foundation.runs import accelerator_words
 from harness.report.blocks import replace_block, rewrite_block
 from harness.report.findings import verdict_name
 from harness.report.replication_md import replication_counts, replication_state
@@ -107,14 +108,16 @@ def _stabilities(results: list[Mapping[str, Any]]) -> str:
 
 
 def _kernels(data: Mapping[str, Any]) -> str | None:
-    """The kernel set torch took where the digest was made: the CPU's ("AVX512"), or a GPU
-    run's ("CUDA 13.0 (NVIDIA H200)"); None: not recorded."""
+    """Where torch's kernels rounded the digest's floats, in words: the CPU's kernel set
+    ("with AVX512 kernels"), or a GPU run's GPU ("on the NVIDIA H200 GPU, CUDA 13.0", as
+    every report names it: `accelerator_words`); None: not recorded."""
     meta = data.get("meta") or {}
     gpu = meta.get("accelerator")
     if isinstance(gpu, Mapping):
-        return f"CUDA {gpu.get('cuda')} ({gpu.get('name')})"
+        return f"on the {accelerator_words(dict(gpu))}"
     cpu = meta.get("cpu")
-    return cpu.get("kernels") if isinstance(cpu, Mapping) else None
+    kernels = cpu.get("kernels") if isinstance(cpu, Mapping) else None
+    return f"with {kernels} kernels" if kernels else None
 
 
 def _models(kernels: list[str | None]) -> str:
@@ -124,8 +127,8 @@ def _models(kernels: list[str | None]) -> str:
     text = f"{n} model{'s' if n > 1 else ''}"
     if len(set(kernels)) < 2:
         return text
-    counts = Counter(k or "unrecorded" for k in kernels)
-    return text + ": " + ", ".join(f"{c} with {k} kernels" for k, c in counts.items())
+    counts = Counter(k or "with unrecorded kernels" for k in kernels)
+    return text + ": " + ", ".join(f"{c} {k}" for k, c in counts.items())
 
 
 def _judged(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:

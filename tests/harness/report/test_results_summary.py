@@ -121,7 +121,7 @@ def test_a_task_retrained_on_a_gpu_counts_it_by_its_gpu(tmp_path):
     (tmp_path / "quick-run.json").write_text(json.dumps({"meta": xeon, "tasks": one}))
     (tmp_path / "quick-run-gpu.json").write_text(json.dumps({"meta": gpu, "tasks": one}))
     text = " ".join(results_summary.render_summary(tmp_path).split())
-    assert "(2 models: 1 with AVX512 kernels, 1 with CUDA 13.0 (NVIDIA H200) kernels; " in text
+    assert "(2 models: 1 with AVX512 kernels, 1 on the NVIDIA H200 GPU, CUDA 13.0; " in text
 
 
 def test_a_pretrained_runs_models_are_named_apart_from_the_scratch_ones(tmp_path):
