@@ -5,7 +5,8 @@ fine-tune, counted per stage.
                                             [--num-validation 64] [--num-test 64] [--json OUT]
 
 Runs `TaskRun.run` (harness.pipeline.reproduce: eval, attention, heads, sweep, dose,
-diagnosis, verdict, at_dose, viewer) at --pretrained's sizes (its grid, controls, ladder and
+diagnosis, verdict, stability, at_dose, replication and its stability, viewer, and a near
+tie's second lookup) at --pretrained's sizes (its grid, controls, ladder and
 batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, the sizes its verdicts need) into a
 fresh temporary folder (nothing cached), and reports per stage, counted by a hook on the
 model's forward (no caller is changed):
@@ -58,9 +59,14 @@ STAGES = (  # TaskRun's methods, in the order run() takes them, and each one's s
     ("run_dose", "dose"),
     ("run_diagnosis", "diagnosis"),
     ("calibrated_verdict", "verdict"),
+    ("run_stability", "stability"),
     ("run_at_dose", "at_dose"),
     ("run_replication", "replication"),
+    ("run_replication_stability", "replication_stability"),
     ("run_viewer", "viewer"),
+    # a near tie's second candidate lookup: every stage it runs counts here, not in the
+    # first lookup's rows
+    ("judge_second", "second_lookup"),
 )
 
 
@@ -259,17 +265,17 @@ def main() -> int:
         f"load average {out['load_average']}"
     )
     heading = ("stage", "forwards", "rows", "tokens", "generated", "CPU s")
-    print("{:<10} {:>9} {:>8} {:>10} {:>10} {:>8}".format(*heading))
+    print("{:<21} {:>9} {:>8} {:>10} {:>10} {:>8}".format(*heading))
     sums = dict.fromkeys(("forwards", "rows", "tokens", "generated", "cpu_s"), 0.0)
     for stage, f in out["stages"].items():
         print(
-            f"{stage:<10} {f['forwards']:>9,} {f['rows']:>8,} {f['tokens']:>10,} "
+            f"{stage:<21} {f['forwards']:>9,} {f['rows']:>8,} {f['tokens']:>10,} "
             f"{f['generated']:>10,} {f['cpu_s']:>8.1f}"
         )
         for key in sums:
             sums[key] += f[key]
     print(
-        f"{'all':<10} {int(sums['forwards']):>9,} {int(sums['rows']):>8,} "
+        f"{'all':<21} {int(sums['forwards']):>9,} {int(sums['rows']):>8,} "
         f"{int(sums['tokens']):>10,} {int(sums['generated']):>10,} {sums['cpu_s']:>8.1f}"
     )
     print(
