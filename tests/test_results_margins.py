@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.attention.verdicts.readings import streams
-from harness.report.rederive import _verdicts
+from harness.report.rederive import labelled_verdicts
 
 REPO = Path(__file__).resolve().parents[1]
 DIGESTS = sorted((REPO / "docs").glob("quick-run*.json"))
@@ -46,7 +46,7 @@ def readings_of(path: Path):
     """(label, flip margin, test instances) of every verdict and replication with both."""
     tasks = json.loads(path.read_text())["tasks"]
     for name, task in tasks.items():
-        for label, verdict, readings in _verdicts(name, task):
+        for label, verdict, readings in labelled_verdicts(name, task):
             if not isinstance(verdict, dict):
                 continue
             record = verdict.get("replication")

@@ -32,7 +32,7 @@ REPLICATION_NOT_RECORDED = "no replication recorded (made before the replication
 REPLICATION_NOT_RUN = "not read again (--no-replicate)"
 
 
-def _verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+def labelled_verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """(label, recorded verdict, readings) of each verdict a task holds: its own, and the
     second candidate lookup's of a near tie (`lookups[1:]`; the first is the task's)."""
     out = [(name, task.get("verdict"), task.get("readings"))]
@@ -91,7 +91,7 @@ def rederive_digest(path: Path) -> tuple[list[str], bool]:
             passed &= ok
             read += 1
             continue
-        for label, verdict, readings in _verdicts(name, task):
+        for label, verdict, readings in labelled_verdicts(name, task):
             line, ok = rederive_line(label, verdict, readings)
             again, again_ok = replication_line(label, verdict)
             lines += [line, again]
