@@ -28,16 +28,16 @@ NOT_YET = {  # (digest, verdict's label): why it is still read on fewer
         "made on the H200 GPU: reading it again at 128 needs the GPU, not lent since"
     ),
     ("quick-run-smollm2-reversal.json", "reversal (lookup at ref+1)"): (
-        "SmolLM2 reversal at 128 test instances: about 50 CPU-min a seed run, not finished"
+        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
     ),
     ("quick-run-smollm2-reversal.json", "reversal (lookup at ref+1) (replication)"): (
-        "SmolLM2 reversal at 128 test instances: about 50 CPU-min a seed run, not finished"
+        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
     ),
     ("quick-run-smollm2-reversal.json", "reversal-seed2 (lookup at ref+1)"): (
-        "SmolLM2 reversal at 128 test instances: about 50 CPU-min a seed run, not finished"
+        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
     ),
     ("quick-run-smollm2-reversal.json", "reversal-seed2 (lookup at ref+1) (replication)"): (
-        "SmolLM2 reversal at 128 test instances: about 50 CPU-min a seed run, not finished"
+        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
     ),
 }
 
