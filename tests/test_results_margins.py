@@ -23,22 +23,16 @@ DIGESTS = sorted((REPO / "docs").glob("quick-run*.json"))
 MARGIN = 3  # at most this many instances from another word ...
 MINIMUM = 128  # ... wants at least this many test instances
 
+SMOLLM2_AT_128 = "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
+SMOLLM2 = "quick-run-smollm2-reversal.json"
 NOT_YET = {  # (digest, verdict's label): why it is still read on fewer
     ("quick-run-reversal-gpu.json", "reversal (replication)"): (
         "made on the H200 GPU: reading it again at 128 needs the GPU, not lent since"
     ),
-    ("quick-run-smollm2-reversal.json", "reversal (lookup at ref+1)"): (
-        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
-    ),
-    ("quick-run-smollm2-reversal.json", "reversal (lookup at ref+1) (replication)"): (
-        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
-    ),
-    ("quick-run-smollm2-reversal.json", "reversal-seed2 (lookup at ref+1)"): (
-        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
-    ),
-    ("quick-run-smollm2-reversal.json", "reversal-seed2 (lookup at ref+1) (replication)"): (
-        "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
-    ),
+    (SMOLLM2, "reversal (lookup at ref+1)"): SMOLLM2_AT_128,
+    (SMOLLM2, "reversal (lookup at ref+1) (replication)"): SMOLLM2_AT_128,
+    (SMOLLM2, "reversal-seed2 (lookup at ref+1)"): SMOLLM2_AT_128,
+    (SMOLLM2, "reversal-seed2 (lookup at ref+1) (replication)"): SMOLLM2_AT_128,
 }
 
 

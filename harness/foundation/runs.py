@@ -28,6 +28,7 @@ import pickle
 import shutil
 import socket
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,7 +229,7 @@ def accelerator_kind(device: Any) -> dict[str, Any] | None:
 def accelerator_words(accelerator: Any) -> str:
     """An `accelerator_kind` record in words, as every report writes it: "NVIDIA H200 GPU,
     CUDA 13.0" ("CPU" for None: a run that recorded no GPU)."""
-    if not isinstance(accelerator, dict):
+    if not isinstance(accelerator, Mapping):
         return "CPU"
     return f"{accelerator.get('name')} GPU, CUDA {accelerator.get('cuda')}"
 

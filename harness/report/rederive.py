@@ -112,17 +112,10 @@ def supervision_line(name: str, task: Mapping[str, Any]) -> tuple[str, bool]:
 
     verdict = task.get("verdict") if isinstance(task.get("verdict"), Mapping) else {}
     word, numbers = verdict.get("verdict"), verdict.get("numbers")
-    try:
+    try:  # `numbers` holds study_verdict's arguments, as it recorded them
         versus = numbers["versus_controls"]
-        again = study_verdict(
-            chosen=numbers["chosen"],
-            metric=numbers["metric"],
-            gain=numbers["gain"],
-            versus_controls=versus,
-            mass_gain=numbers["mass_gain"],
-            on_reference=numbers["on_reference"],
-            control_roles={k: arm["role"] for k, arm in task["arms"].items() if k in versus},
-        )
+        roles = {k: arm["role"] for k, arm in task["arms"].items() if k in versus}
+        again = study_verdict(**numbers, control_roles=roles)
     except (KeyError, TypeError, ValueError) as error:
         return f"{name}: recorded {word}; the figures cannot be read again: {error!r}", False
     agree = again["verdict"] == word and again["reason"] == verdict.get("reason")

@@ -114,7 +114,7 @@ def _kernels(data: Mapping[str, Any]) -> str | None:
     meta = data.get("meta") or {}
     gpu = meta.get("accelerator")
     if isinstance(gpu, Mapping):
-        return f"on the {accelerator_words(dict(gpu))}"
+        return f"on the {accelerator_words(gpu)}"
     cpu = meta.get("cpu")
     kernels = cpu.get("kernels") if isinstance(cpu, Mapping) else None
     return f"with {kernels} kernels" if kernels else None
