@@ -196,7 +196,22 @@ def reread(digest_file: Path, doc: Path, *, date: str) -> str:
     from harness.report.rederive import supervision_line
 
     data = read_json(digest_file, "--digest")
-    for task, found in data["tasks"].items():
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if (
+        not isinstance(tasks, dict)  # first: `data` may be no object at all
+        or not tasks
+        or not isinstance(data.get("meta"), dict)
+        or not all(
+            isinstance(t, dict) and "arms" in t and isinstance(t.get("verdict"), dict)
+            for t in tasks.values()
+        )
+    ):
+        raise ValueError(
+            f"--digest {str(digest_file)!r} is not a supervision study's digest: it needs "
+            "'meta' and 'tasks' whose every task has 'arms' and a 'verdict', as "
+            "`attentionspan supervision-doc` writes it"
+        )
+    for task, found in tasks.items():
         line, agree = supervision_line(task, found)
         if not agree:
             raise ValueError(f"--digest {str(digest_file)!r}: {line}; nothing re-read")

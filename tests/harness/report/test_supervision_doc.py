@@ -243,3 +243,12 @@ def test_rereading_a_digest_records_todays_rule_only_when_every_verdict_comes_ou
     ):
         reread(path, doc, date="2026-11-30")
     assert json.loads(path.read_text()) == data and doc.read_text() == before
+
+    # a file that is no supervision digest (a reproduce digest's task has no arms): named
+    path.write_text(json.dumps({"meta": meta, "tasks": {"reversal": {"verdict": {}}}}))
+    with pytest.raises(ValueError, match="is not a supervision study's digest: it needs"):
+        reread(path, doc, date="2026-11-30")
+    path.write_text("[1, 2]")  # JSON, but no object
+    with pytest.raises(ValueError, match="is not a supervision study's digest"):
+        reread(path, doc, date="2026-11-30")
+    assert doc.read_text() == before
