@@ -32,32 +32,54 @@ TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
 ANALYSIS_TARGET_MINUTES = {"smollm2-135m-instruct": 15, "gemma3-270m": 25}
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
+ELSEWHERE = "made in another run"  # a saved fine-tune read again: its CPU is that run's
+TARGET_TEST_INSTANCES = 64  # the targets' size: a run read on more is shown, not judged
 # the stages the round-3 rule added (the verdict's stability, its replication on a second
 # test stream and that one's stability), part of the analysis: "-" in a run made before them
 ROUND_3_STAGES = ("stability", "replication", "replication_stability")
 
 
-def row(model: str, task: str, run: str, cpu: dict) -> str:
-    """One table row: minutes of CPU per part and the target's verdict."""
+def row(model: str, task: str, run: str, cpu: dict, tested: int | None = None) -> str:
+    """One table row: minutes of CPU per part and the targets' verdicts. `tested`: the test
+    instances the run read; the targets are at 64, so a run read on more is shown beside
+    them, not judged. A fine-tune made in another run (a saved model read again) has no
+    time here: its row shows the analysis alone."""
     fine_tune = cpu.get("fine_tune")
     second = cpu.get("second_lookup")
     # `total` is the run's own sum of the others
     stages = {k: v for k, v in cpu.items() if k not in ("fine_tune", "second_lookup", "total")}
-    if fine_tune is None or None in stages.values():
+    if None in stages.values() or not stages:
         return f"| {model} | {task} | {run} | {NOT_KEPT} |||||||"
     analysis = sum(stages.values())
     largest = max(stages, key=stages.get)
-    total = fine_tune + analysis + (second or 0)
+    judged = tested in (None, TARGET_TEST_INSTANCES)
+    in_all = analysis + (second or 0)
+    if fine_tune is None:
+        fine_tune_cell, total_cells = ELSEWHERE, "- | -"
+    else:
+        total = fine_tune + in_all
+        target = _met(total, TARGET_MINUTES.get(model)) if judged else f"- ({tested} test)"
+        fine_tune_cell, total_cells = f"{fine_tune / 60:.1f}", f"{total / 60:.1f} | {target}"
+    analysis_target = (
+        _met(in_all, ANALYSIS_TARGET_MINUTES.get(model))
+        if judged
+        else f"- ({tested} test instances; the target is at {TARGET_TEST_INSTANCES})"
+    )
     round_3 = [stages[k] for k in ROUND_3_STAGES if k in stages]
     return (
-        f"| {model} | {task} | {run} | {fine_tune / 60:.1f} | {analysis / 60:.1f} "
+        f"| {model} | {task} | {run} | {fine_tune_cell} | {analysis / 60:.1f} "
         f"({largest} {stages[largest] / 60:.1f}) | "
         f"{f'{sum(round_3) / 60:.1f}' if round_3 else '-'} | "
         f"{'-' if second is None else f'{second / 60:.1f}'} | "
-        f"{(analysis + (second or 0)) / 60:.1f} / "
-        f"{_met(analysis + (second or 0), ANALYSIS_TARGET_MINUTES.get(model))} | "
-        f"{total / 60:.1f} | {_met(total, TARGET_MINUTES.get(model))} |"
+        f"{in_all / 60:.1f} / {analysis_target} | {total_cells} |"
     )
+
+
+def test_instances(task: dict) -> int | None:
+    """How many test instances a seed run's verdict read (None: a digest made before its
+    stability recorded the sizes)."""
+    sizes = ((task.get("verdict") or {}).get("stability") or {}).get("sizes") or {}
+    return sizes.get("test")
 
 
 def _met(seconds: float, target: float | None) -> str:
@@ -76,7 +98,8 @@ def table(folder: Path) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for model, task_name, seed, task in seed_rows(pretrained_digests(folder)):
-        lines.append(row(model, task_name, seed, task.get("cpu_s") or {}))
+        cpu = task.get("cpu_s") or {}
+        lines.append(row(model, task_name, seed, cpu, test_instances(task)))
     return lines
 
 

@@ -30,6 +30,7 @@ def test_a_row_sums_the_parts_and_names_the_largest_stage(tmp_path):
             "reversal": {
                 "seed_run": {"task": "reversal", "run": 2, "data_seed": 1236},
                 "cpu_s": cpu,
+                "verdict": {"stability": {"sizes": {"validation": 64, "test": 64}}},
             }
         },
     }
@@ -51,6 +52,16 @@ def test_a_row_sums_the_parts_and_names_the_largest_stage(tmp_path):
     assert "| 25.0 (dose 14.0) | 5.0 | - | 25.0 / 25: met | 40.0 | 60: met |" in times.row(
         "gemma3-270m", "addition", "0", cpu | round_3
     )
+    # read on 128 test instances: shown beside the targets (set at 64), not judged by them
+    assert times.row("gemma3-270m", "addition", "0", cpu, tested=128).endswith(
+        "| 20.0 / - (128 test instances; the target is at 64) | 35.0 | - (128 test) |"
+    )
+    assert "25: met" in times.row("gemma3-270m", "addition", "0", cpu, tested=64)
+    # a saved fine-tune read again in another run: the analysis alone, no total
+    elsewhere = times.row("gemma3-270m", "addition", "0", cpu | {"fine_tune": None})
+    assert elsewhere.endswith("| 20.0 / 25: met | - | - |")
+    assert f"| {times.ELSEWHERE} | 20.0 (dose 14.0) |" in elsewhere
+    assert times.test_instances({"cpu_s": cpu}) is None  # a digest made before sizes were kept
     cpu["dose"] = None  # a stage reused from a run made before its CPU was kept
     assert times.NOT_KEPT in times.row("gemma3-270m", "addition", "0", cpu)
 

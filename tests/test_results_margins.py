@@ -23,16 +23,10 @@ DIGESTS = sorted((REPO / "docs").glob("quick-run*.json"))
 MARGIN = 3  # at most this many instances from another word ...
 MINIMUM = 128  # ... wants at least this many test instances
 
-SMOLLM2_AT_128 = "SmolLM2 reversal read at 128 (about 50 CPU-min a seed run): not yet in the digest"
-SMOLLM2 = "quick-run-smollm2-reversal.json"
 NOT_YET = {  # (digest, verdict's label): why it is still read on fewer
     ("quick-run-reversal-gpu.json", "reversal (replication)"): (
         "made on the H200 GPU: reading it again at 128 needs the GPU, not lent since"
     ),
-    (SMOLLM2, "reversal (lookup at ref+1)"): SMOLLM2_AT_128,
-    (SMOLLM2, "reversal (lookup at ref+1) (replication)"): SMOLLM2_AT_128,
-    (SMOLLM2, "reversal-seed2 (lookup at ref+1)"): SMOLLM2_AT_128,
-    (SMOLLM2, "reversal-seed2 (lookup at ref+1) (replication)"): SMOLLM2_AT_128,
 }
 
 
@@ -80,9 +74,10 @@ def test_the_check_reads_each_margin_and_its_instances(tmp_path):
     path = tmp_path / "quick-run-x.json"
     path.write_text(json.dumps(digest))
     found = set(readings_of(path))
-    assert ("reversal-seed2 (lookup at ref+1)", 1, 64) in found  # exactly 1 instance
-    assert ("reversal-seed1", None, 64) not in found  # no margin found: none listed
+    assert ("reversal-seed2 (lookup at ref+1)", 1, 128) in found  # exactly 1 instance
+    assert ("reversal-seed2 (lookup at ref+1) (replication)", 2, 128) in found
+    assert not any(label == "reversal-seed1" for label, _, _ in found)  # none found: no margin
     margin = digest["tasks"]["reversal-seed2"]["lookups"][1]["verdict"]["stability"]
     margin["flip_margin"]["margin"] = 9
     path.write_text(json.dumps(digest))
-    assert ("reversal-seed2 (lookup at ref+1)", 9, 64) in set(readings_of(path))
+    assert ("reversal-seed2 (lookup at ref+1)", 9, 128) in set(readings_of(path))
