@@ -124,9 +124,12 @@ def replication_line(verdict: Mapping[str, Any] | None) -> str | None:
     )
 
 
-def replication_counts(verdicts: Iterable[Mapping[str, Any] | None]) -> str:
-    """docs/results.md's sentence over the models with a calibrated verdict: how many
-    replications agree, differ, were not run and were not recorded."""
+def replication_counts(
+    verdicts: Iterable[Mapping[str, Any] | None], models: int | None = None
+) -> str:
+    """docs/results.md's sentence over the calibrated verdicts: how many replications
+    agree, differ, were not run and were not recorded. `models`: how many models gave the
+    verdicts, said where it is fewer (a near tie's run judges each candidate lookup)."""
     counts = {"agree": 0, "differ": 0, "not run": 0, NOT_RECORDED: 0}
     for verdict in verdicts:
         state = replication_state(verdict)
@@ -144,7 +147,12 @@ def replication_counts(verdicts: Iterable[Mapping[str, Any] | None]) -> str:
             "Read again on a second, disjoint test stream (the same N and doses): not "
             "recorded in these digests (made before the replication existed)."
         )
+    whose = (
+        f" of the {models} models (each candidate lookup's where a near tie judged two)"
+        if models is not None and models < total
+        else ""
+    )
     return (
         f"Read again on a second, disjoint test stream (the same N and doses), the "
-        f"{total} verdicts: {', '.join(parts)}."
+        f"{total} verdicts{whose}: {', '.join(parts)}."
     )

@@ -303,11 +303,13 @@ def render_summary(folder: Path) -> str:
 
 
 def replication_paragraph(digests: list[Mapping[str, Any]]) -> list[str]:
-    """Whether each calibrated verdict, read again on a second, disjoint test stream with
-    the same choices, said the same word (`replication_md.replication_counts`), and a blank
-    line; nothing when no digest holds a calibrated verdict."""
-    verdicts = [r.get("verdict") for d in digests for r in d["tasks"].values()]
-    text = replication_counts(verdicts)
+    """Whether each calibrated verdict (every candidate lookup's, as the bullets count
+    them), read again on a second, disjoint test stream with the same choices, said the
+    same word (`replication_md.replication_counts`), and a blank line; nothing when no
+    digest holds a calibrated verdict."""
+    runs = [r for d in digests for r in d["tasks"].values() if r.get("verdict")]
+    verdicts = [v for r in runs for v in _judged(r)]
+    text = replication_counts(verdicts, models=len(runs))
     return [*textwrap.wrap(text, width=92, break_on_hyphens=False), ""] if text else []
 
 

@@ -118,6 +118,12 @@ def test_the_summary_counts_agreements_and_says_when_none_was_recorded():
     )
     assert "the 3 verdicts: 1 agrees, 1 differs, 1 not recorded." in mixed
     assert replication_counts([None]) == ""
+    # a near tie's run gives a verdict per candidate lookup: the models are said beside them
+    two = [{"verdict": "a", "replication": _record("a")}] * 3
+    assert "the 3 verdicts of the 2 models (each candidate lookup's" in replication_counts(
+        two, models=2
+    )
+    assert "the 3 verdicts: 3 agree." in replication_counts(two, models=3)
 
 
 def test_the_quick_block_and_the_pretrained_table_show_it_beside_the_verdict(tmp_path):
