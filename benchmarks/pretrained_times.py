@@ -11,8 +11,8 @@ measured when the stage was computed and kept in the run's results (`results["cp
 fine-tune's too), so this prints the run as it was measured, not a re-run: one row per
 model, task and seed run with the fine-tune, the analysis at the first lookup (its largest
 stage named, and the part of it the round-3 rule added: stability and replication), a
-second candidate lookup's analysis (a near tie), the analysis against its own target, the
-total against the run's.
+second candidate lookup's analysis (a near tie or a split lookup), the analysis against
+its own target, the total against the run's.
 """
 
 from __future__ import annotations

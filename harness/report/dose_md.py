@@ -128,19 +128,18 @@ def dose_section(task, folder: Path, command: str) -> list[str]:
 
 
 def lookups_section(task, command: str) -> list[str]:
-    """Where two offsets' top heads weigh within OFFSET_MARGIN of each other (a near tie,
-    `harness.attention.heads.second_lookup`), both lookups judged: one row each (offset, ID
-    mass, N, dose, errors, verdict, share repaired free-running), both verdicts' reasons."""
-    from harness.attention.heads import OFFSET_MARGIN
-
+    """Where the run judged a second candidate lookup (`harness.attention.heads.
+    second_lookup`: a near tie of two offsets' top heads, or a lookup split across two
+    offsets), both lookups: one row each (offset, ID mass, N, dose, errors, verdict, share
+    repaired free-running), both verdicts' reasons, and which of the two made it judge both
+    (the second lookup's own words)."""
     lookups = task.get("lookups") or []
     if len(lookups) < 2:
         return []
+    why = lookups[1].get("text") or "the second candidate lookup is judged too"
     lines = [
-        f"{two_lookups_headline(task)} (their top heads' ID mass lies within "
-        f"{OFFSET_MARGIN:.0%} of the largest offset's: a near tie, so both are judged). The "
-        "first is the offset the sections above read (the reference when it is near-tied); "
-        "the second's "
+        f"{two_lookups_headline(task)} ({why}). The first is the offset the sections above "
+        "read (the run's own lookup); the second's "
         "ranking, ladder, diagnosis, verdict and free-running dose have stage files of their "
         f"own (`{lookups[1].get('stage')}-*`).",
         "",

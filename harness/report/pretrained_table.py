@@ -459,8 +459,9 @@ def render_table(folder: Path) -> str:
         "",
         textwrap.fill(
             "What the calibrated verdict read, per model: where the lookup was read (the "
-            "offset and its top heads' ID mass; a near tie judges two candidate lookups, "
-            "the second in a row of its own), which errors the diagnosis read, the verdict "
+            "offset and its top heads' ID mass; a near tie or a lookup split across two "
+            "offsets judges two candidate lookups, the second in a row of its own), which "
+            "errors the diagnosis read, the verdict "
             "with the shares of its kinds, the dose (N heads, C), the controls at that dose "
             "and the share of wrong OOD answers the push repairs free-running, then the "
             "verdict read again on a second, disjoint test stream with the same N and doses "

@@ -129,7 +129,7 @@ def replication_counts(
 ) -> str:
     """docs/results.md's sentence over the calibrated verdicts: how many replications
     agree, differ, were not run and were not recorded. `models`: how many models gave the
-    verdicts, said where it is fewer (a near tie's run judges each candidate lookup)."""
+    verdicts, said where it is fewer (a run that judged two candidate lookups gives two)."""
     counts = {"agree": 0, "differ": 0, "not run": 0, NOT_RECORDED: 0}
     for verdict in verdicts:
         state = replication_state(verdict)
@@ -148,7 +148,7 @@ def replication_counts(
             "recorded in these digests (made before the replication existed)."
         )
     whose = (
-        f" of the {models} models (each candidate lookup's where a near tie judged two)"
+        f" of the {models} models (each candidate lookup's where a run judged two)"
         if models is not None and models < total
         else ""
     )

@@ -118,11 +118,10 @@ def test_the_summary_counts_agreements_and_says_when_none_was_recorded():
     )
     assert "the 3 verdicts: 1 agrees, 1 differs, 1 not recorded." in mixed
     assert replication_counts([None]) == ""
-    # a near tie's run gives a verdict per candidate lookup: the models are said beside them
+    # a run that judged two candidate lookups gives two verdicts: the models said beside them
     two = [{"verdict": "a", "replication": _record("a")}] * 3
-    assert "the 3 verdicts of the 2 models (each candidate lookup's" in replication_counts(
-        two, models=2
-    )
+    said = replication_counts(two, models=2)
+    assert "the 3 verdicts of the 2 models (each candidate lookup's where a run" in said
     assert "the 3 verdicts: 3 agree." in replication_counts(two, models=3)
 
 
