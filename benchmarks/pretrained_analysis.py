@@ -64,7 +64,7 @@ STAGES = (  # TaskRun's methods, in the order run() takes them, and each one's s
     ("run_replication", "replication"),
     ("run_replication_stability", "replication_stability"),
     ("run_viewer", "viewer"),
-    # a near tie's second candidate lookup: every stage it runs counts here, not in the
+    # a near tie's or a split's second candidate lookup: every stage it runs counts here, not in the
     # first lookup's rows
     ("judge_second", "second_lookup"),
 )

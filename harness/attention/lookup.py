@@ -98,7 +98,7 @@ class Lookup:
     distribution, in ranking order (`lookup_heads`); `levels`: each one's mean ID weight
     per row at the offset; `found`: how the offset was found (`heads.lookup_offset`'s
     record: "mass", "masses", "text", "found", and "candidate": 2 for the second candidate
-    of a near tie), empty for a ranking without one; `null`: what attention spread evenly
+    of a near tie or split), empty for a ranking without one; `null`: what attention spread evenly
     over the same keys would weigh at the offset (`null_at`; None where unmeasured), every
     lookup head beats it. Build it with `Lookup.of`."""
 
@@ -178,7 +178,7 @@ class Lookup:
 
     @property
     def candidate(self) -> int:
-        """1: the run's own lookup; 2: the second candidate of a near tie."""
+        """1: the run's own lookup; 2: the second candidate of a near tie or split."""
         return int(self.found.get("candidate", 1))
 
     @property

@@ -9,7 +9,7 @@ calibrated verdict and its dose free-running (stages 5 to 8, `TaskRun.judge`).
 The lookup is made once, from the ranking's stage (`Lookup.of`), and each later stage
 receives it as a value (the offset, the ranking, the lookup heads and their ID levels) with
 the results of the stages before it as arguments, so the run's own lookup and the second
-candidate of a near tie go through the same functions: the second's stages are saved under
+candidate of a near tie or split go through the same functions: the second's stages are saved under
 its own label (`TaskRun.stage_label`), the first's keep their names.
 """
 
@@ -61,7 +61,7 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
     (`harness.attention.heads.rank_lookup`: the offset profile's largest top-heads ID
     mass, unless --shift gives one), returned as the lookup every later stage receives
     (`Lookup.of`: how the offset was found is kept in the ranking's source,
-    "lookup_offset"). `candidate`: the second candidate of a near tie
+    "lookup_offset"). `candidate`: the second candidate of a near tie or split
     (`heads.second_lookup`), ranked at its offset in stage files of its own."""
     from harness.attention.heads import HeadRanking, rank_lookup
 
@@ -104,7 +104,7 @@ def run_heads(run, candidate: dict[str, Any] | None = None) -> Lookup:
                 "indices": [0, run.cfg.num_heads],
             },
         )
-        if candidate is not None:  # found as the second of a near tie, not given
+        if candidate is not None:  # found as the second of a near tie or split, not given
             masses = {int(k): v for k, v in candidate["masses"].items()}
             offset = {**candidate, "text": candidate_text(shift, masses)}
         ranking.source["lookup_offset"] = offset

@@ -41,8 +41,9 @@ then, at the lookup (`TaskRun.judge`, `harness.pipeline.lookup_stages`):
 10. `viewer`: `OUT/<task>/attention.html`, the baseline beside the sweep's chosen setting;
 then `OUT/report.md` with its figures in `OUT/<task>/` and the settings in
 `OUT/settings.json`. Where another offset's top heads weigh within OFFSET_MARGIN of the
-largest (a near tie, `harness.attention.heads.second_lookup`), stage 3 ranks again at that
-second candidate lookup, a second `Lookup` that stages 5-9 judge in stage files of their own
+largest (a near tie) or have lookup heads of their own (a split;
+`harness.attention.heads.second_lookup`), stage 3 ranks again at that second candidate
+lookup, a second `Lookup` that stages 5-9 judge in stage files of their own
 (`<task>-lookup+1-heads`, ...), and `results["lookups"]` holds both judgements (the first is
 the run's own, unchanged). Every step's CPU seconds, as measured when its stage files were
 computed, are in `results["cpu_s"]` (the fine-tune's too, `<task>-fine-tune`).
@@ -274,7 +275,8 @@ class TaskRun:
 
     def stage_label(self, lookup: Lookup | None) -> str:
         """What the stages read at `lookup` are named after: the run's label, or for the
-        second candidate of a near tie `<label>-lookup+1` (the first's keep their names)."""
+        second candidate of a near tie or split `<label>-lookup+1` (the first's keep their
+        names)."""
         if lookup is None or lookup.candidate == 1:
             return self.label
         return f"{self.label}-lookup{lookup.offset:+d}"

@@ -183,7 +183,7 @@ def intervention_findings(task: Mapping[str, Any]) -> list[str]:
     calibrated = task.get("verdict")
     lookups = task.get("lookups") or []
     if calibrated and len(lookups) >= 2:
-        # a near tie: both candidate lookups judged, both verdicts said, none picked
+        # a near tie or a split: both candidate lookups judged, both verdicts said, none picked
         out.append(f"{two_lookups_headline(task)}.")
         for entry in lookups:
             verdict = entry.get("verdict") or {}
@@ -208,8 +208,8 @@ def where(offset: int | None) -> str:
 
 
 def lookup_verdicts(task: Mapping[str, Any]) -> list[tuple[int, str]]:
-    """[(offset, calibrated verdict)] of each candidate lookup a near tie made the run judge
-    (the run's own first); [] when it judged one."""
+    """[(offset, calibrated verdict)] of each candidate lookup a near tie or a split made
+    the run judge (the run's own first); [] when it judged one."""
     return [
         (int(recorded_lookup(e)["offset"] or 0), shown_word(v)) for e, v in candidate_verdicts(task)
     ]

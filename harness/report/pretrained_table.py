@@ -10,10 +10,10 @@ Two tables, one row per model, task and seed run (a digest whose meta names a `m
 pretrained model fine-tuned by `reproduce --pretrained`). The first: ID and OOD accuracy and
 the Table 2 difference (correct minus wrong tokens' attention on the reference,
 free-running, with its 95% interval over instances). The second: what the calibrated
-verdict read: the offset where the lookup was read (a near tie: both candidate lookups, the
-second in a row of its own), which errors the diagnosis read, the verdict with its shares
-(a mixed failure's kinds each with its reading), the dose (N, C), the controls at that dose
-(`results_doc.controls_at_dose`) and the share of wrong OOD answers the push repairs
+verdict read: the offset where the lookup was read (a near tie or a split: both candidate
+lookups, the second in a row of its own), which errors the diagnosis read, the verdict with
+its shares (a mixed failure's kinds each with its reading), the dose (N, C), the controls
+at that dose (`results_doc.controls_at_dose`) and the share of wrong OOD answers the push repairs
 free-running. Then, per task and model, each seed run's verdict and whether the seeds
 agree (`task_statements`). A round-1 digest lacks most of these fields: its cells say
 "predates round 2", never a guess. Beside them the paper's values for its fine-tuned

@@ -9,7 +9,7 @@ read, per instance (`readings`: `harness.attention.verdicts.readings`): the vali
 ladder of the chosen N and every count's summary, the test ladder with its controls, the
 diagnosis with its null, the lookup's evidence. This reads the verdict again from those
 alone, with the function the pipeline reads it with, and says per model (and per candidate
-lookup of a near tie) the recorded word, the re-derived word and whether they agree; the
+lookup of a near tie or split) the recorded word, the re-derived word and whether they agree; the
 same for each verdict's replication (read again on a second test stream, its readings in
 its record: `verdict["replication"]["readings"]`, `harness.pipeline.replication`). A digest
 made before readings (or the replication) were kept says so per model and fails nothing.
@@ -34,7 +34,7 @@ REPLICATION_NOT_RUN = "not read again (--no-replicate)"
 
 def labelled_verdicts(name: str, task: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """(label, recorded verdict, readings) of each verdict a task holds: its own, and the
-    second candidate lookup's of a near tie (`lookups[1:]`; the first is the task's)."""
+    second candidate lookup's of a near tie or split (`lookups[1:]`; the first is the task's)."""
     out = [(name, task.get("verdict"), task.get("readings"))]
     for entry in (task.get("lookups") or [])[1:]:
         if isinstance(entry, Mapping):

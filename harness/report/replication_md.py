@@ -3,7 +3,7 @@ docs/results.md's count (`harness.pipeline.replication` reads it; the verdict ca
 
     from harness.report.replication_md import replication_cell, replication_line
     replication_cell(task["verdict"])    # 'no lookup (agrees)', or 'not recorded'
-    task_replication_cell(task)          # each candidate lookup's, where a near tie made two
+    task_replication_cell(task)          # each candidate lookup's, where a run judged two
     replication_line(task["verdict"])    # the report's sentence under the verdict
 
 A digest or a run made before the replication existed holds none: its cell says "not
@@ -72,7 +72,7 @@ def replication_cell(verdict: Mapping[str, Any] | None) -> str:
 
 
 def task_replication_cell(task: Mapping[str, Any]) -> str:
-    """A run's cell: its verdict's replication; where a near tie judged two candidate
+    """A run's cell: its verdict's replication; where a near tie or a split judged two candidate
     lookups whose cells differ, each with its offset, in the order and form the verdict
     column names them ("no lookup (agrees) at the reference / downstream (differs) at
     ref+2"), never the two lookups' words run together."""

@@ -663,7 +663,7 @@ def write_report(out: Path, cfg, tasks: dict[str, dict[str, Any]], seconds: floa
         if dose:  # runs made before the ladder existed have none
             lines += ["### Dose-response and the calibrated verdict", "", *dose]
         lookups = lookups_section(task, command)
-        if lookups:  # a near tie: the second candidate lookup judged too
+        if lookups:  # a near tie or a split: the second candidate lookup judged too
             lines += ["### Two candidate lookups", "", *lookups]
         lines += ["### OOD accuracy by length (Figure 2 analog)", ""]
         lines += figure2(task, folder, command)

@@ -119,7 +119,7 @@ def digest(out: Path) -> dict[str, Any]:
                 "verdict": sweep.get("verdict"),
             },
         }
-        if lookups:  # a near tie: both candidate lookups' judgements
+        if lookups:  # a near tie or a split: both candidate lookups' judgements
             tasks[name]["lookups"] = lookups
     if not tasks:
         raise ValueError(f"{out} holds no <task>/results.json: is it a reproduce output folder?")
@@ -193,8 +193,9 @@ def controls_at_dose(dose: Any, verdict: Any) -> dict[str, Any] | None:
 
 
 def _lookups(result: dict[str, Any], path: Path) -> list[dict[str, Any]] | None:
-    """Each candidate lookup a near tie made the run judge (the run's own first): offset, ID
-    mass, stages, N, verdict, OOD diagnosis and controls at its dose; None with one."""
+    """Each candidate lookup a near tie or a split made the run judge (the run's own
+    first): offset, ID mass, stages, N, verdict, OOD diagnosis and controls at its dose;
+    None with one."""
     lookups = result.get("lookups")
     if not isinstance(lookups, list) or len(lookups) < 2:
         return None

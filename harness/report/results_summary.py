@@ -132,7 +132,7 @@ def _models(kernels: list[str | None]) -> str:
 
 
 def _judged(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A run's calibrated verdicts: each candidate lookup's where a near tie judged two."""
+    """A run's calibrated verdicts: each candidate lookup's where the run judged two."""
     verdicts = [v for _, v in candidate_verdicts(results)] or [results.get("verdict")]
     return [v if isinstance(v, Mapping) else {} for v in verdicts]
 
@@ -180,7 +180,7 @@ def _cause(verdicts: list[Mapping[str, Any]], there: str = "") -> str:
 def _why_they_differ(results: list[Mapping[str, Any]]) -> str:
     """What the stability and the replications say of models whose words differ: the
     models differ (every word stable and read again alike), the instances drawn may (some
-    word unstable or read otherwise on fresh instances), or not measured. Where near ties
+    word unstable or read otherwise on fresh instances), or not measured. Where near ties or splits
     made runs judge a second candidate lookup and every run's first reads the same word,
     that agreement is said first and the cause is read at the second lookups alone."""
     verdicts = [v for r in results for v in _judged(r)]

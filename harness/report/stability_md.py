@@ -64,7 +64,7 @@ def stability_cell(verdict: Mapping[str, Any] | None) -> str:
 
 
 def candidate_verdicts(task: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Any]]:
-    """[(lookup entry, its calibrated verdict)] of each candidate lookup a near tie made
+    """[(lookup entry, its calibrated verdict)] of each candidate lookup a near tie or a split made
     the run judge, in the run's order; [] when it judged one. The first is the run's own
     lookup: its verdict is the run's where the entry has none."""
     lookups = task.get("lookups") or []
@@ -77,7 +77,7 @@ def candidate_verdicts(task: Mapping[str, Any]) -> list[tuple[Mapping[str, Any],
 
 
 def task_cell(task: Mapping[str, Any]) -> str:
-    """A run's cell: its verdict's; where a near tie judged two candidate lookups whose
+    """A run's cell: its verdict's; where a near tie or a split judged two candidate lookups whose
     cells differ, both, in the order the verdict column names them ("0.93 (at most 2) /
     0.55 (exactly 1)")."""
     judged = candidate_verdicts(task)
