@@ -5,10 +5,10 @@ fine-tune, counted per stage.
                                             [--num-validation 64] [--num-test 64] [--json OUT]
 
 Runs `TaskRun.run` (harness.pipeline.reproduce: eval, attention, heads, sweep, dose,
-diagnosis, verdict, stability, at_dose, replication and its stability, viewer, and a near
-tie's second lookup) at --pretrained's sizes (its grid, controls, ladder and
-batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, the sizes its verdicts need) into a
-fresh temporary folder (nothing cached), and reports per stage, counted by a hook on the
+diagnosis, verdict, stability, at_dose, replication and its stability, viewer, and a second
+candidate lookup where a near tie or a split makes one) at --pretrained's sizes (its grid,
+controls, ladder and batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, the
+sizes its verdicts need) into a fresh temporary folder (nothing cached), and reports per stage, counted by a hook on the
 model's forward (no caller is changed):
 - forwards: calls of the model (one per batch pass; a generation is one per new token);
 - rows: batch rows over those calls; tokens: rows x columns forwarded (the work a forward
@@ -64,8 +64,8 @@ STAGES = (  # TaskRun's methods, in the order run() takes them, and each one's s
     ("run_replication", "replication"),
     ("run_replication_stability", "replication_stability"),
     ("run_viewer", "viewer"),
-    # a near tie's or a split's second candidate lookup: every stage it runs counts here, not in the
-    # first lookup's rows
+    # a second candidate lookup (a near tie or a split): every stage it runs counts here,
+    # not in the first lookup's rows
     ("judge_second", "second_lookup"),
 )
 
