@@ -8,8 +8,8 @@ Runs `TaskRun.run` (harness.pipeline.reproduce: eval, attention, heads, sweep, d
 diagnosis, verdict, stability, at_dose, replication and its stability, viewer, and a second
 candidate lookup where a near tie or a split makes one) at --pretrained's sizes (its grid,
 controls, ladder and batch, `PRETRAINED_SIZES`; 64 validation and 64 test instances, the
-sizes its verdicts need) into a fresh temporary folder (nothing cached), and reports per stage, counted by a hook on the
-model's forward (no caller is changed):
+sizes its verdicts need) into a fresh temporary folder (nothing cached), and reports per
+stage, counted by a hook on the model's forward (no caller is changed):
 - forwards: calls of the model (one per batch pass; a generation is one per new token);
 - rows: batch rows over those calls; tokens: rows x columns forwarded (the work a forward
   does grows with it; a cached decode step forwards one column a row);
