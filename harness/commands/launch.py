@@ -101,7 +101,7 @@ def add_parser(subparsers) -> None:
     # word here, not an option) and parsed by accelerate's launcher parser in `launch`.
     parser = subparsers.add_parser(
         "launch",
-        help="run train, eval, attention or reproduce over several processes "
+        help="run train, eval, attention, heads or reproduce over several processes "
         "(accelerate launch, one-line errors)",
         add_help=False,
         prefix_chars="\0",

@@ -137,7 +137,7 @@ class ReproduceConfig:
     )
     quick: bool = field(
         default=False,
-        metadata=cli("train tiny scratch models for --tasks first, small sizes (CPU, ~10 min)"),
+        metadata=cli("train tiny scratch models for --tasks first, small sizes (CPU, ~6 min)"),
     )
     pretrained: str | None = field(  # fine-tuned per task: PRETRAINED_TRAIN, _RECIPES
         default=None,
