@@ -32,7 +32,9 @@ TARGET_MINUTES = {"smollm2-135m-instruct": 35, "gemma3-270m": 60}
 ANALYSIS_TARGET_MINUTES = {"smollm2-135m-instruct": 15, "gemma3-270m": 25}
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 NOT_KEPT = "per-stage CPU not kept (a digest made before it was)"
-ELSEWHERE = "made in another run"  # a saved fine-tune read again: its CPU is that run's
+# a run whose record has no fine-tune time: it read a saved fine-tune made by another run
+# (whose CPU is that run's), or predates the record
+ELSEWHERE = "not in this run's record"
 TARGET_TEST_INSTANCES = 64  # the targets' size: a run read on more is shown, not judged
 # the stages the round-3 rule added (the verdict's stability, its replication on a second
 # test stream and that one's stability), part of the analysis: "-" in a run made before them
@@ -42,8 +44,8 @@ ROUND_3_STAGES = ("stability", "replication", "replication_stability")
 def row(model: str, task: str, run: str, cpu: dict, tested: int | None = None) -> str:
     """One table row: minutes of CPU per part and the targets' verdicts. `tested`: the test
     instances the run read; the targets are at 64, so a run read on more is shown beside
-    them, not judged. A fine-tune made in another run (a saved model read again) has no
-    time here: its row shows the analysis alone."""
+    them, not judged. A fine-tune without a time in the run's record (a saved model made by
+    another run, read again) leaves the row the analysis alone."""
     fine_tune = cpu.get("fine_tune")
     second = cpu.get("second_lookup")
     # `total` is the run's own sum of the others
